@@ -1,0 +1,41 @@
+"""abrank: is the new ranker better? Metrics, paired statistics and readouts for ranking A/B tests.
+
+The public API is imported lazily so that ``abrank --help`` stays fast and notebooks pay
+only for what they use::
+
+    import abrank
+    per_query = abrank.evaluate(rankings, judgments, ["mrr@10", "ndcg@10"])
+    result = abrank.compare(control["mrr@10"], treatment["mrr@10"], seed=7)
+    readout = abrank.run_experiment("experiments/demo-reranker.yaml")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from abrank.errors import AbrankError, ConfigError, DataError
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "evaluate": "abrank.metrics",
+    "parse_metric": "abrank.metrics",
+    "compare": "abrank.stats",
+    "Comparison": "abrank.stats",
+    "load_experiment": "abrank.config",
+    "Experiment": "abrank.config",
+    "read_rankings": "abrank.io",
+    "read_judgments": "abrank.io",
+    "run_experiment": "abrank.pipeline",
+    "Readout": "abrank.readout",
+}
+
+__all__ = ["AbrankError", "ConfigError", "DataError", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'abrank' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

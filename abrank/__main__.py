@@ -1,0 +1,5 @@
+"""``python -m abrank`` runs the command-line interface."""
+
+from abrank.cli import main
+
+raise SystemExit(main())
