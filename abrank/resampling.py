@@ -1,0 +1,303 @@
+"""Fast resampling of sums: bootstrap, sign-flip and label-permutation draws, and BCa.
+
+Every statistic abrank resamples is a function of column sums (a mean delta, a ratio of
+means), so a resample only needs the sums of the drawn rows, never the rows themselves.
+Three exact ways to draw them, chosen by cost:
+
+* **distinct values** (``"exact"``): drawing n rows with replacement is, in distribution,
+  drawing multinomial counts over the m distinct rows; sign-flipping the c rows that share
+  one absolute value adds ``value * (2 * Binomial(c, 1/2) - c)``; relabelling a pooled
+  sample is a multivariate hypergeometric draw over the distinct values. Cost O(m) per
+  resample instead of O(n): MRR@10 deltas take at most 121 values.
+* **index resampling** (``"index"``): plain draws of row indices, in chunks that never
+  hold more than ``CHUNK_ELEMENTS`` numbers; used when nearly every value is distinct.
+* **grid cells** (``"grid"``, an approximation): when both would exceed the work budget
+  (very many queries *and* mostly distinct values), rows are pooled into grid cells of
+  width h per column and each cell is represented by the mean of its rows. A resampled
+  mean then differs from exact resampling only by the resampled mean of the within-cell
+  residuals, which are bounded by h; by Hoeffding's inequality each resampled mean is
+  within ``h * sqrt(2 ln(2 / FAILURE_PROB) / n)`` of its exact value with probability at
+  least ``1 - FAILURE_PROB`` (:func:`grid_error_bound`). With 4,096 cells and a million
+  queries this is below 1e-6 on a metric in [0, 1].
+
+No function here allocates an n x B matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+FAILURE_PROB = 1e-8
+"""Probability, per resample, that a grid-cell draw falls outside its stated error bound."""
+
+CHUNK_ELEMENTS = 1 << 22
+"""Most numbers held in one temporary block of draws (32 MiB of float64)."""
+
+WORK_BUDGET_NS = 2e9
+"""Estimated cost (ns) above which an exact resampling job switches to grid cells."""
+
+_NS_PER_ATOM_DRAW = 75.0  # one binomial / multinomial / hypergeometric component
+_NS_PER_INDEX_DRAW = 7.0  # one random index plus gather and add
+_HOEFFDING = math.sqrt(2.0 * math.log(2.0 / FAILURE_PROB))
+
+
+@dataclass(frozen=True)
+class Atoms:
+    """Distinct rows of a sample (or grid cells) with how many rows each stands for.
+
+    ``values`` is (m, k); ``counts`` is (m,) and sums to n. ``widths`` holds the grid
+    width per column when the atoms are grid cells (values are then cell means), and is
+    None when every atom is an exact distinct row.
+    """
+
+    values: np.ndarray
+    counts: np.ndarray
+    widths: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        """Number of rows represented."""
+        return int(self.counts.sum())
+
+    @property
+    def m(self) -> int:
+        """Number of atoms."""
+        return int(self.counts.shape[0])
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A sample ready for resampling: raw rows plus the atoms chosen to draw from.
+
+    ``method`` is ``"exact"`` (distinct rows), ``"index"`` (raw rows) or ``"grid"``.
+    """
+
+    raw: np.ndarray
+    atoms: Atoms
+    method: str
+
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.raw.shape[0])
+
+
+def _as_rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x.reshape(x.shape[0], -1)
+
+
+def exact_atoms(x: np.ndarray) -> Atoms:
+    """Group identical rows of ``x`` ((n,) or (n, k)) into distinct values with counts."""
+    rows = _as_rows(x)
+    n, k = rows.shape
+    if n == 0:
+        return Atoms(np.empty((0, k)), np.empty(0, dtype=np.int64))
+    ordered = np.sort(rows[:, 0])[:, None] if k == 1 else rows[np.lexsort(rows.T[::-1])]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, n)).astype(np.int64)
+    return Atoms(ordered[starts].copy(), counts)
+
+
+def grid_atoms(x: np.ndarray, bins: Sequence[int]) -> Atoms:
+    """Pool rows into a grid of ``bins[j]`` equal cells per column; atoms are cell means."""
+    rows = _as_rows(x)
+    n, k = rows.shape
+    if n == 0:
+        return Atoms(np.empty((0, k)), np.empty(0, dtype=np.int64), np.ones(k))
+    low = rows.min(axis=0)
+    span = rows.max(axis=0) - low
+    widths = np.where(span > 0, span / np.asarray(bins, dtype=np.float64), 1.0)
+    cells = np.minimum(
+        np.floor((rows - low) / widths).astype(np.int64), np.asarray(bins, dtype=np.int64) - 1
+    )
+    key = np.ravel_multi_index(cells.T, tuple(int(b) for b in bins))
+    unique, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    sums = np.column_stack(
+        [np.bincount(inverse, weights=rows[:, j], minlength=unique.size) for j in range(k)]
+    )
+    return Atoms(sums / counts[:, None], counts.astype(np.int64), widths)
+
+
+def grid_error_bound(width: float, n_draws: int) -> float:
+    """Bound on |grid-cell resampled mean - exact resampled mean| for one column.
+
+    Within-cell residuals lie in [-width, width]; Hoeffding's inequality bounds their
+    resampled mean over ``n_draws`` rows by ``width * sqrt(2 ln(2/FAILURE_PROB) / n_draws)``
+    with probability at least ``1 - FAILURE_PROB`` (sign flips and draws without
+    replacement obey the same bound).
+    """
+    if n_draws <= 0:
+        return 0.0
+    return float(width) * _HOEFFDING / math.sqrt(n_draws)
+
+
+def prepare(
+    x: np.ndarray, n_resamples: int, grid_bins: Sequence[int], *, force: str | None = None
+) -> Prepared:
+    """Choose how to resample ``x`` (n rows): distinct values, raw indices or grid cells.
+
+    The cheapest exact method is used while its estimated cost stays within
+    ``WORK_BUDGET_NS``; beyond that, grid cells (``grid_bins`` per column) if they are
+    fewer than the distinct rows. ``force`` ("exact", "index", "grid") overrides the
+    choice (for tests and benchmarks).
+    """
+    raw = _as_rows(x)
+    n = raw.shape[0]
+    atoms = exact_atoms(raw)
+    atom_cost = _NS_PER_ATOM_DRAW * atoms.m * n_resamples
+    index_cost = _NS_PER_INDEX_DRAW * n * raw.shape[1] * n_resamples
+    if force is None:
+        if min(atom_cost, index_cost) > WORK_BUDGET_NS:
+            grid = grid_atoms(raw, grid_bins)
+            if grid.m < min(atoms.m, n / 8):
+                return Prepared(raw, grid, "grid")
+        method = "exact" if atom_cost <= index_cost else "index"
+        return Prepared(raw, atoms, method)
+    if force == "grid":
+        return Prepared(raw, grid_atoms(raw, grid_bins), "grid")
+    if force not in ("exact", "index"):
+        raise ValueError(f"force: expected 'exact', 'index' or 'grid', got {force!r}")
+    return Prepared(raw, atoms, force)
+
+
+def _rows_per_chunk(width: int) -> int:
+    return max(1, CHUNK_ELEMENTS // max(width, 1))
+
+
+def bootstrap_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Column sums of ``n_resamples`` bootstrap resamples (n rows with replacement): (B, k)."""
+    n, k = sample.raw.shape
+    out = np.zeros((n_resamples, k))
+    if n == 0:
+        return out
+    if sample.method == "index":
+        rows = _rows_per_chunk(n * k)
+        for start in range(0, n_resamples, rows):
+            b = min(rows, n_resamples - start)
+            idx = rng.integers(0, n, size=(b, n))
+            out[start : start + b] = sample.raw[idx].sum(axis=1)
+        return out
+    atoms = sample.atoms
+    p = atoms.counts / n
+    rows = _rows_per_chunk(atoms.m)
+    for start in range(0, n_resamples, rows):
+        b = min(rows, n_resamples - start)
+        draws = rng.multinomial(n, p, size=b)
+        out[start : start + b] = draws @ atoms.values
+    return out
+
+
+def signflip_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Sums of ``±|d|`` under random sign flips, for ``n_resamples`` draws: (B,).
+
+    ``sample`` must be prepared from the absolute values |d| (one column).
+    """
+    n = sample.n
+    out = np.zeros(n_resamples)
+    if n == 0:
+        return out
+    if sample.method == "index":
+        a = sample.raw[:, 0]
+        total = a.sum()
+        rows = _rows_per_chunk(n)
+        for start in range(0, n_resamples, rows):
+            b = min(rows, n_resamples - start)
+            positive = rng.random((b, n)) < 0.5
+            out[start : start + b] = 2.0 * (positive @ a) - total
+        return out
+    atoms = sample.atoms
+    values = atoms.values[:, 0]
+    rows = _rows_per_chunk(atoms.m)
+    for start in range(0, n_resamples, rows):
+        b = min(rows, n_resamples - start)
+        heads = rng.binomial(atoms.counts, 0.5, size=(b, atoms.m))
+        out[start : start + b] = (2 * heads - atoms.counts) @ values
+    return out
+
+
+def relabel_sums(
+    sample: Prepared, n_first: int, n_resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Sum of the ``n_first`` values given the first label in random relabellings: (B,).
+
+    ``sample`` is the pooled sample (one column); relabelling draws ``n_first`` of its
+    rows without replacement.
+    """
+    n = sample.n
+    out = np.zeros(n_resamples)
+    if n == 0 or n_first == 0:
+        return out
+    if sample.method == "index":
+        x = sample.raw[:, 0]
+        rows = _rows_per_chunk(n)
+        for start in range(0, n_resamples, rows):
+            b = min(rows, n_resamples - start)
+            order = np.tile(np.arange(n), (b, 1))
+            rng.permuted(order, axis=1, out=order)
+            out[start : start + b] = x[order[:, :n_first]].sum(axis=1)
+        return out
+    atoms = sample.atoms
+    values = atoms.values[:, 0]
+    rows = _rows_per_chunk(atoms.m)
+    for start in range(0, n_resamples, rows):
+        b = min(rows, n_resamples - start)
+        draws = rng.multivariate_hypergeometric(atoms.counts, n_first, size=b)
+        out[start : start + b] = draws @ values
+    return out
+
+
+def bca_interval(
+    theta_hat: float,
+    boot: np.ndarray,
+    jackknife: Sequence[tuple[np.ndarray, np.ndarray]],
+    confidence_level: float,
+    tol: float = 0.0,
+) -> tuple[float, float]:
+    """Bias-corrected and accelerated bootstrap interval (Efron and Tibshirani, 14.3).
+
+    ``jackknife`` holds, per sample, the leave-one-out statistics at each distinct row and
+    how many rows share it (weights), so the acceleration costs O(distinct rows). The
+    formulas follow ``scipy.stats.bootstrap(method="BCa")``, including its multi-sample
+    acceleration. ``tol`` is the absolute tolerance under which a resampled statistic
+    counts as equal to ``theta_hat``. Degenerate cases fall back gracefully: a constant
+    bootstrap distribution gives [value, value]; an infinite bias correction gives the
+    percentile interval.
+    """
+    boot = np.asarray(boot, dtype=np.float64)
+    alpha = (1.0 - confidence_level) / 2.0
+    low_b, high_b = float(boot.min()), float(boot.max())
+    if high_b - low_b <= tol:
+        return low_b, high_b
+    below = np.count_nonzero(boot < theta_hat - tol)
+    at_or_below = np.count_nonzero(boot <= theta_hat + tol)
+    share = (below + at_or_below) / (2.0 * boot.size)
+    levels = np.array([alpha, 1.0 - alpha])
+    if 0.0 < share < 1.0:
+        z0 = float(ndtri(share))
+        num = 0.0
+        den = 0.0
+        for values, weights in jackknife:
+            weights = np.asarray(weights, dtype=np.float64)
+            size = float(weights.sum())
+            if size < 2:
+                continue
+            mean = float(weights @ values) / size
+            u = (size - 1.0) * (mean - values)
+            num += float(weights @ u**3) / size**3
+            den += float(weights @ u**2) / size**2
+        accel = num / (6.0 * den**1.5) if den > 0 else 0.0
+        z = ndtri(levels)
+        bca = ndtr(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))
+        if np.all(np.isfinite(bca)):
+            levels = bca
+    low, high = np.quantile(boot, levels)
+    return float(low), float(high)

@@ -1,0 +1,813 @@
+"""Comparing a treatment arm with the control on one metric: deltas, tests, intervals.
+
+``compare`` turns two sets of per-query values into one :class:`Comparison`: the mean
+delta (always treatment - control), the primary test's p-value and interval, the
+randomization test, BCa bootstrap intervals for the delta and the relative lift, effect
+size, minimum detectable effect and win/tie/loss counts. ``adjust`` applies a
+multiple-testing correction over a family of comparisons.
+
+Two designs:
+
+* ``paired`` (the same queries replayed through both rankers): a one-sample analysis of
+  the per-query deltas; paired t-test, sign-flip randomization test, paired bootstrap,
+  Wilcoxon signed-rank (opt-in).
+* ``independent`` (different queries per arm, as in an online A/B test): Welch t-test,
+  label-permutation test, per-arm bootstrap, Mann-Whitney U (opt-in).
+
+Degenerate data never produce NaN or a crash: identical arms give delta 0, interval
+[0, 0] and p = 1; fewer than two pairs give p = 1 and an unbounded interval; a constant
+delta has a zero-width interval. Resampling is seeded per comparison from (seed, metric,
+treatment, segment) and per test, so results are reproducible to the last digit and do
+not depend on which other tests or comparisons were run. See :mod:`abrank.resampling`
+for how resampling stays fast at a million queries.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from abrank import resampling as rs
+from abrank.errors import ConfigError
+
+DESIGNS = ("paired", "independent")
+TESTS = {
+    "paired": ("t", "permutation", "bootstrap", "wilcoxon"),
+    "independent": ("t", "permutation", "bootstrap", "mannwhitney"),
+}
+MISSING = ("zero", "drop", "error")
+CORRECTIONS = {
+    "holm": "holm",
+    "bonferroni": "bonferroni",
+    "sidak": "sidak",
+    "holm-sidak": "holm-sidak",
+    "simes-hochberg": "simes-hochberg",
+    "hochberg": "simes-hochberg",
+    "hommel": "hommel",
+    "fdr_bh": "fdr_bh",
+    "bh": "fdr_bh",
+    "benjamini-hochberg": "fdr_bh",
+    "fdr_by": "fdr_by",
+    "by": "fdr_by",
+    "none": "none",
+}
+POWER = 0.8
+GRID_BINS_DELTA = (4096,)
+GRID_BINS_RATIO = (4096, 4)
+_STREAMS = {"permutation": 1, "bootstrap": 2, "relative": 3}
+_REL_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One metric x treatment (x segment) comparison against the control arm.
+
+    Attributes follow the ``comparisons`` entries of ``summary.json``. ``delta`` is always
+    treatment - control. ``ci`` is the primary interval: the t-interval (Welch's in the
+    independent design) when the primary test is ``t``, else the BCa bootstrap interval.
+    ``p_values`` holds every test that was run (``t``, ``permutation``, ``bootstrap``,
+    ``wilcoxon`` / ``mannwhitney``); ``p_value`` is the primary test's, ``p_adjusted``
+    its multiplicity-adjusted value (equal to ``p_value`` until :func:`adjust`).
+    ``relative_lift`` and ``relative_ci`` are None when the control mean is 0 or the
+    ratio is unbounded over the bootstrap resamples. For the paired design,
+    ``n_control`` / ``n_treatment`` count pairs whose value was observed in that arm (the
+    rest were scored 0 under ``missing="zero"``); for the independent design they are the
+    arms' sizes. ``approximation`` names a grid-cell resampling approximation and its
+    error bound when one was used (very large samples of mostly distinct values).
+    """
+
+    metric: str
+    treatment: str
+    segment: str | None
+    design: str
+    n: int
+    n_control: int
+    n_treatment: int
+    control_mean: float
+    treatment_mean: float
+    delta: float
+    relative_lift: float | None
+    ci: tuple[float, float]
+    ci_method: str
+    bootstrap_ci: tuple[float, float] | None
+    relative_ci: tuple[float, float] | None
+    p_value: float
+    p_values: dict[str, float]
+    p_adjusted: float
+    correction: str | None
+    effect_size: float
+    mde: float | None
+    wins: int
+    ties: int
+    losses: int
+    verdict: str
+    primary_test: str
+    alpha: float
+    confidence_level: float
+    n_resamples: int
+    approximation: str | None = None
+    resampled_deltas: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins only: tuples become lists, NaN and infinities become None."""
+        return {
+            f.name: _json_safe(getattr(self, f.name))
+            for f in fields(self)
+            if f.name != "resampled_deltas"
+        }
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _choice(argument: str, value: Any, choices: Sequence[str], extra: str = "") -> str:
+    if isinstance(value, str) and value in choices:
+        return value
+    listed = ", ".join(repr(c) for c in choices)
+    hint = ""
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value, list(choices), n=1)
+        if close:
+            hint = f" (did you mean {close[0]!r}?)"
+    raise ConfigError(f"{argument}: expected one of {listed}{extra}, got {value!r}{hint}")
+
+
+def _probability(argument: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+        raise ConfigError(f"{argument}: expected a number between 0 and 1, got {value!r}")
+    if not 0.0 < float(value) < 1.0:
+        raise ConfigError(f"{argument}: expected a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _validate(
+    design: Any,
+    primary_test: Any,
+    tests: Any,
+    alpha: Any,
+    confidence_level: Any,
+    n_resamples: Any,
+    missing: Any,
+    seed: Any,
+    metric: Any,
+    treatment_name: Any,
+    segment: Any,
+) -> tuple[str, ...]:
+    _choice("design", design, DESIGNS)
+    allowed = TESTS[design]
+    _choice("primary_test", primary_test, allowed, f" for the {design} design")
+    if isinstance(tests, str):
+        tests = (tests,)
+    if not isinstance(tests, Sequence):
+        raise ConfigError(f"tests: expected a list of test names, got {tests!r}")
+    for test in tests:
+        _choice("tests", test, allowed, f" for the {design} design")
+    _probability("alpha", alpha)
+    _probability("confidence_level", confidence_level)
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 1
+    ):
+        raise ConfigError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    _choice("missing", missing, MISSING)
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
+    ):
+        raise ConfigError(f"seed: expected a non-negative integer or None, got {seed!r}")
+    for argument, value in (("metric", metric), ("treatment_name", treatment_name)):
+        if not isinstance(value, str):
+            raise ConfigError(f"{argument}: expected a string, got {value!r}")
+    if segment is not None and not isinstance(segment, str):
+        raise ConfigError(
+            f"segment: expected a string such as 'device=mobile' or None, got {segment!r}"
+        )
+    ordered = [primary_test] + [t for t in allowed if t in tests and t != primary_test]
+    return tuple(ordered)
+
+
+def _values(argument: str, values: Any) -> np.ndarray:
+    try:
+        if isinstance(values, pd.Series):
+            array = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        kind = getattr(values, "dtype", type(values).__name__)
+        raise ConfigError(f"{argument}: expected numbers, got values of type {kind}") from None
+    if array.ndim != 1:
+        raise ConfigError(
+            f"{argument}: expected a one-dimensional sequence, got shape {array.shape}"
+        )
+    bad = np.isinf(array)
+    if bad.any():
+        position = int(np.flatnonzero(bad)[0])
+        raise ConfigError(
+            f"{argument}: position {position}: expected a finite number, got {array[position]}"
+        )
+    return array
+
+
+def _first_ids(index: pd.Index, limit: int = 5) -> str:
+    shown = ", ".join(repr(v) for v in index[:limit].tolist())
+    more = f" and {len(index) - limit} more" if len(index) > limit else ""
+    return shown + more
+
+
+def _paired_values(control: Any, treatment: Any, missing: str) -> tuple[np.ndarray, ...]:
+    """Aligned (control, treatment) arrays plus masks of observed values."""
+    if isinstance(control, pd.Series) and isinstance(treatment, pd.Series):
+        for argument, series in (("control", control), ("treatment", treatment)):
+            if not series.index.is_unique:
+                dupes = series.index[series.index.duplicated()].unique()
+                raise ConfigError(
+                    f"{argument}: index: expected unique query ids, "
+                    f"got duplicates {_first_ids(dupes)}"
+                )
+        c_values = _values("control", control)
+        t_values = _values("treatment", treatment)
+        c_series = pd.Series(c_values, index=control.index)
+        t_series = pd.Series(t_values, index=treatment.index)
+        if not c_series.index.equals(t_series.index):
+            only_c = c_series.index.difference(t_series.index)
+            only_t = t_series.index.difference(c_series.index)
+            if missing == "error" and (len(only_c) or len(only_t)):
+                parts = []
+                if len(only_t):
+                    parts.append(f"{len(only_t)} missing from control ({_first_ids(only_t)})")
+                if len(only_c):
+                    parts.append(f"{len(only_c)} missing from treatment ({_first_ids(only_c)})")
+                raise ConfigError(
+                    "missing: expected every query in both arms (missing='error'), got "
+                    + "; ".join(parts)
+                )
+            if missing == "drop":
+                index = c_series.index.intersection(t_series.index)
+            else:
+                index = c_series.index.union(t_series.index)
+        else:
+            index = c_series.index
+        in_c = index.isin(c_series.index)
+        in_t = index.isin(t_series.index)
+        c = c_series.reindex(index).to_numpy(dtype=np.float64, copy=True)
+        t = t_series.reindex(index).to_numpy(dtype=np.float64, copy=True)
+        c[~in_c] = 0.0
+        t[~in_t] = 0.0
+    else:
+        c = _values("control", control)
+        t = _values("treatment", treatment)
+        if c.shape != t.shape:
+            raise ConfigError(
+                f"treatment: expected {c.size} values (as many as control, paired design), "
+                f"got {t.size}"
+            )
+        in_c = np.ones(c.size, dtype=bool)
+        in_t = in_c
+    keep = ~(np.isnan(c) | np.isnan(t))
+    return c[keep], t[keep], in_c[keep], in_t[keep]
+
+
+# --------------------------------------------------------------------------- seeding
+
+
+def _generator(
+    seed: int | None, metric: str, treatment: str, segment: str | None, stream: str
+) -> np.random.Generator:
+    """A generator derived from (seed, metric, treatment, segment, test) by a stable hash."""
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy)
+    text = json.dumps([int(seed), metric, treatment, segment], ensure_ascii=False)
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    entropy = int.from_bytes(digest, "little")
+    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(_STREAMS[stream],)))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _mde(n: int, sd: float, alpha: float, ratio: float | None = None) -> float | None:
+    """Smallest |delta| detectable with POWER at this alpha, n and standard deviation."""
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    if n < 2 or not math.isfinite(sd):
+        return None
+    if sd == 0:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if ratio is None:
+                es = TTestPower().solve_power(
+                    effect_size=None, nobs=n, alpha=alpha, power=POWER, alternative="two-sided"
+                )
+            else:
+                es = TTestIndPower().solve_power(
+                    effect_size=None,
+                    nobs1=n,
+                    alpha=alpha,
+                    power=POWER,
+                    ratio=ratio,
+                    alternative="two-sided",
+                )
+        except Exception:  # the solver fails only for hopeless designs (n of 2 or 3)
+            return None
+    es = float(np.asarray(es).reshape(-1)[0])
+    return es * sd if math.isfinite(es) and es > 0 else None
+
+
+def _finite_or(value: float, default: float) -> float:
+    value = float(value)
+    return value if math.isfinite(value) else default
+
+
+def _verdict(p: float, alpha: float, delta: float) -> str:
+    if p < alpha and delta > 0:
+        return "win"
+    if p < alpha and delta < 0:
+        return "loss"
+    return "inconclusive"
+
+
+def _count_extreme(null: np.ndarray, observed: float, tol: float) -> int:
+    return int(np.count_nonzero(np.abs(null) >= abs(observed) - tol))
+
+
+def _approx_note(parts: list[str]) -> str | None:
+    if not parts:
+        return None
+    return (
+        "grid-cell resampling for "
+        + "; ".join(parts)
+        + f" (each bound holds per resample with probability >= 1 - {rs.FAILURE_PROB:g})"
+    )
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def compare(
+    control: Any,
+    treatment: Any,
+    *,
+    design: str = "paired",
+    primary_test: str = "t",
+    tests: Sequence[str] = ("t", "permutation", "bootstrap"),
+    alpha: float = 0.05,
+    confidence_level: float = 0.95,
+    n_resamples: int = 10_000,
+    missing: str = "zero",
+    seed: int | None = 0,
+    metric: str = "",
+    treatment_name: str = "treatment",
+    segment: str | None = None,
+) -> Comparison:
+    """Compare a treatment's per-query metric values with the control's.
+
+    ``control`` and ``treatment`` are pandas Series indexed by query id (aligned on the
+    index) or, for the paired design, plain sequences of equal length. In the paired
+    design a query absent from one Series is scored 0 (``missing="zero"``: a ranker that
+    returned nothing failed that query), dropped (``"drop"``) or rejected (``"error"``);
+    NaN values (metric undefined) drop the pair. In the independent design the two
+    samples are unrelated and NaN values are dropped.
+
+    ``primary_test`` decides ``p_value``, ``ci`` and the verdict; it is computed even
+    when absent from ``tests``. Resampling tests draw ``n_resamples`` resamples from a
+    generator derived from (seed, metric, treatment_name, segment); ``seed=None`` draws
+    fresh entropy. Raises ConfigError for bad arguments.
+    """
+    run = _validate(
+        design,
+        primary_test,
+        tests,
+        alpha,
+        confidence_level,
+        n_resamples,
+        missing,
+        seed,
+        metric,
+        treatment_name,
+        segment,
+    )
+    if primary_test != "t" and "bootstrap" not in run:
+        run = (*run, "bootstrap")  # the primary interval of a non-t test is the BCa one
+    context = dict(
+        design=design,
+        primary_test=primary_test,
+        alpha=float(alpha),
+        confidence_level=float(confidence_level),
+        n_resamples=int(n_resamples),
+        seed=seed,
+        metric=metric,
+        treatment_name=treatment_name,
+        segment=segment,
+        run=run,
+    )
+    if design == "paired":
+        c, t, in_c, in_t = _paired_values(control, treatment, missing)
+        return _compare_paired(c, t, int(in_c.sum()), int(in_t.sum()), **context)
+    c = _values("control", control)
+    t = _values("treatment", treatment)
+    return _compare_independent(c[~np.isnan(c)], t[~np.isnan(t)], **context)
+
+
+def _ratio_bootstrap(
+    c: np.ndarray,
+    t: np.ndarray,
+    n_resamples: int,
+    confidence_level: float,
+    rng: np.random.Generator,
+) -> tuple[tuple[float, float] | None, str | None]:
+    """Paired BCa interval of mean(t) / mean(c) - 1, resampling query pairs."""
+    n = c.size
+    total_c, total_t = float(c.sum()), float(t.sum())
+    ratio = total_t / total_c
+    u = t - ratio * c  # mean(t*) / mean(c*) = ratio + mean(u*) / mean(c*)
+    sample = rs.prepare(np.column_stack([u, c]), n_resamples, GRID_BINS_RATIO)
+    sums = rs.bootstrap_sums(sample, n_resamples, rng)
+    sum_u, sum_c = sums[:, 0], sums[:, 1]
+    if np.any(sum_c * np.sign(total_c) <= 0):
+        return None, None
+    boot = ratio + sum_u / sum_c - 1.0
+    if sample.method == "grid":
+        rows, weights = np.column_stack([c, t]), np.ones(n)
+    else:
+        atoms = sample.atoms
+        rows = np.column_stack(
+            [atoms.values[:, 1], atoms.values[:, 0] + ratio * atoms.values[:, 1]]
+        )
+        weights = atoms.counts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        jack = (total_t - rows[:, 1]) / (total_c - rows[:, 0]) - 1.0
+    if not np.all(np.isfinite(jack)):
+        return None, None
+    theta = ratio - 1.0
+    tol = _REL_TOL * (abs(theta) + 1.0)
+    ci = rs.bca_interval(theta, boot, [(jack, weights)], confidence_level, tol)
+    note = None
+    if sample.method == "grid":
+        eps_u = rs.grid_error_bound(sample.atoms.widths[0], n)
+        eps_c = rs.grid_error_bound(sample.atoms.widths[1], n)
+        mean_c_min = float(np.min(np.abs(sum_c))) / n - eps_c
+        spread = float(np.max(np.abs(sum_u / sum_c)))
+        if mean_c_min > 0:
+            bound = (eps_u + spread * eps_c) / mean_c_min
+            note = f"the relative-lift bootstrap ({sample.atoms.m} cells, within ±{bound:.2g})"
+        else:
+            return None, None
+    return ci, note
+
+
+def _compare_paired(
+    c: np.ndarray,
+    t: np.ndarray,
+    n_control: int,
+    n_treatment: int,
+    *,
+    design: str,
+    primary_test: str,
+    alpha: float,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int | None,
+    metric: str,
+    treatment_name: str,
+    segment: str | None,
+    run: tuple[str, ...],
+) -> Comparison:
+    n = int(c.size)
+    d = t - c
+    mean_c = float(c.mean()) if n else math.nan
+    mean_t = float(t.mean()) if n else math.nan
+    delta = mean_t - mean_c if n else math.nan
+    mean_d = float(d.mean()) if n else 0.0
+    sd = float(d.std(ddof=1)) if n >= 2 else math.nan
+    constant = n >= 1 and float(np.ptp(d)) == 0.0
+    scale = float(np.abs(d).mean()) if n else 0.0
+    tol = _REL_TOL * (scale + abs(mean_d))
+    p_values: dict[str, float] = {}
+    notes: list[str] = []
+    unbounded = (-math.inf, math.inf)
+
+    # paired t-test and its interval
+    if n < 2:
+        t_p, t_ci = 1.0, unbounded
+    elif constant:
+        t_p = 1.0 if mean_d == 0 else 0.0
+        t_ci = (mean_d, mean_d)
+    else:
+        res = sps.ttest_1samp(d, 0.0)
+        low, high = res.confidence_interval(confidence_level)
+        t_p, t_ci = _finite_or(res.pvalue, 1.0), (float(low), float(high))
+    if "t" in run:
+        p_values["t"] = t_p
+
+    if "permutation" in run:
+        rng = _generator(seed, metric, treatment_name, segment, "permutation")
+        sample = rs.prepare(np.abs(d), n_resamples, GRID_BINS_DELTA)
+        null = rs.signflip_sums(sample, n_resamples, rng)
+        b = _count_extreme(null, float(d.sum()), tol * max(n, 1))
+        p_values["permutation"] = (b + 1) / (n_resamples + 1)
+        if sample.method == "grid":
+            bound = rs.grid_error_bound(sample.atoms.widths[0], n)
+            notes.append(f"the sign-flip test ({sample.atoms.m} cells, means within ±{bound:.2g})")
+
+    boot_ci = None
+    relative_ci = None
+    resampled = None
+    if "bootstrap" in run:
+        if n < 2:
+            p_values["bootstrap"] = 1.0
+        else:
+            rng = _generator(seed, metric, treatment_name, segment, "bootstrap")
+            sample = rs.prepare(d, n_resamples, GRID_BINS_DELTA)
+            resampled = rs.bootstrap_sums(sample, n_resamples, rng)[:, 0] / n
+            if sample.method == "grid":
+                jack_rows, weights = d, np.ones(n)
+                bound = rs.grid_error_bound(sample.atoms.widths[0], n)
+                notes.append(f"the delta bootstrap ({sample.atoms.m} cells, within ±{bound:.2g})")
+            else:
+                jack_rows, weights = sample.atoms.values[:, 0], sample.atoms.counts
+            total = float(d.sum())
+            jack = (total - jack_rows) / (n - 1)
+            boot_ci = rs.bca_interval(mean_d, resampled, [(jack, weights)], confidence_level, tol)
+            b = _count_extreme(resampled - mean_d, mean_d, tol)
+            p_values["bootstrap"] = (b + 1) / (n_resamples + 1)
+    if "wilcoxon" in run:
+        p_values["wilcoxon"] = _wilcoxon(d)
+
+    relative = None
+    if n and abs(mean_c) > _REL_TOL * max(float(np.abs(c).max()), 1e-300):
+        relative = mean_t / mean_c - 1.0
+        if "bootstrap" in run and n >= 2:
+            rng = _generator(seed, metric, treatment_name, segment, "relative")
+            relative_ci, note = _ratio_bootstrap(c, t, n_resamples, confidence_level, rng)
+            if note:
+                notes.append(note)
+
+    p_value = p_values[primary_test]
+    ci, ci_method = (t_ci, "t") if primary_test == "t" else (boot_ci or unbounded, "bca")
+    return Comparison(
+        metric=metric,
+        treatment=treatment_name,
+        segment=segment,
+        design=design,
+        n=n,
+        n_control=n_control,
+        n_treatment=n_treatment,
+        control_mean=mean_c,
+        treatment_mean=mean_t,
+        delta=delta,
+        relative_lift=relative,
+        ci=ci,
+        ci_method=ci_method,
+        bootstrap_ci=boot_ci,
+        relative_ci=relative_ci,
+        p_value=p_value,
+        p_values=p_values,
+        p_adjusted=p_value,
+        correction=None,
+        effect_size=mean_d / sd if n >= 2 and sd > 0 else 0.0,
+        mde=_mde(n, sd, alpha),
+        wins=int(np.count_nonzero(d > 0)),
+        ties=int(np.count_nonzero(d == 0)),
+        losses=int(np.count_nonzero(d < 0)),
+        verdict=_verdict(p_value, alpha, delta if n else 0.0),
+        primary_test=primary_test,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        approximation=_approx_note(notes),
+        resampled_deltas=resampled,
+    )
+
+
+def _wilcoxon(d: np.ndarray) -> float:
+    if np.count_nonzero(d) == 0:
+        return 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            p = sps.wilcoxon(d, zero_method="wilcox").pvalue
+        except ValueError:
+            return 1.0
+    return _finite_or(p, 1.0)
+
+
+def _compare_independent(
+    c: np.ndarray,
+    t: np.ndarray,
+    *,
+    design: str,
+    primary_test: str,
+    alpha: float,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int | None,
+    metric: str,
+    treatment_name: str,
+    segment: str | None,
+    run: tuple[str, ...],
+) -> Comparison:
+    n_c, n_t = int(c.size), int(t.size)
+    mean_c = float(c.mean()) if n_c else math.nan
+    mean_t = float(t.mean()) if n_t else math.nan
+    both = n_c > 0 and n_t > 0
+    delta = mean_t - mean_c if both else math.nan
+    obs = delta if both else 0.0
+    var_c = float(c.var(ddof=1)) if n_c >= 2 else math.nan
+    var_t = float(t.var(ddof=1)) if n_t >= 2 else math.nan
+    scale = (float(np.abs(c).mean()) if n_c else 0.0) + (float(np.abs(t).mean()) if n_t else 0.0)
+    tol = _REL_TOL * (scale + abs(obs))
+    p_values: dict[str, float] = {}
+    notes: list[str] = []
+    unbounded = (-math.inf, math.inf)
+    enough = n_c >= 2 and n_t >= 2
+
+    # Welch t-test and interval
+    if not enough:
+        t_p, t_ci = 1.0, unbounded
+    elif var_c == 0 and var_t == 0:
+        t_p = 1.0 if obs == 0 else 0.0
+        t_ci = (obs, obs)
+    else:
+        res = sps.ttest_ind(t, c, equal_var=False)
+        low, high = res.confidence_interval(confidence_level)
+        t_p, t_ci = _finite_or(res.pvalue, 1.0), (float(low), float(high))
+    if "t" in run:
+        p_values["t"] = t_p
+
+    if "permutation" in run:
+        if not both:
+            p_values["permutation"] = 1.0
+        else:
+            rng = _generator(seed, metric, treatment_name, segment, "permutation")
+            pooled = np.concatenate([t, c])
+            sample = rs.prepare(pooled, n_resamples, GRID_BINS_DELTA)
+            sum_t = rs.relabel_sums(sample, n_t, n_resamples, rng)
+            null = sum_t / n_t - (float(pooled.sum()) - sum_t) / n_c
+            b = _count_extreme(null, obs, tol)
+            p_values["permutation"] = (b + 1) / (n_resamples + 1)
+            if sample.method == "grid":
+                bound = rs.grid_error_bound(sample.atoms.widths[0], n_t) * (1 + n_t / n_c)
+                notes.append(f"the permutation test ({sample.atoms.m} cells, within ±{bound:.2g})")
+
+    boot_ci = None
+    relative_ci = None
+    resampled = None
+    ratio_ok = both and abs(mean_c) > _REL_TOL * max(float(np.abs(c).max()), 1e-300)
+    if "bootstrap" in run:
+        if not enough:
+            p_values["bootstrap"] = 1.0
+        else:
+            rng = _generator(seed, metric, treatment_name, segment, "bootstrap")
+            means, jacks, bounds = [], [], []
+            for x in (c, t):
+                sample = rs.prepare(x, n_resamples, GRID_BINS_DELTA)
+                means.append(rs.bootstrap_sums(sample, n_resamples, rng)[:, 0] / x.size)
+                if sample.method == "grid":
+                    jacks.append((x, np.ones(x.size)))
+                    bounds.append(rs.grid_error_bound(sample.atoms.widths[0], x.size))
+                else:
+                    jacks.append((sample.atoms.values[:, 0], sample.atoms.counts))
+                    bounds.append(0.0)
+            boot_c, boot_t = means
+            resampled = boot_t - boot_c
+            (vc, wc), (vt, wt) = jacks
+            jack_c = (float(c.sum()) - vc) / (n_c - 1)
+            jack_t = (float(t.sum()) - vt) / (n_t - 1)
+            boot_ci = rs.bca_interval(
+                obs,
+                resampled,
+                [(mean_t - jack_c, wc), (jack_t - mean_c, wt)],
+                confidence_level,
+                tol,
+            )
+            b = _count_extreme(resampled - obs, obs, tol)
+            p_values["bootstrap"] = (b + 1) / (n_resamples + 1)
+            if any(bounds):
+                notes.append(f"the bootstrap (means within ±{sum(bounds):.2g})")
+            if ratio_ok and not np.any(boot_c * np.sign(mean_c) <= 0):
+                theta = mean_t / mean_c - 1.0
+                relative_ci = rs.bca_interval(
+                    theta,
+                    boot_t / boot_c - 1.0,
+                    [(mean_t / jack_c - 1.0, wc), (jack_t / mean_c - 1.0, wt)],
+                    confidence_level,
+                    _REL_TOL * (abs(theta) + 1.0),
+                )
+                if not all(math.isfinite(v) for v in relative_ci):
+                    relative_ci = None
+    if "mannwhitney" in run:
+        p_values["mannwhitney"] = _mannwhitney(c, t)
+
+    p_value = p_values[primary_test]
+    ci, ci_method = (t_ci, "t") if primary_test == "t" else (boot_ci or unbounded, "bca")
+    pooled_sd = (
+        math.sqrt(((n_c - 1) * var_c + (n_t - 1) * var_t) / (n_c + n_t - 2)) if enough else math.nan
+    )
+    return Comparison(
+        metric=metric,
+        treatment=treatment_name,
+        segment=segment,
+        design=design,
+        n=n_c + n_t,
+        n_control=n_c,
+        n_treatment=n_t,
+        control_mean=mean_c,
+        treatment_mean=mean_t,
+        delta=delta,
+        relative_lift=mean_t / mean_c - 1.0 if ratio_ok else None,
+        ci=ci,
+        ci_method=ci_method,
+        bootstrap_ci=boot_ci,
+        relative_ci=relative_ci,
+        p_value=p_value,
+        p_values=p_values,
+        p_adjusted=p_value,
+        correction=None,
+        effect_size=obs / pooled_sd if enough and pooled_sd > 0 else 0.0,
+        mde=_mde(n_c, pooled_sd, alpha, ratio=n_t / n_c) if enough else None,
+        wins=0,
+        ties=0,
+        losses=0,
+        verdict=_verdict(p_value, alpha, obs),
+        primary_test=primary_test,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        approximation=_approx_note(notes),
+        resampled_deltas=resampled,
+    )
+
+
+def _mannwhitney(c: np.ndarray, t: np.ndarray) -> float:
+    if c.size == 0 or t.size == 0:
+        return 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            p = sps.mannwhitneyu(t, c, alternative="two-sided").pvalue
+        except ValueError:
+            return 1.0
+    return _finite_or(p, 1.0)
+
+
+# --------------------------------------------------------------------------- adjust
+
+
+def adjust(comparisons: Sequence[Comparison], method: str = "holm") -> list[Comparison]:
+    """Adjust the primary p-values of one family of comparisons for multiple testing.
+
+    ``method`` is a statsmodels ``multipletests`` method (``holm``, ``fdr_bh``,
+    ``bonferroni``, ...; aliases ``bh``, ``by``, ``hochberg``; ``none`` leaves p-values
+    as they are). Returns copies with ``p_adjusted``, ``correction`` and ``verdict``
+    filled in: ``win`` / ``loss`` when the adjusted p-value is below the comparison's
+    alpha in that direction. The input order is kept.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    canonical = CORRECTIONS[_choice("method", method, sorted(CORRECTIONS))]
+    items = list(comparisons)
+    if not items:
+        return []
+    raw = np.array([item.p_value for item in items], dtype=np.float64)
+    if canonical == "none":
+        adjusted = raw
+    else:
+        adjusted = multipletests(raw, alpha=items[0].alpha, method=canonical)[1]
+    return [
+        replace(
+            item,
+            p_adjusted=float(p),
+            correction=None if canonical == "none" else canonical,
+            verdict=_verdict(
+                float(p), item.alpha, item.delta if math.isfinite(item.delta) else 0.0
+            ),
+        )
+        for item, p in zip(items, adjusted, strict=True)
+    ]
