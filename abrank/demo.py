@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from abrank.errors import ConfigError
 
@@ -116,8 +118,8 @@ def generate_demo(*, seed: int = DEFAULT_SEED, n_queries: int = 2000, depth: int
     # Per-query attributes.
     locale_codes = rng.permutation(_allot(n, list(LOCALES.values())))
     device_codes = rng.choice(len(DEVICES), size=n, p=list(DEVICES.values()))
-    locale_names = np.array(list(LOCALES), dtype=object)
-    device_names = np.array(list(DEVICES), dtype=object)
+    locale_names = np.array(list(LOCALES))
+    device_names = np.array(list(DEVICES))
     hard = rng.random(n) < _HARD_SHARE
     n_relevant = np.where(hard, 0, 1 + rng.poisson(_EXTRA_RELEVANT * pool / 30, size=n))
 
@@ -153,19 +155,27 @@ def generate_demo(*, seed: int = DEFAULT_SEED, n_queries: int = 2000, depth: int
     missing = np.zeros(n, dtype=bool)
     missing[rng.choice(n, size=int(round(_MISSING_SHARE * n)), replace=False)] = True
 
-    width = max(5, len(str(n - 1)))
-    query_ids = _prefixed("q", np.arange(n), width)
-    segments = {"locale": locale_names[locale_codes], "device": device_names[device_codes]}
-    control = _log(query_ids, segments, doc_numbers, control_score, control_order[:, :depth])
+    del control_raw, treatment_raw, reaches, relevant, grade_draw, steps
+
+    # Text columns are built once (Arrow strings) and gathered by index into each table.
+    query_ids = _ids("q", np.arange(n), max(5, len(str(n - 1))))
+    doc_ids = _ids("d", doc_numbers.ravel(), 7)
+    segments = {
+        "locale": pa.array(list(LOCALES)).take(pa.array(locale_codes)),
+        "device": pa.array(list(DEVICES)).take(pa.array(device_codes)),
+    }
+    control = _log(query_ids, segments, doc_ids, control_score, control_order[:, :depth])
+    del control_score, control_order
     treatment = _log(
-        query_ids, segments, doc_numbers, treatment_score, treatment_order[:, :depth], keep=~missing
+        query_ids, segments, doc_ids, treatment_score, treatment_order[:, :depth], keep=~missing
     )
+    del treatment_score, treatment_order
     rows, cols = np.nonzero(judged)
     order = np.lexsort((doc_numbers[rows, cols], rows))
     rows, cols = rows[order], cols[order]
     judgments = pd.DataFrame({
-        "query_id": pd.array(query_ids[rows], dtype="str"),
-        "doc_id": _doc_ids(doc_numbers[rows, cols]),
+        "query_id": _strings(query_ids.take(pa.array(rows))),
+        "doc_id": _strings(doc_ids.take(pa.array(rows * pool + cols))),
         "grade": grades[rows, cols].astype(np.int64),
     })
     return DemoData(control, treatment, judgments, seed, n_queries, depth)
@@ -270,37 +280,39 @@ def _ranks_of(order: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _prefixed(prefix: str, numbers: np.ndarray, width: int) -> np.ndarray:
-    digits = np.strings.zfill(numbers.astype(np.int64).astype(np.str_), width)
-    return np.strings.add(prefix, digits).astype(object)
+def _ids(prefix: str, numbers: np.ndarray, width: int) -> pa.Array:
+    """``prefix`` + the numbers zero-padded to ``width`` digits, as an Arrow string array."""
+    digits = pc.utf8_lpad(pc.cast(pa.array(numbers, type=pa.int64()), pa.string()), width, "0")
+    return pc.binary_join_element_wise(prefix, digits, "")
 
 
-def _doc_ids(numbers: np.ndarray) -> pd.arrays.ArrowStringArray:
-    return pd.array(_prefixed("d", numbers, 7), dtype="str")
+def _strings(values: pa.Array) -> pd.api.extensions.ExtensionArray:
+    return pd.array(values, dtype="str")
 
 
 def _log(
-    query_ids: np.ndarray,
-    segments: dict[str, np.ndarray],
-    doc_numbers: np.ndarray,
+    query_ids: pa.Array,
+    segments: dict[str, pa.Array],
+    doc_ids: pa.Array,
     score: np.ndarray,
     top: np.ndarray,
     keep: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The top columns of each (kept) query as log rows, sorted by query and position."""
     n, depth = top.shape
+    pool = score.shape[1]
     queries = np.arange(n) if keep is None else np.flatnonzero(keep)
-    top = top[queries]
     rows = np.repeat(queries, depth)
-    cols = top.ravel()
+    cols = top[queries].ravel()
+    row_index = pa.array(rows)
     frame = pd.DataFrame({
-        "query_id": pd.array(query_ids[rows], dtype="str"),
-        "doc_id": _doc_ids(doc_numbers[rows, cols]),
+        "query_id": _strings(query_ids.take(row_index)),
+        "doc_id": _strings(doc_ids.take(pa.array(rows * pool + cols))),
         "position": np.tile(np.arange(1, depth + 1, dtype=np.int64), len(queries)),
         "score": score[rows, cols],
     })
     for name, values in segments.items():
-        frame[name] = pd.array(values[rows], dtype="str")
+        frame[name] = _strings(values.take(row_index))
     return frame
 
 
