@@ -1,0 +1,596 @@
+"""Report rendering: headline grammar, Markdown, self-contained HTML, escaping, files.
+
+The readouts here are built by hand (``build_readout``): a few hundred synthetic queries
+whose summary numbers are computed in the fixture with NumPy/SciPy, so the report has
+realistic, mutually consistent input. The tests then check that every number shown is the
+summary's number formatted by the documented rules, worked out independently here.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from abrank.errors import ConfigError
+from abrank.readout import Readout
+from abrank.report import (
+    fmt_count,
+    fmt_p,
+    fmt_percent,
+    fmt_signed,
+    fmt_value,
+    headline_lines,
+    md_escape,
+    render_html,
+    render_markdown,
+    write_charts,
+    write_report,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def _holm(p: list[float]) -> list[float]:
+    """Holm's step-down adjustment, written out (the obvious reference)."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    adjusted = [0.0] * len(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def _comparison(metric: str, treatment: str, segment: str | None, c: np.ndarray,
+                t: np.ndarray, rng: np.random.Generator) -> dict:
+    d = t - c
+    n = int(d.size)
+    test = stats.ttest_1samp(d, 0.0)
+    ci = test.confidence_interval(0.95)
+    draws = rng.integers(0, n, size=(400, n))
+    boot = d[draws].mean(axis=1)
+    ratio = t[draws].mean(axis=1) / c[draws].mean(axis=1) - 1
+    sd = float(d.std(ddof=1))
+    return {
+        "metric": metric, "treatment": treatment, "segment": segment, "design": "paired",
+        "n": n, "n_control": n, "n_treatment": n,
+        "control_mean": float(c.mean()), "treatment_mean": float(t.mean()),
+        "delta": float(d.mean()), "relative_lift": float(t.mean() / c.mean() - 1),
+        "ci": [float(ci.low), float(ci.high)], "ci_method": "t",
+        "bootstrap_ci": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
+        "relative_ci": [float(np.quantile(ratio, 0.025)), float(np.quantile(ratio, 0.975))],
+        "p_value": float(test.pvalue),
+        "p_values": {"t": float(test.pvalue), "permutation": max(float(test.pvalue), 1 / 10001),
+                     "bootstrap": max(float(test.pvalue), 1 / 10001)},
+        "p_adjusted": None, "correction": "holm" if segment is None else "fdr_bh",
+        "effect_size": float(d.mean() / sd) if sd else 0.0,
+        "mde": float(2.8 * sd / math.sqrt(n)),
+        "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
+        "verdict": None, "primary_test": "t", "alpha": 0.05, "confidence_level": 0.95,
+        "n_resamples": 10000, "_boot": boot,
+    }
+
+
+def build_readout(*, n: int = 300, seed: int = 3, treatments: tuple[str, ...] = ("reranker",),
+                  title: str = "Cross-encoder reranker vs BM25", labels: dict | None = None,
+                  query_prefix: str = "q", segment_values: tuple[str, ...] = ("mobile", "desktop"),
+                  config_text: str = "name: demo-reranker\nmetrics: [mrr@10, ndcg@10]\n",
+                  ) -> Readout:
+    """A small but complete readout: per-query table, curves, first ranks, summary."""
+    rng = np.random.default_rng(seed)
+    labels = {"bm25": "BM25 (production)", "reranker": "Cross-encoder reranker",
+              "boost": "Freshness boost", **(labels or {})}
+    ids = [f"{query_prefix}{i:04d}" for i in range(n)]
+    device = rng.choice(np.array(segment_values, dtype=object), size=n, p=[0.6, 0.4])
+    locale = np.where(np.arange(n) < 10, "it-IT", np.where(np.arange(n) % 2, "en-US", "de-DE"))
+    first = {"bm25": rng.geometric(0.35, size=n).astype(float)}
+    first["bm25"][rng.random(n) < 0.15] = np.nan
+    shift = {"reranker": 0.45, "boost": 0.0}
+    for name in treatments:
+        better = rng.random(n) < shift[name]
+        moved = np.where(better, 1.0, first["bm25"] + rng.integers(-1, 2, size=n))
+        moved = np.where(np.isnan(first["bm25"]) & (rng.random(n) < 0.7), np.nan,
+                         np.clip(np.where(np.isnan(moved), 3.0, moved), 1, None))
+        first[name] = moved
+    arms = ["bm25", *treatments]
+    frames = []
+    for arm in arms:
+        rank = first[arm]
+        mrr = np.where(rank <= 10, 1.0 / rank, 0.0)
+        mrr = np.nan_to_num(mrr)
+        ndcg = np.clip(mrr * 0.8 + rng.normal(0.1, 0.05, n), 0, 1)
+        frames.append(pd.DataFrame({"arm": arm, "query_id": ids, "mrr@10": mrr, "ndcg@10": ndcg,
+                                    "device": device, "locale": locale}))
+    per_query = pd.concat(frames, ignore_index=True)
+    metrics = ["mrr@10", "ndcg@10"]
+    comparisons = []
+    cmp_rng = np.random.default_rng(seed + 1)
+    for segment in [None, *[f"device={v}" for v in segment_values], "locale=en-US",
+                    "locale=de-DE"]:
+        for metric in metrics:
+            for name in treatments:
+                mask = np.ones(n, bool)
+                if segment is not None:
+                    column, value = segment.split("=", 1)
+                    mask = (device if column == "device" else locale) == value
+                c = per_query.loc[per_query["arm"] == "bm25", metric].to_numpy()[mask]
+                t = per_query.loc[per_query["arm"] == name, metric].to_numpy()[mask]
+                comparisons.append(_comparison(metric, name, segment, c, t, cmp_rng))
+    for family in ({id(c) for c in comparisons if c["segment"] is None},
+                   {id(c) for c in comparisons if c["segment"] is not None}):
+        members = [c for c in comparisons if id(c) in family]
+        for comp, adj in zip(members, _holm([c["p_value"] for c in members]), strict=True):
+            comp["p_adjusted"] = adj
+            comp["verdict"] = ("inconclusive" if adj >= 0.05
+                               else "win" if comp["delta"] > 0 else "loss")
+    resampled = {(c["metric"], c["treatment"]): c.pop("_boot") for c in comparisons
+                 if c["segment"] is None}
+    for comp in comparisons:
+        comp.pop("_boot", None)
+    curves = pd.DataFrame([
+        {"arm": arm, "metric": "ndcg", "k": k,
+         "value": float(np.mean(np.nan_to_num(1 / first[arm]) * (first[arm] <= k)))}
+        for arm in arms for k in range(1, 11)
+    ])
+    first_relevant = pd.concat([pd.DataFrame({"arm": arm, "query_id": ids, "rank": first[arm]})
+                                for arm in arms], ignore_index=True)
+    summary = {
+        "experiment": {"name": "demo-reranker", "title": title,
+                       "description": "Does the cross-encoder put answers higher?",
+                       "owner": "search-relevance"},
+        "abrank_version": "0.1.0", "config_path": "experiments/demo-reranker.yaml",
+        "design": "paired", "seed": 7, "alpha": 0.05, "confidence_level": 0.95,
+        "n_resamples": 10000, "primary_test": "t",
+        "correction": {"primary": "holm", "segments": "fdr_bh"},
+        "relevance_threshold": 1, "gain": "linear", "depth": 1000, "metrics": metrics,
+        "metric_labels": {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10"},
+        "primary_metric": "mrr@10",
+        "arms": [{"name": arm, "label": labels[arm],
+                  "role": "control" if arm == "bm25" else "treatment", "queries": n}
+                 for arm in arms],
+        "comparisons": comparisons,
+        "segments": {"columns": ["device", "locale"], "min_queries": 30,
+                     "too_small": [{"segment": "locale=it-IT", "n": 10}]},
+        "diagnostics": {
+            "queries": {arm: n for arm in arms}, "judged_queries": n, "matched": n - 4,
+            "missing": {arm: (0 if arm == "bm25" else 4) for arm in arms},
+            "missing_policy": "zero", "without_relevant": 17,
+            "judged_at_k": {"k": 10, "arms": {arm: round(0.93 - 0.06 * i, 2)
+                                              for i, arm in enumerate(arms)}},
+            "warnings": ["reranker: judged@10 is 0.87 against control's 0.93; unjudged "
+                         "documents count as not relevant, which biases the comparison "
+                         "against reranker"],
+        },
+        "inputs": [
+            {"role": "control", "arm": "bm25", "path": "experiments/data/demo-control.csv.gz",
+             "sha256": "ab" * 32, "rows": 40000},
+            {"role": "judgments", "arm": None, "path": "experiments/data/demo-qrels.tsv",
+             "sha256": "cd" * 32, "rows": 30000},
+        ],
+    }
+    json.dumps(summary, allow_nan=False)  # the fixture must be valid summary.json content
+    return Readout(summary, per_query, curves, first_relevant, resampled, config_text)
+
+
+@pytest.fixture(scope="module")
+def readout() -> Readout:
+    return build_readout()
+
+
+EXAMPLE = {
+    "experiment": {"name": "demo-reranker", "title": "Cross-encoder reranker vs BM25"},
+    "metric_labels": {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10", "recall@20": "Recall@20"},
+    "arms": [{"name": "bm25", "label": "BM25 (production)", "role": "control"},
+             {"name": "reranker", "label": "Cross-encoder reranker", "role": "treatment"}],
+    "comparisons": [
+        {"metric": "mrr@10", "treatment": "reranker", "segment": None, "design": "paired",
+         "n": 1880, "control_mean": 0.541, "treatment_mean": 0.779, "delta": 0.238,
+         "relative_lift": 0.44, "ci": [0.221, 0.255], "relative_ci": [0.39, 0.49],
+         "p_value": 1.2e-80, "p_adjusted": 3.6e-80, "correction": "holm", "mde": 0.012,
+         "wins": 1103, "ties": 582, "losses": 195, "verdict": "win", "primary_test": "t",
+         "confidence_level": 0.95},
+        {"metric": "ndcg@10", "treatment": "reranker", "segment": None, "design": "paired",
+         "n": 1880, "control_mean": 0.6123, "treatment_mean": 0.6151, "delta": 0.0028,
+         "relative_lift": 0.004573, "ci": [-0.0079, 0.0136], "relative_ci": [-0.013, 0.022],
+         "p_value": 0.0342, "p_adjusted": 0.0684, "correction": "holm", "mde": 0.0312,
+         "wins": 640, "ties": 700, "losses": 540, "verdict": "inconclusive",
+         "primary_test": "t", "confidence_level": 0.95},
+        {"metric": "recall@20", "treatment": "reranker", "segment": None, "design": "paired",
+         "n": 1880, "control_mean": 0.0, "treatment_mean": -0.0, "delta": -0.0451,
+         "relative_lift": None, "ci": [-0.0602, -0.03], "relative_ci": None,
+         "p_value": 0.0004, "p_adjusted": 0.0012, "correction": "holm", "mde": None,
+         "wins": 12, "ties": 1800, "losses": 68, "verdict": "loss", "primary_test": "t",
+         "confidence_level": 0.95},
+        {"metric": "mrr@10", "treatment": "reranker", "segment": "device=mobile",
+         "design": "paired", "n": 900, "control_mean": 0.5, "treatment_mean": 0.7,
+         "delta": 0.2, "relative_lift": 0.4, "ci": [0.1, 0.3], "relative_ci": [0.2, 0.6],
+         "p_value": 0.001, "p_adjusted": 0.002, "correction": "fdr_bh", "mde": 0.02,
+         "wins": 1, "ties": 2, "losses": 3, "verdict": "win", "primary_test": "t",
+         "confidence_level": 0.95},
+    ],
+}
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (1.2e-80, "< 0.001"), (0.000999, "< 0.001"), (0.001, "0.001"), (0.0342, "0.0342"),
+    (0.04996, "0.05"), (0.12345, "0.123"), (1.0, "1"), (None, "n/a"), (float("nan"), "n/a"),
+])
+def test_p_values_below_a_thousandth_are_shown_as_bounds(value, text):
+    assert fmt_p(value) == text
+
+
+def test_number_formats():
+    assert fmt_value(0.5404) == "0.540"
+    assert fmt_value(None) == "n/a"
+    assert fmt_signed(0.2396) == "+0.240"
+    assert fmt_signed(-0.0123) == "-0.012"
+    assert fmt_percent(0.444) == "+44.4%"
+    assert fmt_percent(-0.0051) == "-0.5%"
+    assert fmt_percent(None) == "n/a"
+    assert fmt_count(1103) == "1,103"
+    assert fmt_count(1234567.0) == "1,234,567"
+    assert fmt_count(None) == "n/a"
+
+
+# --------------------------------------------------------------------------- headline
+
+
+def test_headline_lines_follow_one_grammar():
+    # Worked out by hand from EXAMPLE; the metric column is padded to "Recall@20" (9 chars).
+    assert headline_lines(EXAMPLE) == [
+        "MRR@10     0.541 → 0.779  +0.238 (+44.0%)  95% CI [+0.221, +0.255] / [+39.0%, +49.0%]"
+        "  p < 0.001 (t, Holm)  n = 1,880  W/T/L 1,103/582/195  → Cross-encoder reranker wins",
+        "NDCG@10    0.612 → 0.615  +0.003 (+0.5%)  95% CI [-0.008, +0.014] / [-1.3%, +2.2%]"
+        "  p = 0.0684 (t, Holm)  n = 1,880  W/T/L 640/700/540"
+        "  → inconclusive (this experiment could detect deltas ≥ 0.031)",
+        "Recall@20  0.000 → -0.000  -0.045 (n/a)  95% CI [-0.060, -0.030]"
+        "  p = 0.0012 (t, Holm)  n = 1,880  W/T/L 12/1,800/68  → Cross-encoder reranker loses",
+    ]
+
+
+def test_headline_names_the_treatment_when_there_are_several():
+    summary = copy.deepcopy(EXAMPLE)
+    summary["arms"].append({"name": "boost", "label": "Freshness boost", "role": "treatment"})
+    extra = copy.deepcopy(summary["comparisons"][0])
+    extra.update(treatment="boost", verdict="inconclusive", mde=None, correction="none",
+                 p_adjusted=None, p_value=0.5, relative_ci=[None, None])
+    summary["comparisons"] = [summary["comparisons"][0], extra]
+    assert headline_lines(summary) == [
+        "MRR@10 · Cross-encoder reranker  0.541 → 0.779  +0.238 (+44.0%)"
+        "  95% CI [+0.221, +0.255] / [+39.0%, +49.0%]  p < 0.001 (t, Holm)  n = 1,880"
+        "  W/T/L 1,103/582/195  → Cross-encoder reranker wins",
+        "MRR@10 · Freshness boost         0.541 → 0.779  +0.238 (+44.0%)"
+        "  95% CI [+0.221, +0.255] / unbounded  p = 0.5 (t)  n = 1,880"
+        "  W/T/L 1,103/582/195  → inconclusive",
+    ]
+
+
+def test_headline_of_an_independent_design_shows_both_sample_sizes():
+    comp = {"metric": "mrr@10", "treatment": "reranker", "segment": None,
+            "design": "independent", "n": 1998, "n_control": 1000, "n_treatment": 998,
+            "control_mean": 0.5, "treatment_mean": 0.52, "delta": 0.02, "relative_lift": 0.04,
+            "ci": [-0.01, 0.05], "relative_ci": [-0.02, 0.1], "p_value": 0.2,
+            "p_adjusted": 0.2, "correction": "holm", "mde": 0.0449, "wins": None,
+            "ties": None, "losses": None, "verdict": "inconclusive",
+            "primary_test": "mannwhitney", "confidence_level": 0.9}
+    summary = {**EXAMPLE, "comparisons": [comp]}
+    assert headline_lines(summary) == [
+        "MRR@10  0.500 → 0.520  +0.020 (+4.0%)  90% CI [-0.010, +0.050] / [-2.0%, +10.0%]"
+        "  p = 0.2 (Mann-Whitney, Holm)  n = 1,000 / 998"
+        "  → inconclusive (this experiment could detect deltas ≥ 0.045)",
+    ]
+
+
+def test_headline_blanks_terminal_control_characters():
+    summary = copy.deepcopy(EXAMPLE)
+    summary["metric_labels"]["mrr@10"] = "MRR\x1b[2J@10"
+    summary["comparisons"] = summary["comparisons"][:1]
+    assert headline_lines(summary)[0].startswith("MRR [2J@10  0.541 → 0.779")
+    assert "\x1b" not in headline_lines(summary)[0]
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+class _Page(HTMLParser):
+    """Collects what the tests look at: cells with data attributes, text, URLs, tags."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[list[dict]] = []  # results tables: rows of {key: (text, value)}
+        self.tags: list[str] = []
+        self.urls: list[str] = []
+        self.stack: list[str] = []
+        self.texts: dict[str, list[str]] = {}
+        self._cell: tuple[str, str] | None = None
+        self._row: dict | None = None
+        self._buffer: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append(tag)
+        self.stack.append(tag)
+        for name in ("src", "href", "action", "srcset", "poster", "data"):
+            if attrs.get(name):
+                self.urls.append(attrs[name])
+        if tag == "table" and "results" in (attrs.get("class") or ""):
+            self.tables.append([])
+        if tag == "tr" and self.tables:
+            self._row = {}
+        if tag == "td" and "data-key" in attrs:
+            self._cell = (attrs["data-key"], attrs["data-value"])
+            self._buffer = []
+
+    def handle_endtag(self, tag):
+        if self.stack and self.stack[-1] == tag:
+            self.stack.pop()
+        if tag == "td" and self._cell is not None:
+            key, value = self._cell
+            self._row[key] = ("".join(self._buffer), json.loads(value))
+            self._cell = None
+        if tag == "tr" and self._row:
+            self.tables[-1].append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._buffer.append(data)
+        if self.stack:
+            self.texts.setdefault(self.stack[-1], []).append(data)
+
+
+def _parse(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    page.close()
+    return page
+
+
+def test_html_results_table_holds_every_comparison_number_as_the_json_has_it(readout):
+    page = _parse(render_html(readout))
+    overall, segmented = page.tables
+    comps = readout.summary["comparisons"]
+    expected_overall = [c for c in comps if c["segment"] is None]
+    expected_segments = [c for c in comps if c["segment"] is not None]
+    assert len(overall) == len(expected_overall) == 2
+    assert len(segmented) == len(expected_segments) == 8
+    for rows, expected in ((overall, expected_overall), (segmented, expected_segments)):
+        for row, comp in zip(rows, expected, strict=True):
+            assert row["metric"][1] == comp["metric"]
+            assert row["treatment"] == ("Cross-encoder reranker", "reranker")
+            for key in ("control_mean", "treatment_mean", "delta", "relative_lift", "ci",
+                        "relative_ci", "p_adjusted", "effect_size", "mde", "n", "verdict"):
+                assert row[key][1] == comp[key], key  # exact JSON value behind each cell
+            for name, p in comp["p_values"].items():
+                assert row[f"p_values.{name}"][1] == p
+            assert row["wtl"][1] == [comp["wins"], comp["ties"], comp["losses"]]
+            # what a reader sees, formatted by the documented rules
+            assert row["control_mean"][0] == f"{comp['control_mean']:.3f}"
+            assert row["delta"][0] == f"{comp['delta']:+.3f}"
+            low, high = comp["ci"]
+            assert row["ci"][0] == f"[{low:+.3f}, {high:+.3f}]"
+            assert row["relative_lift"][0] == f"{100 * comp['relative_lift']:+.1f}%"
+            p = comp["p_adjusted"]
+            assert row["p_adjusted"][0] == ("< 0.001" if p < 0.001 else f"{p:.3g}")
+            assert row["n"][0] == f"{comp['n']:,}"
+            assert row["wtl"][0] == f"{comp['wins']:,} / {comp['ties']:,} / {comp['losses']:,}"
+            assert row["verdict"][0] == comp["verdict"]
+    if expected_segments:
+        assert [r["segment"][0] for r in segmented] == [c["segment"] for c in expected_segments]
+
+
+def test_html_headline_lists_each_line_with_its_verdict(readout):
+    text = render_html(readout)
+    page = _parse(text)
+    assert page.texts["code"][:2] == headline_lines(readout.summary)
+    verdicts = [c["verdict"] for c in readout.summary["comparisons"] if c["segment"] is None]
+    badges = re.findall(r'<span class="badge (\w+)">', text)
+    assert badges == verdicts
+
+
+def test_html_is_self_contained(readout):
+    text = render_html(readout)
+    page = _parse(text)
+    outside_images = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", text)
+    assert not re.search(r"https?:|//[a-z0-9]|@import|url\(", outside_images, re.IGNORECASE)
+    assert "script" not in page.tags and "link" not in page.tags
+    images = [u for u in page.urls if u.startswith("data:image/png;base64,")]
+    assert images and images == page.urls  # every referenced resource is embedded
+    for url in images:
+        png = base64.b64decode(url.split(",", 1)[1], validate=True)
+        assert png.startswith(PNG_SIGNATURE) and len(png) > 5000
+    assert page.tags.count("img") == 7  # forest, deltas, bootstrap, first, curves, 2 segments
+
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def test_user_text_is_escaped_everywhere():
+    readout = build_readout(
+        n=120, title=HOSTILE, query_prefix='<img src=x onerror="alert(2)">',
+        labels={"reranker": "Re<b>ranker</b> & co", "bm25": "BM25 | `prod` [x](javascript:y)"},
+        segment_values=("<i>mobile</i>", "desk|top"),
+        config_text="title: '</pre><script>alert(3)</script>'\n```\n",
+    )
+    readout.summary["experiment"]["description"] = "See <a href='http://evil'>this</a>"
+    text = render_html(readout)
+    page = _parse(text)
+    assert "script" not in page.tags and "a" not in page.tags and "b" not in page.tags
+    assert "i" not in page.tags
+    assert page.texts["h1"] == [HOSTILE]  # shown as text, not markup
+    assert page.texts["title"] == [f"{HOSTILE} · abrank readout"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<script" not in text.lower() and "onerror=" not in text.replace("onerror=&quot;", "")
+    assert "device=&lt;i&gt;mobile&lt;/i&gt;" in text
+    assert 'class="text">&lt;img src=x onerror=&quot;alert(2)&quot;&gt;' in text  # query ids
+    assert not any(u.startswith(("http", "javascript")) for u in page.urls)
+    assert page.texts["pre"] == [readout.config_text]
+
+    md = render_markdown(readout)
+    # Fenced code is shown verbatim by every renderer; everything else must be inert.
+    prose = re.sub(r"^(`{3,})(?:yaml|text)\n.*?^\1$", "", md, flags=re.DOTALL | re.MULTILINE)
+    assert "title: '</pre>" not in prose and "→ Re<b>ranker" not in prose
+    for tag in ("<script", "<img", "<i>", "<b>", "<a "):
+        assert tag not in prose
+    assert "# &lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert "Re&lt;b&gt;ranker&lt;/b&gt; &amp; co" in md
+    assert r"BM25 \| \`prod\` \[x\](javascript:y)" in md
+    # the config fence is longer than any backtick run inside it
+    assert "````yaml\ntitle: '</pre><script>alert(3)</script>'\n```\n````" in md
+
+
+def test_markdown_escape():
+    assert md_escape("a|b_c*<d>&e") == r"a\|b\_c\*&lt;d&gt;&amp;e"
+    assert md_escape("line\nbreak") == "line break"
+    assert md_escape("MRR@10") == "MRR@10"
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def test_markdown_has_the_sections_headline_and_tables(readout):
+    md = render_markdown(readout)
+    summary = readout.summary
+    headings = re.findall(r"^## (.+)$", md, re.MULTILINE)
+    assert headings == ["Headline", "Results", "Where relevant documents land", "Segments",
+                        "Queries that moved most", "Diagnostics", "Reproducibility"]
+    block = re.search(r"```text\n(.*?)\n```", md, re.DOTALL).group(1)
+    assert block.split("\n") == headline_lines(summary)
+    results = md.split("## Results")[1].split("##")[0]
+    rows = [r for r in results.splitlines() if r.startswith("| ")]
+    assert len(rows) == 1 + 2  # header + two comparisons
+    first = [cell.strip() for cell in rows[1].strip("|").split("|")]
+    comp = summary["comparisons"][0]
+    assert first[:6] == ["MRR@10", "Cross-encoder reranker", f"{comp['control_mean']:.3f}",
+                         f"{comp['treatment_mean']:.3f}", f"{comp['delta']:+.3f}",
+                         f"[{comp['ci'][0]:+.3f}, {comp['ci'][1]:+.3f}]"]
+    assert first[-1] == comp["verdict"]
+    assert "> **Warning:** reranker: judged@10 is 0.87 against control's 0.93" in md
+    assert "Too small to compare: locale=it-IT (n = 10)." in md
+    for name in ("forest", "deltas", "bootstrap", "first_relevant", "curves",
+                 "segments-mrr-10", "segments-ndcg-10"):
+        assert f"](charts/{name}.png)" in md
+
+
+def test_markdown_diagnostics_and_reproducibility(readout):
+    md = render_markdown(readout)
+    diagnostics = md.split("## Diagnostics")[1].split("## Reproducibility")[0]
+    assert "| bm25 | BM25 (production) | control | 300 | 0 | 0.930 |" in diagnostics
+    assert "| reranker | Cross-encoder reranker | treatment | 300 | 4 | 0.870 |" in diagnostics
+    assert "- queries in both arms (matched): 296" in diagnostics
+    assert "- queries without relevant judgments (left out): 17" in diagnostics
+    assert "- missing-query policy: zero" in diagnostics
+    repro = md.split("## Reproducibility")[1]
+    assert "- abrank version: 0.1.0" in repro and "- seed: 7" in repro
+    assert "- multiple-testing correction: primary: holm, segments: fdr\\_bh" in repro
+    assert f"| control | bm25 | experiments/data/demo-control.csv.gz | 40,000 | `{'ab' * 32}` |" \
+        in repro
+    assert "```yaml\nname: demo-reranker\nmetrics: [mrr@10, ndcg@10]\n```" in repro
+
+
+def test_markdown_relative_lift_without_a_bound():
+    readout = build_readout(n=80)
+    comp = readout.summary["comparisons"][0]
+    comp["relative_lift"], comp["relative_ci"] = None, None
+    second = readout.summary["comparisons"][1]
+    second["relative_ci"] = [second["relative_ci"][0], None]
+    md = render_markdown(readout)
+    rows = [r for r in md.split("## Results")[1].split("##")[0].splitlines()
+            if r.startswith("| ")]
+    cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
+    relative = cells[0].index("relative")
+    assert cells[1][relative:relative + 2] == ["n/a", "n/a"]
+    assert cells[2][relative + 1] == "unbounded"
+
+
+def test_largest_moves_match_a_plain_reference(readout):
+    md = render_markdown(readout)
+    section = md.split("## Queries that moved most")[1].split("## Diagnostics")[0]
+    frame = readout.per_query
+    control = dict(zip(frame.loc[frame.arm == "bm25", "query_id"],
+                       frame.loc[frame.arm == "bm25", "mrr@10"], strict=True))
+    moved = []
+    for q, v in zip(frame.loc[frame.arm == "reranker", "query_id"],
+                    frame.loc[frame.arm == "reranker", "mrr@10"], strict=True):
+        moved.append((v - control[q], q, control[q], v))
+    losses = sorted((m for m in moved if m[0] < 0), key=lambda m: (m[0], m[1]))[:10]
+    wins = sorted((m for m in moved if m[0] > 0), key=lambda m: (m[0], m[1]))[::-1][:10]
+    for title, expected in (("Largest losses", losses), ("Largest wins", wins)):
+        part = section.split(f"**{title} of Cross-encoder reranker** (MRR@10)")[1]
+        rows = [r for r in part.split("**")[0].splitlines() if r.startswith("| ")][1:]
+        assert rows == [f"| {q} | {c:.3f} | {t:.3f} | {d:+.3f} |" for d, q, c, t in expected]
+
+
+# --------------------------------------------------------------------------- files
+
+
+def test_write_report_writes_both_formats_and_the_charts(tmp_path, readout):
+    paths = write_report(readout, tmp_path)
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in paths)
+    assert names == sorted(["report.md", "report.html", "charts/forest.png", "charts/deltas.png",
+                            "charts/bootstrap.png", "charts/first_relevant.png",
+                            "charts/curves.png", "charts/segments-mrr-10.png",
+                            "charts/segments-ndcg-10.png"])
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for link in re.findall(r"\]\((charts/[^)]+)\)", md):
+        assert (tmp_path / link).read_bytes().startswith(PNG_SIGNATURE)
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    embedded = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    on_disk = {(tmp_path / "charts" / n).read_bytes() for n in
+               re.findall(r"\]\(charts/([^)]+)\)", md)}
+    assert {base64.b64decode(e) for e in embedded} == on_disk  # drawn once, used twice
+
+
+def test_write_report_only_what_is_asked(tmp_path, readout):
+    paths = write_report(readout, tmp_path, formats=("md",))
+    assert (tmp_path / "report.md").exists() and not (tmp_path / "report.html").exists()
+    assert len(paths) == 8
+    assert write_report(readout, tmp_path / "charts", formats=()) == []
+
+
+def test_write_charts_returns_what_it_wrote(tmp_path, readout):
+    paths = write_charts(readout, tmp_path)
+    assert paths == sorted(paths, key=lambda p: [c.name for c in paths].index(p.name))
+    assert all(p.parent == tmp_path / "charts" and p.stat().st_size > 5000 for p in paths)
+
+
+def test_write_report_rejects_bad_arguments(tmp_path, readout):
+    with pytest.raises(ConfigError) as error:
+        write_report(readout, tmp_path, formats=("html", "pdf"))
+    assert str(error.value) == "formats: expected some of html, md, got 'pdf'"
+    missing = tmp_path / "nope"
+    with pytest.raises(ConfigError) as error:
+        write_report(readout, missing)
+    assert str(error.value) == f"{missing}: expected an existing folder, got none"
+    assert not missing.exists()
+
+
+def test_report_without_segments_curves_or_draws(tmp_path):
+    full = build_readout(n=60)
+    summary = copy.deepcopy(full.summary)
+    summary["comparisons"] = [c for c in summary["comparisons"] if c["segment"] is None]
+    summary["segments"] = {"columns": [], "min_queries": 30, "too_small": []}
+    summary["diagnostics"]["warnings"] = []
+    bare = Readout(summary, full.per_query, full.curves.iloc[0:0], full.first_relevant.iloc[0:0])
+    write_report(bare, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == ["deltas.png",
+                                                                      "forest.png"]
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "## Segments" not in md and "Warning" not in md
+    assert "No rank data in this readout." in md
+    assert Path(tmp_path / "report.html").read_text(encoding="utf-8").count("<img") == 2
