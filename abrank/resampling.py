@@ -89,7 +89,7 @@ class Prepared:
 
 def _as_rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
-    return x.reshape(x.shape[0], -1)
+    return x[:, None] if x.ndim == 1 else x
 
 
 def exact_atoms(x: np.ndarray) -> Atoms:

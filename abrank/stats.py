@@ -506,9 +506,11 @@ def _compare_paired(
     delta = mean_t - mean_c if n else math.nan
     mean_d = float(d.mean()) if n else 0.0
     sd = float(d.std(ddof=1)) if n >= 2 else math.nan
-    constant = n >= 1 and float(np.ptp(d)) == 0.0
     scale = float(np.abs(d).mean()) if n else 0.0
     tol = _REL_TOL * (scale + abs(mean_d))
+    constant = n >= 1 and float(np.ptp(d)) <= tol
+    if constant and n >= 2:
+        sd = 0.0
     p_values: dict[str, float] = {}
     notes: list[str] = []
     unbounded = (-math.inf, math.inf)
@@ -520,8 +522,10 @@ def _compare_paired(
         t_p = 1.0 if mean_d == 0 else 0.0
         t_ci = (mean_d, mean_d)
     else:
-        res = sps.ttest_1samp(d, 0.0)
-        low, high = res.confidence_interval(confidence_level)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = sps.ttest_1samp(d, 0.0)
+            low, high = res.confidence_interval(confidence_level)
         t_p, t_ci = _finite_or(res.pvalue, 1.0), (float(low), float(high))
     if "t" in run:
         p_values["t"] = t_p
@@ -655,8 +659,10 @@ def _compare_independent(
         t_p = 1.0 if obs == 0 else 0.0
         t_ci = (obs, obs)
     else:
-        res = sps.ttest_ind(t, c, equal_var=False)
-        low, high = res.confidence_interval(confidence_level)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = sps.ttest_ind(t, c, equal_var=False)
+            low, high = res.confidence_interval(confidence_level)
         t_p, t_ci = _finite_or(res.pvalue, 1.0), (float(low), float(high))
     if "t" in run:
         p_values["t"] = t_p
