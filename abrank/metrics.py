@@ -1,0 +1,625 @@
+"""Ranking metrics: one registry of names, one parser, one vectorized evaluator.
+
+A metric is a small frozen value (:class:`Metric`) whose canonical name (``"ndcg@10"``)
+keys columns and dicts. Every spelling a user may type goes through :func:`parse_metric`:
+abrank's own names, ir_measures' (``RR@10``, ``nDCG@10``, ``P@5``, ``R@100``, ``AP``,
+``Success@3``, ``Judged@10``, with parameters such as ``nDCG(dcg=exp-log2)@10`` or
+``RR(rel=2)``) and trec_eval's (``recip_rank``, ``ndcg_cut.10``, ``P_5``, ``recall.100``,
+``map_cut.100``, ``success.10``).
+
+:func:`evaluate` scores a whole rankings frame at once: rows are ordered per query
+(trec_eval's rule), joined to their judgments through packed 64-bit keys and one sort, and
+every metric is a segmented reduction (``np.bincount``) over the judged rows. There is no
+Python loop over queries, and any number of metrics and cutoffs share one pass.
+
+Conventions are trec_eval 9.x's: binary metrics count a document as relevant when its grade
+is >= the threshold (trec_eval ``-l``, default 1); NDCG uses the raw grades (linear gain by
+default, ``2**grade - 1`` with ``gain="exp"``), grades <= 0 give no gain, and its ideal
+ordering comes from *all* judgments of the query; unjudged documents are not relevant;
+P@k divides by k even when fewer documents were retrieved; only the first ``depth``
+documents of a query count.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from abrank.errors import ConfigError, DataError
+from abrank.trec import as_arrow, doc_keys, equal_pairs, order_rows, positions, query_codes
+
+__all__ = ["FAMILIES", "Metric", "evaluate", "first_relevant_rank", "parse_metric", "parse_metrics"]
+
+# family -> (display label, metric is a binary-relevance metric, needs a cutoff)
+FAMILIES: dict[str, tuple[str, bool, bool]] = {
+    "mrr": ("MRR", True, False),
+    "ndcg": ("NDCG", False, False),
+    "dcg": ("DCG", False, False),
+    "recall": ("Recall", True, False),
+    "precision": ("P", True, True),
+    "hit": ("Hit", True, False),
+    "map": ("MAP", True, False),
+    "ap": ("AP", True, True),
+    "judged": ("Judged", False, False),
+}
+
+# every accepted spelling (lowercase) -> family
+_ALIASES: dict[str, str] = {
+    "mrr": "mrr",
+    "rr": "mrr",
+    "recip_rank": "mrr",
+    "reciprocal_rank": "mrr",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+    "dcg": "dcg",
+    "recall": "recall",
+    "r": "recall",
+    "precision": "precision",
+    "p": "precision",
+    "prec": "precision",
+    "hit": "hit",
+    "hits": "hit",
+    "success": "hit",
+    "hitrate": "hit",
+    "hit_rate": "hit",
+    "map": "map",
+    "ap": "map",
+    "map_cut": "map",
+    "judged": "judged",
+}
+
+_GAINS = ("linear", "exp")
+_GAIN_ALIASES = {
+    "linear": "linear",
+    "log2": "linear",
+    "exp": "exp",
+    "exp-log2": "exp",
+    "exponential": "exp",
+}
+
+_NAME = re.compile(
+    r"""^\s*
+    (?P<family>[a-z][a-z_]*?)
+    (?:\((?P<params>[^)]*)\))?
+    (?:(?:@|\.|_)(?P<k>[^@]+))?
+    \s*$""",
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One ranking metric: family, cutoff and optional per-metric parameters.
+
+    ``rel`` overrides the relevance threshold of binary metrics (mrr, recall, precision,
+    hit, map, ap); ``gain`` ("linear" or "exp") overrides the gain of ndcg and dcg. The
+    canonical :attr:`name` is what columns, summary keys and CLI output use.
+    """
+
+    family: str
+    k: int | None
+    rel: float | None = None
+    gain: str | None = None
+
+    def __post_init__(self) -> None:
+        family = str(self.family).lower()
+        if family not in FAMILIES:
+            raise ConfigError(
+                f"metric: family: expected one of {', '.join(FAMILIES)}, got {self.family!r}"
+            )
+        # average precision: "map" without a cutoff, "ap@k" with one
+        if family == "ap" and self.k is None:
+            family = "map"
+        if family == "map" and self.k is not None:
+            family = "ap"
+        object.__setattr__(self, "family", family)
+        if self.k is not None:
+            if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
+                raise ConfigError(
+                    f"metric {family}: cutoff: expected a whole number >= 1, got {self.k!r}"
+                )
+            object.__setattr__(self, "k", int(self.k))
+        elif FAMILIES[family][2]:
+            raise ConfigError(
+                f"metric {family}: cutoff: expected {family}@k (e.g. {family}@10), got no cutoff"
+            )
+        binary = FAMILIES[family][1]
+        if self.rel is not None:
+            if not binary:
+                raise ConfigError(
+                    f"metric {family}: rel: expected no relevance threshold (it applies to "
+                    "mrr, recall, precision, hit, map and ap), got one"
+                )
+            try:
+                rel = float(self.rel)
+            except (TypeError, ValueError):
+                rel = math.nan
+            if not math.isfinite(rel):
+                raise ConfigError(f"metric {family}: rel: expected a number, got {self.rel!r}")
+            object.__setattr__(self, "rel", rel)
+        if self.gain is not None:
+            if family not in ("ndcg", "dcg"):
+                raise ConfigError(
+                    f"metric {family}: gain: expected no gain (it applies to ndcg and dcg), got one"
+                )
+            gain = _GAIN_ALIASES.get(str(self.gain).lower().strip("'\""))
+            if gain is None:
+                raise ConfigError(
+                    f"metric {family}: gain: expected linear or exp, got {self.gain!r}"
+                )
+            object.__setattr__(self, "gain", gain)
+
+    @property
+    def name(self) -> str:
+        """Canonical lowercase name: ``mrr@10``, ``ndcg(gain=exp)@10``, ``map``."""
+        return self._render(self.family)
+
+    @property
+    def label(self) -> str:
+        """Display name: ``MRR@10``, ``NDCG@10``, ``P@5``, ``Recall@100``, ``MAP``."""
+        return self._render(FAMILIES[self.family][0])
+
+    def _render(self, head: str) -> str:
+        params = []
+        if self.gain is not None:
+            params.append(f"gain={self.gain}")
+        if self.rel is not None:
+            params.append(f"rel={self.rel:g}")
+        text = head + (f"({','.join(params)})" if params else "")
+        return text + (f"@{self.k}" if self.k is not None else "")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description: name, label, family, k, rel, gain."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "family": self.family,
+            "k": self.k,
+            "rel": self.rel,
+            "gain": self.gain,
+        }
+
+
+def _known_names() -> str:
+    return (
+        "mrr, mrr@k, ndcg, ndcg@k, dcg, dcg@k, recall@k, precision@k (p@k), hit@k, map, "
+        "ap@k, judged@k; ir_measures and trec_eval spellings such as RR@10, nDCG@10, P@5, "
+        "R@100, AP, Success@3, recip_rank, ndcg_cut.10; parameters as in mrr(rel=2)@10 "
+        "or ndcg(gain=exp)@10"
+    )
+
+
+def _suggest(text: str) -> str:
+    """A close known spelling for a misspelt metric name, keeping its cutoff."""
+    lowered = text.strip().lower()
+    match = re.match(r"^([a-z_]+)(.*)$", lowered)
+    head, rest = (match.group(1), match.group(2)) if match else (lowered, "")
+    close = difflib.get_close_matches(head, [*FAMILIES, *_ALIASES], n=1, cutoff=0.5)
+    if not close:
+        return ""
+    family = _ALIASES.get(close[0], close[0])
+    return f"; did you mean {family + rest!r}?"
+
+
+def parse_metric(text: str | Metric) -> Metric:
+    """Parse a metric name (any accepted spelling, case-insensitive) into a :class:`Metric`.
+
+    Raises ConfigError naming the known metrics and the closest one for an unknown name.
+    """
+    if isinstance(text, Metric):
+        return text
+    if not isinstance(text, str):
+        raise ConfigError(f"metric: expected a metric name such as 'ndcg@10', got {text!r}")
+    match = _NAME.match(text.lower())
+    family = _ALIASES.get(match.group("family")) if match else None
+    if match is None or family is None:
+        raise ConfigError(
+            f"metric: expected a known metric name ({_known_names()}), got {text!r}{_suggest(text)}"
+        )
+    k: int | None = None
+    if match.group("k") is not None:
+        raw = match.group("k").strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 1 and value == int(value)):
+            raise ConfigError(f"metric {text!r}: cutoff: expected a whole number >= 1, got {raw!r}")
+        k = int(value)
+    rel: float | None = None
+    gain: str | None = None
+    params = match.group("params")
+    if params is not None and params.strip():
+        for item in params.split(","):
+            key, sep, value = item.partition("=")
+            key, value = key.strip(), value.strip().strip("'\"")
+            if not sep or not value:
+                raise ConfigError(
+                    f"metric {text!r}: parameters: expected name=value, got {item.strip()!r}"
+                )
+            if key == "rel":
+                try:
+                    rel = float(value)
+                except ValueError:
+                    raise ConfigError(
+                        f"metric {text!r}: rel: expected a number, got {value!r}"
+                    ) from None
+            elif key in ("gain", "dcg"):
+                gain = value
+            elif key == "judged_only" and value.lower() in ("false", "0"):
+                continue
+            else:
+                raise ConfigError(
+                    f"metric {text!r}: parameters: expected rel=<number> or gain=linear|exp, "
+                    f"got {key!r}"
+                )
+    try:
+        return Metric(family, k, rel=rel, gain=gain)
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith("metric "):
+            message = message.split(": ", 1)[1]
+        raise ConfigError(f"metric {text!r}: {message}") from None
+
+
+def parse_metrics(texts: Iterable[str | Metric] | str | Metric) -> list[Metric]:
+    """Parse several metric names at once, reporting every bad one in a single ConfigError.
+
+    Duplicates (same canonical name) are dropped; the order of first appearance is kept.
+    """
+    if isinstance(texts, (str, Metric)):
+        texts = [texts]
+    parsed: list[Metric] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        try:
+            metric = parse_metric(text)
+        except ConfigError as exc:
+            errors.append(str(exc))
+            continue
+        if metric.name not in seen:
+            seen.add(metric.name)
+            parsed.append(metric)
+    if errors:
+        raise ConfigError("\n".join(errors))
+    if not parsed:
+        raise ConfigError("metrics: expected at least one metric name, got none")
+    return parsed
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class _Prepared:
+    """Rankings joined to judgments, as flat arrays over the kept (depth-limited) rows."""
+
+    ids: pa.Array  # sorted distinct query ids; code i is ids[i]
+    row_code: np.ndarray  # per kept row, in per-query rank order (queries contiguous)
+    row_pos: np.ndarray  # 0-based position within the query
+    row_grade: np.ndarray  # judged grade, NaN when unjudged
+    judged_code: np.ndarray  # per judgment
+    judged_grade: np.ndarray
+    in_run: np.ndarray  # per query code: the ranking holds it
+    in_judgments: np.ndarray  # per query code: it has at least one judgment
+    retrieved: np.ndarray  # per query code: kept rows
+
+
+def _options(rel_level: float, gain: str, depth: int | None) -> None:
+    try:
+        ok = math.isfinite(float(rel_level))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or isinstance(rel_level, bool):
+        raise ConfigError(f"rel_level: expected a number, got {rel_level!r}")
+    if gain not in _GAINS:
+        raise ConfigError(f"gain: expected one of {', '.join(_GAINS)}, got {gain!r}")
+    if depth is not None and (
+        isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1
+    ):
+        raise ConfigError(f"depth: expected a whole number >= 1 or None, got {depth!r}")
+
+
+def _columns(frame: pd.DataFrame, what: str, required: Sequence[str]) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"{what}: expected a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        found = ", ".join(map(str, frame.columns)) or "no columns"
+        raise DataError(f"{what}: columns: expected {', '.join(required)}, got {found}")
+
+
+def _numbers(series: pd.Series, what: str, allow_nan: bool) -> np.ndarray:
+    try:
+        values = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        bad = pd.to_numeric(series, errors="coerce").isna() & series.notna()
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(f"{what}: row {row}: expected a number, got {series.iloc[row]!r}") from None
+    if not allow_nan and np.isnan(values).any():
+        row = int(np.flatnonzero(np.isnan(values))[0])
+        raise DataError(f"{what}: row {row}: expected a number, got a missing value")
+    return values
+
+
+def _describe_pairs(q: pa.ChunkedArray, d: pa.ChunkedArray, rows: np.ndarray) -> str:
+    rows = np.sort(rows)
+    shown = ", ".join(f"({q[int(r)].as_py()!r}, {d[int(r)].as_py()!r})" for r in rows[:3])
+    return shown + (f" and {rows.size - 3} more" if rows.size > 3 else "")
+
+
+def _prepare(
+    rankings: pd.DataFrame, judgments: pd.DataFrame | None, depth: int | None
+) -> _Prepared:
+    _columns(rankings, "rankings", ("query_id", "doc_id"))
+    if "rank" in rankings.columns:
+        key = _numbers(rankings["rank"], "rankings: rank", allow_nan=False)
+    elif "score" in rankings.columns:
+        key = -_numbers(rankings["score"], "rankings: score", allow_nan=False)
+    else:
+        found = ", ".join(map(str, rankings.columns))
+        raise DataError(f"rankings: columns: expected a rank or a score column, got {found}")
+    rq, rd = as_arrow(rankings["query_id"]), as_arrow(rankings["doc_id"])
+    if judgments is None:
+        if "relevance" not in rankings.columns:
+            raise DataError(
+                "judgments: expected a judgments frame or a relevance column in the rankings, "
+                "got neither"
+            )
+        inline = _numbers(rankings["relevance"], "rankings: relevance", allow_nan=True)
+        codes, ids = query_codes(rq)
+    else:
+        _columns(judgments, "judgments", ("query_id", "doc_id", "relevance"))
+        jq, jd = as_arrow(judgments["query_id"]), as_arrow(judgments["doc_id"])
+        jgrade = _numbers(judgments["relevance"], "judgments: relevance", allow_nan=False)
+        (codes, jcodes), ids = query_codes(rq, jq)
+    nq = len(ids)
+
+    order = order_rows(codes, key, rd)
+    ordered = codes if order is None else codes[order]
+    pos = positions(ordered)
+    rows = np.arange(codes.size) if order is None else order
+    if depth is not None and pos.size and pos.max() >= depth:
+        keep = pos < depth
+        rows, ordered, pos = rows[keep], ordered[keep], pos[keep]
+    kept_docs = rd if rows.size == codes.size and order is None else rd.take(pa.array(rows))
+
+    if judgments is None:
+        # labels carried by the log: every labelled row is a judgment, kept or not
+        labelled = ~np.isnan(inline)
+        jcodes, jgrade = codes[labelled], inline[labelled]
+        first, later = equal_pairs(ordered, *doc_keys(kept_docs), kept_docs)
+        if later.size:
+            raise DataError(
+                "rankings: (query_id, doc_id): expected each document once per query, got "
+                f"{later.size} duplicate(s): {_describe_pairs(rq, rd, rows[later])}"
+            )
+        grade = inline[rows]
+    else:
+        n = rows.size
+        all_codes = np.concatenate([ordered, jcodes])
+        all_docs = pa.chunked_array(
+            [c.cast(pa.large_string()) for c in (*kept_docs.chunks, *jd.chunks)],
+            type=pa.large_string(),
+        )
+        first, later = equal_pairs(all_codes, *doc_keys(all_docs), all_docs)
+        run_dup = later < n
+        if run_dup.any():
+            raise DataError(
+                "rankings: (query_id, doc_id): expected each document once per query, got "
+                f"{int(run_dup.sum())} duplicate(s): "
+                f"{_describe_pairs(rq, rd, rows[later[run_dup]])}"
+            )
+        judged_dup = first >= n
+        if judged_dup.any():
+            raise DataError(
+                "judgments: (query_id, doc_id): expected one judgment per pair, got "
+                f"{int(judged_dup.sum())} repeated: "
+                f"{_describe_pairs(jq, jd, later[judged_dup] - n)}"
+            )
+        grade = np.full(n, np.nan)
+        grade[first] = jgrade[later - n]
+
+    in_run = np.bincount(ordered, minlength=nq) > 0
+    in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)
+    return _Prepared(
+        ids=ids,
+        row_code=ordered,
+        row_pos=pos,
+        row_grade=grade,
+        judged_code=jcodes,
+        judged_grade=jgrade,
+        in_run=in_run,
+        in_judgments=in_judgments,
+        retrieved=np.bincount(ordered, minlength=nq),
+    )
+
+
+def _gain(grade: np.ndarray, kind: str) -> np.ndarray:
+    positive = np.where(grade > 0, grade, 0.0)
+    if kind == "exp":
+        return np.where(grade > 0, np.exp2(positive) - 1.0, 0.0)
+    return positive
+
+
+def _first_per_query(codes: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
+    """Value of the first row of each query's block (rows are grouped by query)."""
+    out = np.full(nq, np.nan)
+    if codes.size:
+        start = np.ones(codes.size, dtype=bool)
+        start[1:] = codes[1:] != codes[:-1]
+        out[codes[start]] = values[start]
+    return out
+
+
+def _ideal_dcg(prep: _Prepared, kind: str, cutoffs: set[int | None], nq: int) -> dict:
+    """IDCG per query for every cutoff, from all judgments sorted by gain descending."""
+    gains = _gain(prep.judged_grade, kind)
+    positive = gains > 0
+    codes, gains = prep.judged_code[positive], gains[positive]
+    order = np.lexsort((-gains, codes))
+    codes, gains = codes[order], gains[order]
+    ideal_pos = positions(codes)
+    terms = gains / np.log2(ideal_pos + 2.0)
+    out = {}
+    for k in cutoffs:
+        mask = slice(None) if k is None else ideal_pos < k
+        out[k] = np.bincount(codes[mask], weights=terms[mask], minlength=nq)
+    return out
+
+
+def _compute(prep: _Prepared, metrics: Sequence[Metric], rel_level: float, gain: str) -> dict:
+    """Per-query values (length nq arrays) of every metric, NaN where undefined."""
+    nq = len(prep.ids)
+    judged = ~np.isnan(prep.row_grade)
+    q = prep.row_code[judged]
+    p = prep.row_pos[judged]
+    g = prep.row_grade[judged]
+    results: dict[str, np.ndarray] = {}
+    num_rel_cache: dict[float, np.ndarray] = {}
+    relevant_cache: dict[float, tuple] = {}
+    ideal_cache: dict[str, dict] = {}
+
+    def num_rel(t: float) -> np.ndarray:
+        if t not in num_rel_cache:
+            hit = prep.judged_grade >= t
+            num_rel_cache[t] = np.bincount(prep.judged_code[hit], minlength=nq).astype(np.float64)
+        return num_rel_cache[t]
+
+    def relevant(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Relevant judged rows (query, position, 1-based rank among relevant rows)."""
+        if t not in relevant_cache:
+            mask = g >= t
+            rq, rp = q[mask], p[mask]
+            relevant_cache[t] = (rq, rp, positions(rq) + 1.0)
+        return relevant_cache[t]
+
+    def count(codes: np.ndarray, pos: np.ndarray, k: int | None) -> np.ndarray:
+        sel = codes if k is None else codes[pos < k]
+        return np.bincount(sel, minlength=nq).astype(np.float64)
+
+    for metric in metrics:
+        t = float(metric.rel if metric.rel is not None else rel_level)
+        k = metric.k
+        family = metric.family
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if family in ("ndcg", "dcg"):
+                kind = metric.gain or gain
+                gains = _gain(g, kind)
+                sel = (gains > 0) if k is None else (gains > 0) & (p < k)
+                dcg = np.bincount(q[sel], weights=gains[sel] / np.log2(p[sel] + 2.0), minlength=nq)
+                if family == "dcg":
+                    value = dcg
+                else:
+                    if kind not in ideal_cache:
+                        wanted = {
+                            m.k for m in metrics if m.family == "ndcg" and (m.gain or gain) == kind
+                        }
+                        ideal_cache[kind] = _ideal_dcg(prep, kind, wanted, nq)
+                    ideal = ideal_cache[kind][k]
+                    value = np.where(ideal > 0, dcg / ideal, np.nan)
+            elif family == "judged":
+                hits = count(q, p, k)
+                denominator = float(k) if k is not None else prep.retrieved.astype(np.float64)
+                value = np.where(denominator > 0, hits / denominator, 0.0)
+            else:
+                rq, rp, rrank = relevant(t)
+                nrel = num_rel(t)
+                defined = nrel > 0
+                if family == "mrr":
+                    first = _first_per_query(rq, rp, nq)
+                    if k is not None:
+                        first[first >= k] = np.nan
+                    value = np.where(np.isnan(first), 0.0, 1.0 / (first + 1.0))
+                    value = np.where(defined, value, np.nan)
+                elif family == "recall":
+                    value = np.where(defined, count(rq, rp, k) / nrel, np.nan)
+                elif family == "precision":
+                    value = count(rq, rp, k) / float(k)
+                elif family == "hit":
+                    value = (count(rq, rp, k) > 0).astype(np.float64)
+                else:  # map / ap@k
+                    sel = slice(None) if k is None else rp < k
+                    sums = np.bincount(rq[sel], weights=rrank[sel] / (rp[sel] + 1.0), minlength=nq)
+                    value = np.where(defined, sums / nrel, np.nan)
+        results[metric.name] = value.astype(np.float64)
+    return results
+
+
+def _scored(prep: _Prepared, complete: bool) -> np.ndarray:
+    return prep.in_judgments & (prep.in_run | complete)
+
+
+def _index(prep: _Prepared, scored: np.ndarray) -> pd.Index:
+    ids = prep.ids.filter(pa.array(scored)).to_pandas().astype("str")
+    return pd.Index(ids, name="query_id", dtype="str")
+
+
+def evaluate(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    metrics: Sequence[str | Metric],
+    *,
+    rel_level: float = 1,
+    gain: str = "linear",
+    depth: int | None = 1000,
+    complete: bool = False,
+) -> pd.DataFrame:
+    """Per-query values of every metric, for a whole rankings frame at once.
+
+    ``rankings`` holds ``query_id``, ``doc_id`` and ``rank`` (only its order within a
+    query matters; equal ranks are broken by doc id descending) or, without ``rank``,
+    ``score`` (ordered as trec_eval orders it). ``judgments`` holds ``query_id``,
+    ``doc_id`` and ``relevance``; when it is None the rankings' own ``relevance`` column
+    supplies the labels (missing = unjudged). Only the first ``depth`` documents of each
+    query count (None: all).
+
+    Returns a float64 frame indexed by ``query_id`` (sorted), one column per metric named
+    by its canonical name, in the order given. Queries scored are those both ranked and
+    judged; with ``complete`` also judged queries missing from the rankings (scored as an
+    empty ranking, like trec_eval ``-c``). mrr, ndcg, recall, map and ap are NaN for a query
+    without any relevant judgment (they are undefined there); precision, hit, dcg and
+    judged stay defined.
+    """
+    parsed = parse_metrics(metrics)
+    _options(rel_level, gain, depth)
+    prep = _prepare(rankings, judgments, depth)
+    values = _compute(prep, parsed, float(rel_level), gain)
+    scored = _scored(prep, complete)
+    index = _index(prep, scored)
+    return pd.DataFrame({name: column[scored] for name, column in values.items()}, index=index)
+
+
+def first_relevant_rank(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    *,
+    rel_level: float = 1,
+    depth: int | None = 1000,
+) -> pd.Series:
+    """Rank (1 = top) of the first relevant document of each query, NaN when none is ranked.
+
+    Queries are those both ranked and judged (index ``query_id``, sorted); "relevant" means
+    a grade >= ``rel_level`` within the first ``depth`` documents.
+    """
+    _options(rel_level, "linear", depth)
+    prep = _prepare(rankings, judgments, depth)
+    nq = len(prep.ids)
+    hit = prep.row_grade >= float(rel_level)
+    first = _first_per_query(prep.row_code[hit], prep.row_pos[hit] + 1.0, nq)
+    scored = _scored(prep, False)
+    return pd.Series(
+        first[scored], index=_index(prep, scored), name="first_relevant_rank", dtype=np.float64
+    )

@@ -1,0 +1,624 @@
+"""TREC run and qrels files, trec_eval's ordering rule, and trec_eval-style output.
+
+trec_eval ignores a run's rank column: within a query it orders documents by score,
+descending, and breaks ties by docid *descending* in byte order (``strcmp``). Everything
+here follows that rule so that a TREC run scores exactly as trec_eval scores it.
+
+The readers parse whole files with pyarrow's multi-threaded CSV reader (single spaces, the
+common case) and fall back to a whitespace-splitting path for tabs or repeated spaces; the
+fallback also locates malformed lines for error messages. No Python code runs per line.
+
+This module also holds the vectorized helpers the metrics engine shares with the readers:
+dense query codes, 64-bit document keys computed straight from Arrow's string buffers, and
+the sort-based matcher that finds equal (query, doc) pairs (duplicates, and the join of a
+ranking with its judgments).
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from abrank.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from abrank.metrics import Metric
+
+RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
+QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
+_SNIFF_BYTES = 1 << 16
+_SHOWN = 3  # how many offending items an error message names
+
+__all__ = ["rank_by_score", "read_trec_qrels", "read_trec_run", "trec_eval_text"]
+
+
+# --------------------------------------------------------------------------- ordering
+
+
+def rank_by_score(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rank each query's documents by score, exactly as trec_eval does.
+
+    Within a query, documents are ordered by ``score`` descending, ties broken by
+    ``doc_id`` descending in byte order (trec_eval's ``comp_sim_docno``); ``rank`` is
+    1..n in that order and replaces any existing ``rank`` column. The result is a new
+    frame whose rows are grouped by query (in order of first appearance) and sorted by
+    rank, which is also the order :func:`abrank.metrics.evaluate` reads fastest.
+    """
+    missing = [c for c in ("query_id", "doc_id", "score") if c not in frame.columns]
+    if missing:
+        raise DataError(
+            f"rankings: columns: expected query_id, doc_id and score, "
+            f"got {', '.join(map(str, frame.columns)) or 'no columns'}"
+        )
+    score = _float_column(frame["score"], "score")
+    nan = np.isnan(score)
+    if nan.any():
+        row = int(np.flatnonzero(nan)[0])
+        raise DataError(
+            f"rankings: score: expected a number for every row, got NaN "
+            f"(query {frame['query_id'].iloc[row]!r}, doc {frame['doc_id'].iloc[row]!r})"
+        )
+    codes, _ = query_codes(as_arrow(frame["query_id"]))
+    order = order_rows(codes, -score, as_arrow(frame["doc_id"]))
+    out = frame if order is None else frame.take(order)
+    out = out.reset_index(drop=True) if order is not None else out.copy()
+    ordered_codes = codes if order is None else codes[order]
+    out["rank"] = positions(ordered_codes) + 1
+    return out
+
+
+def _float_column(series: pd.Series, name: str) -> np.ndarray:
+    """A numeric column as float64, or a DataError naming the first bad row."""
+    try:
+        return pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        bad = (pd.to_numeric(series, errors="coerce").isna() & series.notna()).to_numpy()
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"rankings: {name}: row {row}: expected a number, got {series.iloc[row]!r}"
+        ) from None
+
+
+def order_rows(codes: np.ndarray, key: np.ndarray, doc_ids: pa.ChunkedArray) -> np.ndarray | None:
+    """Permutation that groups rows by query and sorts each query by ``key`` ascending.
+
+    Ties in ``key`` within a query are broken by doc id descending (byte order), the
+    trec_eval rule. Returns None when the rows are already in that order (the common
+    case for runs written by retrieval systems), so callers can skip any reordering.
+    """
+    n = codes.size
+    if n == 0:
+        return None
+    same = codes[1:] == codes[:-1]
+    starts = n - int(np.count_nonzero(same))
+    grouped = starts == int(np.count_nonzero(np.bincount(codes)))
+    if grouped:
+        step = key[1:] >= key[:-1]
+        if bool(np.all(step | ~same)):
+            ties = same & (key[1:] == key[:-1])
+            if not ties.any():
+                return None
+            order = np.arange(n)
+            _break_ties(order, ties, doc_ids)
+            return order
+    order = np.lexsort((key, codes))
+    sc = codes[order]
+    sk = key[order]
+    ties = (sc[1:] == sc[:-1]) & (sk[1:] == sk[:-1])
+    if ties.any():
+        _break_ties(order, ties, doc_ids)
+    return order
+
+
+def _break_ties(order: np.ndarray, ties: np.ndarray, doc_ids: pa.ChunkedArray) -> None:
+    """Reorder, in place, each block of tied rows of ``order`` by doc id descending."""
+    tied = np.zeros(order.size, dtype=bool)
+    tied[1:] |= ties
+    tied[:-1] |= ties
+    where = np.flatnonzero(tied)
+    block = np.cumsum(~np.concatenate(([False], ties)))[where]
+    rows = order[where]
+    docs = doc_ids.take(pa.array(rows))
+    table = pa.table({"block": block, "doc": docs})
+    perm = pc.sort_indices(table, sort_keys=[("block", "ascending"), ("doc", "descending")])
+    order[where] = rows[perm.to_numpy()]
+
+
+def positions(codes: np.ndarray) -> np.ndarray:
+    """0-based position of each row within its run of equal consecutive query codes."""
+    n = codes.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    start = np.ones(n, dtype=bool)
+    start[1:] = codes[1:] != codes[:-1]
+    first = np.flatnonzero(start)
+    lengths = np.diff(np.append(first, n))
+    return np.arange(n, dtype=np.int64) - np.repeat(first, lengths)
+
+
+# --------------------------------------------------------------------------- arrow helpers
+
+
+def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    """A column as an Arrow string ChunkedArray, without copying when it already is one."""
+    if isinstance(values, pa.ChunkedArray):
+        arr = values
+    elif isinstance(values, pa.Array):
+        arr = pa.chunked_array([values])
+    else:
+        try:
+            arr = pa.array(values.array if hasattr(values, "array") else values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            arr = pa.array(pd.Series(values).astype(str).array)
+        if isinstance(arr, pa.Array):
+            arr = pa.chunked_array([arr])
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = pc.cast(arr, pa.large_string())
+    if arr.null_count:
+        raise DataError("rankings: ids: expected a value in every row, got missing ids")
+    return arr
+
+
+def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
+    """Dense int64 codes for query ids, shared by all columns, ordered by query id.
+
+    Returns one code array per column and the sorted distinct ids (code i is ``ids[i]``);
+    sorting is byte order, the order trec_eval prints queries in.
+    """
+    encoded = []
+    for column in columns:
+        combined = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        combined = combined.cast(pa.large_string())
+        encoded.append(pc.dictionary_encode(combined))
+    dictionaries = [e.dictionary for e in encoded]
+    union = pc.unique(pa.concat_arrays(dictionaries)) if len(dictionaries) > 1 else dictionaries[0]
+    ids = union.take(pc.sort_indices(union))
+    codes = []
+    for e in encoded:
+        remap = pc.index_in(e.dictionary, value_set=ids).to_numpy(zero_copy_only=False)
+        codes.append(remap.astype(np.int64)[e.indices.to_numpy(zero_copy_only=False)])
+    return (codes if len(columns) > 1 else codes[0]), ids
+
+
+# _LOW_BYTES[n] keeps the first n bytes of a little-endian 8-byte word
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finalizer: a bijection on uint64 that spreads bits (in place)."""
+    x ^= x >> np.uint64(30)
+    x *= _MIX1
+    x ^= x >> np.uint64(27)
+    x *= _MIX2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
+    """A uint64 key per string, read straight from Arrow's buffers (no per-row Python).
+
+    When every string is at most 8 bytes and none holds a NUL byte the key is the string's
+    bytes themselves, so equal keys mean equal strings (``exact`` is True). Otherwise every
+    string gets a 64-bit hash of its 8-byte words, and equal keys must be confirmed.
+    """
+    pieces = []
+    for chunk in column.chunks:
+        if not pa.types.is_large_string(chunk.type):
+            chunk = chunk.cast(pa.large_string())
+        n = len(chunk)
+        if n == 0:
+            continue
+        _, offsets_buf, data_buf = chunk.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=chunk.offset * 8)
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        if data_buf is not None and hi > lo:
+            raw = np.frombuffer(data_buf, dtype=np.uint8)[lo:hi]
+        else:
+            raw = np.zeros(0, np.uint8)
+        pieces.append((raw, offsets[:-1] - lo, offsets[1:] - offsets[:-1]))
+    if not pieces:
+        return np.zeros(0, dtype=np.uint64), True
+    longest = max(int(length.max()) for _, _, length in pieces)
+    exact = longest <= 8 and not any(bool((raw == 0).any()) for raw, _, _ in pieces)
+    parts = []
+    for raw, start, length in pieces:
+        padded = np.zeros(raw.size + 16, dtype=np.uint8)
+        padded[: raw.size] = raw
+        # an unaligned uint64 view: words[i] holds bytes i..i+7
+        words = np.ndarray(shape=(raw.size + 9,), dtype="<u8", buffer=padded, strides=(1,))
+        if exact:
+            key = words[start]
+            key &= _LOW_BYTES[length]
+            parts.append(key)
+            continue
+        key = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        for j in range(0, int(length.max()), 8):
+            word = words[start + j]
+            word &= _LOW_BYTES[np.clip(length - j, 0, 8)]
+            key ^= word
+            _mix(key)
+        parts.append(key)
+    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), exact
+
+
+def equal_pairs(
+    codes: np.ndarray, keys: np.ndarray, exact: bool, docs: pa.ChunkedArray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of items with the same query code and the same doc id.
+
+    Returns ``(first, later)`` item indices, ``first < later``, where ``first`` is the
+    earliest item of its (query, doc) group. One sort of packed 64-bit keys
+    (query code | hash bits | item index) brings equal pairs together; rare hash
+    collisions and groups of three or more are settled exactly on the strings.
+    """
+    n = codes.size
+    if n < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    qbits = max(1, int(codes.max()).bit_length())
+    ibits = max(1, int(n - 1).bit_length())
+    hbits = 64 - qbits - ibits
+    if hbits < 8:
+        return _equal_pairs_exact(codes, np.arange(n), docs)
+    mixed = _mix(keys.copy())
+    packed = codes.astype(np.uint64) << np.uint64(64 - qbits)
+    packed |= (mixed >> np.uint64(64 - hbits)) << np.uint64(ibits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    item = (packed & np.uint64((1 << ibits) - 1)).astype(np.int64)
+    packed >>= np.uint64(ibits)
+    eq = packed[1:] == packed[:-1]
+    del packed
+    cand = np.flatnonzero(eq)
+    if cand.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # a candidate pair is alone in its group unless a neighbouring pair is also equal
+    before = np.zeros(cand.size, dtype=bool)
+    after = np.zeros(cand.size, dtype=bool)
+    before[cand > 0] = eq[cand[cand > 0] - 1]
+    last = cand < eq.size - 1
+    after[last] = eq[cand[last] + 1]
+    alone = ~(before | after)
+    first, later = item[cand[alone]], item[cand[alone] + 1]
+    same = keys[first] == keys[later]
+    first, later = first[same], later[same]
+    if not exact and first.size:
+        equal = pc.equal(docs.take(pa.array(first)), docs.take(pa.array(later)))
+        keep = equal.to_numpy(zero_copy_only=False)
+        first, later = first[keep], later[keep]
+    crowded = cand[~alone]
+    if crowded.size:
+        members = np.unique(np.concatenate([item[crowded], item[crowded + 1]]))
+        f2, l2 = _equal_pairs_exact(codes[members], members, docs)
+        first, later = np.concatenate([first, f2]), np.concatenate([later, l2])
+    return first, later
+
+
+def _equal_pairs_exact(
+    codes: np.ndarray, items: np.ndarray, docs: pa.ChunkedArray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slow exact path of :func:`equal_pairs` for a (small) subset of items."""
+    table = pa.table({"q": codes, "d": docs.take(pa.array(items)), "i": items})
+    perm = pc.sort_indices(
+        table, sort_keys=[("q", "ascending"), ("d", "ascending"), ("i", "ascending")]
+    )
+    table = table.take(perm)
+    q = table["q"].to_numpy()
+    d = table["d"]
+    i = table["i"].to_numpy()
+    if q.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    same = (q[1:] == q[:-1]) & pc.equal(d[1:], d[:-1]).to_numpy(zero_copy_only=False)
+    group_start = np.concatenate(([True], ~same))
+    head = np.maximum.accumulate(np.where(group_start, np.arange(q.size), 0))
+    later_pos = np.flatnonzero(~group_start)
+    return i[head[later_pos]].astype(np.int64), i[later_pos].astype(np.int64)
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def read_trec_run(path: str | Path, *, duplicates: str = "error") -> pd.DataFrame:
+    """Read a TREC run (``qid Q0 docid rank score tag``), optionally gzip-compressed.
+
+    Returns the canonical rankings frame: ``query_id``, ``doc_id`` (str), ``score``
+    (float64) and ``rank`` (int, 1 = top) computed by :func:`rank_by_score`: the file's
+    own rank column is ignored, as trec_eval ignores it. Rows come grouped by query and
+    sorted by rank. A (query, doc) pair that occurs twice is an error (trec_eval refuses
+    such runs); ``duplicates="first"`` keeps the first occurrence instead.
+    """
+    if duplicates not in ("error", "first"):
+        raise ConfigError(f"duplicates: expected 'error' or 'first', got {duplicates!r}")
+    table, lines = _read_fields(path, RUN_FIELDS, {"query_id": 0, "doc_id": 2, "score": 4})
+    score, bad = _parse_floats(table["score"])
+    if bad is not None or np.isnan(score).any():
+        row = bad if bad is not None else int(np.flatnonzero(np.isnan(score))[0])
+        raise DataError(
+            f"{path}: line {lines[row]}: score: expected a number, "
+            f"got {table['score'][row].as_py()!r}"
+        )
+    qid, doc = table["query_id"], table["doc_id"]
+    codes, _ = query_codes(qid)
+    first, later = equal_pairs(codes, *doc_keys(doc), doc)
+    if later.size:
+        if duplicates == "error":
+            later_sorted = np.sort(later)
+            shown = ", ".join(
+                f"({qid[int(r)].as_py()!r}, {doc[int(r)].as_py()!r}) at line {lines[int(r)]}"
+                for r in later_sorted[:_SHOWN]
+            )
+            more = f" and {later.size - _SHOWN} more" if later.size > _SHOWN else ""
+            raise DataError(
+                f"{path}: line {lines[int(later_sorted[0])]}: expected each document once per "
+                f"query, got {later.size} duplicate (query, doc) pair(s): {shown}{more} "
+                "(use duplicates: first to keep the first occurrence)"
+            )
+        keep = np.ones(codes.size, dtype=bool)
+        keep[later] = False
+        idx = pa.array(np.flatnonzero(keep))
+        qid, doc, codes, score = qid.take(idx), doc.take(idx), codes[keep], score[keep]
+    order = order_rows(codes, -score, doc)
+    if order is not None:
+        idx = pa.array(order)
+        qid, doc, codes, score = qid.take(idx), doc.take(idx), codes[order], score[order]
+    return pd.DataFrame(
+        {
+            "query_id": _to_str_series(qid),
+            "doc_id": _to_str_series(doc),
+            "score": score,
+            "rank": positions(codes) + 1,
+        }
+    )
+
+
+def read_trec_qrels(path: str | Path) -> pd.DataFrame:
+    """Read TREC qrels (``qid iter docid grade``), optionally gzip-compressed.
+
+    Returns the canonical judgments frame ``query_id``, ``doc_id`` (str) and
+    ``relevance`` (float64). A (query, doc) pair judged twice is an error, as in trec_eval.
+    """
+    table, lines = _read_fields(path, QRELS_FIELDS, {"query_id": 0, "doc_id": 2, "relevance": 3})
+    grade, bad = _parse_floats(table["relevance"])
+    if bad is not None or np.isnan(grade).any():
+        row = bad if bad is not None else int(np.flatnonzero(np.isnan(grade))[0])
+        raise DataError(
+            f"{path}: line {lines[row]}: relevance: expected a number, "
+            f"got {table['relevance'][row].as_py()!r}"
+        )
+    qid, doc = table["query_id"], table["doc_id"]
+    codes, _ = query_codes(qid)
+    _, later = equal_pairs(codes, *doc_keys(doc), doc)
+    if later.size:
+        later = np.sort(later)
+        shown = ", ".join(
+            f"({qid[int(r)].as_py()!r}, {doc[int(r)].as_py()!r}) at line {lines[int(r)]}"
+            for r in later[:_SHOWN]
+        )
+        more = f" and {later.size - _SHOWN} more" if later.size > _SHOWN else ""
+        raise DataError(
+            f"{path}: line {lines[int(later[0])]}: expected one judgment per (query, doc) pair, "
+            f"got {later.size} repeated: {shown}{more}"
+        )
+    return pd.DataFrame(
+        {"query_id": _to_str_series(qid), "doc_id": _to_str_series(doc), "relevance": grade}
+    )
+
+
+def _to_str_series(column: pa.ChunkedArray) -> pd.Series:
+    return column.to_pandas().astype("str")
+
+
+def _parse_floats(column: pa.ChunkedArray) -> tuple[np.ndarray, int | None]:
+    """Float64 values of a column read as text or numbers; index of the first bad one."""
+    if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
+        return column.to_numpy().astype(np.float64), None
+    try:
+        return pc.cast(column, pa.float64()).to_numpy(), None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        values = pd.to_numeric(pd.Series(column.to_pandas()), errors="coerce").to_numpy(np.float64)
+        lowered = pc.utf8_lower(pc.utf8_trim_whitespace(column)).to_numpy(zero_copy_only=False)
+        bad = np.isnan(values) & (lowered != "nan")
+        return values, int(np.flatnonzero(bad)[0]) if bad.any() else None
+
+
+class _Lines:
+    """Maps row indices of a parsed table to 1-based line numbers of the file."""
+
+    def __init__(self, numbers: np.ndarray | None):
+        self.numbers = numbers
+
+    def __getitem__(self, row: int) -> int:
+        return int(self.numbers[row]) if self.numbers is not None else row + 1
+
+
+def _open(path: str | Path):
+    path = Path(path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _sniff(path: str | Path) -> None:
+    """Reject missing, empty and binary files before parsing them."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{path}: expected an existing file, got no such file")
+    if p.is_dir():
+        raise DataError(f"{path}: expected a file, got a folder")
+    try:
+        with _open(p) as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{path}: expected a readable (gzip) text file, got {exc}") from None
+    if not head.strip():
+        raise DataError(f"{path}: expected TREC lines, got an empty file")
+    if b"\x00" in head:
+        offset = head.index(b"\x00")
+        raise DataError(
+            f"{path}: expected a text file, got binary data (a NUL byte at offset {offset})"
+        )
+
+
+def _read_fields(
+    path: str | Path, fields: Sequence[str], wanted: dict[str, int]
+) -> tuple[pa.Table, _Lines]:
+    """Parse a whitespace-separated TREC file into the wanted columns (all as text).
+
+    Tries pyarrow's CSV reader with a single-space delimiter first; files with tabs,
+    repeated spaces or malformed lines go through a splitting path that also reports the
+    offending line number.
+    """
+    _sniff(path)
+    names = list(fields)
+    try:
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=names),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={name: pa.string() for name in wanted},
+                include_columns=list(wanted),
+                strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+        return table, _Lines(None)
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        pass
+    return _read_fields_split(path, fields, wanted, extra_allowed=fields == RUN_FIELDS)
+
+
+def _read_fields_split(
+    path: str | Path, fields: Sequence[str], wanted: dict[str, int], extra_allowed: bool
+) -> tuple[pa.Table, _Lines]:
+    try:
+        lines = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=["line"]),
+            parse_options=pacsv.ParseOptions(
+                delimiter="\x1f", quote_char=False, double_quote=False, ignore_empty_lines=False
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={"line": pa.binary()}, strings_can_be_null=False, null_values=[]
+            ),
+        )["line"]
+    except pa.ArrowInvalid as exc:
+        raise DataError(f"{path}: expected whitespace-separated text lines, got {exc}") from None
+    try:
+        text = pc.cast(lines, pa.large_string())
+    except pa.ArrowInvalid:
+        row = _first_non_utf8(lines)
+        raise DataError(
+            f"{path}: line {row + 1}: expected UTF-8 text, got bytes that are not UTF-8"
+        ) from None
+    parts = pc.utf8_split_whitespace(text)
+    counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+    numbers = np.flatnonzero(counts > 0) + 1
+    if numbers.size == 0:
+        raise DataError(f"{path}: expected TREC lines, got an empty file")
+    width = len(fields)
+    # trec_eval ignores anything after a run's sixth field; qrels need exactly four
+    wrong = (counts < width) if extra_allowed else (counts != width)
+    bad = np.flatnonzero(wrong & (counts > 0))
+    if bad.size:
+        row = int(bad[0])
+        expected = " ".join(fields)
+        least = "at least " if extra_allowed else ""
+        raise DataError(
+            f"{path}: line {row + 1}: expected {least}{width} whitespace-separated fields "
+            f"({expected}), got {int(counts[row])}"
+        )
+    parts = parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
+    starts = parts.offsets.to_numpy()[:-1][counts > 0]
+    values = parts.values
+    columns = {name: values.take(pa.array(starts + index)) for name, index in wanted.items()}
+    return pa.table(columns), _Lines(numbers)
+
+
+def _first_non_utf8(lines: pa.ChunkedArray) -> int:
+    """Index of the first line whose bytes are not UTF-8 (one decode call per chunk)."""
+    base = 0
+    for chunk in lines.chunks:
+        chunk = chunk.cast(pa.large_binary())
+        _, offsets_buf, data_buf = chunk.buffers()
+        offsets = np.frombuffer(
+            offsets_buf, dtype=np.int64, count=len(chunk) + 1, offset=chunk.offset * 8
+        )
+        data = (
+            bytes(np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]])
+            if data_buf
+            else b""
+        )
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return base + int(np.searchsorted(offsets - offsets[0], exc.start, side="right")) - 1
+        base += len(chunk)
+    return 0
+
+
+# --------------------------------------------------------------------------- output
+
+
+def trec_eval_text(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    metrics: Sequence[str | Metric],
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    rel_level: float = 1,
+    depth: int | None = 1000,
+    digits: int | None = None,
+) -> str:
+    """What ``abrank metrics`` prints: trec_eval's ``-q`` layout with canonical metric names.
+
+    Rows are ``measure<TAB>query<TAB>value``: one per query and metric when ``per_query``
+    (queries in byte order, as trec_eval prints them), then one ``all`` row per metric with
+    the mean. As in trec_eval, a judged query without any relevant document scores 0 (the
+    metrics engine leaves such values undefined) and counts in the mean; queries in the run
+    but not in the qrels are ignored; with ``complete`` (trec_eval ``-c``) judged queries
+    missing from the run score 0 too. Values are printed at full double precision
+    (``repr``) unless ``digits`` is given (``digits=4`` prints like trec_eval's ``%.4f``).
+    """
+    from abrank.metrics import evaluate, parse_metrics
+
+    if digits is not None and (
+        not isinstance(digits, int) or isinstance(digits, bool) or digits < 0
+    ):
+        raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
+    parsed = parse_metrics(metrics)
+    judgments = read_trec_qrels(qrels_path)
+    run = read_trec_run(run_path)
+    table = evaluate(run, judgments, parsed, rel_level=rel_level, depth=depth, complete=complete)
+    if table.empty:
+        raise DataError(
+            f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
+        )
+    values = table.fillna(0.0)
+
+    def fmt(value: float) -> str:
+        return repr(float(value)) if digits is None else f"{value:.{digits}f}"
+
+    out: list[str] = []
+    if per_query:
+        names = [m.name for m in parsed]
+        columns = [list(map(fmt, values[name].tolist())) for name in names]
+        for row, qid in enumerate(values.index.tolist()):
+            out.extend(
+                f"{name}\t{qid}\t{column[row]}" for name, column in zip(names, columns, strict=True)
+            )
+    for metric in parsed:
+        out.append(f"{metric.name}\tall\t{fmt(values[metric.name].mean())}")
+    return "\n".join(out) + "\n"
