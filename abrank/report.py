@@ -230,8 +230,8 @@ def _columns(comps: Sequence[dict[str, Any]]) -> list[tuple[str, str, Any]]:
     adjusted = f"p adj. ({', '.join(sorted(corrections))})" if corrections else "p adj."
     paired = any(c.get("design", "paired") == "paired" for c in comps)
     columns: list[tuple[str, str, Any]] = [
-        ("control_mean", "control", fmt_value),
-        ("treatment_mean", "treatment", fmt_value),
+        ("control_mean", "control mean", fmt_value),
+        ("treatment_mean", "treatment mean", fmt_value),
         ("delta", "Δ", fmt_signed),
         ("ci", f"{level} CI", fmt_interval),
         ("relative_lift", "relative", fmt_percent),
@@ -399,16 +399,19 @@ def _md_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
                 first: str) -> list[str]:
     labels = arm_labels(summary)
     columns = _columns(comps)
-    header = [first, "metric", "treatment"] if first else ["metric", "treatment"]
+    several = _several_treatments(summary.get("comparisons", []))
+    header = ([first] if first else []) + ["metric"] + (["treatment"] if several else [])
+    texts = len(header)
     header += [md_escape(h) for _, h, _ in columns]
     rows = []
     for comp in comps:
         row = [md_escape(comp["segment"])] if first else []
-        row += [md_escape(metric_label(summary, comp["metric"])),
-                md_escape(labels.get(comp["treatment"], comp["treatment"]))]
+        row.append(md_escape(metric_label(summary, comp["metric"])))
+        if several:
+            row.append(md_escape(labels.get(comp["treatment"], comp["treatment"])))
         row += [_cell(comp, key, fmt)[0] for key, _, fmt in columns]  # our own text
         rows.append(row)
-    align = ["left"] * (3 if first else 2) + ["right"] * (len(columns) - 1) + ["left"]
+    align = ["left"] * texts + ["right"] * (len(columns) - 1) + ["left"]
     return _md_table(header, rows, align)
 
 
@@ -562,7 +565,7 @@ _CSS = """
 body { margin: 0; background: #fff; color: var(--ink);
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
   sans-serif; }
-main { max-width: 1240px; margin: 0 auto; padding: 28px 32px 48px; }
+main { max-width: 1260px; margin: 0 auto; padding: 24px 24px 48px; }
 h1 { font-size: 1.75rem; margin: 0 0 6px; line-height: 1.25; }
 h2 { font-size: 1.25rem; margin: 36px 0 12px; padding-bottom: 4px;
   border-bottom: 2px solid var(--line); }
@@ -576,7 +579,7 @@ ol.headline li.win { border-color: var(--win); }
 ol.headline li.loss { border-color: var(--loss); }
 ol.headline code { white-space: pre-wrap; font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo,
   Consolas, "Liberation Mono", monospace; overflow-wrap: anywhere; }
-.badge { flex: none; display: inline-block; min-width: 96px; text-align: center;
+.badge { flex: none; display: inline-block; min-width: 118px; text-align: center;
   font-size: 0.78rem; font-weight: 700; text-transform: uppercase; letter-spacing: 0.04em;
   color: #fff; background: var(--neutral); border-radius: 3px; padding: 2px 6px; }
 .badge.win { background: var(--win); }
@@ -584,11 +587,11 @@ ol.headline code { white-space: pre-wrap; font: 13px/1.45 ui-monospace, SFMono-R
 .warning { border: 1px solid #e0a040; background: #fff6e5; padding: 8px 12px; margin: 10px 0;
   border-radius: 3px; }
 .table-wrap { overflow-x: auto; margin: 8px 0 12px; }
-table { border-collapse: collapse; font-size: 0.8rem; }
-th, td { padding: 4px 6px; border-bottom: 1px solid var(--line); text-align: right;
+table { border-collapse: collapse; font-size: 0.78rem; }
+th, td { padding: 3px 5px; border-bottom: 1px solid var(--line); text-align: right;
   white-space: nowrap; vertical-align: top; }
 th { background: #f0f0f0; font-weight: 600; white-space: normal; vertical-align: bottom; }
-table.results td.text { min-width: 9ch; }
+table.results td.text { min-width: 8ch; white-space: nowrap; }
 th.text, td.text { text-align: left; white-space: normal; }
 td.win { color: var(--win); font-weight: 700; }
 td.loss { color: var(--loss); font-weight: 700; }
@@ -646,15 +649,17 @@ def _html_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
                   segments: bool) -> str:
     labels = arm_labels(summary)
     columns = _columns(comps)
+    several = _several_treatments(summary.get("comparisons", []))
     header = [("text", "segment")] if segments else []
-    header += [("text", "metric"), ("text", "treatment")]
+    header += [("text", "metric")] + ([("text", "treatment")] if several else [])
     header += [("", _e(h)) for _, h, _ in columns]
     rows = []
     for comp in comps:
         row = [_td(comp["segment"], "text", "segment", comp["segment"])] if segments else []
-        row += [_td(metric_label(summary, comp["metric"]), "text", "metric", comp["metric"]),
-                _td(labels.get(comp["treatment"], comp["treatment"]), "text", "treatment",
-                    comp["treatment"])]
+        row.append(_td(metric_label(summary, comp["metric"]), "text", "metric", comp["metric"]))
+        if several:
+            row.append(_td(labels.get(comp["treatment"], comp["treatment"]), "text",
+                           "treatment", comp["treatment"]))
         for key, _, fmt in columns:
             text, value = _cell(comp, key, fmt)
             cls = str(comp.get("verdict")) if key == "verdict" else ""

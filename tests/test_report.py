@@ -372,7 +372,7 @@ def test_html_results_table_holds_every_comparison_number_as_the_json_has_it(rea
     for rows, expected in ((overall, expected_overall), (segmented, expected_segments)):
         for row, comp in zip(rows, expected, strict=True):
             assert row["metric"][1] == comp["metric"]
-            assert row["treatment"] == ("Cross-encoder reranker", "reranker")
+            assert "treatment" not in row  # one treatment: named in the title and headline
             for key in ("control_mean", "treatment_mean", "delta", "relative_lift", "ci",
                         "relative_ci", "p_adjusted", "effect_size", "mde", "n", "verdict"):
                 assert row[key][1] == comp[key], key  # exact JSON value behind each cell
@@ -392,6 +392,19 @@ def test_html_results_table_holds_every_comparison_number_as_the_json_has_it(rea
             assert row["verdict"][0] == comp["verdict"]
     if expected_segments:
         assert [r["segment"][0] for r in segmented] == [c["segment"] for c in expected_segments]
+
+
+def test_html_results_name_the_treatment_when_there_are_several():
+    readout = build_readout(n=80, treatments=("reranker", "boost"))
+    overall, segmented = _parse(render_html(readout)).tables
+    comps = readout.summary["comparisons"]
+    assert [row["treatment"] for row in overall] == [
+        (("Cross-encoder reranker", "reranker") if c["treatment"] == "reranker"
+         else ("Freshness boost", "boost")) for c in comps if c["segment"] is None]
+    assert [row["treatment"][1] for row in segmented] == [
+        c["treatment"] for c in comps if c["segment"] is not None]
+    md = render_markdown(readout)
+    assert "| MRR@10 | Freshness boost | " in md
 
 
 def test_html_headline_lists_each_line_with_its_verdict(readout):
@@ -476,7 +489,7 @@ def test_markdown_has_the_sections_headline_and_tables(readout):
     assert len(rows) == 1 + 2  # header + two comparisons
     first = [cell.strip() for cell in rows[1].strip("|").split("|")]
     comp = summary["comparisons"][0]
-    assert first[:6] == ["MRR@10", "Cross-encoder reranker", f"{comp['control_mean']:.3f}",
+    assert first[:5] == ["MRR@10", f"{comp['control_mean']:.3f}",
                          f"{comp['treatment_mean']:.3f}", f"{comp['delta']:+.3f}",
                          f"[{comp['ci'][0]:+.3f}, {comp['ci'][1]:+.3f}]"]
     assert first[-1] == comp["verdict"]

@@ -1,0 +1,137 @@
+"""Charts: which charts a readout gets, that each is a real PNG, and the data behind them."""
+
+from __future__ import annotations
+
+import copy
+import io
+import struct
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+from test_report import EXAMPLE, PNG_SIGNATURE, build_readout
+
+from abrank.charts import (
+    GREEN,
+    RANK_BUCKETS,
+    VERMILLION,
+    first_relevant_rank_shares,
+    forest_chart,
+    paired_deltas,
+    plan_charts,
+)
+from abrank.readout import Readout
+
+ALL = ["forest.png", "deltas.png", "first_relevant.png", "curves.png", "segments-mrr-10.png",
+       "segments-ndcg-10.png", "bootstrap.png"]
+
+
+@pytest.fixture(scope="module")
+def readout() -> Readout:
+    return build_readout(n=200)
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == PNG_SIGNATURE
+    length, kind = struct.unpack(">I4s", png[8:16])
+    assert kind == b"IHDR" and length == 13
+    return struct.unpack(">II", png[16:24])
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def _has_colour(pixels: np.ndarray, hex_colour: str) -> bool:
+    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return bool((pixels == rgb).all(axis=2).any())
+
+
+def test_every_chart_is_a_valid_non_empty_png(readout):
+    charts = plan_charts(readout)
+    assert [c.name for c in charts] == ALL
+    for chart in charts:
+        png = chart.png
+        width, height = _png_size(png)
+        assert width == 900 and 240 <= height <= 1400, chart.name
+        with Image.open(io.BytesIO(png)) as image:
+            image.verify()  # checks the chunks and their CRCs
+        pixels = _pixels(png)
+        assert pixels.shape == (height, width, 3)
+        ink = (pixels < 200).any(axis=2).mean()  # share of clearly non-white pixels
+        assert 0.005 < ink < 0.6, (chart.name, ink)
+        assert chart.title and chart.caption and chart.to_dict()["name"] == chart.name
+
+
+def test_charts_are_drawn_lazily_and_deterministically(readout):
+    first, second = plan_charts(readout), plan_charts(readout)
+    assert all("png" not in vars(c) for c in first)  # planning draws nothing
+    assert [c.png for c in first] == [c.png for c in second]  # no timestamps, same bytes
+
+
+def test_forest_colours_follow_the_verdicts():
+    chart = forest_chart(EXAMPLE)
+    pixels = _pixels(chart.png)
+    assert _has_colour(pixels, GREEN)  # the win
+    assert _has_colour(pixels, VERMILLION)  # the loss
+    only_wins = copy.deepcopy(EXAMPLE)
+    only_wins["comparisons"] = only_wins["comparisons"][:1]
+    assert not _has_colour(_pixels(forest_chart(only_wins).png), VERMILLION)
+
+
+def test_charts_left_out_when_their_data_is_missing(readout):
+    summary = copy.deepcopy(readout.summary)
+    summary["comparisons"] = [c for c in summary["comparisons"] if c["segment"] is None]
+    bare = Readout(summary, readout.per_query, readout.curves.iloc[0:0],
+                   readout.first_relevant.iloc[0:0], {})
+    assert [c.name for c in plan_charts(bare)] == ["forest.png", "deltas.png"]
+    empty = Readout({"comparisons": []}, pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
+    assert plan_charts(empty) == []
+
+
+def test_several_treatments_and_independent_design_still_draw():
+    readout = build_readout(n=90, treatments=("reranker", "boost"))
+    names = [c.name for c in plan_charts(readout)]
+    assert names == ALL
+    readout.summary["design"] = "independent"
+    for comp in readout.summary["comparisons"]:
+        comp["design"] = "independent"
+    for chart in plan_charts(readout):
+        assert _png_size(chart.png)[0] == 900
+    deltas = next(c for c in plan_charts(readout) if c.name == "deltas.png")
+    assert deltas.title == "Per-query values per arm"
+
+
+def test_user_text_with_mathtext_markers_is_drawn_literally():
+    readout = build_readout(n=60, labels={"reranker": "cost $5 vs $6 \\alpha"},
+                            title="$x^2$ ranker")
+    readout.summary["metric_labels"]["mrr@10"] = "MRR$@10"
+    for chart in plan_charts(readout):
+        assert chart.png.startswith(PNG_SIGNATURE)
+
+
+def test_first_relevant_rank_shares_by_hand():
+    ranks = [1, 1, 2, 10, 11, 20, 21, 100, 101, np.nan, 3, 5000]
+    frame = pd.DataFrame({"arm": ["a"] * len(ranks) + ["b"], "query_id": range(len(ranks) + 1),
+                          "rank": [*ranks, 4.0]})
+    expected = np.zeros(len(RANK_BUCKETS) + 1)
+    # buckets: 1..10 one each, then 11-20, 21-100, >100, none
+    for bucket, count in {0: 2, 1: 1, 2: 1, 9: 1, 10: 2, 11: 2, 12: 2, 13: 1}.items():
+        expected[bucket] = count
+    np.testing.assert_allclose(first_relevant_rank_shares(frame, "a"), expected / 12)
+    b = np.zeros(len(RANK_BUCKETS) + 1)
+    b[3] = 1.0
+    np.testing.assert_allclose(first_relevant_rank_shares(frame, "b"), b)
+    assert first_relevant_rank_shares(frame, "missing").sum() == 0
+
+
+def test_paired_deltas_pair_by_query_id():
+    frame = pd.DataFrame({
+        "arm": ["c", "c", "c", "t", "t", "t"],
+        "query_id": ["q1", "q2", "q3", "q3", "q1", "q9"],
+        "m": [0.5, 1.0, np.nan, 1.0, 0.25, 1.0],
+    })
+    # q1: 0.25 - 0.5; q3 has no control value; q2 and q9 are in one arm only
+    np.testing.assert_allclose(paired_deltas(frame, "m", "c", "t"), [-0.25])
