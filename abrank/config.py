@@ -1,0 +1,469 @@
+"""Experiment configs: YAML in, a validated :class:`Experiment` out.
+
+A config names the experiment, the control arm, one or more treatments, the judgments, the
+metrics and the analysis options. It is read with ``yaml.safe_load`` semantics and checked
+in full before any data is touched: every problem is reported at once, each naming the
+file, the YAML line and the field path, so a user fixes a config in one pass.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from abrank.errors import ConfigError
+
+FORMATS = ("trec", "qrels", "csv", "tsv", "parquet", "jsonl")
+TESTS = ("t", "permutation", "bootstrap", "wilcoxon", "mannwhitney")
+CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "fdr_by", "hommel", "none")
+
+_SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+Slug = Annotated[str, Field(pattern=_SLUG.pattern, max_length=100)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Columns(_Strict):
+    """Which of the user's columns hold each canonical column (canonical name: user name)."""
+
+    query_id: str | None = None
+    doc_id: str | None = None
+    rank: str | None = None
+    score: str | None = None
+    relevance: str | None = None
+
+    def mapping(self) -> dict[str, str]:
+        """User column -> canonical column, for the names that were given."""
+        return {user: canon for canon, user in self.model_dump().items() if user}
+
+
+class ArmConfig(_Strict):
+    """One ranker's log: where it is, how to read it, how to call it in the readout."""
+
+    name: Slug | None = None
+    label: str | None = None
+    path: str
+    format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    columns: Columns = Columns()
+    duplicates: Literal["error", "first"] | None = None
+
+
+class JudgmentsConfig(_Strict):
+    """The relevance judgments (qrels), when the logs carry no labels of their own."""
+
+    path: str
+    format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    columns: Columns = Columns()
+
+
+class AttributesConfig(_Strict):
+    """A per-query table of segment columns (locale, device, ...), joined on query_id."""
+
+    path: str
+    format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    columns: Columns = Columns()
+
+
+class AnalysisConfig(_Strict):
+    """How the arms are compared (DESIGN.md "Statistics")."""
+
+    design: Literal["paired", "independent"] = "paired"
+    missing_queries: Literal["zero", "drop", "error"] = "zero"
+    alpha: float = Field(0.05, gt=0, lt=1)
+    confidence_level: float = Field(0.95, gt=0, lt=1)
+    primary_test: Literal["t", "permutation", "bootstrap", "wilcoxon", "mannwhitney"] = "t"
+    tests: list[Literal[TESTS]] = ["t", "permutation", "bootstrap"]  # type: ignore[valid-type]
+    resamples: int = Field(10_000, ge=100, le=10_000_000)
+    correction: Literal[CORRECTIONS] = "holm"  # type: ignore[valid-type]
+    segment_correction: Literal[CORRECTIONS] = "fdr_bh"  # type: ignore[valid-type]
+    seed: int = Field(0, ge=0)
+
+
+class SegmentsConfig(_Strict):
+    """Breakdowns: every comparison is repeated per value of each segment column."""
+
+    columns: list[str] = []
+    min_queries: int = Field(30, ge=2)
+    attributes: AttributesConfig | None = None
+
+
+class Experiment(_Strict):
+    """A validated experiment. Paths are absolute (resolved against the config's folder)."""
+
+    name: Slug
+    title: str | None = None
+    description: str = ""
+    owner: str | None = None
+    control: ArmConfig
+    treatments: list[ArmConfig] = Field(min_length=1)
+    judgments: JudgmentsConfig | None = None
+    metrics: list[str] = Field(min_length=1)
+    primary_metric: str | None = None
+    relevance_threshold: float = 1.0
+    gain: Literal["linear", "exp"] = "linear"
+    depth: int | None = Field(1000, ge=1)
+    duplicates: Literal["error", "first"] = "error"
+    analysis: AnalysisConfig = AnalysisConfig()
+    segments: SegmentsConfig = SegmentsConfig()
+    output: str | None = None
+
+    source: str = ""  # the config file, as the user named it
+    text: str = ""  # the config as written
+
+    @property
+    def arms(self) -> list[ArmConfig]:
+        """Control first, then the treatments, each with its resolved name."""
+        return [self.control, *self.treatments]
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.name
+
+
+_SOURCE_FIELDS = {"source", "text"}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate an experiment config; raise :class:`ConfigError` listing every problem."""
+    path = Path(path)
+    label = str(path)
+    try:
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{label}: expected an experiment config file, got no such file"
+        ) from None
+    except IsADirectoryError:
+        raise ConfigError(f"{label}: expected an experiment config file, got a folder") from None
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{label}: byte {exc.start}: expected UTF-8 YAML text, got a binary or non-UTF-8 file"
+        ) from None
+    return parse_experiment(text, source=label, base_dir=path.resolve().parent)
+
+
+def parse_experiment(
+    text: str, *, source: str = "<config>", base_dir: Path | None = None
+) -> Experiment:
+    """Validate a config given as YAML text (the file-free core of :func:`load_experiment`)."""
+    base_dir = base_dir or Path.cwd()
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigError(
+            f"{source}: {where}: expected valid YAML, got a syntax error ({problem})"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: expected valid YAML, got {exc}") from None
+    if not isinstance(data, dict):
+        kind = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise ConfigError(f"{source}: line 1: expected a mapping of config keys, got {kind}")
+    return build_experiment(
+        data, source=source, base_dir=base_dir, text=text, lines=_line_index(node)
+    )
+
+
+def build_experiment(
+    data: dict[str, Any],
+    *,
+    source: str = "<config>",
+    base_dir: Path | None = None,
+    text: str = "",
+    lines: dict[tuple, int] | None = None,
+) -> Experiment:
+    """Validate a config given as a mapping (what the YAML holds), e.g. built by the CLI."""
+    base_dir = base_dir or Path.cwd()
+    lines = lines or {}
+    errors: list[str] = []
+    for key in _SOURCE_FIELDS & set(data):
+        errors.append(_format(source, lines, (key,), "unknown key (reserved)"))
+    experiment: Experiment | None = None
+    if not errors:
+        try:
+            experiment = Experiment.model_validate({**data, "source": source, "text": text})
+        except ValidationError as exc:
+            errors.extend(_pydantic_errors(exc, source, lines))
+    if experiment is not None:
+        experiment, more = _check_semantics(experiment, source, lines, base_dir)
+        errors.extend(more)
+    if errors:
+        head = f"{source}: {len(errors)} problems in the config:" if len(errors) > 1 else ""
+        raise ConfigError("\n".join([head, *errors]) if head else errors[0])
+    assert experiment is not None
+    return experiment
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_semantics(
+    exp: Experiment, source: str, lines: dict, base_dir: Path
+) -> tuple[Experiment, list[str]]:
+    """Cross-field checks, arm names, metric names and file paths; returns a resolved copy."""
+    from abrank.metrics import parse_metric
+
+    errors: list[str] = []
+
+    def resolve(loc: tuple, value: str) -> str:
+        full = (base_dir / value).resolve() if not Path(value).is_absolute() else Path(value)
+        if not full.exists():
+            errors.append(
+                _format(
+                    source,
+                    lines,
+                    loc,
+                    f"expected an existing file, got {value!r} ({full} does not exist)",
+                )
+            )
+        elif full.is_dir():
+            errors.append(_format(source, lines, loc, f"expected a file, got the folder {value!r}"))
+        return str(full)
+
+    arms = []
+    seen: dict[str, tuple] = {}
+    for index, arm in enumerate(exp.arms):
+        loc = ("control",) if index == 0 else ("treatments", index - 1)
+        default = (
+            "control"
+            if index == 0
+            else ("treatment" if len(exp.treatments) == 1 else f"treatment-{index}")
+        )
+        name = arm.name or default
+        if name in seen:
+            errors.append(
+                _format(
+                    source, lines, (*loc, "name"), f"expected a unique arm name, got {name!r} again"
+                )
+            )
+        seen[name] = loc
+        arms.append(
+            arm.model_copy(
+                update={
+                    "name": name,
+                    "label": arm.label or name,
+                    "path": resolve((*loc, "path"), arm.path),
+                }
+            )
+        )
+
+    judgments = exp.judgments
+    if judgments is not None:
+        judgments = judgments.model_copy(
+            update={"path": resolve(("judgments", "path"), judgments.path)}
+        )
+    segments = exp.segments
+    if segments.attributes is not None:
+        attributes = segments.attributes.model_copy(
+            update={"path": resolve(("segments", "attributes", "path"), segments.attributes.path)}
+        )
+        segments = segments.model_copy(update={"attributes": attributes})
+
+    canonical: list[str] = []
+    for index, name in enumerate(exp.metrics):
+        try:
+            metric = parse_metric(name).name
+        except ConfigError as exc:
+            errors.append(_format(source, lines, ("metrics", index), str(exc)))
+            continue
+        if metric in canonical:
+            errors.append(
+                _format(
+                    source,
+                    lines,
+                    ("metrics", index),
+                    f"expected each metric once, got {name!r} again",
+                )
+            )
+        canonical.append(metric)
+    primary = exp.primary_metric
+    if primary is not None:
+        try:
+            primary = parse_metric(primary).name
+        except ConfigError as exc:
+            errors.append(_format(source, lines, ("primary_metric",), str(exc)))
+        else:
+            if canonical and primary not in canonical:
+                errors.append(
+                    _format(
+                        source,
+                        lines,
+                        ("primary_metric",),
+                        f"expected one of the metrics {canonical}, got {exp.primary_metric!r}",
+                    )
+                )
+    elif canonical:
+        primary = canonical[0]
+
+    analysis = exp.analysis
+    if analysis.design == "paired" and analysis.primary_test == "mannwhitney":
+        errors.append(
+            _format(
+                source,
+                lines,
+                ("analysis", "primary_test"),
+                "expected a paired test (t, permutation, bootstrap, wilcoxon), got 'mannwhitney'",
+            )
+        )
+    if analysis.design == "independent" and analysis.primary_test == "wilcoxon":
+        errors.append(
+            _format(
+                source,
+                lines,
+                ("analysis", "primary_test"),
+                "expected an independent-samples test (t, permutation, bootstrap, mannwhitney), got 'wilcoxon'",
+            )
+        )
+    for index, test in enumerate(analysis.tests):
+        wrong = "mannwhitney" if analysis.design == "paired" else "wilcoxon"
+        if test == wrong:
+            errors.append(
+                _format(
+                    source,
+                    lines,
+                    ("analysis", "tests", index),
+                    f"expected a test for the {analysis.design} design, got {test!r}",
+                )
+            )
+
+    output = exp.output
+    if output is not None:
+        output = str((base_dir / output).resolve()) if not Path(output).is_absolute() else output
+    resolved = exp.model_copy(
+        update={
+            "control": arms[0],
+            "treatments": arms[1:],
+            "judgments": judgments,
+            "segments": segments,
+            "metrics": canonical or exp.metrics,
+            "primary_metric": primary,
+            "output": output,
+        }
+    )
+    return resolved, errors
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _line_index(node: yaml.Node | None) -> dict[tuple, int]:
+    """Map each field path (keys and list indexes) to its 1-based line in the YAML text."""
+    index: dict[tuple, int] = {}
+
+    def walk(current: yaml.Node, path: tuple) -> None:
+        index[path] = current.start_mark.line + 1
+        if isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                sub = (*path, key.value)
+                walk(value, sub)
+                index[sub] = key.start_mark.line + 1
+        elif isinstance(current, yaml.SequenceNode):
+            for position, item in enumerate(current.value):
+                walk(item, (*path, position))
+
+    if node is not None:
+        walk(node, ())
+    return index
+
+
+def _field_path(loc: tuple) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _format(source: str, lines: dict, loc: tuple, message: str) -> str:
+    line = None
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            line = lines[loc[:cut]]
+            break
+    where = f"line {line}: " if line else ""
+    return f"{source}: {where}{_field_path(loc)}: {message}"
+
+
+def _known_keys(loc: tuple) -> list[str]:
+    """The keys allowed at a field path, found by walking the models along it."""
+    model: Any = Experiment
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = (
+            model.model_fields.get(part)
+            if isinstance(model, type) and issubclass(model, BaseModel)
+            else None
+        )
+        if field is None:
+            return []
+        model = _model_of(field.annotation)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return [name for name in model.model_fields if name not in _SOURCE_FIELDS]
+    return []
+
+
+def _model_of(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _pydantic_errors(exc: ValidationError, source: str, lines: dict) -> list[str]:
+    messages = []
+    for error in exc.errors():
+        loc = tuple(
+            part
+            for part in error["loc"]
+            if not (isinstance(part, str) and part.startswith("literal["))
+        )
+        kind = error["type"]
+        given = error.get("input")
+        if kind == "extra_forbidden":
+            key = str(loc[-1])
+            known = _known_keys(loc[:-1])
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            message = f"unknown key{hint} (known keys: {', '.join(known)})"
+        elif kind == "missing":
+            message = "expected this required key, got nothing"
+        else:
+            expected = error["msg"]
+            for prefix in (
+                "Input should be ",
+                "Value should have ",
+                "Value error, ",
+                "String should ",
+            ):
+                if expected.startswith(prefix):
+                    expected = expected[len(prefix) :]
+                    break
+            if kind == "string_pattern_mismatch":
+                expected = "a name of letters, digits, '.', '_' or '-'"
+            message = f"expected {expected}, got {_short(given)}"
+        messages.append(_format(source, lines, loc, message))
+    return messages
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
