@@ -41,8 +41,8 @@ class Columns(_Strict):
     relevance: str | None = None
 
     def mapping(self) -> dict[str, str]:
-        """User column -> canonical column, for the names that were given."""
-        return {user: canon for canon, user in self.model_dump().items() if user}
+        """Canonical column -> the user's column, for the names that were given."""
+        return {canon: user for canon, user in self.model_dump().items() if user}
 
 
 class ArmConfig(_Strict):

@@ -161,7 +161,7 @@ class ScoredArms:
     judged_at_k: dict[str, float]
     first_relevant: dict[str, pd.Series]
     curves: pd.DataFrame
-    without_relevant: int
+    without_relevant: pd.Index  # analysed queries whose judgments hold no relevant document
     unjudged_queries: dict[str, int]
 
 
@@ -235,7 +235,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         first_relevant[name] = first
     threshold = experiment.relevance_threshold
     best = judgments.groupby("query_id", sort=False)["relevance"].max().reindex(universe)
-    without_relevant = int((best.fillna(-np.inf) < threshold).sum())
+    without_relevant = best.index[best.fillna(-np.inf).to_numpy() < threshold]
     return ScoredArms(
         values,
         present,
@@ -297,7 +297,10 @@ def compare_arms(
     too_small: list[dict] = []
     for treatment in experiment.treatments:
         for metric in experiment.metrics:
-            pair = (scored.values[control][metric], scored.values[treatment.name][metric])
+            pair = tuple(
+                scored.values[arm][metric].drop(scored.without_relevant, errors="ignore")
+                for arm in (control, treatment.name)
+            )
             primary.append(_compare_pair(compare, pair, metric, treatment.name, None, options))
             for column, groups in groups_by_column.items():
                 for value, queries in groups.items():
@@ -433,7 +436,7 @@ def _build_readout(
             "matched": matched,
             "missing": missing,
             "missing_policy": analysis.missing_queries,
-            "without_relevant": scored.without_relevant,
+            "without_relevant": int(scored.without_relevant.size),
             "unjudged_queries": scored.unjudged_queries,
             "judged_at_k": {
                 "k": JUDGED_K,
@@ -472,10 +475,10 @@ def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int
             notes.append(
                 f"{name}: {count} queries in the log have no judgments and are not analysed"
             )
-    if scored.without_relevant:
+    if scored.without_relevant.size:
         notes.append(
-            f"{scored.without_relevant} queries have no document judged relevant (grade >= "
-            f"{experiment.relevance_threshold:g}); metrics undefined for them leave them out"
+            f"{scored.without_relevant.size} queries have no document judged relevant (grade >= "
+            f"{experiment.relevance_threshold:g}); they are left out of every comparison"
         )
     return notes
 
