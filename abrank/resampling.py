@@ -38,11 +38,11 @@ FAILURE_PROB = 1e-8
 CHUNK_ELEMENTS = 1 << 22
 """Most numbers held in one temporary block of draws (32 MiB of float64)."""
 
-WORK_BUDGET_NS = 2e9
+WORK_BUDGET_NS = 1e9
 """Estimated cost (ns) above which an exact resampling job switches to grid cells."""
 
 _NS_PER_ATOM_DRAW = 75.0  # one binomial / multinomial / hypergeometric component
-_NS_PER_INDEX_DRAW = 7.0  # one random index plus gather and add
+_NS_PER_INDEX_DRAW = 15.0  # one random index (or sign) plus gather and add
 _HOEFFDING = math.sqrt(2.0 * math.log(2.0 / FAILURE_PROB))
 
 
@@ -156,9 +156,10 @@ def prepare(
     atom_cost = _NS_PER_ATOM_DRAW * atoms.m * n_resamples
     index_cost = _NS_PER_INDEX_DRAW * n * raw.shape[1] * n_resamples
     if force is None:
-        if min(atom_cost, index_cost) > WORK_BUDGET_NS:
+        exact_cost = min(atom_cost, index_cost)
+        if exact_cost > WORK_BUDGET_NS:
             grid = grid_atoms(raw, grid_bins)
-            if grid.m < min(atoms.m, n / 8):
+            if _NS_PER_ATOM_DRAW * grid.m * n_resamples < exact_cost and grid.m < atoms.m:
                 return Prepared(raw, grid, "grid")
         method = "exact" if atom_cost <= index_cost else "index"
         return Prepared(raw, atoms, method)
@@ -181,9 +182,10 @@ def bootstrap_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator)
         return out
     if sample.method == "index":
         rows = _rows_per_chunk(n * k)
+        dtype = np.int32 if n < 2**31 else np.int64
         for start in range(0, n_resamples, rows):
             b = min(rows, n_resamples - start)
-            idx = rng.integers(0, n, size=(b, n))
+            idx = rng.integers(0, n, size=(b, n), dtype=dtype)
             out[start : start + b] = sample.raw[idx].sum(axis=1)
         return out
     atoms = sample.atoms
@@ -209,9 +211,11 @@ def signflip_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator) 
         a = sample.raw[:, 0]
         total = a.sum()
         rows = _rows_per_chunk(n)
+        width = (n + 7) // 8
         for start in range(0, n_resamples, rows):
             b = min(rows, n_resamples - start)
-            positive = rng.random((b, n)) < 0.5
+            packed = rng.integers(0, 256, size=(b, width), dtype=np.uint8)
+            positive = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
             out[start : start + b] = 2.0 * (positive @ a) - total
         return out
     atoms = sample.atoms
