@@ -282,7 +282,8 @@ def _largest_moves(readout: Readout) -> list[tuple[str, str, pd.DataFrame, pd.Da
     """Per treatment, the primary metric's queries that lost and won the most.
 
     Returns (treatment, metric, losses, wins) with columns query_id, control, treatment,
-    delta, taken from the per-query table (paired design only).
+    delta (paired design only); ties in delta are listed by query id. Only the candidates
+    at or beyond the k-th largest move are sorted, so a million queries cost one merge.
     """
     summary = readout.summary
     frame = readout.per_query
@@ -296,17 +297,22 @@ def _largest_moves(readout: Readout) -> list[tuple[str, str, pd.DataFrame, pd.Da
     for treatment in dict.fromkeys(c["treatment"] for c in _overall(summary)):
         other = frame.loc[frame["arm"] == treatment, ["query_id", metric]]
         joined = base.merge(other, on="query_id", suffixes=("_c", "_t"))
-        joined = pd.DataFrame({
-            "query_id": joined["query_id"].astype(str),
-            "control": joined[f"{metric}_c"].to_numpy(float),
-            "treatment": joined[f"{metric}_t"].to_numpy(float),
-        })
-        joined["delta"] = joined["treatment"] - joined["control"]
-        joined = joined[np.isfinite(joined["delta"])]
-        ordered = joined.sort_values(["delta", "query_id"], kind="stable")
-        losses = ordered[ordered["delta"] < 0].head(TOP_QUERIES)
-        wins = ordered[ordered["delta"] > 0].iloc[::-1].head(TOP_QUERIES)
-        result.append((treatment, metric, losses, wins))
+        c = joined[f"{metric}_c"].to_numpy(float)
+        t = joined[f"{metric}_t"].to_numpy(float)
+        delta = t - c
+        picked = []
+        for sign in (-1.0, 1.0):
+            score = np.where(np.isfinite(delta) & (delta * sign > 0), -sign * delta, np.inf)
+            found = int(np.isfinite(score).sum())
+            if found > TOP_QUERIES:  # keep every query tied with the k-th largest move
+                score[score > np.partition(score, TOP_QUERIES - 1)[TOP_QUERIES - 1]] = np.inf
+            rows = np.flatnonzero(np.isfinite(score))
+            part = pd.DataFrame({"query_id": joined["query_id"].to_numpy()[rows].astype(str),
+                                 "control": c[rows], "treatment": t[rows],
+                                 "delta": delta[rows], "_score": score[rows]})
+            part = part.sort_values(["_score", "query_id"], kind="stable").head(TOP_QUERIES)
+            picked.append(part.drop(columns="_score").reset_index(drop=True))
+        result.append((treatment, metric, picked[0], picked[1]))
     return result
 
 

@@ -542,7 +542,7 @@ def test_largest_moves_match_a_plain_reference(readout):
                     frame.loc[frame.arm == "reranker", "mrr@10"], strict=True):
         moved.append((v - control[q], q, control[q], v))
     losses = sorted((m for m in moved if m[0] < 0), key=lambda m: (m[0], m[1]))[:10]
-    wins = sorted((m for m in moved if m[0] > 0), key=lambda m: (m[0], m[1]))[::-1][:10]
+    wins = sorted((m for m in moved if m[0] > 0), key=lambda m: (-m[0], m[1]))[:10]
     for title, expected in (("Largest losses", losses), ("Largest wins", wins)):
         part = section.split(f"**{title} of Cross-encoder reranker** (MRR@10)")[1]
         rows = [r for r in part.split("**")[0].splitlines() if r.startswith("| ")][1:]
@@ -607,3 +607,24 @@ def test_report_without_segments_curves_or_draws(tmp_path):
     assert "## Segments" not in md and "Warning" not in md
     assert "No rank data in this readout." in md
     assert Path(tmp_path / "report.html").read_text(encoding="utf-8").count("<img") == 2
+
+
+def test_largest_moves_ties_missing_values_and_few_wins():
+    base = build_readout(n=40)
+    # control 0.5 everywhere; q00..q13 lose 0.5 (a 14-way tie), q14 loses 0.25,
+    # q15 wins 0.5, q16 wins 0.25, q17 has no treatment value, q18 is absent from control.
+    control = [0.5] * 18
+    treatment = [0.0] * 14 + [0.25, 1.0, 0.75, np.nan]
+    frame = pd.DataFrame({
+        "arm": ["bm25"] * 18 + ["reranker"] * 19,
+        "query_id": [f"q{i:02d}" for i in range(18)] + [f"q{i:02d}" for i in range(19)][::-1],
+        "mrr@10": control + [([*treatment, 1.0])[i] for i in range(19)][::-1],
+    })
+    readout = Readout(base.summary, frame, base.curves, base.first_relevant)
+    section = render_markdown(readout).split("## Queries that moved most")[1]
+    losses = section.split("**Largest losses")[1].split("**Largest wins")[0]
+    wins = section.split("**Largest wins")[1].split("## ")[0]
+    loss_rows = [r for r in losses.splitlines() if re.match(r"\| q\d", r)]
+    assert loss_rows == [f"| q{i:02d} | 0.500 | 0.000 | -0.500 |" for i in range(10)]
+    win_rows = [r for r in wins.splitlines() if re.match(r"\| q\d", r)]
+    assert win_rows == ["| q15 | 0.500 | 1.000 | +0.500 |", "| q16 | 0.500 | 0.750 | +0.250 |"]
