@@ -278,6 +278,14 @@ def _segment_column(summary: dict[str, Any], segment: str) -> str:
     return segment.split("=", 1)[0]
 
 
+def _too_small(segments: dict[str, Any]) -> list[dict[str, Any]]:
+    """The segments skipped for size, each once (the pipeline may list one per treatment)."""
+    seen: dict[tuple[str, Any], dict[str, Any]] = {}
+    for entry in segments.get("too_small") or []:
+        seen.setdefault((str(entry.get("segment")), entry.get("n")), entry)
+    return list(seen.values())
+
+
 def _largest_moves(readout: Readout) -> list[tuple[str, str, pd.DataFrame, pd.DataFrame]]:
     """Per treatment, the primary metric's queries that lost and won the most.
 
@@ -329,6 +337,7 @@ def _settings(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("primary metric", summary.get("primary_metric")),
         ("metrics", ", ".join(map(str, summary.get("metrics") or [])) or None),
         ("primary test", summary.get("primary_test")),
+        ("tests", ", ".join(map(str, summary["tests"])) if summary.get("tests") else None),
         ("alpha", summary.get("alpha")),
         ("confidence level", summary.get("confidence_level")),
         ("resamples", fmt_count(summary["n_resamples"]) if "n_resamples" in summary else None),
@@ -346,7 +355,10 @@ def _diagnostic_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]
     diagnostics = summary.get("diagnostics") or {}
     judged = diagnostics.get("judged_at_k") or {}
     k = judged.get("k")
+    unjudged = diagnostics.get("unjudged_queries")
     header = ["arm", "label", "role", "queries", "missing"]
+    if isinstance(unjudged, dict):
+        header.append("without judgments")
     if judged.get("arms"):
         header.append(f"judged@{k}")
     rows = []
@@ -355,6 +367,8 @@ def _diagnostic_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]
         queries = (diagnostics.get("queries") or {}).get(name, arm.get("queries"))
         row = [str(name), str(arm.get("label") or name), str(arm.get("role", "")),
                fmt_count(queries), fmt_count((diagnostics.get("missing") or {}).get(name))]
+        if isinstance(unjudged, dict):
+            row.append(fmt_count(unjudged.get(name)))
         if judged.get("arms"):
             row.append(fmt_value(judged["arms"].get(name)))
         rows.append(row)
@@ -364,6 +378,7 @@ def _diagnostic_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]
 def _diagnostic_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     diagnostics = summary.get("diagnostics") or {}
     facts = [
+        ("queries analysed", diagnostics.get("analysed_queries")),
         ("judged queries", diagnostics.get("judged_queries")),
         ("queries in both arms (matched)", diagnostics.get("matched")),
         ("queries without relevant judgments (left out)", diagnostics.get("without_relevant")),
@@ -492,7 +507,7 @@ def _md_segments(summary: dict[str, Any], charts: Sequence[Chart]) -> list[str]:
                 "are not compared.", ""]
     if segmented:
         out += _md_results(summary, segmented, "segment") + [""]
-    small = segments.get("too_small") or []
+    small = _too_small(segments)
     if small:
         items = ", ".join(f"{md_escape(s['segment'])} (n = {fmt_count(s.get('n'))})"
                           for s in small)
@@ -761,7 +776,7 @@ def _html_segments(summary: dict[str, Any], charts: Sequence[Chart]) -> list[str
                      "queries are not compared.</p>")
     if segmented:
         parts.append(_html_results(summary, segmented, segments=True))
-    small = segments.get("too_small") or []
+    small = _too_small(segments)
     if small:
         items = ", ".join(f"{_e(s['segment'])} (n = {_e(fmt_count(s.get('n')))})"
                           for s in small)

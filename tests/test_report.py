@@ -152,7 +152,7 @@ def build_readout(*, n: int = 300, seed: int = 3, treatments: tuple[str, ...] = 
                        "owner": "search-relevance"},
         "abrank_version": "0.1.0", "config_path": "experiments/demo-reranker.yaml",
         "design": "paired", "seed": 7, "alpha": 0.05, "confidence_level": 0.95,
-        "n_resamples": 10000, "primary_test": "t",
+        "n_resamples": 10000, "primary_test": "t", "tests": ["t", "permutation", "bootstrap"],
         "correction": {"primary": "holm", "segments": "fdr_bh"},
         "relevance_threshold": 1, "gain": "linear", "depth": 1000, "metrics": metrics,
         "metric_labels": {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10"},
@@ -162,9 +162,11 @@ def build_readout(*, n: int = 300, seed: int = 3, treatments: tuple[str, ...] = 
                  for arm in arms],
         "comparisons": comparisons,
         "segments": {"columns": ["device", "locale"], "min_queries": 30,
-                     "too_small": [{"segment": "locale=it-IT", "n": 10}]},
+                     "too_small": [{"segment": "locale=it-IT", "treatment": t, "n": 10}
+                                   for t in treatments]},
         "diagnostics": {
-            "queries": {arm: n for arm in arms}, "judged_queries": n, "matched": n - 4,
+            "queries": {arm: n for arm in arms}, "judged_queries": n, "analysed_queries": n - 2,
+            "matched": n - 4, "unjudged_queries": {arm: 2 for arm in arms},
             "missing": {arm: (0 if arm == "bm25" else 4) for arm in arms},
             "missing_policy": "zero", "without_relevant": 17,
             "judged_at_k": {"k": 10, "arms": {arm: round(0.93 - 0.06 * i, 2)
@@ -396,7 +398,9 @@ def test_html_results_table_holds_every_comparison_number_as_the_json_has_it(rea
 
 def test_html_results_name_the_treatment_when_there_are_several():
     readout = build_readout(n=80, treatments=("reranker", "boost"))
-    overall, segmented = _parse(render_html(readout)).tables
+    text = render_html(readout)
+    assert text.count("locale=it-IT (n = 10)") == 1  # listed once, not once per treatment
+    overall, segmented = _parse(text).tables
     comps = readout.summary["comparisons"]
     assert [row["treatment"] for row in overall] == [
         (("Cross-encoder reranker", "reranker") if c["treatment"] == "reranker"
@@ -503,13 +507,18 @@ def test_markdown_has_the_sections_headline_and_tables(readout):
 def test_markdown_diagnostics_and_reproducibility(readout):
     md = render_markdown(readout)
     diagnostics = md.split("## Diagnostics")[1].split("## Reproducibility")[0]
-    assert "| bm25 | BM25 (production) | control | 300 | 0 | 0.930 |" in diagnostics
-    assert "| reranker | Cross-encoder reranker | treatment | 300 | 4 | 0.870 |" in diagnostics
+    assert "| arm | label | role | queries | missing | without judgments | judged@10 |" \
+        in diagnostics
+    assert "| bm25 | BM25 (production) | control | 300 | 0 | 2 | 0.930 |" in diagnostics
+    assert "| reranker | Cross-encoder reranker | treatment | 300 | 4 | 2 | 0.870 |" \
+        in diagnostics
+    assert "- queries analysed: 298" in diagnostics
     assert "- queries in both arms (matched): 296" in diagnostics
     assert "- queries without relevant judgments (left out): 17" in diagnostics
     assert "- missing-query policy: zero" in diagnostics
     repro = md.split("## Reproducibility")[1]
     assert "- abrank version: 0.1.0" in repro and "- seed: 7" in repro
+    assert "- tests: t, permutation, bootstrap" in repro and "- resamples: 10,000" in repro
     assert "- multiple-testing correction: primary: holm, segments: fdr\\_bh" in repro
     assert f"| control | bm25 | experiments/data/demo-control.csv.gz | 40,000 | `{'ab' * 32}` |" \
         in repro
