@@ -5,7 +5,7 @@ A production ranker (BM25-like, the control) and a cross-encoder reranker of its
 (0-3) for a candidate pool of every query, ranks the pool with a noisy production score,
 lets the reranker reorder the production top ``depth`` (plus, occasionally, a candidate from
 deeper in the pool) with a sharper score, and judges a pool the way an annotation team
-would: most of the production top ``depth`` and a minority of deeper candidates. The
+would: most of the production top 20 and a few other candidates of each query. The
 result carries the things a real readout has to cope with:
 
 * graded judgments 0-3, and documents in either arm's top ``depth`` that were never judged
@@ -62,8 +62,9 @@ _CONTROL_WEIGHT = 0.57  # production score: weight of the grade against unit noi
 _TREATMENT_WEIGHT = 1.02  # reranker score: the same, sharper
 _TREATMENT_SEGMENT = {"ja-JP": 0.8, "mobile": 1.12}  # multipliers of the reranker's weight
 _EXTRA_CANDIDATE = 0.10  # chance that a deeper pool candidate reaches the reranker
-_JUDGED_TOP = 0.93  # chance that a document of the production top `depth` is judged
-_JUDGED_DEEP = 0.35  # chance that a deeper pool candidate is judged
+_JUDGED_DEPTH = 20  # annotators judge the production top 20 (or top `depth` if shorter)...
+_JUDGED_TOP = 0.93  # ...each document with this chance...
+_JUDGED_OTHER = 3.5  # ...plus about this many other pool candidates per query
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def generate_demo(*, seed: int = DEFAULT_SEED, n_queries: int = 2000, depth: int
     offset = rng.normal(14.0, 2.5, size=n)  # BM25-like scores vary by query
     control_score = np.round(offset[:, None] + 2.2 * control_raw, 4)
     control_order = _order(control_score, doc_numbers)
-    in_control_top = _ranks_of(control_order) < depth
+    control_rank = _ranks_of(control_order)
+    in_control_top = control_rank < depth
 
     # Treatment: the reranker sees the production top `depth`, plus a few deeper candidates.
     weight = np.full(n, _TREATMENT_WEIGHT)
@@ -149,13 +151,17 @@ def generate_demo(*, seed: int = DEFAULT_SEED, n_queries: int = 2000, depth: int
     treatment_score = np.where(reaches, np.round(1.6 * treatment_raw - 1.0, 4), -np.inf)
     treatment_order = _order(treatment_score, doc_numbers)
 
-    # Judgments: most of the production top `depth`, a minority of deeper candidates.
-    judged = rng.random((n, pool)) < np.where(in_control_top, _JUDGED_TOP, _JUDGED_DEEP)
+    # Judgments: most of the production top 20, and a few other candidates, at any depth
+    # (the judging budget per query does not grow with the log's depth).
+    judged_depth = min(depth, _JUDGED_DEPTH)
+    in_judged_top = control_rank < judged_depth
+    other = min(1.0, _JUDGED_OTHER / (pool - judged_depth))
+    judged = rng.random((n, pool)) < np.where(in_judged_top, _JUDGED_TOP, other)
     judged[np.arange(n), control_order[:, 0]] = True  # every query has at least one judgment
     missing = np.zeros(n, dtype=bool)
     missing[rng.choice(n, size=int(round(_MISSING_SHARE * n)), replace=False)] = True
 
-    del control_raw, treatment_raw, reaches, relevant, grade_draw, steps
+    del control_raw, treatment_raw, reaches, relevant, grade_draw, steps, control_rank
 
     # Text columns are built once (Arrow strings) and gathered by index into each table.
     query_ids = _ids("q", np.arange(n), max(5, len(str(n - 1))))

@@ -216,11 +216,14 @@ def test_segments_are_constant_per_query_with_skewed_shares() -> None:
     assert devices["mobile"] > devices["desktop"] > devices["tablet"] > 0.05
 
 
-def test_other_depths_scale(tmp_path: Path) -> None:
+def test_other_depths_scale() -> None:
     data = generate_demo(n_queries=50, depth=100, seed=3)
     assert len(data.control) == 50 * 100
     assert data.control["position"].max() == 100
     assert not data.control.duplicated(["query_id", "doc_id"]).any()
+    # The judging budget stays about 0.93 x 20 + 3.5 = 22.1 documents per query at any depth.
+    per_query = data.judgments.groupby("query_id").size()
+    assert 19 < per_query.mean() < 25
 
 
 def test_parquet_and_trec_layouts_hold_the_same_rows(tmp_path: Path) -> None:
