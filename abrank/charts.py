@@ -325,12 +325,14 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
 
 
 def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> None:
+    """Stacked histogram of losses, ties and wins; a tie bar that would dwarf the rest is
+    cut at the axis top and labelled with its count, so the wins and losses stay legible."""
     if deltas.size == 0:
         ax.text(0.5, 0.5, "no paired queries", ha="center", va="center", transform=ax.transAxes)
         return
     span = float(np.max(np.abs(deltas))) or 1.0
-    edges = np.linspace(-span, span, 42)  # an even bin count puts 0 on an edge ...
-    edges = np.union1d(edges, [-span / 82, span / 82])  # ... so give ties a bin of their own
+    edges = np.linspace(-span, span, 42)  # 41 bins: 0 sits in the middle one ...
+    edges = np.union1d(edges, [-span / 82, span / 82])  # ... cut down to a bin for ties
     parts = ((deltas < 0, LOSS, "losses"), (deltas == 0, TIE, "ties"), (deltas > 0, WIN, "wins"))
     counts = {"losses": comp.get("losses"), "ties": comp.get("ties"), "wins": comp.get("wins")}
     data, colours, names = [], [], []
@@ -341,6 +343,13 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> None:
         names.append(f"{key} ({count:,})" if isinstance(count, int) else key)
     ax.hist(data, bins=edges, stacked=True, color=colours, label=names)
     ax.axvline(0.0, color=BLACK, linewidth=0.7, linestyle="--")
+    moved = np.histogram(deltas[deltas != 0], bins=edges)[0].max(initial=0)
+    ties = int((deltas == 0).sum())
+    if moved and ties > 1.5 * moved:
+        top = moved * 1.35
+        ax.set_ylim(0, top)
+        ax.text(0.0, top * 0.97, " ties ↑ (bar cut)", ha="left", va="top", fontsize=7,
+                color="#555555")
     ax.legend(fontsize=7, frameon=False)
 
 
