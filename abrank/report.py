@@ -608,8 +608,8 @@ ol.headline code { white-space: pre-wrap; font: 13px/1.45 ui-monospace, SFMono-R
 .warning { border: 1px solid #e0a040; background: #fff6e5; padding: 8px 12px; margin: 10px 0;
   border-radius: 3px; }
 .table-wrap { overflow-x: auto; margin: 8px 0 12px; }
-table { border-collapse: collapse; font-size: 0.78rem; }
-th, td { padding: 3px 5px; border-bottom: 1px solid var(--line); text-align: right;
+table { border-collapse: collapse; font-size: 0.76rem; }
+th, td { padding: 3px 4px; border-bottom: 1px solid var(--line); text-align: right;
   white-space: nowrap; vertical-align: top; }
 th { background: #f0f0f0; font-weight: 600; white-space: normal; vertical-align: bottom; }
 table.results td.text { min-width: 8ch; white-space: nowrap; }

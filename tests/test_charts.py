@@ -135,3 +135,24 @@ def test_paired_deltas_pair_by_query_id():
     })
     # q1: 0.25 - 0.5; q3 has no control value; q2 and q9 are in one arm only
     np.testing.assert_allclose(paired_deltas(frame, "m", "c", "t"), [-0.25])
+
+
+def test_a_dominant_tie_bar_is_cut_so_wins_and_losses_stay_visible():
+    base = build_readout(n=60)
+    n = 1000
+    control = np.full(n, 0.5)
+    treatment = control.copy()
+    treatment[:10] = 1.0  # 10 wins of +0.5
+    treatment[10:20] = 0.0  # 10 losses of -0.5; 980 ties
+    frame = pd.DataFrame({"arm": ["bm25"] * n + ["reranker"] * n,
+                          "query_id": [f"q{i}" for i in range(n)] * 2,
+                          "mrr@10": np.concatenate([control, treatment]),
+                          "ndcg@10": np.concatenate([control, control])})
+    readout = Readout(base.summary, frame, base.curves, base.first_relevant)
+    chart = next(c for c in plan_charts(readout) if c.name == "deltas.png")
+    mrr, ndcg = chart.draw().axes[:2]
+    heights = sorted(p.get_height() for p in mrr.patches if p.get_height() > 0)
+    assert heights == [10, 10, 980]  # losses, wins, ties: each query drawn once
+    assert mrr.get_ylim()[1] == pytest.approx(13.5)  # 1.35 x the tallest non-tie bar
+    assert [t.get_text() for t in mrr.texts] == [" ties ↑ (bar cut)"]
+    assert not ndcg.texts  # all ties and nothing else: nothing to cut for
