@@ -26,6 +26,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from abrank.readout import Readout
 
@@ -432,6 +433,7 @@ def curves_chart(readout: Readout) -> Chart | None:
                 ax.plot(line["k"].to_numpy(float), line["value"].to_numpy(float),
                         marker="o" if len(line) <= 25 else None, markersize=3, linewidth=1.6,
                         color=arm_colour(summary, arm), label=plain(labels.get(arm, arm)))
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_xlabel("cutoff k")
             ax.set_ylabel(f"mean {plain(family)}@k")
             ax.set_title(plain(f"{family}@k"), fontsize=10)
