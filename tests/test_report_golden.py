@@ -1,0 +1,397 @@
+"""Golden test of the demo's Markdown readout (``experiments/demo-reranker.yaml``).
+
+The golden text below was read line by line, and the test does not trust it blindly: the
+headline lines and results rows in it are rebuilt here from summary.json numbers with
+plain f-strings (the formatting rules of ``abrank.report``), the verdicts are re-derived
+from the adjusted p-values, the means from the per-query table, the data fingerprints
+from the files themselves (hashlib) and the config block from the config file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import abrank
+from abrank.report import headline_lines, render_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = "experiments/demo-reranker.yaml"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ROOT)  # paths in the readout are shown relative to the working folder
+        readout = abrank.run_experiment(CONFIG)
+        markdown = render_markdown(readout)
+    return readout, markdown
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.3g}"
+
+
+def _expected_headline(comp: dict, label: str, width: int) -> str:
+    """A headline line rebuilt from one comparison's JSON numbers."""
+    low, high = comp["ci"]
+    rlow, rhigh = comp["relative_ci"]
+    p = comp["p_adjusted"]
+    p_text = "p < 0.001" if p < 0.001 else f"p = {p:.3g}"
+    verdict = ("Cross-encoder reranker wins" if p < 0.05 and comp["delta"] > 0 else
+               "Cross-encoder reranker loses" if p < 0.05 else
+               f"inconclusive (this experiment could detect deltas ≥ {comp['mde']:.3f})")
+    return (f"{label:<{width}}  {comp['control_mean']:.3f} → {comp['treatment_mean']:.3f}  "
+            f"{comp['delta']:+.3f} ({100 * comp['relative_lift']:+.1f}%)  "
+            f"95% CI [{low:+.3f}, {high:+.3f}] / [{100 * rlow:+.1f}%, {100 * rhigh:+.1f}%]  "
+            f"{p_text} (t, Holm)  n = {comp['n']:,}  "
+            f"W/T/L {comp['wins']:,}/{comp['ties']:,}/{comp['losses']:,}  → {verdict}")
+
+
+def _table(section: str) -> list[list[str]]:
+    rows = [r for r in section.splitlines() if r.startswith("| ")]
+    return [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
+
+
+def test_demo_markdown_matches_the_golden(demo):
+    _, markdown = demo
+    assert markdown == GOLDEN
+
+
+def test_golden_headline_is_the_summary_formatted_by_the_rules(demo):
+    readout, _ = demo
+    summary = readout.summary
+    labels = {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10", "recall@20": "Recall@20",
+              "hit@3": "Hit@3"}
+    overall = [c for c in summary["comparisons"] if c["segment"] is None]
+    assert [c["metric"] for c in overall] == list(labels)
+    expected = [_expected_headline(c, labels[c["metric"]], 9) for c in overall]
+    block = re.search(r"```text\n(.*?)\n```", GOLDEN, re.DOTALL).group(1).split("\n")
+    assert block == expected
+    assert headline_lines(summary) == expected
+
+
+def test_golden_results_rows_are_the_summary_formatted_by_the_rules(demo):
+    readout, _ = demo
+    results = GOLDEN.split("## Results")[1].split("## ")[0]
+    rows = _table(results)
+    assert rows[0][:5] == ["metric", "control mean", "treatment mean", "Δ", "95% CI"]
+    overall = [c for c in readout.summary["comparisons"] if c["segment"] is None]
+    for row, comp in zip(rows[1:], overall, strict=True):
+        low, high = comp["ci"]
+        rlow, rhigh = comp["relative_ci"]
+        assert row == [
+            row[0], f"{comp['control_mean']:.3f}", f"{comp['treatment_mean']:.3f}",
+            f"{comp['delta']:+.3f}", f"[{low:+.3f}, {high:+.3f}]",
+            f"{100 * comp['relative_lift']:+.1f}%", f"[{100 * rlow:+.1f}%, {100 * rhigh:+.1f}%]",
+            _p(comp["p_values"]["t"]), _p(comp["p_values"]["permutation"]),
+            _p(comp["p_values"]["bootstrap"]), _p(comp["p_adjusted"]),
+            f"{comp['effect_size']:+.2f}", f"{comp['mde']:.3f}", f"{comp['n']:,}",
+            f"{comp['wins']:,} / {comp['ties']:,} / {comp['losses']:,}", comp["verdict"],
+        ]
+        assert comp["wins"] + comp["ties"] + comp["losses"] == comp["n"]
+    segments = _table(GOLDEN.split("## Segments")[1].split("## ")[0])
+    segmented = [c for c in readout.summary["comparisons"] if c["segment"] is not None]
+    assert [(r[0], r[-1]) for r in segments[1:]] == [(c["segment"], c["verdict"])
+                                                     for c in segmented]
+    for comp in segmented:  # verdicts follow the adjusted p-values and the delta's sign
+        significant = comp["p_adjusted"] < 0.05
+        assert comp["verdict"] == ("inconclusive" if not significant else
+                                   "win" if comp["delta"] > 0 else "loss")
+
+
+def test_golden_means_come_from_the_per_query_table(demo):
+    readout, _ = demo
+    frame = readout.per_query
+    # Queries with a relevant judgment are those with a defined MRR (DESIGN.md: the others
+    # have no defined MRR/NDCG and are left out of every comparison).
+    judged = frame.loc[(frame["arm"] == "bm25") & frame["mrr@10"].notna(), "query_id"]
+    for comp in (c for c in readout.summary["comparisons"] if c["segment"] is None):
+        control = frame.loc[frame["arm"] == "bm25", ["query_id", comp["metric"]]]
+        treatment = frame.loc[frame["arm"] == "reranker", ["query_id", comp["metric"]]]
+        both = control.merge(treatment, on="query_id", suffixes=("_c", "_t"))
+        both = both[both["query_id"].isin(judged)]
+        assert not both.isna().any().any()
+        assert len(both) == comp["n"] == 1910  # 2,000 queries less 90 without relevant ones
+        c = both[f"{comp['metric']}_c"].to_numpy()
+        t = both[f"{comp['metric']}_t"].to_numpy()
+        assert math.isclose(c.mean(), comp["control_mean"], abs_tol=1e-12)
+        assert math.isclose(t.mean(), comp["treatment_mean"], abs_tol=1e-12)
+        assert int(np.sum(t > c)) == comp["wins"] and int(np.sum(t < c)) == comp["losses"]
+
+
+def test_golden_fingerprints_counts_and_config_match_the_files():
+    data = ROOT / "experiments" / "data"
+    inputs = _table(GOLDEN.split("## Reproducibility")[1].split("Config:")[0])
+    assert inputs[0] == ["role", "arm", "path", "rows", "sha256"]
+    for _role, _arm, path, rows, sha in inputs[1:]:
+        blob = (ROOT / path).read_bytes()
+        assert sha == f"`{hashlib.sha256(blob).hexdigest()}`", path
+        text = gzip.decompress(blob).decode() if path.endswith(".gz") else blob.decode()
+        lines = [line for line in text.splitlines() if line.strip()]
+        header = 0 if path.endswith(".jsonl.gz") else 1
+        assert f"{len(lines) - header:,}" == rows, path
+    control = pd.read_csv(data / "demo-control.csv.gz")
+    treatment = pd.read_json(data / "demo-treatment.jsonl.gz", lines=True)
+    diagnostics = GOLDEN.split("## Diagnostics")[1].split("## ")[0]
+    assert (f"| bm25 | BM25 (production) | control | {control['query_id'].nunique():,} | 0 |"
+            in diagnostics)
+    assert (f"| reranker | Cross-encoder reranker | treatment | {treatment['qid'].nunique():,} "
+            f"| {2000 - treatment['qid'].nunique()} |" in diagnostics)
+    config = (ROOT / CONFIG).read_text(encoding="utf-8")
+    assert GOLDEN.endswith(f"```yaml\n{config.rstrip()}\n```\n")
+
+
+def test_golden_largest_moves_match_a_plain_reference(demo):
+    readout, _ = demo
+    frame = readout.per_query
+    control = dict(zip(frame.loc[frame.arm == "bm25", "query_id"],
+                       frame.loc[frame.arm == "bm25", "mrr@10"], strict=True))
+    moves = []
+    for q, t in zip(frame.loc[frame.arm == "reranker", "query_id"],
+                    frame.loc[frame.arm == "reranker", "mrr@10"], strict=True):
+        if not (math.isnan(t) or math.isnan(control[q])) and t != control[q]:
+            moves.append((t - control[q], q, control[q], t))
+    losses = sorted((m for m in moves if m[0] < 0), key=lambda m: (m[0], m[1]))[:10]
+    wins = sorted((m for m in moves if m[0] > 0), key=lambda m: (-m[0], m[1]))[:10]
+    section = GOLDEN.split("## Queries that moved most")[1].split("## ")[0]
+    loss_part, win_part = section.split("**Largest wins")
+    for part, expected in ((loss_part, losses), (win_part, wins)):
+        rows = [r for r in part.splitlines() if re.match(r"\| q\d", r)]
+        assert rows == [f"| {q} | {c:.3f} | {t:.3f} | {d:+.3f} |" for d, q, c, t in expected]
+
+
+GOLDEN = r"""
+# Cross-encoder reranker vs BM25
+
+Offline replay of 2,000 product-search queries through the production BM25 ranker and a cross-encoder reranker of its top candidates. Judgments are graded 0-3.
+
+experiment demo-reranker · owner search-relevance · paired design · control BM25 (production)
+
+## Headline
+
+```text
+MRR@10     0.539 → 0.785  +0.246 (+45.6%)  95% CI [+0.226, +0.266] / [+40.8%, +50.6%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 976/667/267  → Cross-encoder reranker wins
+NDCG@10    0.513 → 0.748  +0.235 (+45.8%)  95% CI [+0.219, +0.251] / [+41.9%, +49.8%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 1,364/166/380  → Cross-encoder reranker wins
+Recall@20  0.959 → 0.951  -0.009 (-0.9%)  95% CI [-0.014, -0.003] / [-1.5%, -0.4%]  p = 0.0017 (t, Holm)  n = 1,910  W/T/L 16/1,861/33  → Cross-encoder reranker loses
+Hit@3      0.630 → 0.855  +0.226 (+35.8%)  95% CI [+0.202, +0.250] / [+31.2%, +40.8%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 540/1,261/109  → Cross-encoder reranker wins
+```
+
+> **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
+
+> **Warning:** 90 queries have no document judged relevant (grade &gt;= 1); they are left out of every comparison
+
+## Results
+
+| metric | control mean | treatment mean | Δ | 95% CI | relative | relative CI | p (t) | p (perm.) | p (boot.) | p adj. (Holm) | effect size | MDE | n | W / T / L | verdict |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|
+| MRR@10 | 0.539 | 0.785 | +0.246 | [+0.226, +0.266] | +45.6% | [+40.8%, +50.6%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.54 | 0.029 | 1,910 | 976 / 667 / 267 | win |
+| NDCG@10 | 0.513 | 0.748 | +0.235 | [+0.219, +0.251] | +45.8% | [+41.9%, +49.8%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.66 | 0.023 | 1,910 | 1,364 / 166 / 380 | win |
+| Recall@20 | 0.959 | 0.951 | -0.009 | [-0.014, -0.003] | -0.9% | [-1.5%, -0.4%] | 0.0017 | 0.0014 | 0.0016 | 0.0017 | -0.07 | 0.008 | 1,910 | 16 / 1,861 / 33 | loss |
+| Hit@3 | 0.630 | 0.855 | +0.226 | [+0.202, +0.250] | +35.8% | [+31.2%, +40.8%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.42 | 0.034 | 1,910 | 540 / 1,261 / 109 | win |
+
+p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05). Δ is treatment − control.
+
+![Deltas with confidence intervals](charts/forest.png)
+
+*Each metric's delta (treatment − control) with its 95% confidence interval, coloured by verdict; the dashed line marks no change.*
+
+![Per-query deltas: wins, ties and losses](charts/deltas.png)
+
+*How the per-query deltas spread: queries the treatment won (green), tied (grey) and lost (vermillion); the counts are the results table's.*
+
+![Bootstrap distribution of the MRR@10 delta](charts/bootstrap.png)
+
+*The resampled mean deltas of the primary metric (MRR@10) behind its bootstrap interval.*
+
+## Where relevant documents land
+
+![Where the first relevant document lands](charts/first_relevant.png)
+
+*Share of queries whose first relevant document sits at each rank ("none": no relevant document retrieved); reciprocal rank rewards the left bars.*
+
+![Metric@k curves](charts/curves.png)
+
+*Mean metric at every cutoff k, per arm.*
+
+## Segments
+
+Segment columns: locale, device; segments with fewer than 30 queries are not compared.
+
+| segment | metric | control mean | treatment mean | Δ | 95% CI | relative | relative CI | p (t) | p (perm.) | p (boot.) | p adj. (BH) | effect size | MDE | n | W / T / L | verdict |
+|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|
+| locale=de-DE | MRR@10 | 0.525 | 0.784 | +0.260 | [+0.209, +0.310] | +49.5% | [+37.5%, +62.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.56 | 0.072 | 331 | 172 / 112 / 47 | win |
+| locale=en-US | MRR@10 | 0.535 | 0.778 | +0.243 | [+0.216, +0.270] | +45.5% | [+39.1%, +52.1%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.54 | 0.039 | 1,057 | 548 / 355 / 154 | win |
+| locale=es-ES | MRR@10 | 0.564 | 0.789 | +0.225 | [+0.166, +0.284] | +40.0% | [+27.6%, +54.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.50 | 0.085 | 223 | 106 / 88 / 29 | win |
+| locale=fr-FR | MRR@10 | 0.556 | 0.817 | +0.261 | [+0.210, +0.312] | +47.0% | [+35.5%, +60.4%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.61 | 0.073 | 272 | 137 / 105 / 30 | win |
+| device=desktop | MRR@10 | 0.528 | 0.749 | +0.221 | [+0.187, +0.255] | +41.8% | [+34.0%, +49.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.48 | 0.048 | 721 | 368 / 232 / 121 | win |
+| device=mobile | MRR@10 | 0.543 | 0.809 | +0.267 | [+0.239, +0.294] | +49.1% | [+42.7%, +56.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.60 | 0.039 | 1,028 | 531 / 373 / 124 | win |
+| device=tablet | MRR@10 | 0.560 | 0.787 | +0.226 | [+0.157, +0.296] | +40.4% | [+26.0%, +57.5%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.51 | 0.099 | 161 | 77 / 62 / 22 | win |
+| locale=de-DE | NDCG@10 | 0.495 | 0.752 | +0.257 | [+0.217, +0.297] | +52.0% | [+41.7%, +63.3%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.69 | 0.058 | 331 | 234 / 32 / 65 | win |
+| locale=en-US | NDCG@10 | 0.514 | 0.743 | +0.229 | [+0.209, +0.250] | +44.7% | [+39.7%, +49.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.66 | 0.030 | 1,057 | 770 / 83 / 204 | win |
+| locale=es-ES | NDCG@10 | 0.532 | 0.741 | +0.209 | [+0.162, +0.256] | +39.3% | [+29.1%, +50.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.59 | 0.067 | 223 | 152 / 24 / 47 | win |
+| locale=fr-FR | NDCG@10 | 0.525 | 0.773 | +0.248 | [+0.207, +0.289] | +47.3% | [+37.8%, +58.2%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.72 | 0.059 | 272 | 192 / 24 / 56 | win |
+| device=desktop | NDCG@10 | 0.506 | 0.715 | +0.209 | [+0.183, +0.235] | +41.3% | [+35.2%, +47.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.58 | 0.038 | 721 | 500 / 61 / 160 | win |
+| device=mobile | NDCG@10 | 0.516 | 0.772 | +0.256 | [+0.234, +0.277] | +49.5% | [+44.2%, +55.1%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.73 | 0.031 | 1,028 | 755 / 87 / 186 | win |
+| device=tablet | NDCG@10 | 0.525 | 0.741 | +0.216 | [+0.163, +0.270] | +41.3% | [+29.3%, +55.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.63 | 0.076 | 161 | 109 / 18 / 34 | win |
+| locale=de-DE | Recall@20 | 0.956 | 0.933 | -0.023 | [-0.039, -0.006] | -2.4% | [-4.6%, -1.0%] | 0.00678 | 0.0045 | 0.0046 | 0.00863 | -0.15 | 0.024 | 331 | 2 / 318 / 11 | loss |
+| locale=en-US | Recall@20 | 0.959 | 0.956 | -0.004 | [-0.010, +0.003] | -0.4% | [-1.1%, +0.3%] | 0.275 | 0.285 | 0.277 | 0.285 | -0.03 | 0.009 | 1,057 | 11 / 1,032 / 14 | inconclusive |
+| locale=es-ES | Recall@20 | 0.963 | 0.936 | -0.027 | [-0.049, -0.005] | -2.8% | [-5.9%, -1.1%] | 0.0158 | 0.0241 | 0.0195 | 0.0193 | -0.16 | 0.031 | 223 | 1 / 215 / 7 | loss |
+| locale=fr-FR | Recall@20 | 0.958 | 0.961 | +0.004 | [-0.004, +0.011] | +0.4% | [-0.1%, +2.2%] | 0.347 | 0.749 | 0.444 | 0.347 | +0.06 | 0.011 | 272 | 2 / 269 / 1 | inconclusive |
+| device=desktop | Recall@20 | 0.958 | 0.949 | -0.009 | [-0.017, -0.001] | -0.9% | [-1.9%, -0.2%] | 0.0323 | 0.0346 | 0.0339 | 0.0377 | -0.08 | 0.011 | 721 | 5 / 706 / 10 | loss |
+| device=mobile | Recall@20 | 0.959 | 0.951 | -0.009 | [-0.017, -0.001] | -0.9% | [-1.8%, -0.1%] | 0.0347 | 0.0334 | 0.0329 | 0.0388 | -0.07 | 0.011 | 1,028 | 11 / 996 / 21 | loss |
+| device=tablet | Recall@20 | 0.964 | 0.957 | -0.008 | [-0.020, +0.005] | -0.8% | [-4.0%, +0.0%] | 0.226 | 0.508 | 0.267 | 0.244 | -0.10 | 0.018 | 161 | 0 / 159 / 2 | inconclusive |
+| locale=de-DE | Hit@3 | 0.619 | 0.855 | +0.236 | [+0.179, +0.293] | +38.0% | [+27.1%, +50.5%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.45 | 0.081 | 331 | 94 / 221 / 16 | win |
+| locale=en-US | Hit@3 | 0.635 | 0.842 | +0.207 | [+0.175, +0.240] | +32.6% | [+26.7%, +39.5%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.38 | 0.047 | 1,057 | 287 / 702 / 68 | win |
+| locale=es-ES | Hit@3 | 0.623 | 0.857 | +0.233 | [+0.162, +0.304] | +37.4% | [+24.5%, +53.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.43 | 0.101 | 223 | 64 / 147 / 12 | win |
+| locale=fr-FR | Hit@3 | 0.643 | 0.904 | +0.261 | [+0.198, +0.324] | +40.6% | [+28.5%, +55.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.49 | 0.091 | 272 | 83 / 177 / 12 | win |
+| device=desktop | Hit@3 | 0.630 | 0.836 | +0.207 | [+0.166, +0.247] | +32.8% | [+25.5%, +41.3%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.37 | 0.058 | 721 | 200 / 470 / 51 | win |
+| device=mobile | Hit@3 | 0.627 | 0.869 | +0.241 | [+0.209, +0.274] | +38.4% | [+32.3%, +45.6%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.46 | 0.046 | 1,028 | 298 / 680 / 50 | win |
+| device=tablet | Hit@3 | 0.646 | 0.857 | +0.211 | [+0.131, +0.292] | +32.7% | [+19.3%, +50.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.41 | 0.115 | 161 | 42 / 111 / 8 | win |
+
+Too small to compare: locale=ja-JP (n = 27).
+
+![MRR@10 by segment](charts/segments-mrr-10.png)
+
+*MRR@10: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+
+![NDCG@10 by segment](charts/segments-ndcg-10.png)
+
+*NDCG@10: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+
+![Recall@20 by segment](charts/segments-recall-20.png)
+
+*Recall@20: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+
+![Hit@3 by segment](charts/segments-hit-3.png)
+
+*Hit@3: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+
+## Queries that moved most
+
+**Largest losses of Cross-encoder reranker** (MRR@10)
+
+| query | control | treatment | Δ |
+|---|--:|--:|--:|
+| q00267 | 1.000 | 0.000 | -1.000 |
+| q00295 | 1.000 | 0.000 | -1.000 |
+| q00332 | 1.000 | 0.000 | -1.000 |
+| q00382 | 1.000 | 0.000 | -1.000 |
+| q00414 | 1.000 | 0.000 | -1.000 |
+| q00428 | 1.000 | 0.000 | -1.000 |
+| q00466 | 1.000 | 0.000 | -1.000 |
+| q00534 | 1.000 | 0.000 | -1.000 |
+| q00883 | 1.000 | 0.000 | -1.000 |
+| q00992 | 1.000 | 0.000 | -1.000 |
+
+**Largest wins of Cross-encoder reranker** (MRR@10)
+
+| query | control | treatment | Δ |
+|---|--:|--:|--:|
+| q00028 | 0.000 | 1.000 | +1.000 |
+| q00068 | 0.000 | 1.000 | +1.000 |
+| q00076 | 0.000 | 1.000 | +1.000 |
+| q00097 | 0.000 | 1.000 | +1.000 |
+| q00113 | 0.000 | 1.000 | +1.000 |
+| q00146 | 0.000 | 1.000 | +1.000 |
+| q00181 | 0.000 | 1.000 | +1.000 |
+| q00207 | 0.000 | 1.000 | +1.000 |
+| q00220 | 0.000 | 1.000 | +1.000 |
+| q00254 | 0.000 | 1.000 | +1.000 |
+
+## Diagnostics
+
+| arm | label | role | queries | missing | without judgments | judged@10 |
+|---|---|---|--:|--:|--:|--:|
+| bm25 | BM25 (production) | control | 2,000 | 0 | 0 | 0.937 |
+| reranker | Cross-encoder reranker | treatment | 1,980 | 20 | 0 | 0.911 |
+
+- queries analysed: 2,000
+- judged queries: 2,000
+- queries in both arms (matched): 1,980
+- queries without relevant judgments (left out): 90
+- missing-query policy: zero
+
+- **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
+- **Warning:** 90 queries have no document judged relevant (grade &gt;= 1); they are left out of every comparison
+
+## Reproducibility
+
+- abrank version: 0.1.0
+- seed: 7
+- config: experiments/demo-reranker.yaml
+- design: paired
+- primary metric: mrr@10
+- metrics: mrr@10, ndcg@10, recall@20, hit@3
+- primary test: t
+- tests: t, permutation, bootstrap
+- alpha: 0.05
+- confidence level: 0.95
+- resamples: 10,000
+- multiple-testing correction: primary: holm, segments: fdr\_bh
+- relevance threshold: 1.0
+- gain: linear
+- depth: 1000
+- missing queries: zero
+
+| role | arm | path | rows | sha256 |
+|---|---|---|--:|---|
+| control | bm25 | experiments/data/demo-control.csv.gz | 40,000 | `8aee445e87c500f4f4470acb0145d545cb4c6f30e1da0efa2c50c3140006d6e2` |
+| treatment | reranker | experiments/data/demo-treatment.jsonl.gz | 39,600 | `f1a2128b28399b36cd3a0b90623ffa63ffd81ccea5dac20da9a62a16e4a0276e` |
+| judgments |  | experiments/data/demo-judgments.tsv | 44,286 | `1e9ae3713861249234c046e2d51899cf562de5111bcf987b04f2383dc2f25a24` |
+
+Config:
+
+```yaml
+# A textbook reranker readout: does a cross-encoder reranker on top of BM25 rank better?
+# The logs are an offline replay of the same 2,000 queries through both rankers
+# (regenerate them with `abrank demo-data`). Paths are relative to this file.
+name: demo-reranker
+title: Cross-encoder reranker vs BM25
+description: >
+  Offline replay of 2,000 product-search queries through the production BM25 ranker and
+  a cross-encoder reranker of its top candidates. Judgments are graded 0-3.
+owner: search-relevance
+
+control:
+  name: bm25
+  label: BM25 (production)
+  path: data/demo-control.csv.gz          # query_id, doc_id, position, score, locale, device
+
+treatments:
+  - name: reranker
+    label: Cross-encoder reranker
+    path: data/demo-treatment.jsonl.gz
+    columns: {query_id: qid, doc_id: doc, rank: pos}   # this log names its columns differently
+
+judgments:
+  path: data/demo-judgments.tsv           # query_id, doc_id, grade (0-3)
+
+metrics: [mrr@10, ndcg@10, recall@20, hit@3]
+primary_metric: mrr@10
+relevance_threshold: 1                    # grade >= 1 counts as relevant for MRR, recall, hit
+gain: linear                              # NDCG gain = grade (exp: 2^grade - 1)
+
+analysis:
+  design: paired                          # the same queries through both rankers
+  missing_queries: zero                   # a query the reranker dropped scores 0
+  alpha: 0.05
+  primary_test: t
+  tests: [t, permutation, bootstrap]
+  resamples: 10000
+  correction: holm                        # across metrics x treatments
+  segment_correction: fdr_bh              # across segment breakdowns
+  seed: 7
+
+segments:
+  columns: [locale, device]
+  min_queries: 30
+```
+"""[1:]  # noqa: E501
