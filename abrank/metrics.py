@@ -85,14 +85,10 @@ _GAIN_ALIASES = {
     "exponential": "exp",
 }
 
-_NAME = re.compile(
-    r"""^\s*
-    (?P<family>[a-z][a-z_]*?)
-    (?:\((?P<params>[^)]*)\))?
-    (?:(?:@|\.|_)(?P<k>[^@]+))?
-    \s*$""",
-    re.VERBOSE,
-)
+# abrank / ir_measures style: family[(params)][@k]
+_NAME = re.compile(r"^(?P<family>[a-z][a-z_]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>[^@]*))?$")
+# trec_eval style: family.k or family_k (ndcg_cut.10, P_5, recall.100, map_cut_100)
+_TREC_NAME = re.compile(r"^(?P<family>[a-z][a-z_]*?)[._](?P<k>[0-9][^@]*)$")
 
 
 @dataclass(frozen=True)
@@ -221,7 +217,10 @@ def parse_metric(text: str | Metric) -> Metric:
         return text
     if not isinstance(text, str):
         raise ConfigError(f"metric: expected a metric name such as 'ndcg@10', got {text!r}")
-    match = _NAME.match(text.lower())
+    lowered = text.strip().lower()
+    match = _NAME.match(lowered)
+    if match is None or match.group("family") not in _ALIASES:
+        match = _TREC_NAME.match(lowered) or match
     family = _ALIASES.get(match.group("family")) if match else None
     if match is None or family is None:
         raise ConfigError(
@@ -239,7 +238,7 @@ def parse_metric(text: str | Metric) -> Metric:
         k = int(value)
     rel: float | None = None
     gain: str | None = None
-    params = match.group("params")
+    params = match.groupdict().get("params")
     if params is not None and params.strip():
         for item in params.split(","):
             key, sep, value = item.partition("=")
@@ -387,14 +386,18 @@ def _prepare(
         (codes, jcodes), ids = query_codes(rq, jq)
     nq = len(ids)
 
-    order = order_rows(codes, key, rd)
+    order, _ = order_rows(codes, key, rd)
     ordered = codes if order is None else codes[order]
     pos = positions(ordered)
-    rows = np.arange(codes.size) if order is None else order
+    rows = order  # original row of each ordered row; None: the identity
     if depth is not None and pos.size and pos.max() >= depth:
         keep = pos < depth
-        rows, ordered, pos = rows[keep], ordered[keep], pos[keep]
-    kept_docs = rd if rows.size == codes.size and order is None else rd.take(pa.array(rows))
+        rows = np.flatnonzero(keep) if rows is None else rows[keep]
+        ordered, pos = ordered[keep], pos[keep]
+    kept_docs = rd if rows is None else rd.take(pa.array(rows))
+
+    def original(items: np.ndarray) -> np.ndarray:
+        return items if rows is None else rows[items]
 
     if judgments is None:
         # labels carried by the log: every labelled row is a judgment, kept or not
@@ -404,14 +407,14 @@ def _prepare(
         if later.size:
             raise DataError(
                 "rankings: (query_id, doc_id): expected each document once per query, got "
-                f"{later.size} duplicate(s): {_describe_pairs(rq, rd, rows[later])}"
+                f"{later.size} duplicate(s): {_describe_pairs(rq, rd, original(later))}"
             )
-        grade = inline[rows]
+        grade = inline if rows is None else inline[rows]
     else:
-        n = rows.size
+        n = ordered.size
         all_codes = np.concatenate([ordered, jcodes])
         all_docs = pa.chunked_array(
-            [c.cast(pa.large_string()) for c in (*kept_docs.chunks, *jd.chunks)],
+            [*kept_docs.chunks, *jd.chunks],
             type=pa.large_string(),
         )
         first, later = equal_pairs(all_codes, *doc_keys(all_docs), all_docs)
@@ -420,17 +423,25 @@ def _prepare(
             raise DataError(
                 "rankings: (query_id, doc_id): expected each document once per query, got "
                 f"{int(run_dup.sum())} duplicate(s): "
-                f"{_describe_pairs(rq, rd, rows[later[run_dup]])}"
+                f"{_describe_pairs(rq, rd, original(later[run_dup]))}"
             )
-        judged_dup = first >= n
-        if judged_dup.any():
+        # pairs reaching a judgment: the group's first judgment matches its run row (if
+        # any); every further judgment of the group repeats one
+        to_judgment = later >= n
+        f, lt = first[to_judgment], later[to_judgment]
+        by_group = np.lexsort((lt, f))
+        f, lt = f[by_group], lt[by_group]
+        again = np.zeros(f.size, dtype=bool)
+        again[1:] = f[1:] == f[:-1]
+        repeated = (f >= n) | again
+        if repeated.any():
             raise DataError(
                 "judgments: (query_id, doc_id): expected one judgment per pair, got "
-                f"{int(judged_dup.sum())} repeated: "
-                f"{_describe_pairs(jq, jd, later[judged_dup] - n)}"
+                f"{int(repeated.sum())} repeated: "
+                f"{_describe_pairs(jq, jd, lt[repeated] - n)}"
             )
         grade = np.full(n, np.nan)
-        grade[first] = jgrade[later - n]
+        grade[f] = jgrade[lt - n]
 
     in_run = np.bincount(ordered, minlength=nq) > 0
     in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)

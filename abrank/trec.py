@@ -36,6 +36,8 @@ RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
 _SNIFF_BYTES = 1 << 16
 _SHOWN = 3  # how many offending items an error message names
+_CSV_BLOCK = 16 << 20
+_NUMERIC = ("score", "relevance")
 
 __all__ = ["rank_by_score", "read_trec_qrels", "read_trec_run", "trec_eval_text"]
 
@@ -49,8 +51,9 @@ def rank_by_score(frame: pd.DataFrame) -> pd.DataFrame:
     Within a query, documents are ordered by ``score`` descending, ties broken by
     ``doc_id`` descending in byte order (trec_eval's ``comp_sim_docno``); ``rank`` is
     1..n in that order and replaces any existing ``rank`` column. The result is a new
-    frame whose rows are grouped by query (in order of first appearance) and sorted by
-    rank, which is also the order :func:`abrank.metrics.evaluate` reads fastest.
+    frame whose rows are grouped by query and sorted by rank (queries keep their order
+    when they were already grouped, else come in query-id order), which is also the order
+    :func:`abrank.metrics.evaluate` reads fastest.
     """
     missing = [c for c in ("query_id", "doc_id", "score") if c not in frame.columns]
     if missing:
@@ -67,7 +70,7 @@ def rank_by_score(frame: pd.DataFrame) -> pd.DataFrame:
             f"(query {frame['query_id'].iloc[row]!r}, doc {frame['doc_id'].iloc[row]!r})"
         )
     codes, _ = query_codes(as_arrow(frame["query_id"]))
-    order = order_rows(codes, -score, as_arrow(frame["doc_id"]))
+    order, _ = order_rows(codes, -score, as_arrow(frame["doc_id"]))
     out = frame if order is None else frame.take(order)
     out = out.reset_index(drop=True) if order is not None else out.copy()
     ordered_codes = codes if order is None else codes[order]
@@ -87,44 +90,55 @@ def _float_column(series: pd.Series, name: str) -> np.ndarray:
         ) from None
 
 
-def order_rows(codes: np.ndarray, key: np.ndarray, doc_ids: pa.ChunkedArray) -> np.ndarray | None:
+def order_rows(
+    codes: np.ndarray, key: np.ndarray, doc_ids: pa.ChunkedArray
+) -> tuple[np.ndarray | None, bool]:
     """Permutation that groups rows by query and sorts each query by ``key`` ascending.
 
     Ties in ``key`` within a query are broken by doc id descending (byte order), the
-    trec_eval rule. Returns None when the rows are already in that order (the common
-    case for runs written by retrieval systems), so callers can skip any reordering.
+    trec_eval rule. Returns ``(order, within_ties)``: ``order`` is None when the rows are
+    already in that order (the common case for runs written by retrieval systems), and
+    ``within_ties`` is True when rows only move inside blocks of equal (query, key), so
+    that callers need to permute nothing but the doc ids.
     """
     n = codes.size
     if n == 0:
-        return None
+        return None, True
     same = codes[1:] == codes[:-1]
     starts = n - int(np.count_nonzero(same))
     grouped = starts == int(np.count_nonzero(np.bincount(codes)))
     if grouped:
         step = key[1:] >= key[:-1]
-        if bool(np.all(step | ~same)):
-            ties = same & (key[1:] == key[:-1])
+        step |= ~same
+        if bool(step.all()):
+            ties = key[1:] == key[:-1]
+            ties &= same
             if not ties.any():
-                return None
+                return None, True
             order = np.arange(n)
             _break_ties(order, ties, doc_ids)
-            return order
+            return order, True
     order = np.lexsort((key, codes))
     sc = codes[order]
     sk = key[order]
     ties = (sc[1:] == sc[:-1]) & (sk[1:] == sk[:-1])
     if ties.any():
         _break_ties(order, ties, doc_ids)
-    return order
+    return order, False
 
 
 def _break_ties(order: np.ndarray, ties: np.ndarray, doc_ids: pa.ChunkedArray) -> None:
-    """Reorder, in place, each block of tied rows of ``order`` by doc id descending."""
-    tied = np.zeros(order.size, dtype=bool)
-    tied[1:] |= ties
-    tied[:-1] |= ties
-    where = np.flatnonzero(tied)
-    block = np.cumsum(~np.concatenate(([False], ties)))[where]
+    """Reorder, in place, each block of tied rows of ``order`` by doc id descending.
+
+    ``ties[i]`` says rows ``order[i]`` and ``order[i + 1]`` are tied.
+    """
+    pair = np.flatnonzero(ties)
+    where = np.union1d(pair, pair + 1)
+    # a tied row opens a new block unless it is tied with the row before it
+    opens = np.ones(where.size, dtype=bool)
+    inner = where > 0
+    opens[inner] = ~ties[where[inner] - 1]
+    block = np.cumsum(opens)
     rows = order[where]
     docs = doc_ids.take(pa.array(rows))
     table = pa.table({"block": block, "doc": docs})
@@ -133,15 +147,19 @@ def _break_ties(order: np.ndarray, ties: np.ndarray, doc_ids: pa.ChunkedArray) -
 
 
 def positions(codes: np.ndarray) -> np.ndarray:
-    """0-based position of each row within its run of equal consecutive query codes."""
+    """0-based position (int64) of each row within its run of equal consecutive codes."""
     n = codes.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    start = np.ones(n, dtype=bool)
-    start[1:] = codes[1:] != codes[:-1]
+    start = np.empty(n, dtype=bool)
+    start[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=start[1:])
     first = np.flatnonzero(start)
-    lengths = np.diff(np.append(first, n))
-    return np.arange(n, dtype=np.int64) - np.repeat(first, lengths)
+    pos = np.ones(n, dtype=np.int64)
+    pos[first[1:]] = first[:-1] - first[1:] + 1
+    pos[0] = 0
+    np.cumsum(pos, out=pos)
+    return pos
 
 
 # --------------------------------------------------------------------------- arrow helpers
@@ -162,7 +180,7 @@ def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
             arr = pa.chunked_array([arr])
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
-    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+    if not pa.types.is_large_string(arr.type):
         arr = pc.cast(arr, pa.large_string())
     if arr.null_count:
         raise DataError("rankings: ids: expected a value in every row, got missing ids")
@@ -170,7 +188,7 @@ def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
-    """Dense int64 codes for query ids, shared by all columns, ordered by query id.
+    """Dense int32 codes for query ids, shared by all columns, ordered by query id.
 
     Returns one code array per column and the sorted distinct ids (code i is ``ids[i]``);
     sorting is byte order, the order trec_eval prints queries in.
@@ -178,16 +196,44 @@ def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
     encoded = []
     for column in columns:
         combined = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        combined = combined.cast(pa.large_string())
-        encoded.append(pc.dictionary_encode(combined))
+        if not pa.types.is_large_string(combined.type):
+            combined = combined.cast(pa.large_string())
+        encoded.append(_encode_grouped(combined))
     dictionaries = [e.dictionary for e in encoded]
     union = pc.unique(pa.concat_arrays(dictionaries)) if len(dictionaries) > 1 else dictionaries[0]
     ids = union.take(pc.sort_indices(union))
     codes = []
     for e in encoded:
         remap = pc.index_in(e.dictionary, value_set=ids).to_numpy(zero_copy_only=False)
-        codes.append(remap.astype(np.int64)[e.indices.to_numpy(zero_copy_only=False)])
+        codes.append(remap.astype(np.int32)[e.indices])
     return (codes if len(columns) > 1 else codes[0]), ids
+
+
+class _Encoded:
+    def __init__(self, dictionary: pa.Array, indices: np.ndarray):
+        self.dictionary = dictionary
+        self.indices = indices
+
+
+def _encode_grouped(values: pa.Array) -> _Encoded:
+    """Dictionary-encode ids; fast when equal ids sit together (a ranking's queries do).
+
+    Only the first id of each run of equal neighbours is hashed; if those heads are all
+    distinct the ids are grouped and each row takes its run's code.
+    """
+    n = len(values)
+    if n > 1:
+        change = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+        heads = np.concatenate(([0], np.flatnonzero(change) + 1))
+        if heads.size < n // 4:
+            head_ids = values.take(pa.array(heads))
+            encoded = pc.dictionary_encode(head_ids)
+            if len(encoded.dictionary) == heads.size:
+                lengths = np.diff(np.append(heads, n))
+                codes = np.repeat(np.arange(heads.size, dtype=np.int32), lengths)
+                return _Encoded(encoded.dictionary, codes)
+    encoded = pc.dictionary_encode(values)
+    return _Encoded(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False))
 
 
 # _LOW_BYTES[n] keeps the first n bytes of a little-endian 8-byte word
@@ -196,14 +242,19 @@ _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer: a bijection on uint64 that spreads bits (in place)."""
-    x ^= x >> np.uint64(30)
+_BLOCK = 1 << 20  # rows per block for element-wise passes: small, reused temporaries
+
+
+def _mix(x: np.ndarray, tmp: np.ndarray) -> None:
+    """The splitmix64 finalizer, in place: a bijection on uint64 that spreads bits."""
+    np.right_shift(x, np.uint64(30), out=tmp)
+    x ^= tmp
     x *= _MIX1
-    x ^= x >> np.uint64(27)
+    np.right_shift(x, np.uint64(27), out=tmp)
+    x ^= tmp
     x *= _MIX2
-    x ^= x >> np.uint64(31)
-    return x
+    np.right_shift(x, np.uint64(31), out=tmp)
+    x ^= tmp
 
 
 def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
@@ -213,44 +264,61 @@ def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     bytes themselves, so equal keys mean equal strings (``exact`` is True). Otherwise every
     string gets a 64-bit hash of its 8-byte words, and equal keys must be confirmed.
     """
-    pieces = []
-    for chunk in column.chunks:
-        if not pa.types.is_large_string(chunk.type):
-            chunk = chunk.cast(pa.large_string())
+    chunks = [
+        c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
+        for c in column.chunks
+        if len(c)
+    ]
+    total = sum(len(c) for c in chunks)
+    out = np.empty(total, dtype=np.uint64)
+    if not chunks:
+        return out, True
+    longest = max(int(pc.max(pc.binary_length(c)).as_py() or 0) for c in chunks)
+    exact = longest <= 8 and not any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks)
+    base = 0
+    for chunk in chunks:
         n = len(chunk)
-        if n == 0:
-            continue
         _, offsets_buf, data_buf = chunk.buffers()
         offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=chunk.offset * 8)
-        lo, hi = int(offsets[0]), int(offsets[-1])
-        if data_buf is not None and hi > lo:
-            raw = np.frombuffer(data_buf, dtype=np.uint8)[lo:hi]
-        else:
-            raw = np.zeros(0, np.uint8)
-        pieces.append((raw, offsets[:-1] - lo, offsets[1:] - offsets[:-1]))
-    if not pieces:
-        return np.zeros(0, dtype=np.uint64), True
-    longest = max(int(length.max()) for _, _, length in pieces)
-    exact = longest <= 8 and not any(bool((raw == 0).any()) for raw, _, _ in pieces)
-    parts = []
-    for raw, start, length in pieces:
-        padded = np.zeros(raw.size + 16, dtype=np.uint8)
-        padded[: raw.size] = raw
-        # an unaligned uint64 view: words[i] holds bytes i..i+7
-        words = np.ndarray(shape=(raw.size + 9,), dtype="<u8", buffer=padded, strides=(1,))
-        if exact:
-            key = words[start]
-            key &= _LOW_BYTES[length]
-            parts.append(key)
-            continue
-        key = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        for j in range(0, int(length.max()), 8):
-            word = words[start + j]
-            word &= _LOW_BYTES[np.clip(length - j, 0, 8)]
-            key ^= word
-            _mix(key)
-        parts.append(key)
-    return (parts[0] if len(parts) == 1 else np.concatenate(parts)), exact
+        size = data_buf.size if data_buf is not None else 0
+        data = np.frombuffer(data_buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
+        # words[i] = the 8 bytes at offset i (an unaligned view, no copy); the last few
+        # offsets, closer than 8 bytes to the end, read from a small padded copy instead
+        safe = max(size - 7, 0)
+        words = np.ndarray(shape=(safe,), dtype="<u8", buffer=data, strides=(1,))
+        tail = np.zeros(32, dtype=np.uint8)
+        tail_from = max(size - 16, 0)
+        tail[: size - tail_from] = data[tail_from:size]
+        tail_words = np.ndarray(shape=(25,), dtype="<u8", buffer=tail, strides=(1,))
+        for lo in range(0, n, _BLOCK):
+            hi = min(lo + _BLOCK, n)
+            start = offsets[lo:hi]
+            length = offsets[lo + 1 : hi + 1] - start
+            key = out[base + lo : base + hi]
+            if exact:
+                _words_at(key, start, words, tail_words, safe, tail_from)
+                key &= _LOW_BYTES[length]
+                continue
+            tmp = np.empty_like(key)
+            word = np.empty_like(key)
+            np.multiply(length.astype(np.uint64), np.uint64(0x9E3779B97F4A7C15), out=key)
+            for j in range(0, int(length.max()), 8):
+                _words_at(word, start + j, words, tail_words, safe, tail_from)
+                word &= _LOW_BYTES[np.clip(length - j, 0, 8)]
+                key ^= word
+                _mix(key, tmp)
+        base += n
+    return out, exact
+
+
+def _words_at(
+    out: np.ndarray, at: np.ndarray, words: np.ndarray, tail: np.ndarray, safe: int, tail_from: int
+) -> None:
+    """out[i] = the 8 bytes at offset at[i]; offsets are ascending, the last few near the end."""
+    cut = int(np.searchsorted(at, safe))
+    out[:cut] = words[at[:cut]]
+    if cut < at.size:
+        out[cut:] = tail[np.minimum(at[cut:] - tail_from, tail.size - 1)]
 
 
 def equal_pairs(
@@ -264,25 +332,33 @@ def equal_pairs(
     collisions and groups of three or more are settled exactly on the strings.
     """
     n = codes.size
+    empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if n < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return empty
     qbits = max(1, int(codes.max()).bit_length())
     ibits = max(1, int(n - 1).bit_length())
     hbits = 64 - qbits - ibits
     if hbits < 8:
         return _equal_pairs_exact(codes, np.arange(n), docs)
-    mixed = _mix(keys.copy())
-    packed = codes.astype(np.uint64) << np.uint64(64 - qbits)
-    packed |= (mixed >> np.uint64(64 - hbits)) << np.uint64(ibits)
-    packed |= np.arange(n, dtype=np.uint64)
+    packed = np.empty(n, dtype=np.uint64)
+    for lo in range(0, n, _BLOCK):
+        hi = min(lo + _BLOCK, n)
+        block = packed[lo:hi]
+        mixed = keys[lo:hi].copy()
+        _mix(mixed, np.empty_like(mixed))
+        mixed >>= np.uint64(64 - hbits)
+        mixed <<= np.uint64(ibits)
+        np.left_shift(codes[lo:hi].astype(np.uint64), np.uint64(64 - qbits), out=block)
+        block |= mixed
+        block |= np.arange(lo, hi, dtype=np.uint64)
     packed.sort()
-    item = (packed & np.uint64((1 << ibits) - 1)).astype(np.int64)
+    item = np.bitwise_and(packed, np.uint64((1 << ibits) - 1)).view(np.int64)
     packed >>= np.uint64(ibits)
     eq = packed[1:] == packed[:-1]
     del packed
     cand = np.flatnonzero(eq)
     if cand.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return empty
     # a candidate pair is alone in its group unless a neighbouring pair is also equal
     before = np.zeros(cand.size, dtype=bool)
     after = np.zeros(cand.size, dtype=bool)
@@ -340,17 +416,22 @@ def read_trec_run(path: str | Path, *, duplicates: str = "error") -> pd.DataFram
     """
     if duplicates not in ("error", "first"):
         raise ConfigError(f"duplicates: expected 'error' or 'first', got {duplicates!r}")
+    return _read_run(path, duplicates, check=True)
+
+
+def _read_run(path: str | Path, duplicates: str, check: bool) -> pd.DataFrame:
+    """read_trec_run; ``check=False`` skips the duplicate search (evaluate repeats it)."""
     table, lines = _read_fields(path, RUN_FIELDS, {"query_id": 0, "doc_id": 2, "score": 4})
     score, bad = _parse_floats(table["score"])
     if bad is not None or np.isnan(score).any():
         row = bad if bad is not None else int(np.flatnonzero(np.isnan(score))[0])
         raise DataError(
             f"{path}: line {lines[row]}: score: expected a number, "
-            f"got {table['score'][row].as_py()!r}"
+            f"got {str(table['score'][row].as_py())!r}"
         )
     qid, doc = table["query_id"], table["doc_id"]
     codes, _ = query_codes(qid)
-    first, later = equal_pairs(codes, *doc_keys(doc), doc)
+    first, later = equal_pairs(codes, *doc_keys(doc), doc) if check else (None, np.zeros(0))
     if later.size:
         if duplicates == "error":
             later_sorted = np.sort(later)
@@ -368,10 +449,12 @@ def read_trec_run(path: str | Path, *, duplicates: str = "error") -> pd.DataFram
         keep[later] = False
         idx = pa.array(np.flatnonzero(keep))
         qid, doc, codes, score = qid.take(idx), doc.take(idx), codes[keep], score[keep]
-    order = order_rows(codes, -score, doc)
+    order, within_ties = order_rows(codes, -score, doc)
     if order is not None:
         idx = pa.array(order)
-        qid, doc, codes, score = qid.take(idx), doc.take(idx), codes[order], score[order]
+        doc = doc.take(idx)
+        if not within_ties:  # inside tie blocks query and score are constant
+            qid, codes, score = qid.take(idx), codes[order], score[order]
     return pd.DataFrame(
         {
             "query_id": _to_str_series(qid),
@@ -394,7 +477,7 @@ def read_trec_qrels(path: str | Path) -> pd.DataFrame:
         row = bad if bad is not None else int(np.flatnonzero(np.isnan(grade))[0])
         raise DataError(
             f"{path}: line {lines[row]}: relevance: expected a number, "
-            f"got {table['relevance'][row].as_py()!r}"
+            f"got {str(table['relevance'][row].as_py())!r}"
         )
     qid, doc = table["query_id"], table["doc_id"]
     codes, _ = query_codes(qid)
@@ -484,10 +567,12 @@ def _read_fields(
     try:
         table = pacsv.read_csv(
             path,
-            read_options=pacsv.ReadOptions(column_names=names),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
             parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
             convert_options=pacsv.ConvertOptions(
-                column_types={name: pa.string() for name in wanted},
+                column_types={
+                    name: pa.float64() if name in _NUMERIC else pa.large_string() for name in wanted
+                },
                 include_columns=list(wanted),
                 strings_can_be_null=False,
                 null_values=[],
@@ -522,8 +607,11 @@ def _read_fields_split(
         raise DataError(
             f"{path}: line {row + 1}: expected UTF-8 text, got bytes that are not UTF-8"
         ) from None
-    parts = pc.utf8_split_whitespace(text)
-    counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+    trimmed = pc.utf8_trim_whitespace(text)
+    blank = pc.equal(pc.binary_length(trimmed), 0).to_numpy(zero_copy_only=False)
+    parts = pc.utf8_split_whitespace(trimmed)
+    counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False).copy()
+    counts[blank] = 0
     numbers = np.flatnonzero(counts > 0) + 1
     if numbers.size == 0:
         raise DataError(f"{path}: expected TREC lines, got an empty file")
@@ -600,8 +688,17 @@ def trec_eval_text(
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
     judgments = read_trec_qrels(qrels_path)
-    run = read_trec_run(run_path)
-    table = evaluate(run, judgments, parsed, rel_level=rel_level, depth=depth, complete=complete)
+    # evaluate() finds duplicate documents anyway; the reader's own search, which names
+    # the lines, runs only when there is one to report
+    run = _read_run(run_path, "error", check=False)
+    try:
+        table = evaluate(
+            run, judgments, parsed, rel_level=rel_level, depth=depth, complete=complete
+        )
+    except DataError as exc:
+        if str(exc).startswith("rankings: (query_id, doc_id)"):
+            read_trec_run(run_path)
+        raise
     if table.empty:
         raise DataError(
             f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"

@@ -1,0 +1,322 @@
+"""Speed and memory of the metrics engine against ranx, pytrec_eval and ir_measures.
+
+A synthetic collection of 100,000 queries x 100 documents (10 million run lines) with
+graded judgments (20 per query, grades 0-3, about 12 of them retrieved) is written as TREC
+files under ``benchmarks/work/``. The script then times, for mrr@10, ndcg@10, recall@100
+and map per query:
+
+- ``abrank metrics`` as a whole process (files -> printed values), and its peak memory;
+- ``read_trec_run`` + ``read_trec_qrels``, and ``abrank.evaluate`` on the in-memory frames;
+- ranx: loading the files, the first (JIT-compiling) evaluation and a warm one;
+- pytrec_eval (pytrec-eval-terrier): loading into dicts, and evaluating;
+- ir_measures: reading the files and computing;
+
+checks that every tool's per-query values agree with abrank's, and prints times and ratios.
+Run:  python benchmarks/bench_metrics.py [--queries N] [--skip-ranx] ...
+Install the anchors with ``pip install -e .[bench]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work"
+METRICS = ["mrr@10", "ndcg@10", "recall@100", "map"]
+TREC_EVAL_BINARY_SECONDS = 61.8  # trec_eval 9.0.8 end to end at this size, measured earlier
+
+
+def write_collection(
+    queries: int, depth: int, judged: int, prefix: str = "", seed: int = 7
+) -> tuple[Path, Path]:
+    """Write run and qrels files (cached by size) and return their paths."""
+    WORK.mkdir(exist_ok=True)
+    tag = f".{prefix.strip('_')}" if prefix else ""
+    run_path = WORK / f"run.{queries}x{depth}{tag}.txt"
+    qrels_path = WORK / f"qrels.{queries}x{judged}{tag}.txt"
+    if run_path.exists() and qrels_path.exists():
+        return run_path, qrels_path
+    rng = np.random.default_rng(seed)
+    n = queries * depth
+    qnum = np.repeat(np.arange(queries), depth)
+    # MS MARCO-like numeric passage ids, distinct within each query
+    offsets = np.tile(np.arange(depth), queries)
+    docs = (np.repeat(rng.integers(0, 8_000_000, queries), depth) + offsets * 7) % 8_841_823
+    score = np.round(np.sort(rng.gamma(2.0, 4.0, size=(queries, depth)), axis=1)[:, ::-1], 3)
+    score = score.ravel()  # descending within each query, with some exact ties
+    qid = pc.binary_join_element_wise("q", pc.cast(pa.array(qnum), pa.string()), "")
+    doc = pc.binary_join_element_wise(prefix, pc.cast(pa.array(docs), pa.string()), "")
+    rank = np.tile(np.arange(1, depth + 1), queries)
+    run = pa.table(
+        {
+            "q": qid,
+            "i": pa.array(np.full(n, "Q0")),
+            "d": doc,
+            "r": rank,
+            "s": score,
+            "t": pa.array(np.full(n, "bench")),
+        }
+    )
+    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    pacsv.write_csv(run, run_path, write_options=options)
+    # judgments: `judged` per query; about 60% of them retrieved, biased to the top
+    in_run = int(judged * 0.6)
+    picks = np.minimum(rng.geometric(0.04, size=(queries, in_run)) - 1, depth - 1)
+    picks = np.sort(picks, axis=1)
+    picks[:, 1:] += np.cumsum(picks[:, 1:] == picks[:, :-1], axis=1)  # mostly distinct
+    picks = np.minimum(picks, depth - 1)
+    rows = (np.arange(queries)[:, None] * depth + picks).ravel()
+    jq = np.concatenate([qnum[rows], np.repeat(np.arange(queries), judged - in_run)])
+    jd = np.concatenate(
+        [docs[rows], rng.integers(8_841_823, 9_999_999, queries * (judged - in_run))]
+    )
+    pairs = np.unique(np.column_stack([jq, jd]), axis=0)
+    grades = rng.choice([0, 1, 2, 3], size=len(pairs), p=[0.5, 0.25, 0.15, 0.1])
+    qrels = pa.table(
+        {
+            "q": pc.binary_join_element_wise("q", pc.cast(pa.array(pairs[:, 0]), pa.string()), ""),
+            "i": pa.array(np.zeros(len(pairs), dtype=np.int64)),
+            "d": pc.binary_join_element_wise(
+                prefix, pc.cast(pa.array(pairs[:, 1]), pa.string()), ""
+            ),
+            "g": grades,
+        }
+    )
+    pacsv.write_csv(qrels, qrels_path, write_options=options)
+    return run_path, qrels_path
+
+
+def timed(label: str, func, results: dict):
+    start = time.perf_counter()
+    value = func()
+    results[label] = time.perf_counter() - start
+    print(f"  {label:<44s} {results[label]:8.2f} s", flush=True)
+    return value
+
+
+def child_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def agree(name: str, ours, theirs: dict, metric_map: dict, tolerance: float = 1e-9) -> None:
+    """Max per-query difference between abrank (NaN -> 0, as trec_eval) and a tool."""
+    table = ours.fillna(0.0)
+    for metric, column in metric_map.items():
+        mine = table[metric]
+        other = mine.index.map(theirs[column]).to_numpy(dtype=float, na_value=np.nan)
+        diff = np.abs(mine.to_numpy() - other)
+        missing = int(np.isnan(other).sum())
+        differing = int((diff > tolerance).sum())
+        print(
+            f"  {name} {metric:<11s} max |diff| {np.nanmax(diff):.1e}; "
+            f"{differing} of {len(mine):,} queries differ by more than {tolerance:g}, "
+            f"{missing} missing"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--judged", type=int, default=20)
+    parser.add_argument("--skip-ranx", action="store_true")
+    parser.add_argument("--skip-pytrec", action="store_true")
+    parser.add_argument("--skip-irm", action="store_true")
+    parser.add_argument(
+        "--long-ids",
+        action="store_true",
+        help="prefix doc ids with 'msmarco_passage_' (hashed-key path)",
+    )
+    args = parser.parse_args()
+
+    print(f"collection: {args.queries:,} queries x {args.depth} documents", flush=True)
+    start = time.perf_counter()
+    prefix = "msmarco_passage_" if args.long_ids else ""
+    run_path, qrels_path = write_collection(args.queries, args.depth, args.judged, prefix)
+    print(
+        f"  files ready in {time.perf_counter() - start:.1f} s: {run_path.name} "
+        f"({run_path.stat().st_size / 1e6:.0f} MB), {qrels_path.name}",
+        flush=True,
+    )
+    t: dict[str, float] = {}
+
+    print("abrank")
+    command = [
+        sys.executable,
+        "-m",
+        "abrank",
+        "metrics",
+        str(qrels_path),
+        str(run_path),
+        "-m",
+        *METRICS,
+        "--per-query",
+    ]
+    before = child_peak_mb()
+    out = timed(
+        "abrank metrics --per-query (whole process)",
+        lambda: subprocess.run(command, capture_output=True, check=True),
+        t,
+    )
+    peak = child_peak_mb()
+    lines = out.stdout.count(b"\n")
+    print(
+        f"  printed {lines:,} lines; peak memory of the process {peak:,.0f} MB"
+        + (" (an earlier child was larger)" if peak == before else "")
+    )
+    command_all = [c for c in command if c != "--per-query"]
+    timed(
+        "abrank metrics, means only (whole process)",
+        lambda: subprocess.run(command_all, capture_output=True, check=True),
+        t,
+    )
+
+    from abrank.metrics import evaluate
+    from abrank.trec import read_trec_qrels, read_trec_run
+
+    run = timed("abrank read_trec_run", lambda: read_trec_run(run_path), t)
+    qrels = timed("abrank read_trec_qrels", lambda: read_trec_qrels(qrels_path), t)
+    timed("abrank evaluate (first call)", lambda: evaluate(run, qrels, METRICS), t)
+    ours = timed("abrank evaluate (warm)", lambda: evaluate(run, qrels, METRICS), t)
+    print("  means: " + ", ".join(f"{m} {ours[m].fillna(0).mean():.4f}" for m in METRICS))
+
+    if not args.skip_pytrec:
+        print("pytrec_eval (pytrec-eval-terrier)")
+        import pytrec_eval
+
+        def load_pytrec():
+            qrel_dict: dict = {}
+            for q, d, g in qrels.itertuples(index=False):
+                qrel_dict.setdefault(q, {})[d] = int(g)
+            run_dict: dict = {}
+            for q, d, s in run[["query_id", "doc_id", "score"]].itertuples(index=False):
+                run_dict.setdefault(q, {})[d] = float(s)
+            return qrel_dict, run_dict
+
+        def load_pytrec_files():
+            qrel_dict: dict = {}
+            with open(qrels_path) as handle:
+                for line in handle:
+                    q, _, d, g = line.split()
+                    qrel_dict.setdefault(q, {})[d] = int(g)
+            run_dict: dict = {}
+            with open(run_path) as handle:
+                for line in handle:
+                    q, _, d, _, s, _ = line.split()
+                    run_dict.setdefault(q, {})[d] = float(s)
+            return qrel_dict, run_dict
+
+        qrel_dict, run_dict = timed("pytrec_eval load files into dicts", load_pytrec_files, t)
+        evaluator = pytrec_eval.RelevanceEvaluator(
+            qrel_dict, {"recip_rank", "ndcg_cut.10", "recall.100", "map"}
+        )
+        # pytrec_eval's recip_rank has no cutoff, so MRR@10 is not compared
+        scores = timed("pytrec_eval evaluate", lambda: evaluator.evaluate(run_dict), t)
+        theirs = {
+            name: {q: v[name] for q, v in scores.items()}
+            for name in ("ndcg_cut_10", "recall_100", "map")
+        }
+        agree(
+            "pytrec_eval",
+            ours,
+            theirs,
+            {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map": "map"},
+        )
+        del qrel_dict, run_dict, evaluator, scores
+
+    if not args.skip_ranx:
+        print("ranx")
+        from ranx import Qrels, Run
+        from ranx import evaluate as ranx_evaluate
+
+        ranx_qrels = timed(
+            "ranx Qrels.from_file", lambda: Qrels.from_file(str(qrels_path), kind="trec"), t
+        )
+        ranx_run = timed("ranx Run.from_file", lambda: Run.from_file(str(run_path), kind="trec"), t)
+        ranx_metrics = ["mrr@10", "ndcg@10", "recall@100", "map"]
+        timed(
+            "ranx evaluate (first call, JIT)",
+            lambda: ranx_evaluate(
+                ranx_qrels, ranx_run, ranx_metrics, return_mean=False, make_comparable=True
+            ),
+            t,
+        )
+        per_query = timed(
+            "ranx evaluate (warm)",
+            lambda: ranx_evaluate(
+                ranx_qrels, ranx_run, ranx_metrics, return_mean=False, make_comparable=True
+            ),
+            t,
+        )
+        qids = list(ranx_run.keys())
+        order = np.argsort(qids)
+        theirs = {
+            m: dict(zip(np.array(qids)[order], np.asarray(per_query[m])[order], strict=True))
+            for m in ranx_metrics
+        }
+        # ranx keeps file order for tied scores; compare on ndcg/recall where ties rarely matter
+        agree("ranx", ours, theirs, {m: m for m in ranx_metrics}, tolerance=1e-6)
+        del ranx_qrels, ranx_run, per_query
+
+    if not args.skip_irm:
+        print("ir_measures")
+        import ir_measures
+        from ir_measures import AP, RR, R, nDCG
+
+        def irm():
+            qrels_iter = ir_measures.read_trec_qrels(str(qrels_path))
+            run_iter = ir_measures.read_trec_run(str(run_path))
+            return list(
+                ir_measures.iter_calc([RR @ 10, nDCG @ 10, R @ 100, AP], qrels_iter, run_iter)
+            )
+
+        rows = timed("ir_measures read + calc (files)", irm, t)
+        theirs: dict = {}
+        for row in rows:
+            theirs.setdefault(str(row.measure), {})[row.query_id] = row.value
+        agree(
+            "ir_measures", ours, theirs, {"ndcg@10": "nDCG@10", "recall@100": "R@100", "map": "AP"}
+        )
+
+    print("ratios (how many times faster abrank is)")
+    whole = t["abrank metrics --per-query (whole process)"]
+    if "pytrec_eval evaluate" in t:
+        pytrec_total = t["pytrec_eval load files into dicts"] + t["pytrec_eval evaluate"]
+        print(
+            f"  abrank metrics vs pytrec_eval load + compute : {pytrec_total / whole:6.1f}x "
+            f"({pytrec_total:.1f} s vs {whole:.1f} s; goal >= 3x)"
+        )
+    print(
+        f"  abrank metrics vs trec_eval binary ({TREC_EVAL_BINARY_SECONDS} s, earlier): "
+        f"{TREC_EVAL_BINARY_SECONDS / whole:6.1f}x (goal >= 10x)"
+    )
+    if "ranx evaluate (warm)" in t:
+        ranx_warm = t["ranx evaluate (warm)"]
+        print(
+            f"  evaluate vs ranx evaluate (warm)             : "
+            f"{ranx_warm / t['abrank evaluate (warm)']:6.1f}x "
+            f"({ranx_warm:.2f} s vs {t['abrank evaluate (warm)']:.2f} s; goal >= 10x)"
+        )
+        ranx_load = t["ranx Qrels.from_file"] + t["ranx Run.from_file"] + ranx_warm
+        print(f"  abrank metrics vs ranx load + warm compute   : {ranx_load / whole:6.1f}x")
+    if "ir_measures read + calc (files)" in t:
+        irm = t["ir_measures read + calc (files)"]
+        print(f"  abrank metrics vs ir_measures                : {irm / whole:6.1f}x")
+    print(f"  peak memory of abrank metrics: {peak:,.0f} MB (goal < 2,000 MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    raise SystemExit(main())
