@@ -621,6 +621,7 @@ td.code, code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, mono
 td.hash { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
   font-size: 0.72rem; overflow-wrap: anywhere; white-space: normal; text-align: left; }
 .note { color: #555; font-size: 0.88rem; }
+.print-only { display: none; }
 figure { margin: 16px 0 24px; }
 figure img { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.88rem; margin-top: 4px; }
@@ -635,12 +636,15 @@ footer { margin-top: 40px; color: #777; font-size: 0.8rem; border-top: 1px solid
 @media (max-width: 800px) { main { padding: 16px; } .moves { grid-template-columns: 1fr; } }
 @media print {
   body { font-size: 10pt; }
-  table { font-size: 7pt; }
+  table { font-size: 6.5pt; }
+  th, td { padding: 2px 3px; }
   main { max-width: none; padding: 0; }
   h2 { break-after: avoid; }
   figure, table, ol.headline li, .warning { break-inside: avoid; }
   .table-wrap { overflow: visible; }
-  th, td { white-space: normal; }
+  td.wrap, td.text { white-space: normal; }
+  .secondary { display: none; }
+  .print-only { display: block; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 """
@@ -673,7 +677,9 @@ def _html_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
     several = _several_treatments(summary.get("comparisons", []))
     header = [("text", "segment")] if segments else []
     header += [("text", "metric")] + ([("text", "treatment")] if several else [])
-    header += [("", _e(h)) for _, h, _ in columns]
+    primary = f"p_values.{comps[0].get('primary_test', 't')}" if comps else ""
+    secondary = {key for key, _, _ in columns if key.startswith("p_values.") and key != primary}
+    header += [("secondary" if key in secondary else "", _e(h)) for key, h, _ in columns]
     rows = []
     for comp in comps:
         row = [_td(comp["segment"], "text", "segment", comp["segment"])] if segments else []
@@ -683,7 +689,9 @@ def _html_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
                            "treatment", comp["treatment"]))
         for key, _, fmt in columns:
             text, value = _cell(comp, key, fmt)
-            cls = str(comp.get("verdict")) if key == "verdict" else ""
+            cls = (str(comp.get("verdict")) if key == "verdict"
+                   else "wrap" if key in ("ci", "relative_ci", "wtl")
+                   else "secondary" if key in secondary else "")
             row.append(_td(text, cls, key, value))
         rows.append(row)
     return _html_table(header, rows, "results segments" if segments else "results")
@@ -745,6 +753,8 @@ def render_html(readout: Readout, *, charts: Sequence[Chart] | None = None) -> s
         parts.append(f'<p class="note">p-values are two-sided; the adjusted p-value decides '
                      f"the verdict (alpha = {_e(summary.get('alpha', 0.05))}). Δ is treatment "
                      "− control; the relative CI is a bootstrap interval of the ratio.</p>")
+        parts.append('<p class="note print-only">Printed tables leave out the secondary '
+                     "tests' p-values; summary.json and the on-screen page have them.</p>")
     parts += [_html_chart(by_name[n]) for n in ("forest.png", "deltas.png", "bootstrap.png")
               if n in by_name]
     parts.append("</section>")
