@@ -7,6 +7,7 @@ Chromium is looked up on PATH. Locally the test is skipped when it is missing; i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -71,3 +72,22 @@ def test_report_renders_in_headless_chromium(tmp_path):
     # The first screen shows the title and the headline, not an empty band.
     top = inked[:800]
     assert top[:120].any() and top[150:700].mean() > 0.02
+
+
+@pytest.mark.slow
+def test_report_prints_to_a_few_pages(tmp_path):
+    browser = _chromium()
+    write_report(build_readout(n=300), tmp_path, formats=("html",))
+    pdf = tmp_path / "report.pdf"
+    command = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu",
+        "--disable-background-networking", "--disable-component-update", "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}", f"--print-to-pdf={pdf}",
+        "--no-pdf-header-footer", (tmp_path / "report.html").as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-")
+    pages = len(re.findall(rb"/Type\s*/Page(?!s)", data))
+    assert 4 <= pages <= 14, pages
