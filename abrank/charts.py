@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import math
+import numbers
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -148,7 +149,11 @@ def arm_colour(summary: dict[str, Any], arm: str) -> str:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and math.isfinite(value)
+    )
 
 
 def _interval(comp: dict[str, Any]) -> tuple[float, float] | None:
@@ -173,12 +178,16 @@ def _style(ax: Any) -> None:
 
 
 def _verdict_legend(ax: Any, verdicts: Sequence[str], extra: Sequence[Line2D] = ()) -> None:
-    handles = [Line2D([], [], marker="o", linewidth=2.2, color=VERDICT_COLOURS[v], label=v)
-               for v in ("win", "loss", "inconclusive") if v in verdicts]
+    handles = [
+        Line2D([], [], marker="o", linewidth=2.2, color=VERDICT_COLOURS[v], label=v)
+        for v in ("win", "loss", "inconclusive")
+        if v in verdicts
+    ]
     handles += list(extra)
     if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-                  frameon=False)
+        ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
+        )
 
 
 def _forest(ax: Any, rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -236,9 +245,13 @@ def forest_chart(summary: dict[str, Any]) -> Chart | None:
         ax.set_title(plain(f"Deltas against {control}, with {level} confidence intervals"))
         return fig
 
-    return Chart("forest.png", "Deltas with confidence intervals",
-                 f"Each metric's delta (treatment − control) with its {level} confidence "
-                 "interval, coloured by verdict; the dashed line marks no change.", draw)
+    return Chart(
+        "forest.png",
+        "Deltas with confidence intervals",
+        f"Each metric's delta (treatment − control) with its {level} confidence "
+        "interval, coloured by verdict; the dashed line marks no change.",
+        draw,
+    )
 
 
 def _level(comp: dict[str, Any]) -> str:
@@ -246,8 +259,7 @@ def _level(comp: dict[str, Any]) -> str:
     return f"{level * 100:g}%" if _finite(level) else "95%"
 
 
-def paired_deltas(per_query: pd.DataFrame, metric: str, control: str,
-                  treatment: str) -> np.ndarray:
+def paired_deltas(per_query: pd.DataFrame, metric: str, control: str, treatment: str) -> np.ndarray:
     """Per-query deltas (treatment − control) over the queries both arms hold a value for."""
     frame = per_query[per_query["arm"] == control][["query_id", metric]]
     other = per_query[per_query["arm"] == treatment][["query_id", metric]]
@@ -277,11 +289,13 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
     treatments = list(dict.fromkeys(c["treatment"] for c in overall))
     ncols = min(3, len(metrics))
     nrows = len(treatments) * math.ceil(len(metrics) / ncols)
-    title = ("Per-query deltas: wins, ties and losses" if paired
-             else "Per-query values per arm")
-    caption = ("How the per-query deltas spread: queries the treatment won (green), tied "
-               "(grey) and lost (vermillion); the counts are the results table's."
-               if paired else "The spread of per-query values in each arm.")
+    title = "Per-query deltas: wins, ties and losses" if paired else "Per-query values per arm"
+    caption = (
+        "How the per-query deltas spread: queries the treatment won (green), tied "
+        "(grey) and lost (vermillion); the counts are the results table's."
+        if paired
+        else "The spread of per-query values in each arm."
+    )
 
     def draw() -> Figure:
         fig = Figure(figsize=(WIDTH, 2.9 * nrows + 0.6))
@@ -296,8 +310,9 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
             name = metric_label(summary, comp["metric"])
             treatment_label = labels.get(comp["treatment"], comp["treatment"])
             if paired:
-                _delta_histogram(ax, paired_deltas(per_query, comp["metric"], control,
-                                                   comp["treatment"]), comp)
+                _delta_histogram(
+                    ax, paired_deltas(per_query, comp["metric"], control, comp["treatment"]), comp
+                )
                 ax.set_xlabel(f"per-query delta of {plain(name)}")
                 ax.set_ylabel("queries")
                 ax.set_title(plain(f"{name}: {treatment_label}"), fontsize=10)
@@ -306,8 +321,14 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
                     values = per_query.loc[per_query["arm"] == arm, comp["metric"]]
                     values = values.to_numpy(float)
                     values = values[np.isfinite(values)]
-                    ax.hist(values, bins=30, histtype="step", linewidth=1.6,
-                            color=arm_colour(summary, arm), label=plain(labels.get(arm, arm)))
+                    ax.hist(
+                        values,
+                        bins=30,
+                        histtype="step",
+                        linewidth=1.6,
+                        color=arm_colour(summary, arm),
+                        label=plain(labels.get(arm, arm)),
+                    )
                 ax.set_xlabel(f"per-query {plain(name)}")
                 ax.set_ylabel("queries")
                 versus = labels.get(control, control)
@@ -341,7 +362,8 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> None:
         data.append(deltas[mask])
         colours.append(colour)
         count = counts[key]
-        names.append(f"{key} ({count:,})" if isinstance(count, int) else key)
+        shown = _finite(count) and float(count).is_integer()
+        names.append(f"{key} ({int(count):,})" if shown else key)
     ax.hist(data, bins=edges, stacked=True, color=colours, label=names)
     ax.axvline(0.0, color=BLACK, linewidth=0.7, linestyle="--")
     moved = np.histogram(deltas[deltas != 0], bins=edges)[0].max(initial=0)
@@ -349,8 +371,9 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> None:
     if moved and ties > 1.5 * moved:
         top = moved * 1.35
         ax.set_ylim(0, top)
-        ax.text(0.0, top * 0.97, " ties ↑ (bar cut)", ha="left", va="top", fontsize=7,
-                color="#555555")
+        ax.text(
+            0.0, top * 0.97, " ties ↑ (bar cut)", ha="left", va="top", fontsize=7, color="#555555"
+        )
     ax.legend(fontsize=7, frameon=False)
 
 
@@ -382,13 +405,19 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
     names = [label for label, _, _ in RANK_BUCKETS] + ["none"]
     x = np.arange(len(names))
     width = 0.8 / max(len(arms), 1)
+
     def draw() -> Figure:
         fig = Figure(figsize=(WIDTH, 4.0))
         ax = fig.add_subplot()
         for i, arm in enumerate(arms):
             shares = first_relevant_rank_shares(frame, arm)
-            ax.bar(x - 0.4 + width * (i + 0.5), shares * 100, width=width,
-                   color=arm_colour(summary, arm), label=plain(labels.get(arm, arm)))
+            ax.bar(
+                x - 0.4 + width * (i + 0.5),
+                shares * 100,
+                width=width,
+                color=arm_colour(summary, arm),
+                label=plain(labels.get(arm, arm)),
+            )
         ax.set_xticks(x, names)
         ax.set_xlabel("rank of the first relevant document")
         ax.set_ylabel("share of queries (%)")
@@ -401,10 +430,13 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
         fig.tight_layout()
         return fig
 
-    return Chart("first_relevant.png", "Where the first relevant document lands",
-                 "Share of queries whose first relevant document sits at each rank (\"none\": "
-                 "no relevant document retrieved); reciprocal rank rewards the left bars.",
-                 draw)
+    return Chart(
+        "first_relevant.png",
+        "Where the first relevant document lands",
+        'Share of queries whose first relevant document sits at each rank ("none": '
+        "no relevant document retrieved); reciprocal rank rewards the left bars.",
+        draw,
+    )
 
 
 def curves_chart(readout: Readout) -> Chart | None:
@@ -430,9 +462,15 @@ def curves_chart(readout: Readout) -> Chart | None:
                 line = part[part["arm"] == arm].sort_values("k")
                 if line.empty:
                     continue
-                ax.plot(line["k"].to_numpy(float), line["value"].to_numpy(float),
-                        marker="o" if len(line) <= 25 else None, markersize=3, linewidth=1.6,
-                        color=arm_colour(summary, arm), label=plain(labels.get(arm, arm)))
+                ax.plot(
+                    line["k"].to_numpy(float),
+                    line["value"].to_numpy(float),
+                    marker="o" if len(line) <= 25 else None,
+                    markersize=3,
+                    linewidth=1.6,
+                    color=arm_colour(summary, arm),
+                    label=plain(labels.get(arm, arm)),
+                )
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_xlabel("cutoff k")
             ax.set_ylabel(f"mean {plain(family)}@k")
@@ -447,8 +485,7 @@ def curves_chart(readout: Readout) -> Chart | None:
         fig.tight_layout()
         return fig
 
-    return Chart("curves.png", "Metric@k curves", "Mean metric at every cutoff k, per arm.",
-                 draw)
+    return Chart("curves.png", "Metric@k curves", "Mean metric at every cutoff k, per arm.", draw)
 
 
 def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
@@ -479,23 +516,29 @@ def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
             name += "-"
         names.add(name)
         draw = partial(_draw_segment_forest, rows, overall, label, level)
-        charts.append(Chart(f"{name}.png", f"{label} by segment",
-                            f"{label}: the delta and its {level} confidence interval within "
-                            "each segment, coloured by verdict (after the segment family's "
-                            "correction).", draw))
+        charts.append(
+            Chart(
+                f"{name}.png",
+                f"{label} by segment",
+                f"{label}: the delta and its {level} confidence interval within "
+                "each segment, coloured by verdict (after the segment family's "
+                "correction).",
+                draw,
+            )
+        )
     return charts
 
 
-def _draw_segment_forest(rows: list[tuple[str, dict[str, Any]]], overall: float | None,
-                         label: str, level: str) -> Figure:
+def _draw_segment_forest(
+    rows: list[tuple[str, dict[str, Any]]], overall: float | None, label: str, level: str
+) -> Figure:
     fig = Figure(figsize=(WIDTH, _row_height(len(rows))), layout="constrained")
     ax = fig.add_subplot()
     verdicts = _forest(ax, rows)
     extra = []
     if overall is not None:
         ax.axvline(overall, color=BLUE, linewidth=0.9, linestyle=":")
-        extra.append(Line2D([], [], color=BLUE, linewidth=0.9, linestyle=":",
-                            label="all queries"))
+        extra.append(Line2D([], [], color=BLUE, linewidth=0.9, linestyle=":", label="all queries"))
     _verdict_legend(ax, verdicts, extra)
     ax.set_xlabel(f"delta of {plain(label)}, treatment − control, {level} CI")
     ax.set_ylabel("segment")
@@ -507,15 +550,21 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
     """The bootstrap distribution of the primary metric's mean delta, per treatment."""
     summary = readout.summary
     primary = summary.get("primary_metric") or (summary.get("metrics") or [None])[0]
-    draws = {t: np.asarray(d, float) for (m, t), d in readout.resampled_deltas.items()
-             if m == primary and d is not None and np.size(d)}
+    draws = {
+        t: np.asarray(d, float)
+        for (m, t), d in readout.resampled_deltas.items()
+        if m == primary and d is not None and np.size(d)
+    }
     if not draws:
         return None
     labels = arm_labels(summary)
     order = [t for t in treatment_names(summary) if t in draws]
     order += [t for t in draws if t not in order]
-    comps = {c["treatment"]: c for c in summary.get("comparisons", [])
-             if c.get("segment") is None and c["metric"] == primary}
+    comps = {
+        c["treatment"]: c
+        for c in summary.get("comparisons", [])
+        if c.get("segment") is None and c["metric"] == primary
+    }
     label = metric_label(summary, primary)
 
     def draw() -> Figure:
@@ -524,8 +573,14 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
         for ax, treatment in zip(axes[:, 0], order, strict=True):
             values = draws[treatment]
             values = values[np.isfinite(values)]
-            ax.hist(values, bins=60, color=SKY, edgecolor="white", linewidth=0.3,
-                    label=f"{values.size:,} resampled mean deltas")
+            ax.hist(
+                values,
+                bins=60,
+                color=SKY,
+                edgecolor="white",
+                linewidth=0.3,
+                label=f"{values.size:,} resampled mean deltas",
+            )
             comp = comps.get(treatment, {})
             interval = comp.get("bootstrap_ci")
             if interval and all(_finite(v) for v in interval):
@@ -537,14 +592,22 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
             ax.axvline(0.0, color=VERMILLION, linewidth=1.0, linestyle=":", label="no change")
             ax.set_xlabel(f"mean delta of {plain(label)} (treatment − control)")
             ax.set_ylabel("resamples")
-            ax.set_title(plain(f"Bootstrap distribution of the {label} delta: "
-                               f"{labels.get(treatment, treatment)}"), fontsize=10)
+            ax.set_title(
+                plain(
+                    f"Bootstrap distribution of the {label} delta: "
+                    f"{labels.get(treatment, treatment)}"
+                ),
+                fontsize=10,
+            )
             ax.legend(fontsize=7, frameon=False)
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
         fig.tight_layout()
         return fig
 
-    return Chart("bootstrap.png", f"Bootstrap distribution of the {label} delta",
-                 f"The resampled mean deltas of the primary metric ({label}) behind its "
-                 "bootstrap interval.", draw)
+    return Chart(
+        "bootstrap.png",
+        f"Bootstrap distribution of the {label} delta",
+        f"The resampled mean deltas of the primary metric ({label}) behind its bootstrap interval.",
+        draw,
+    )

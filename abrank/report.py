@@ -29,6 +29,7 @@ import base64
 import html
 import json
 import math
+import numbers
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -43,11 +44,23 @@ from abrank.readout import Readout
 
 REPORT_FORMATS = ("html", "md")
 
-TEST_NAMES = {"t": "t", "welch": "Welch t", "permutation": "permutation",
-              "bootstrap": "bootstrap", "wilcoxon": "Wilcoxon", "mannwhitney": "Mann-Whitney"}
-CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "fdr_bh": "BH",
-                    "fdr_by": "BY", "hommel": "Hommel", "sidak": "Šidák",
-                    "holm-sidak": "Holm-Šidák"}
+TEST_NAMES = {
+    "t": "t",
+    "welch": "Welch t",
+    "permutation": "permutation",
+    "bootstrap": "bootstrap",
+    "wilcoxon": "Wilcoxon",
+    "mannwhitney": "Mann-Whitney",
+}
+CORRECTION_NAMES = {
+    "holm": "Holm",
+    "bonferroni": "Bonferroni",
+    "fdr_bh": "BH",
+    "fdr_by": "BY",
+    "hommel": "Hommel",
+    "sidak": "Šidák",
+    "holm-sidak": "Holm-Šidák",
+}
 SHORT_TEST_NAMES = {"permutation": "perm.", "bootstrap": "boot.", "mannwhitney": "M-W"}
 VERDICT_TEXT = {"win": "wins", "loss": "loses"}
 TOP_QUERIES = 10  # queries listed in "largest losses" / "largest wins"
@@ -56,8 +69,12 @@ TOP_QUERIES = 10  # queries listed in "largest losses" / "largest wins"
 
 
 def _number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+    """A finite real number (Python or NumPy scalar), not a boolean."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and math.isfinite(value)
+    )
 
 
 def fmt_value(value: Any, digits: int = 3) -> str:
@@ -103,8 +120,11 @@ def fmt_relative_interval(comp: dict[str, Any]) -> str:
     if not _number(comp.get("relative_lift")):
         return "n/a"
     bounds = comp.get("relative_ci")
-    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2 or \
-            not all(_number(b) for b in bounds):
+    if (
+        not isinstance(bounds, (list, tuple))
+        or len(bounds) != 2
+        or not all(_number(b) for b in bounds)
+    ):
         return "unbounded"
     return fmt_interval(bounds, fmt_percent)
 
@@ -179,8 +199,9 @@ def verdict_phrase(comp: dict[str, Any], treatment_label: str) -> str:
     return "inconclusive"
 
 
-def headline_line(summary: dict[str, Any], comp: dict[str, Any], *, subject_width: int = 0,
-                  several: bool = False) -> str:
+def headline_line(
+    summary: dict[str, Any], comp: dict[str, Any], *, subject_width: int = 0, several: bool = False
+) -> str:
     """One comparison as one line of text, in the grammar of the module docstring."""
     labels = arm_labels(summary)
     parts = [
@@ -193,8 +214,9 @@ def headline_line(summary: dict[str, Any], comp: dict[str, Any], *, subject_widt
         interval += f" / {fmt_relative_interval(comp)}"
     parts += [interval, p_phrase(comp), n_phrase(comp)]
     if all(_number(comp.get(k)) for k in ("wins", "ties", "losses")):
-        parts.append(f"W/T/L {fmt_count(comp['wins'])}/{fmt_count(comp['ties'])}/"
-                     f"{fmt_count(comp['losses'])}")
+        parts.append(
+            f"W/T/L {fmt_count(comp['wins'])}/{fmt_count(comp['ties'])}/{fmt_count(comp['losses'])}"
+        )
     treatment = _oneline(labels.get(comp["treatment"], comp["treatment"]))
     parts.append(f"→ {verdict_phrase(comp, treatment)}")
     return "  ".join(parts)
@@ -236,8 +258,7 @@ def _columns(comps: Sequence[dict[str, Any]]) -> list[tuple[str, str, Any]]:
         ("ci", f"{level} CI", fmt_interval),
         ("relative_lift", "relative", fmt_percent),
         ("relative_ci", "relative CI", None),
-        *((f"p_values.{k}", f"p ({SHORT_TEST_NAMES.get(k, test_name(k))})", fmt_p)
-          for k in p_keys),
+        *((f"p_values.{k}", f"p ({SHORT_TEST_NAMES.get(k, test_name(k))})", fmt_p) for k in p_keys),
         ("p_adjusted", adjusted, fmt_p),
         ("effect_size", "effect size", lambda v: f"{v:+.2f}" if _number(v) else "n/a"),
         ("mde", "MDE", fmt_value),
@@ -297,8 +318,13 @@ def _largest_moves(readout: Readout) -> list[tuple[str, str, pd.DataFrame, pd.Da
     frame = readout.per_query
     metric = summary.get("primary_metric")
     control = control_name(summary)
-    if (summary.get("design", "paired") != "paired" or frame is None or frame.empty
-            or metric not in frame.columns or control is None):
+    if (
+        summary.get("design", "paired") != "paired"
+        or frame is None
+        or frame.empty
+        or metric not in frame.columns
+        or control is None
+    ):
         return []
     base = frame.loc[frame["arm"] == control, ["query_id", metric]]
     result = []
@@ -315,9 +341,15 @@ def _largest_moves(readout: Readout) -> list[tuple[str, str, pd.DataFrame, pd.Da
             if found > TOP_QUERIES:  # keep every query tied with the k-th largest move
                 score[score > np.partition(score, TOP_QUERIES - 1)[TOP_QUERIES - 1]] = np.inf
             rows = np.flatnonzero(np.isfinite(score))
-            part = pd.DataFrame({"query_id": joined["query_id"].to_numpy()[rows].astype(str),
-                                 "control": c[rows], "treatment": t[rows],
-                                 "delta": delta[rows], "_score": score[rows]})
+            part = pd.DataFrame(
+                {
+                    "query_id": joined["query_id"].to_numpy()[rows].astype(str),
+                    "control": c[rows],
+                    "treatment": t[rows],
+                    "delta": delta[rows],
+                    "_score": score[rows],
+                }
+            )
             part = part.sort_values(["_score", "query_id"], kind="stable").head(TOP_QUERIES)
             picked.append(part.drop(columns="_score").reset_index(drop=True))
         result.append((treatment, metric, picked[0], picked[1]))
@@ -365,8 +397,13 @@ def _diagnostic_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]
     for arm in summary.get("arms", []):
         name = arm["name"]
         queries = (diagnostics.get("queries") or {}).get(name, arm.get("queries"))
-        row = [str(name), str(arm.get("label") or name), str(arm.get("role", "")),
-               fmt_count(queries), fmt_count((diagnostics.get("missing") or {}).get(name))]
+        row = [
+            str(name),
+            str(arm.get("label") or name),
+            str(arm.get("role", "")),
+            fmt_count(queries),
+            fmt_count((diagnostics.get("missing") or {}).get(name)),
+        ]
         if isinstance(unjudged, dict):
             row.append(fmt_count(unjudged.get(name)))
         if judged.get("arms"):
@@ -401,12 +438,12 @@ def md_escape(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", value)
 
 
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]],
-              align: Sequence[str] | None = None) -> list[str]:
+def _md_table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequence[str] | None = None
+) -> list[str]:
     align = align or ["left"] * len(header)
     marks = {"left": "---", "right": "--:", "center": ":-:"}
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join(marks[a] for a in align) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(marks[a] for a in align) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
 
@@ -416,8 +453,7 @@ def _md_fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _md_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
-                first: str) -> list[str]:
+def _md_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]], first: str) -> list[str]:
     labels = arm_labels(summary)
     columns = _columns(comps)
     several = _several_treatments(summary.get("comparisons", []))
@@ -437,8 +473,12 @@ def _md_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
 
 
 def _md_chart(chart: Chart) -> list[str]:
-    return [f"![{md_escape(chart.title)}](charts/{chart.name})", "",
-            f"*{md_escape(chart.caption)}*", ""]
+    return [
+        f"![{md_escape(chart.title)}](charts/{chart.name})",
+        "",
+        f"*{md_escape(chart.caption)}*",
+        "",
+    ]
 
 
 def render_markdown(readout: Readout, *, charts: Sequence[Chart] | None = None) -> str:
@@ -475,8 +515,11 @@ def render_markdown(readout: Readout, *, charts: Sequence[Chart] | None = None) 
     out += ["## Results", ""]
     if overall:
         out += _md_results(summary, overall, "") + [""]
-        out += ["p-values are two-sided; the adjusted p-value decides the verdict "
-                f"(alpha = {md_escape(summary.get('alpha', 0.05))}). Δ is treatment − control.", ""]
+        out += [
+            "p-values are two-sided; the adjusted p-value decides the verdict "
+            f"(alpha = {md_escape(summary.get('alpha', 0.05))}). Δ is treatment − control.",
+            "",
+        ]
     for name in ("forest.png", "deltas.png", "bootstrap.png"):
         if name in by_name:
             out += _md_chart(by_name[name])
@@ -502,15 +545,17 @@ def _md_segments(summary: dict[str, Any], charts: Sequence[Chart]) -> list[str]:
         return []
     out = ["## Segments", ""]
     if segments.get("columns"):
-        out += [f"Segment columns: {', '.join(md_escape(c) for c in segments['columns'])}; "
-                f"segments with fewer than {fmt_count(segments.get('min_queries'))} queries "
-                "are not compared.", ""]
+        out += [
+            f"Segment columns: {', '.join(md_escape(c) for c in segments['columns'])}; "
+            f"segments with fewer than {fmt_count(segments.get('min_queries'))} queries "
+            "are not compared.",
+            "",
+        ]
     if segmented:
         out += _md_results(summary, segmented, "segment") + [""]
     small = _too_small(segments)
     if small:
-        items = ", ".join(f"{md_escape(s['segment'])} (n = {fmt_count(s.get('n'))})"
-                          for s in small)
+        items = ", ".join(f"{md_escape(s['segment'])} (n = {fmt_count(s.get('n'))})" for s in small)
         out += [f"Too small to compare: {items}.", ""]
     for chart in charts:
         if chart.name.startswith("segments-"):
@@ -528,24 +573,32 @@ def _md_moves(readout: Readout) -> list[str]:
     for treatment, metric, losses, wins in moves:
         name = md_escape(labels.get(treatment, treatment))
         label = md_escape(metric_label(summary, metric))
-        for title, part in ((f"Largest losses of {name}", losses),
-                            (f"Largest wins of {name}", wins)):
+        for title, part in (
+            (f"Largest losses of {name}", losses),
+            (f"Largest wins of {name}", wins),
+        ):
             out += [f"**{title}** ({label})", ""]
             if part.empty:
                 out += ["None.", ""]
                 continue
-            rows = [[md_escape(q), fmt_value(c), fmt_value(t), fmt_signed(d)]
-                    for q, c, t, d in part.itertuples(index=False)]
-            out += _md_table(["query", "control", "treatment", "Δ"], rows,
-                             ["left", "right", "right", "right"]) + [""]
+            rows = [
+                [md_escape(q), fmt_value(c), fmt_value(t), fmt_signed(d)]
+                for q, c, t, d in part.itertuples(index=False)
+            ]
+            out += _md_table(
+                ["query", "control", "treatment", "Δ"], rows, ["left", "right", "right", "right"]
+            ) + [""]
     return out
 
 
 def _md_diagnostics(summary: dict[str, Any]) -> list[str]:
     header, rows = _diagnostic_rows(summary)
     out = ["## Diagnostics", ""]
-    out += _md_table(header, [[md_escape(c) for c in row] for row in rows],
-                     ["left", "left", "left"] + ["right"] * (len(header) - 3)) + [""]
+    out += _md_table(
+        header,
+        [[md_escape(c) for c in row] for row in rows],
+        ["left", "left", "left"] + ["right"] * (len(header) - 3),
+    ) + [""]
     out += [f"- {name}: {md_escape(value)}" for name, value in _diagnostic_facts(summary)]
     out += [""]
     warnings = (summary.get("diagnostics") or {}).get("warnings", [])
@@ -560,13 +613,23 @@ def _md_reproducibility(readout: Readout) -> list[str]:
     out += [f"- {name}: {md_escape(value)}" for name, value in _settings(summary)] + [""]
     inputs = summary.get("inputs") or []
     if inputs:
-        rows = [[md_escape(i.get("role", "")), md_escape(i.get("arm") or ""),
-                 md_escape(i.get("path", "")), fmt_count(i.get("rows")),
-                 f"`{i['sha256']}`" if re.fullmatch(r"[0-9a-fA-F]+", str(i.get("sha256", "")))
-                 else md_escape(i.get("sha256", ""))]
-                for i in inputs]
-        out += _md_table(["role", "arm", "path", "rows", "sha256"], rows,
-                         ["left", "left", "left", "right", "left"]) + [""]
+        rows = [
+            [
+                md_escape(i.get("role", "")),
+                md_escape(i.get("arm") or ""),
+                md_escape(i.get("path", "")),
+                fmt_count(i.get("rows")),
+                f"`{i['sha256']}`"
+                if re.fullmatch(r"[0-9a-fA-F]+", str(i.get("sha256", "")))
+                else md_escape(i.get("sha256", "")),
+            ]
+            for i in inputs
+        ]
+        out += _md_table(
+            ["role", "arm", "path", "rows", "sha256"],
+            rows,
+            ["left", "left", "left", "right", "left"],
+        ) + [""]
     if readout.config_text:
         fence = _md_fence(readout.config_text)
         out += ["Config:", "", f"{fence}yaml", readout.config_text.rstrip("\n"), fence, ""]
@@ -650,15 +713,25 @@ footer { margin-top: 40px; color: #777; font-size: 0.8rem; border-top: 1px solid
 """
 
 
-def _html_table(header: Sequence[tuple[str, str]], rows: Iterable[Sequence[str]],
-                cls: str = "") -> str:
+def _html_table(
+    header: Sequence[tuple[str, str]], rows: Iterable[Sequence[str]], cls: str = ""
+) -> str:
     """A table; header items are (css class, escaped text); rows hold finished <td> cells."""
-    head = "".join(f'<th class="{c}" scope="col">{t}</th>' if c else f'<th scope="col">{t}</th>'
-                   for c, t in header)
+    head = "".join(
+        f'<th class="{c}" scope="col">{t}</th>' if c else f'<th scope="col">{t}</th>'
+        for c, t in header
+    )
     body = "".join(f"<tr>{''.join(row)}</tr>" for row in rows)
     klass = f' class="{cls}"' if cls else ""
-    return (f'<div class="table-wrap"><table{klass}><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>")
+    return (
+        f'<div class="table-wrap"><table{klass}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def _json_default(value: Any) -> Any:
+    """NumPy scalars and arrays as builtins, anything else as its text."""
+    return value.tolist() if hasattr(value, "tolist") else str(value)
 
 
 def _td(text: Any, cls: str = "", key: str | None = None, value: Any = ...) -> str:
@@ -666,12 +739,11 @@ def _td(text: Any, cls: str = "", key: str | None = None, value: Any = ...) -> s
     if key is not None:
         attrs += f' data-key="{_e(key)}"'
     if value is not ...:
-        attrs += f' data-value="{_e(json.dumps(value, allow_nan=False))}"'
+        attrs += f' data-value="{_e(json.dumps(value, default=_json_default))}"'
     return f"<td{attrs}>{_e(text)}</td>"
 
 
-def _html_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
-                  segments: bool) -> str:
+def _html_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]], segments: bool) -> str:
     labels = arm_labels(summary)
     columns = _columns(comps)
     several = _several_treatments(summary.get("comparisons", []))
@@ -685,13 +757,25 @@ def _html_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
         row = [_td(comp["segment"], "text", "segment", comp["segment"])] if segments else []
         row.append(_td(metric_label(summary, comp["metric"]), "text", "metric", comp["metric"]))
         if several:
-            row.append(_td(labels.get(comp["treatment"], comp["treatment"]), "text",
-                           "treatment", comp["treatment"]))
+            row.append(
+                _td(
+                    labels.get(comp["treatment"], comp["treatment"]),
+                    "text",
+                    "treatment",
+                    comp["treatment"],
+                )
+            )
         for key, _, fmt in columns:
             text, value = _cell(comp, key, fmt)
-            cls = (str(comp.get("verdict")) if key == "verdict"
-                   else "wrap" if key in ("ci", "relative_ci", "wtl")
-                   else "secondary" if key in secondary else "")
+            cls = (
+                str(comp.get("verdict"))
+                if key == "verdict"
+                else "wrap"
+                if key in ("ci", "relative_ci", "wtl")
+                else "secondary"
+                if key in secondary
+                else ""
+            )
             row.append(_td(text, cls, key, value))
         rows.append(row)
     return _html_table(header, rows, "results segments" if segments else "results")
@@ -699,9 +783,11 @@ def _html_results(summary: dict[str, Any], comps: Sequence[dict[str, Any]],
 
 def _html_chart(chart: Chart) -> str:
     data = base64.b64encode(chart.png).decode("ascii")
-    return (f'<figure id="chart-{_e(chart.name.removesuffix(".png"))}">'
-            f'<img src="data:image/png;base64,{data}" alt="{_e(chart.title)}">'
-            f"<figcaption>{_e(chart.caption)}</figcaption></figure>")
+    return (
+        f'<figure id="chart-{_e(chart.name.removesuffix(".png"))}">'
+        f'<img src="data:image/png;base64,{data}" alt="{_e(chart.title)}">'
+        f"<figcaption>{_e(chart.caption)}</figcaption></figure>"
+    )
 
 
 def render_html(readout: Readout, *, charts: Sequence[Chart] | None = None) -> str:
@@ -717,10 +803,20 @@ def render_html(readout: Readout, *, charts: Sequence[Chart] | None = None) -> s
     experiment = summary.get("experiment") or {}
     labels = arm_labels(summary)
     title = _title(summary)
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{_e(title)} · abrank readout</title>", f"<style>{_CSS}</style>",
-             "</head>", "<body>", "<main>", '<header id="top">', f"<h1>{_e(title)}</h1>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)} · abrank readout</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        "<main>",
+        '<header id="top">',
+        f"<h1>{_e(title)}</h1>",
+    ]
     if experiment.get("description"):
         parts.append(f'<p class="description">{_e(experiment["description"])}</p>')
     meta = [f"experiment <strong>{_e(experiment.get('name', ''))}</strong>"]
@@ -737,8 +833,10 @@ def render_html(readout: Readout, *, charts: Sequence[Chart] | None = None) -> s
     comps = _overall(summary)
     for comp, line in zip(comps, headline_lines(summary), strict=True):
         verdict = str(comp.get("verdict", "inconclusive"))
-        parts.append(f'<li class="{_e(verdict)}"><span class="badge {_e(verdict)}">'
-                     f"{_e(verdict)}</span><code>{_e(line)}</code></li>")
+        parts.append(
+            f'<li class="{_e(verdict)}"><span class="badge {_e(verdict)}">'
+            f"{_e(verdict)}</span><code>{_e(line)}</code></li>"
+        )
     parts.append("</ol>")
     if not comps:
         parts.append("<p>No comparisons.</p>")
@@ -750,13 +848,20 @@ def render_html(readout: Readout, *, charts: Sequence[Chart] | None = None) -> s
     parts += ['<section id="results">', "<h2>Results</h2>"]
     if comps:
         parts.append(_html_results(summary, comps, segments=False))
-        parts.append(f'<p class="note">p-values are two-sided; the adjusted p-value decides '
-                     f"the verdict (alpha = {_e(summary.get('alpha', 0.05))}). Δ is treatment "
-                     "− control; the relative CI is a bootstrap interval of the ratio.</p>")
-        parts.append('<p class="note print-only">Printed tables leave out the secondary '
-                     "tests' p-values; summary.json and the on-screen page have them.</p>")
-    parts += [_html_chart(by_name[n]) for n in ("forest.png", "deltas.png", "bootstrap.png")
-              if n in by_name]
+        parts.append(
+            f'<p class="note">p-values are two-sided; the adjusted p-value decides '
+            f"the verdict (alpha = {_e(summary.get('alpha', 0.05))}). Δ is treatment "
+            "− control; the relative CI is a bootstrap interval of the ratio.</p>"
+        )
+        parts.append(
+            '<p class="note print-only">Printed tables leave out the secondary '
+            "tests' p-values; summary.json and the on-screen page have them.</p>"
+        )
+    parts += [
+        _html_chart(by_name[n])
+        for n in ("forest.png", "deltas.png", "bootstrap.png")
+        if n in by_name
+    ]
     parts.append("</section>")
 
     parts += ['<section id="positions">', "<h2>Where relevant documents land</h2>"]
@@ -768,9 +873,13 @@ def render_html(readout: Readout, *, charts: Sequence[Chart] | None = None) -> s
     parts += _html_moves(readout)
     parts += _html_diagnostics(summary)
     parts += _html_reproducibility(readout)
-    parts += [f'<footer>abrank {_e(summary.get("abrank_version", ""))} · seed '
-              f'{_e(summary.get("seed", ""))} · {_e(experiment.get("name", ""))}</footer>',
-              "</main>", "</body>", "</html>"]
+    parts += [
+        f"<footer>abrank {_e(summary.get('abrank_version', ''))} · seed "
+        f"{_e(summary.get('seed', ''))} · {_e(experiment.get('name', ''))}</footer>",
+        "</main>",
+        "</body>",
+        "</html>",
+    ]
     return "\n".join(parts) + "\n"
 
 
@@ -781,15 +890,16 @@ def _html_segments(summary: dict[str, Any], charts: Sequence[Chart]) -> list[str
         return []
     parts = ['<section id="segments">', "<h2>Segments</h2>"]
     if segments.get("columns"):
-        parts.append(f"<p>Segment columns: {_e(', '.join(map(str, segments['columns'])))}; "
-                     f"segments with fewer than {_e(fmt_count(segments.get('min_queries')))} "
-                     "queries are not compared.</p>")
+        parts.append(
+            f"<p>Segment columns: {_e(', '.join(map(str, segments['columns'])))}; "
+            f"segments with fewer than {_e(fmt_count(segments.get('min_queries')))} "
+            "queries are not compared.</p>"
+        )
     if segmented:
         parts.append(_html_results(summary, segmented, segments=True))
     small = _too_small(segments)
     if small:
-        items = ", ".join(f"{_e(s['segment'])} (n = {_e(fmt_count(s.get('n')))})"
-                          for s in small)
+        items = ", ".join(f"{_e(s['segment'])} (n = {_e(fmt_count(s.get('n')))})" for s in small)
         parts.append(f'<p class="note">Too small to compare: {items}.</p>')
     parts += [_html_chart(c) for c in charts if c.name.startswith("segments-")]
     parts.append("</section>")
@@ -808,14 +918,18 @@ def _html_moves(readout: Readout) -> list[str]:
         name = labels.get(treatment, treatment)
         label = metric_label(summary, metric)
         parts.append('<div class="moves">')
-        for title, part in ((f"Largest losses of {name}", losses),
-                            (f"Largest wins of {name}", wins)):
+        for title, part in (
+            (f"Largest losses of {name}", losses),
+            (f"Largest wins of {name}", wins),
+        ):
             parts.append(f"<div><h3>{_e(title)} ({_e(label)})</h3>")
             if part.empty:
                 parts.append("<p>None.</p></div>")
                 continue
-            rows = [[_td(q, "text"), _td(fmt_value(c)), _td(fmt_value(t)), _td(fmt_signed(d))]
-                    for q, c, t, d in part.itertuples(index=False)]
+            rows = [
+                [_td(q, "text"), _td(fmt_value(c)), _td(fmt_value(t)), _td(fmt_signed(d))]
+                for q, c, t, d in part.itertuples(index=False)
+            ]
             parts.append(_html_table(header, rows) + "</div>")
         parts.append("</div>")
     parts.append("</section>")
@@ -826,8 +940,12 @@ def _html_diagnostics(summary: dict[str, Any]) -> list[str]:
     header, rows = _diagnostic_rows(summary)
     cells = [[_td(v, "text") for v in row[:3]] + [_td(v) for v in row[3:]] for row in rows]
     head = [("text", _e(h)) for h in header[:3]] + [("", _e(h)) for h in header[3:]]
-    parts = ['<section id="diagnostics">', "<h2>Diagnostics</h2>",
-             _html_table(head, cells, "diagnostics"), '<dl class="facts">']
+    parts = [
+        '<section id="diagnostics">',
+        "<h2>Diagnostics</h2>",
+        _html_table(head, cells, "diagnostics"),
+        '<dl class="facts">',
+    ]
     parts += [f"<dt>{_e(n)}</dt><dd>{_e(v)}</dd>" for n, v in _diagnostic_facts(summary)]
     parts.append("</dl>")
     for warning in (summary.get("diagnostics") or {}).get("warnings", []):
@@ -843,11 +961,23 @@ def _html_reproducibility(readout: Readout) -> list[str]:
     parts.append("</dl>")
     inputs = summary.get("inputs") or []
     if inputs:
-        header = [("text", "role"), ("text", "arm"), ("text", "path"), ("", "rows"),
-                  ("text", "sha256")]
-        rows = [[_td(i.get("role", ""), "text"), _td(i.get("arm") or "", "text"),
-                 _td(i.get("path", ""), "text code"), _td(fmt_count(i.get("rows"))),
-                 _td(i.get("sha256", ""), "hash")] for i in inputs]
+        header = [
+            ("text", "role"),
+            ("text", "arm"),
+            ("text", "path"),
+            ("", "rows"),
+            ("text", "sha256"),
+        ]
+        rows = [
+            [
+                _td(i.get("role", ""), "text"),
+                _td(i.get("arm") or "", "text"),
+                _td(i.get("path", ""), "text code"),
+                _td(fmt_count(i.get("rows"))),
+                _td(i.get("sha256", ""), "hash"),
+            ]
+            for i in inputs
+        ]
         parts += ["<h3>Data files</h3>", _html_table(header, rows, "inputs")]
     if readout.config_text:
         parts += ["<h3>Config</h3>", f'<pre class="config">{_e(readout.config_text)}</pre>']
@@ -858,8 +988,9 @@ def _html_reproducibility(readout: Readout) -> list[str]:
 # --------------------------------------------------------------------------- files
 
 
-def write_charts(readout: Readout, folder: Path, *,
-                 charts: Sequence[Chart] | None = None) -> list[Path]:
+def write_charts(
+    readout: Readout, folder: Path, *, charts: Sequence[Chart] | None = None
+) -> list[Path]:
     """Draw the readout's charts into ``folder/charts/*.png``; returns the paths written."""
     charts = list(plan_charts(readout) if charts is None else charts)
     target = Path(folder) / "charts"
@@ -872,8 +1003,9 @@ def write_charts(readout: Readout, folder: Path, *,
     return paths
 
 
-def write_report(readout: Readout, folder: Path, formats: Sequence[str] = REPORT_FORMATS
-                 ) -> list[Path]:
+def write_report(
+    readout: Readout, folder: Path, formats: Sequence[str] = REPORT_FORMATS
+) -> list[Path]:
     """Write ``report.html`` and/or ``report.md`` into ``folder``, with the charts they show.
 
     ``folder`` must exist (the pipeline builds the readout in a temporary folder and moves
@@ -885,8 +1017,10 @@ def write_report(readout: Readout, folder: Path, formats: Sequence[str] = REPORT
         formats = [formats]
     unknown = [f for f in formats if f not in REPORT_FORMATS]
     if unknown:
-        raise ConfigError(f"formats: expected some of {', '.join(REPORT_FORMATS)}, "
-                          f"got {', '.join(map(repr, unknown))}")
+        raise ConfigError(
+            f"formats: expected some of {', '.join(REPORT_FORMATS)}, "
+            f"got {', '.join(map(repr, unknown))}"
+        )
     if not folder.is_dir():
         raise ConfigError(f"{folder}: expected an existing folder, got none")
     if not formats:

@@ -637,3 +637,23 @@ def test_largest_moves_ties_missing_values_and_few_wins():
     assert loss_rows == [f"| q{i:02d} | 0.500 | 0.000 | -0.500 |" for i in range(10)]
     win_rows = [r for r in wins.splitlines() if re.match(r"\| q\d", r)]
     assert win_rows == ["| q15 | 0.500 | 1.000 | +0.500 |", "| q16 | 0.500 | 0.750 | +0.250 |"]
+
+
+def test_numpy_scalars_and_missing_numbers_render():
+    # A readout built by hand in a notebook may hold NumPy scalars and NaN/None fields.
+    summary = copy.deepcopy(EXAMPLE)
+    comp = summary["comparisons"][0]
+    comp.update(n=np.int64(1880), wins=np.int64(1103), ties=np.int32(582),
+                losses=np.int64(195), delta=np.float64(0.238), ci=[np.float64(0.221), 0.255],
+                mde=float("nan"), effect_size=None, p_values={"t": np.float64(1.2e-80)})
+    summary["comparisons"] = [comp]
+    line = headline_lines(summary)[0]
+    assert "+0.238 (+44.0%)" in line and "n = 1,880" in line
+    assert "W/T/L 1,103/582/195" in line
+    empty = pd.DataFrame()
+    page = _parse(render_html(Readout(summary, empty, empty, empty)))
+    row = page.tables[0][0]
+    assert row["n"] == ("1,880", 1880) and row["wtl"] == ("1,103 / 582 / 195", [1103, 582, 195])
+    assert row["mde"][0] == "n/a" and math.isnan(row["mde"][1])
+    assert row["effect_size"] == ("n/a", None)
+    assert row["p_values.t"] == ("< 0.001", 1.2e-80)
