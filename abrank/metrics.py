@@ -360,11 +360,22 @@ def _describe_pairs(q: pa.ChunkedArray, d: pa.ChunkedArray, rows: np.ndarray) ->
 
 
 def _prepare(
-    rankings: pd.DataFrame, judgments: pd.DataFrame | None, depth: int | None
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    depth: int | None,
+    reach: int | None = None,
 ) -> _Prepared:
+    """Order, cut and join. ``reach`` is the deepest position any requested metric reads
+    (None: all of ``depth``); rows below it count as retrieved but are not joined."""
     _columns(rankings, "rankings", ("query_id", "doc_id"))
     if "rank" in rankings.columns:
-        key = _numbers(rankings["rank"], "rankings: rank", allow_nan=False)
+        rank = rankings["rank"]
+        if pd.api.types.is_integer_dtype(rank.dtype) and not isinstance(
+            rank.dtype, pd.CategoricalDtype
+        ):
+            key = rank.to_numpy(dtype=np.int64)
+        else:
+            key = _numbers(rank, "rankings: rank", allow_nan=False)
     elif "score" in rankings.columns:
         key = -_numbers(rankings["score"], "rankings: score", allow_nan=False)
     else:
@@ -392,6 +403,11 @@ def _prepare(
     rows = order  # original row of each ordered row; None: the identity
     if depth is not None and pos.size and pos.max() >= depth:
         keep = pos < depth
+        rows = np.flatnonzero(keep) if rows is None else rows[keep]
+        ordered, pos = ordered[keep], pos[keep]
+    retrieved = np.bincount(ordered, minlength=nq)
+    if reach is not None and (depth is None or reach < depth) and pos.size and pos.max() >= reach:
+        keep = pos < reach
         rows = np.flatnonzero(keep) if rows is None else rows[keep]
         ordered, pos = ordered[keep], pos[keep]
     kept_docs = rd if rows is None else rd.take(pa.array(rows))
@@ -443,7 +459,7 @@ def _prepare(
         grade = np.full(n, np.nan)
         grade[f] = jgrade[lt - n]
 
-    in_run = np.bincount(ordered, minlength=nq) > 0
+    in_run = retrieved > 0
     in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)
     return _Prepared(
         ids=ids,
@@ -454,7 +470,7 @@ def _prepare(
         judged_grade=jgrade,
         in_run=in_run,
         in_judgments=in_judgments,
-        retrieved=np.bincount(ordered, minlength=nq),
+        retrieved=retrieved,
     )
 
 
@@ -603,10 +619,15 @@ def evaluate(
     empty ranking, like trec_eval ``-c``). mrr, ndcg, recall, map and ap are NaN for a query
     without any relevant judgment (they are undefined there); precision, hit, dcg and
     judged stay defined.
+
+    A (query, doc) pair ranked twice, or judged twice, is a DataError; only the rows that
+    some requested metric reads (down to its deepest cutoff) are checked, as those are the
+    rows joined to the judgments.
     """
     parsed = parse_metrics(metrics)
     _options(rel_level, gain, depth)
-    prep = _prepare(rankings, judgments, depth)
+    reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
+    prep = _prepare(rankings, judgments, depth, reach)
     values = _compute(prep, parsed, float(rel_level), gain)
     scored = _scored(prep, complete)
     index = _index(prep, scored)

@@ -238,6 +238,7 @@ def _encode_grouped(values: pa.Array) -> _Encoded:
 
 # _LOW_BYTES[n] keeps the first n bytes of a little-endian 8-byte word
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
@@ -344,8 +345,9 @@ def equal_pairs(
     for lo in range(0, n, _BLOCK):
         hi = min(lo + _BLOCK, n)
         block = packed[lo:hi]
-        mixed = keys[lo:hi].copy()
-        _mix(mixed, np.empty_like(mixed))
+        # exact keys are raw bytes: a multiplicative (Fibonacci) hash spreads them into
+        # the top bits; hashed keys are spread already
+        mixed = keys[lo:hi] * _FIBONACCI if exact else keys[lo:hi].copy()
         mixed >>= np.uint64(64 - hbits)
         mixed <<= np.uint64(ibits)
         np.left_shift(codes[lo:hi].astype(np.uint64), np.uint64(64 - qbits), out=block)
@@ -688,17 +690,8 @@ def trec_eval_text(
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
     judgments = read_trec_qrels(qrels_path)
-    # evaluate() finds duplicate documents anyway; the reader's own search, which names
-    # the lines, runs only when there is one to report
-    run = _read_run(run_path, "error", check=False)
-    try:
-        table = evaluate(
-            run, judgments, parsed, rel_level=rel_level, depth=depth, complete=complete
-        )
-    except DataError as exc:
-        if str(exc).startswith("rankings: (query_id, doc_id)"):
-            read_trec_run(run_path)
-        raise
+    run = read_trec_run(run_path)  # trec_eval refuses runs with duplicate documents
+    table = evaluate(run, judgments, parsed, rel_level=rel_level, depth=depth, complete=complete)
     if table.empty:
         raise DataError(
             f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"

@@ -446,6 +446,26 @@ def test_matches_slow_reference(case):
                 assert got == pytest.approx(value, abs=1e-12), (q, name, got, value)
 
 
+CUT_METRICS = [m for m in METRICS if "@" in m and m != "judged@3"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_cutoff_only_metrics_join_only_the_rows_they_read(case):
+    """With every metric cut off, rows below the deepest cutoff are not joined at all."""
+    rankings, judged, options = case
+    judgments = qrels([(q, d, g) for (q, d), g in judged.items()])
+    expected = reference(rankings, judged, **options)
+    if rankings.empty:
+        rankings = rankings.astype({"query_id": str, "doc_id": str})
+    table = evaluate(rankings, judgments, CUT_METRICS, **options)
+    assert table.index.tolist() == list(expected)
+    for q, values in expected.items():
+        for name in CUT_METRICS:
+            value, got = values[name], table.at[q, name]
+            assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value, abs=1e-12)
+
+
 @settings(max_examples=100, deadline=None)
 @given(cases())
 def test_inline_labels_match_a_separate_judgments_frame(case):
