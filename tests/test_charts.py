@@ -23,8 +23,15 @@ from abrank.charts import (
 )
 from abrank.readout import Readout
 
-ALL = ["forest.png", "deltas.png", "first_relevant.png", "curves.png", "segments-mrr-10.png",
-       "segments-ndcg-10.png", "bootstrap.png"]
+ALL = [
+    "forest.png",
+    "deltas.png",
+    "first_relevant.png",
+    "curves.png",
+    "segments-mrr-10.png",
+    "segments-ndcg-10.png",
+    "bootstrap.png",
+]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +52,7 @@ def _pixels(png: bytes) -> np.ndarray:
 
 
 def _has_colour(pixels: np.ndarray, hex_colour: str) -> bool:
-    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    rgb = [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
     return bool((pixels == rgb).all(axis=2).any())
 
 
@@ -84,8 +91,9 @@ def test_forest_colours_follow_the_verdicts():
 def test_charts_left_out_when_their_data_is_missing(readout):
     summary = copy.deepcopy(readout.summary)
     summary["comparisons"] = [c for c in summary["comparisons"] if c["segment"] is None]
-    bare = Readout(summary, readout.per_query, readout.curves.iloc[0:0],
-                   readout.first_relevant.iloc[0:0], {})
+    bare = Readout(
+        summary, readout.per_query, readout.curves.iloc[0:0], readout.first_relevant.iloc[0:0], {}
+    )
     assert [c.name for c in plan_charts(bare)] == ["forest.png", "deltas.png"]
     empty = Readout({"comparisons": []}, pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
     assert plan_charts(empty) == []
@@ -105,8 +113,9 @@ def test_several_treatments_and_independent_design_still_draw():
 
 
 def test_user_text_with_mathtext_markers_is_drawn_literally():
-    readout = build_readout(n=60, labels={"reranker": "cost $5 vs $6 \\alpha"},
-                            title="$x^2$ ranker")
+    readout = build_readout(
+        n=60, labels={"reranker": "cost $5 vs $6 \\alpha"}, title="$x^2$ ranker"
+    )
     readout.summary["metric_labels"]["mrr@10"] = "MRR$@10"
     for chart in plan_charts(readout):
         assert chart.png.startswith(PNG_SIGNATURE)
@@ -114,8 +123,13 @@ def test_user_text_with_mathtext_markers_is_drawn_literally():
 
 def test_first_relevant_rank_shares_by_hand():
     ranks = [1, 1, 2, 10, 11, 20, 21, 100, 101, np.nan, 3, 5000]
-    frame = pd.DataFrame({"arm": ["a"] * len(ranks) + ["b"], "query_id": range(len(ranks) + 1),
-                          "rank": [*ranks, 4.0]})
+    frame = pd.DataFrame(
+        {
+            "arm": ["a"] * len(ranks) + ["b"],
+            "query_id": range(len(ranks) + 1),
+            "rank": [*ranks, 4.0],
+        }
+    )
     expected = np.zeros(len(RANK_BUCKETS) + 1)
     # buckets: 1..10 one each, then 11-20, 21-100, >100, none
     for bucket, count in {0: 2, 1: 1, 2: 1, 9: 1, 10: 2, 11: 2, 12: 2, 13: 1}.items():
@@ -128,11 +142,13 @@ def test_first_relevant_rank_shares_by_hand():
 
 
 def test_paired_deltas_pair_by_query_id():
-    frame = pd.DataFrame({
-        "arm": ["c", "c", "c", "t", "t", "t"],
-        "query_id": ["q1", "q2", "q3", "q3", "q1", "q9"],
-        "m": [0.5, 1.0, np.nan, 1.0, 0.25, 1.0],
-    })
+    frame = pd.DataFrame(
+        {
+            "arm": ["c", "c", "c", "t", "t", "t"],
+            "query_id": ["q1", "q2", "q3", "q3", "q1", "q9"],
+            "m": [0.5, 1.0, np.nan, 1.0, 0.25, 1.0],
+        }
+    )
     # q1: 0.25 - 0.5; q3 has no control value; q2 and q9 are in one arm only
     np.testing.assert_allclose(paired_deltas(frame, "m", "c", "t"), [-0.25])
 
@@ -144,10 +160,14 @@ def test_a_dominant_tie_bar_is_cut_so_wins_and_losses_stay_visible():
     treatment = control.copy()
     treatment[:10] = 1.0  # 10 wins of +0.5
     treatment[10:20] = 0.0  # 10 losses of -0.5; 980 ties
-    frame = pd.DataFrame({"arm": ["bm25"] * n + ["reranker"] * n,
-                          "query_id": [f"q{i}" for i in range(n)] * 2,
-                          "mrr@10": np.concatenate([control, treatment]),
-                          "ndcg@10": np.concatenate([control, control])})
+    frame = pd.DataFrame(
+        {
+            "arm": ["bm25"] * n + ["reranker"] * n,
+            "query_id": [f"q{i}" for i in range(n)] * 2,
+            "mrr@10": np.concatenate([control, treatment]),
+            "ndcg@10": np.concatenate([control, control]),
+        }
+    )
     readout = Readout(base.summary, frame, base.curves, base.first_relevant)
     chart = next(c for c in plan_charts(readout) if c.name == "deltas.png")
     mrr, ndcg = chart.draw().axes[:2]

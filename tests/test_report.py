@@ -53,8 +53,14 @@ def _holm(p: list[float]) -> list[float]:
     return adjusted
 
 
-def _comparison(metric: str, treatment: str, segment: str | None, c: np.ndarray,
-                t: np.ndarray, rng: np.random.Generator) -> dict:
+def _comparison(
+    metric: str,
+    treatment: str,
+    segment: str | None,
+    c: np.ndarray,
+    t: np.ndarray,
+    rng: np.random.Generator,
+) -> dict:
     d = t - c
     n = int(d.size)
     test = stats.ttest_1samp(d, 0.0)
@@ -64,34 +70,62 @@ def _comparison(metric: str, treatment: str, segment: str | None, c: np.ndarray,
     ratio = t[draws].mean(axis=1) / c[draws].mean(axis=1) - 1
     sd = float(d.std(ddof=1))
     return {
-        "metric": metric, "treatment": treatment, "segment": segment, "design": "paired",
-        "n": n, "n_control": n, "n_treatment": n,
-        "control_mean": float(c.mean()), "treatment_mean": float(t.mean()),
-        "delta": float(d.mean()), "relative_lift": float(t.mean() / c.mean() - 1),
-        "ci": [float(ci.low), float(ci.high)], "ci_method": "t",
+        "metric": metric,
+        "treatment": treatment,
+        "segment": segment,
+        "design": "paired",
+        "n": n,
+        "n_control": n,
+        "n_treatment": n,
+        "control_mean": float(c.mean()),
+        "treatment_mean": float(t.mean()),
+        "delta": float(d.mean()),
+        "relative_lift": float(t.mean() / c.mean() - 1),
+        "ci": [float(ci.low), float(ci.high)],
+        "ci_method": "t",
         "bootstrap_ci": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
         "relative_ci": [float(np.quantile(ratio, 0.025)), float(np.quantile(ratio, 0.975))],
         "p_value": float(test.pvalue),
-        "p_values": {"t": float(test.pvalue), "permutation": max(float(test.pvalue), 1 / 10001),
-                     "bootstrap": max(float(test.pvalue), 1 / 10001)},
-        "p_adjusted": None, "correction": "holm" if segment is None else "fdr_bh",
+        "p_values": {
+            "t": float(test.pvalue),
+            "permutation": max(float(test.pvalue), 1 / 10001),
+            "bootstrap": max(float(test.pvalue), 1 / 10001),
+        },
+        "p_adjusted": None,
+        "correction": "holm" if segment is None else "fdr_bh",
         "effect_size": float(d.mean() / sd) if sd else 0.0,
         "mde": float(2.8 * sd / math.sqrt(n)),
-        "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
-        "verdict": None, "primary_test": "t", "alpha": 0.05, "confidence_level": 0.95,
-        "n_resamples": 10000, "_boot": boot,
+        "wins": int((d > 0).sum()),
+        "ties": int((d == 0).sum()),
+        "losses": int((d < 0).sum()),
+        "verdict": None,
+        "primary_test": "t",
+        "alpha": 0.05,
+        "confidence_level": 0.95,
+        "n_resamples": 10000,
+        "_boot": boot,
     }
 
 
-def build_readout(*, n: int = 300, seed: int = 3, treatments: tuple[str, ...] = ("reranker",),
-                  title: str = "Cross-encoder reranker vs BM25", labels: dict | None = None,
-                  query_prefix: str = "q", segment_values: tuple[str, ...] = ("mobile", "desktop"),
-                  config_text: str = "name: demo-reranker\nmetrics: [mrr@10, ndcg@10]\n",
-                  ) -> Readout:
+def build_readout(
+    *,
+    n: int = 300,
+    seed: int = 3,
+    treatments: tuple[str, ...] = ("reranker",),
+    title: str = "Cross-encoder reranker vs BM25",
+    labels: dict | None = None,
+    query_prefix: str = "q",
+    segment_values: tuple[str, ...] = ("mobile", "desktop"),
+    config_text: str = "name: demo-reranker\nmetrics: [mrr@10, ndcg@10]\n",
+) -> Readout:
     """A small but complete readout: per-query table, curves, first ranks, summary."""
     rng = np.random.default_rng(seed)
-    labels = {"bm25": "BM25 (production)", "reranker": "Cross-encoder reranker",
-              "boost": "Freshness boost", **(labels or {})}
+    labels = {
+        "bm25": "BM25 (production)",
+        "reranker": "Cross-encoder reranker",
+        "boost": "Freshness boost",
+        **(labels or {}),
+    }
     ids = [f"{query_prefix}{i:04d}" for i in range(n)]
     device = rng.choice(np.array(segment_values, dtype=object), size=n, p=[0.6, 0.4])
     locale = np.where(np.arange(n) < 10, "it-IT", np.where(np.arange(n) % 2, "en-US", "de-DE"))
@@ -101,8 +135,11 @@ def build_readout(*, n: int = 300, seed: int = 3, treatments: tuple[str, ...] = 
     for name in treatments:
         better = rng.random(n) < shift[name]
         moved = np.where(better, 1.0, first["bm25"] + rng.integers(-1, 2, size=n))
-        moved = np.where(np.isnan(first["bm25"]) & (rng.random(n) < 0.7), np.nan,
-                         np.clip(np.where(np.isnan(moved), 3.0, moved), 1, None))
+        moved = np.where(
+            np.isnan(first["bm25"]) & (rng.random(n) < 0.7),
+            np.nan,
+            np.clip(np.where(np.isnan(moved), 3.0, moved), 1, None),
+        )
         first[name] = moved
     arms = ["bm25", *treatments]
     frames = []
@@ -111,14 +148,23 @@ def build_readout(*, n: int = 300, seed: int = 3, treatments: tuple[str, ...] = 
         mrr = np.where(rank <= 10, 1.0 / rank, 0.0)
         mrr = np.nan_to_num(mrr)
         ndcg = np.clip(mrr * 0.8 + rng.normal(0.1, 0.05, n), 0, 1)
-        frames.append(pd.DataFrame({"arm": arm, "query_id": ids, "mrr@10": mrr, "ndcg@10": ndcg,
-                                    "device": device, "locale": locale}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "arm": arm,
+                    "query_id": ids,
+                    "mrr@10": mrr,
+                    "ndcg@10": ndcg,
+                    "device": device,
+                    "locale": locale,
+                }
+            )
+        )
     per_query = pd.concat(frames, ignore_index=True)
     metrics = ["mrr@10", "ndcg@10"]
     comparisons = []
     cmp_rng = np.random.default_rng(seed + 1)
-    for segment in [None, *[f"device={v}" for v in segment_values], "locale=en-US",
-                    "locale=de-DE"]:
+    for segment in [None, *[f"device={v}" for v in segment_values], "locale=en-US", "locale=de-DE"]:
         for metric in metrics:
             for name in treatments:
                 mask = np.ones(n, bool)
@@ -128,58 +174,109 @@ def build_readout(*, n: int = 300, seed: int = 3, treatments: tuple[str, ...] = 
                 c = per_query.loc[per_query["arm"] == "bm25", metric].to_numpy()[mask]
                 t = per_query.loc[per_query["arm"] == name, metric].to_numpy()[mask]
                 comparisons.append(_comparison(metric, name, segment, c, t, cmp_rng))
-    for family in ({id(c) for c in comparisons if c["segment"] is None},
-                   {id(c) for c in comparisons if c["segment"] is not None}):
+    for family in (
+        {id(c) for c in comparisons if c["segment"] is None},
+        {id(c) for c in comparisons if c["segment"] is not None},
+    ):
         members = [c for c in comparisons if id(c) in family]
         for comp, adj in zip(members, _holm([c["p_value"] for c in members]), strict=True):
             comp["p_adjusted"] = adj
-            comp["verdict"] = ("inconclusive" if adj >= 0.05
-                               else "win" if comp["delta"] > 0 else "loss")
-    resampled = {(c["metric"], c["treatment"]): c.pop("_boot") for c in comparisons
-                 if c["segment"] is None}
+            comp["verdict"] = (
+                "inconclusive" if adj >= 0.05 else "win" if comp["delta"] > 0 else "loss"
+            )
+    resampled = {
+        (c["metric"], c["treatment"]): c.pop("_boot") for c in comparisons if c["segment"] is None
+    }
     for comp in comparisons:
         comp.pop("_boot", None)
-    curves = pd.DataFrame([
-        {"arm": arm, "metric": "ndcg", "k": k,
-         "value": float(np.mean(np.nan_to_num(1 / first[arm]) * (first[arm] <= k)))}
-        for arm in arms for k in range(1, 11)
-    ])
-    first_relevant = pd.concat([pd.DataFrame({"arm": arm, "query_id": ids, "rank": first[arm]})
-                                for arm in arms], ignore_index=True)
+    curves = pd.DataFrame(
+        [
+            {
+                "arm": arm,
+                "metric": "ndcg",
+                "k": k,
+                "value": float(np.mean(np.nan_to_num(1 / first[arm]) * (first[arm] <= k))),
+            }
+            for arm in arms
+            for k in range(1, 11)
+        ]
+    )
+    first_relevant = pd.concat(
+        [pd.DataFrame({"arm": arm, "query_id": ids, "rank": first[arm]}) for arm in arms],
+        ignore_index=True,
+    )
     summary = {
-        "experiment": {"name": "demo-reranker", "title": title,
-                       "description": "Does the cross-encoder put answers higher?",
-                       "owner": "search-relevance"},
-        "abrank_version": "0.1.0", "config_path": "experiments/demo-reranker.yaml",
-        "design": "paired", "seed": 7, "alpha": 0.05, "confidence_level": 0.95,
-        "n_resamples": 10000, "primary_test": "t", "tests": ["t", "permutation", "bootstrap"],
+        "experiment": {
+            "name": "demo-reranker",
+            "title": title,
+            "description": "Does the cross-encoder put answers higher?",
+            "owner": "search-relevance",
+        },
+        "abrank_version": "0.1.0",
+        "config_path": "experiments/demo-reranker.yaml",
+        "design": "paired",
+        "seed": 7,
+        "alpha": 0.05,
+        "confidence_level": 0.95,
+        "n_resamples": 10000,
+        "primary_test": "t",
+        "tests": ["t", "permutation", "bootstrap"],
         "correction": {"primary": "holm", "segments": "fdr_bh"},
-        "relevance_threshold": 1, "gain": "linear", "depth": 1000, "metrics": metrics,
+        "relevance_threshold": 1,
+        "gain": "linear",
+        "depth": 1000,
+        "metrics": metrics,
         "metric_labels": {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10"},
         "primary_metric": "mrr@10",
-        "arms": [{"name": arm, "label": labels[arm],
-                  "role": "control" if arm == "bm25" else "treatment", "queries": n}
-                 for arm in arms],
+        "arms": [
+            {
+                "name": arm,
+                "label": labels[arm],
+                "role": "control" if arm == "bm25" else "treatment",
+                "queries": n,
+            }
+            for arm in arms
+        ],
         "comparisons": comparisons,
-        "segments": {"columns": ["device", "locale"], "min_queries": 30,
-                     "too_small": [{"segment": "locale=it-IT", "treatment": t, "n": 10}
-                                   for t in treatments]},
+        "segments": {
+            "columns": ["device", "locale"],
+            "min_queries": 30,
+            "too_small": [{"segment": "locale=it-IT", "treatment": t, "n": 10} for t in treatments],
+        },
         "diagnostics": {
-            "queries": {arm: n for arm in arms}, "judged_queries": n, "analysed_queries": n - 2,
-            "matched": n - 4, "unjudged_queries": {arm: 2 for arm in arms},
+            "queries": {arm: n for arm in arms},
+            "judged_queries": n,
+            "analysed_queries": n - 2,
+            "matched": n - 4,
+            "unjudged_queries": {arm: 2 for arm in arms},
             "missing": {arm: (0 if arm == "bm25" else 4) for arm in arms},
-            "missing_policy": "zero", "without_relevant": 17,
-            "judged_at_k": {"k": 10, "arms": {arm: round(0.93 - 0.06 * i, 2)
-                                              for i, arm in enumerate(arms)}},
-            "warnings": ["reranker: judged@10 is 0.87 against control's 0.93; unjudged "
-                         "documents count as not relevant, which biases the comparison "
-                         "against reranker"],
+            "missing_policy": "zero",
+            "without_relevant": 17,
+            "judged_at_k": {
+                "k": 10,
+                "arms": {arm: round(0.93 - 0.06 * i, 2) for i, arm in enumerate(arms)},
+            },
+            "warnings": [
+                "reranker: judged@10 is 0.87 against control's 0.93; unjudged "
+                "documents count as not relevant, which biases the comparison "
+                "against reranker"
+            ],
         },
         "inputs": [
-            {"role": "control", "arm": "bm25", "path": "experiments/data/demo-control.csv.gz",
-             "sha256": "ab" * 32, "rows": 40000},
-            {"role": "judgments", "arm": None, "path": "experiments/data/demo-qrels.tsv",
-             "sha256": "cd" * 32, "rows": 30000},
+            {
+                "role": "control",
+                "arm": "bm25",
+                "path": "experiments/data/demo-control.csv.gz",
+                "sha256": "ab" * 32,
+                "rows": 40000,
+            },
+            {
+                "role": "judgments",
+                "arm": None,
+                "path": "experiments/data/demo-qrels.tsv",
+                "sha256": "cd" * 32,
+                "rows": 30000,
+            },
         ],
     }
     json.dumps(summary, allow_nan=False)  # the fixture must be valid summary.json content
@@ -194,33 +291,103 @@ def readout() -> Readout:
 EXAMPLE = {
     "experiment": {"name": "demo-reranker", "title": "Cross-encoder reranker vs BM25"},
     "metric_labels": {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10", "recall@20": "Recall@20"},
-    "arms": [{"name": "bm25", "label": "BM25 (production)", "role": "control"},
-             {"name": "reranker", "label": "Cross-encoder reranker", "role": "treatment"}],
+    "arms": [
+        {"name": "bm25", "label": "BM25 (production)", "role": "control"},
+        {"name": "reranker", "label": "Cross-encoder reranker", "role": "treatment"},
+    ],
     "comparisons": [
-        {"metric": "mrr@10", "treatment": "reranker", "segment": None, "design": "paired",
-         "n": 1880, "control_mean": 0.541, "treatment_mean": 0.779, "delta": 0.238,
-         "relative_lift": 0.44, "ci": [0.221, 0.255], "relative_ci": [0.39, 0.49],
-         "p_value": 1.2e-80, "p_adjusted": 3.6e-80, "correction": "holm", "mde": 0.012,
-         "wins": 1103, "ties": 582, "losses": 195, "verdict": "win", "primary_test": "t",
-         "confidence_level": 0.95},
-        {"metric": "ndcg@10", "treatment": "reranker", "segment": None, "design": "paired",
-         "n": 1880, "control_mean": 0.6123, "treatment_mean": 0.6151, "delta": 0.0028,
-         "relative_lift": 0.004573, "ci": [-0.0079, 0.0136], "relative_ci": [-0.013, 0.022],
-         "p_value": 0.0342, "p_adjusted": 0.0684, "correction": "holm", "mde": 0.0312,
-         "wins": 640, "ties": 700, "losses": 540, "verdict": "inconclusive",
-         "primary_test": "t", "confidence_level": 0.95},
-        {"metric": "recall@20", "treatment": "reranker", "segment": None, "design": "paired",
-         "n": 1880, "control_mean": 0.0, "treatment_mean": -0.0, "delta": -0.0451,
-         "relative_lift": None, "ci": [-0.0602, -0.03], "relative_ci": None,
-         "p_value": 0.0004, "p_adjusted": 0.0012, "correction": "holm", "mde": None,
-         "wins": 12, "ties": 1800, "losses": 68, "verdict": "loss", "primary_test": "t",
-         "confidence_level": 0.95},
-        {"metric": "mrr@10", "treatment": "reranker", "segment": "device=mobile",
-         "design": "paired", "n": 900, "control_mean": 0.5, "treatment_mean": 0.7,
-         "delta": 0.2, "relative_lift": 0.4, "ci": [0.1, 0.3], "relative_ci": [0.2, 0.6],
-         "p_value": 0.001, "p_adjusted": 0.002, "correction": "fdr_bh", "mde": 0.02,
-         "wins": 1, "ties": 2, "losses": 3, "verdict": "win", "primary_test": "t",
-         "confidence_level": 0.95},
+        {
+            "metric": "mrr@10",
+            "treatment": "reranker",
+            "segment": None,
+            "design": "paired",
+            "n": 1880,
+            "control_mean": 0.541,
+            "treatment_mean": 0.779,
+            "delta": 0.238,
+            "relative_lift": 0.44,
+            "ci": [0.221, 0.255],
+            "relative_ci": [0.39, 0.49],
+            "p_value": 1.2e-80,
+            "p_adjusted": 3.6e-80,
+            "correction": "holm",
+            "mde": 0.012,
+            "wins": 1103,
+            "ties": 582,
+            "losses": 195,
+            "verdict": "win",
+            "primary_test": "t",
+            "confidence_level": 0.95,
+        },
+        {
+            "metric": "ndcg@10",
+            "treatment": "reranker",
+            "segment": None,
+            "design": "paired",
+            "n": 1880,
+            "control_mean": 0.6123,
+            "treatment_mean": 0.6151,
+            "delta": 0.0028,
+            "relative_lift": 0.004573,
+            "ci": [-0.0079, 0.0136],
+            "relative_ci": [-0.013, 0.022],
+            "p_value": 0.0342,
+            "p_adjusted": 0.0684,
+            "correction": "holm",
+            "mde": 0.0312,
+            "wins": 640,
+            "ties": 700,
+            "losses": 540,
+            "verdict": "inconclusive",
+            "primary_test": "t",
+            "confidence_level": 0.95,
+        },
+        {
+            "metric": "recall@20",
+            "treatment": "reranker",
+            "segment": None,
+            "design": "paired",
+            "n": 1880,
+            "control_mean": 0.0,
+            "treatment_mean": -0.0,
+            "delta": -0.0451,
+            "relative_lift": None,
+            "ci": [-0.0602, -0.03],
+            "relative_ci": None,
+            "p_value": 0.0004,
+            "p_adjusted": 0.0012,
+            "correction": "holm",
+            "mde": None,
+            "wins": 12,
+            "ties": 1800,
+            "losses": 68,
+            "verdict": "loss",
+            "primary_test": "t",
+            "confidence_level": 0.95,
+        },
+        {
+            "metric": "mrr@10",
+            "treatment": "reranker",
+            "segment": "device=mobile",
+            "design": "paired",
+            "n": 900,
+            "control_mean": 0.5,
+            "treatment_mean": 0.7,
+            "delta": 0.2,
+            "relative_lift": 0.4,
+            "ci": [0.1, 0.3],
+            "relative_ci": [0.2, 0.6],
+            "p_value": 0.001,
+            "p_adjusted": 0.002,
+            "correction": "fdr_bh",
+            "mde": 0.02,
+            "wins": 1,
+            "ties": 2,
+            "losses": 3,
+            "verdict": "win",
+            "primary_test": "t",
+            "confidence_level": 0.95,
+        },
     ],
 }
 
@@ -228,10 +395,20 @@ EXAMPLE = {
 # --------------------------------------------------------------------------- formatting
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    (1.2e-80, "< 0.001"), (0.000999, "< 0.001"), (0.001, "0.001"), (0.0342, "0.0342"),
-    (0.04996, "0.05"), (0.12345, "0.123"), (1.0, "1"), (None, "n/a"), (float("nan"), "n/a"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1.2e-80, "< 0.001"),
+        (0.000999, "< 0.001"),
+        (0.001, "0.001"),
+        (0.0342, "0.0342"),
+        (0.04996, "0.05"),
+        (0.12345, "0.123"),
+        (1.0, "1"),
+        (None, "n/a"),
+        (float("nan"), "n/a"),
+    ],
+)
 def test_p_values_below_a_thousandth_are_shown_as_bounds(value, text):
     assert fmt_p(value) == text
 
@@ -269,8 +446,15 @@ def test_headline_names_the_treatment_when_there_are_several():
     summary = copy.deepcopy(EXAMPLE)
     summary["arms"].append({"name": "boost", "label": "Freshness boost", "role": "treatment"})
     extra = copy.deepcopy(summary["comparisons"][0])
-    extra.update(treatment="boost", verdict="inconclusive", mde=None, correction="none",
-                 p_adjusted=None, p_value=0.5, relative_ci=[None, None])
+    extra.update(
+        treatment="boost",
+        verdict="inconclusive",
+        mde=None,
+        correction="none",
+        p_adjusted=None,
+        p_value=0.5,
+        relative_ci=[None, None],
+    )
     summary["comparisons"] = [summary["comparisons"][0], extra]
     assert headline_lines(summary) == [
         "MRR@10 · Cross-encoder reranker  0.541 → 0.779  +0.238 (+44.0%)"
@@ -283,13 +467,31 @@ def test_headline_names_the_treatment_when_there_are_several():
 
 
 def test_headline_of_an_independent_design_shows_both_sample_sizes():
-    comp = {"metric": "mrr@10", "treatment": "reranker", "segment": None,
-            "design": "independent", "n": 1998, "n_control": 1000, "n_treatment": 998,
-            "control_mean": 0.5, "treatment_mean": 0.52, "delta": 0.02, "relative_lift": 0.04,
-            "ci": [-0.01, 0.05], "relative_ci": [-0.02, 0.1], "p_value": 0.2,
-            "p_adjusted": 0.2, "correction": "holm", "mde": 0.0449, "wins": None,
-            "ties": None, "losses": None, "verdict": "inconclusive",
-            "primary_test": "mannwhitney", "confidence_level": 0.9}
+    comp = {
+        "metric": "mrr@10",
+        "treatment": "reranker",
+        "segment": None,
+        "design": "independent",
+        "n": 1998,
+        "n_control": 1000,
+        "n_treatment": 998,
+        "control_mean": 0.5,
+        "treatment_mean": 0.52,
+        "delta": 0.02,
+        "relative_lift": 0.04,
+        "ci": [-0.01, 0.05],
+        "relative_ci": [-0.02, 0.1],
+        "p_value": 0.2,
+        "p_adjusted": 0.2,
+        "correction": "holm",
+        "mde": 0.0449,
+        "wins": None,
+        "ties": None,
+        "losses": None,
+        "verdict": "inconclusive",
+        "primary_test": "mannwhitney",
+        "confidence_level": 0.9,
+    }
     summary = {**EXAMPLE, "comparisons": [comp]}
     assert headline_lines(summary) == [
         "MRR@10  0.500 → 0.520  +0.020 (+4.0%)  90% CI [-0.010, +0.050] / [-2.0%, +10.0%]"
@@ -375,8 +577,19 @@ def test_html_results_table_holds_every_comparison_number_as_the_json_has_it(rea
         for row, comp in zip(rows, expected, strict=True):
             assert row["metric"][1] == comp["metric"]
             assert "treatment" not in row  # one treatment: named in the title and headline
-            for key in ("control_mean", "treatment_mean", "delta", "relative_lift", "ci",
-                        "relative_ci", "p_adjusted", "effect_size", "mde", "n", "verdict"):
+            for key in (
+                "control_mean",
+                "treatment_mean",
+                "delta",
+                "relative_lift",
+                "ci",
+                "relative_ci",
+                "p_adjusted",
+                "effect_size",
+                "mde",
+                "n",
+                "verdict",
+            ):
                 assert row[key][1] == comp[key], key  # exact JSON value behind each cell
             for name, p in comp["p_values"].items():
                 assert row[f"p_values.{name}"][1] == p
@@ -403,10 +616,17 @@ def test_html_results_name_the_treatment_when_there_are_several():
     overall, segmented = _parse(text).tables
     comps = readout.summary["comparisons"]
     assert [row["treatment"] for row in overall] == [
-        (("Cross-encoder reranker", "reranker") if c["treatment"] == "reranker"
-         else ("Freshness boost", "boost")) for c in comps if c["segment"] is None]
+        (
+            ("Cross-encoder reranker", "reranker")
+            if c["treatment"] == "reranker"
+            else ("Freshness boost", "boost")
+        )
+        for c in comps
+        if c["segment"] is None
+    ]
     assert [row["treatment"][1] for row in segmented] == [
-        c["treatment"] for c in comps if c["segment"] is not None]
+        c["treatment"] for c in comps if c["segment"] is not None
+    ]
     md = render_markdown(readout)
     assert "| MRR@10 | Freshness boost | " in md
 
@@ -439,7 +659,9 @@ HOSTILE = "<script>alert(1)</script>"
 
 def test_user_text_is_escaped_everywhere():
     readout = build_readout(
-        n=120, title=HOSTILE, query_prefix='<img src=x onerror="alert(2)">',
+        n=120,
+        title=HOSTILE,
+        query_prefix='<img src=x onerror="alert(2)">',
         labels={"reranker": "Re<b>ranker</b> & co", "bm25": "BM25 | `prod` [x](javascript:y)"},
         segment_values=("<i>mobile</i>", "desk|top"),
         config_text="title: '</pre><script>alert(3)</script>'\n```\n",
@@ -484,8 +706,15 @@ def test_markdown_has_the_sections_headline_and_tables(readout):
     md = render_markdown(readout)
     summary = readout.summary
     headings = re.findall(r"^## (.+)$", md, re.MULTILINE)
-    assert headings == ["Headline", "Results", "Where relevant documents land", "Segments",
-                        "Queries that moved most", "Diagnostics", "Reproducibility"]
+    assert headings == [
+        "Headline",
+        "Results",
+        "Where relevant documents land",
+        "Segments",
+        "Queries that moved most",
+        "Diagnostics",
+        "Reproducibility",
+    ]
     block = re.search(r"```text\n(.*?)\n```", md, re.DOTALL).group(1)
     assert block.split("\n") == headline_lines(summary)
     results = md.split("## Results")[1].split("##")[0]
@@ -493,25 +722,36 @@ def test_markdown_has_the_sections_headline_and_tables(readout):
     assert len(rows) == 1 + 2  # header + two comparisons
     first = [cell.strip() for cell in rows[1].strip("|").split("|")]
     comp = summary["comparisons"][0]
-    assert first[:5] == ["MRR@10", f"{comp['control_mean']:.3f}",
-                         f"{comp['treatment_mean']:.3f}", f"{comp['delta']:+.3f}",
-                         f"[{comp['ci'][0]:+.3f}, {comp['ci'][1]:+.3f}]"]
+    assert first[:5] == [
+        "MRR@10",
+        f"{comp['control_mean']:.3f}",
+        f"{comp['treatment_mean']:.3f}",
+        f"{comp['delta']:+.3f}",
+        f"[{comp['ci'][0]:+.3f}, {comp['ci'][1]:+.3f}]",
+    ]
     assert first[-1] == comp["verdict"]
     assert "> **Warning:** reranker: judged@10 is 0.87 against control's 0.93" in md
     assert "Too small to compare: locale=it-IT (n = 10)." in md
-    for name in ("forest", "deltas", "bootstrap", "first_relevant", "curves",
-                 "segments-mrr-10", "segments-ndcg-10"):
+    for name in (
+        "forest",
+        "deltas",
+        "bootstrap",
+        "first_relevant",
+        "curves",
+        "segments-mrr-10",
+        "segments-ndcg-10",
+    ):
         assert f"](charts/{name}.png)" in md
 
 
 def test_markdown_diagnostics_and_reproducibility(readout):
     md = render_markdown(readout)
     diagnostics = md.split("## Diagnostics")[1].split("## Reproducibility")[0]
-    assert "| arm | label | role | queries | missing | without judgments | judged@10 |" \
-        in diagnostics
+    assert (
+        "| arm | label | role | queries | missing | without judgments | judged@10 |" in diagnostics
+    )
     assert "| bm25 | BM25 (production) | control | 300 | 0 | 2 | 0.930 |" in diagnostics
-    assert "| reranker | Cross-encoder reranker | treatment | 300 | 4 | 2 | 0.870 |" \
-        in diagnostics
+    assert "| reranker | Cross-encoder reranker | treatment | 300 | 4 | 2 | 0.870 |" in diagnostics
     assert "- queries analysed: 298" in diagnostics
     assert "- queries in both arms (matched): 296" in diagnostics
     assert "- queries without relevant judgments (left out): 17" in diagnostics
@@ -520,8 +760,10 @@ def test_markdown_diagnostics_and_reproducibility(readout):
     assert "- abrank version: 0.1.0" in repro and "- seed: 7" in repro
     assert "- tests: t, permutation, bootstrap" in repro and "- resamples: 10,000" in repro
     assert "- multiple-testing correction: primary: holm, segments: fdr\\_bh" in repro
-    assert f"| control | bm25 | experiments/data/demo-control.csv.gz | 40,000 | `{'ab' * 32}` |" \
+    assert (
+        f"| control | bm25 | experiments/data/demo-control.csv.gz | 40,000 | `{'ab' * 32}` |"
         in repro
+    )
     assert "```yaml\nname: demo-reranker\nmetrics: [mrr@10, ndcg@10]\n```" in repro
 
 
@@ -532,11 +774,10 @@ def test_markdown_relative_lift_without_a_bound():
     second = readout.summary["comparisons"][1]
     second["relative_ci"] = [second["relative_ci"][0], None]
     md = render_markdown(readout)
-    rows = [r for r in md.split("## Results")[1].split("##")[0].splitlines()
-            if r.startswith("| ")]
+    rows = [r for r in md.split("## Results")[1].split("##")[0].splitlines() if r.startswith("| ")]
     cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
     relative = cells[0].index("relative")
-    assert cells[1][relative:relative + 2] == ["n/a", "n/a"]
+    assert cells[1][relative : relative + 2] == ["n/a", "n/a"]
     assert cells[2][relative + 1] == "unbounded"
 
 
@@ -544,11 +785,19 @@ def test_largest_moves_match_a_plain_reference(readout):
     md = render_markdown(readout)
     section = md.split("## Queries that moved most")[1].split("## Diagnostics")[0]
     frame = readout.per_query
-    control = dict(zip(frame.loc[frame.arm == "bm25", "query_id"],
-                       frame.loc[frame.arm == "bm25", "mrr@10"], strict=True))
+    control = dict(
+        zip(
+            frame.loc[frame.arm == "bm25", "query_id"],
+            frame.loc[frame.arm == "bm25", "mrr@10"],
+            strict=True,
+        )
+    )
     moved = []
-    for q, v in zip(frame.loc[frame.arm == "reranker", "query_id"],
-                    frame.loc[frame.arm == "reranker", "mrr@10"], strict=True):
+    for q, v in zip(
+        frame.loc[frame.arm == "reranker", "query_id"],
+        frame.loc[frame.arm == "reranker", "mrr@10"],
+        strict=True,
+    ):
         moved.append((v - control[q], q, control[q], v))
     losses = sorted((m for m in moved if m[0] < 0), key=lambda m: (m[0], m[1]))[:10]
     wins = sorted((m for m in moved if m[0] > 0), key=lambda m: (-m[0], m[1]))[:10]
@@ -564,17 +813,27 @@ def test_largest_moves_match_a_plain_reference(readout):
 def test_write_report_writes_both_formats_and_the_charts(tmp_path, readout):
     paths = write_report(readout, tmp_path)
     names = sorted(p.relative_to(tmp_path).as_posix() for p in paths)
-    assert names == sorted(["report.md", "report.html", "charts/forest.png", "charts/deltas.png",
-                            "charts/bootstrap.png", "charts/first_relevant.png",
-                            "charts/curves.png", "charts/segments-mrr-10.png",
-                            "charts/segments-ndcg-10.png"])
+    assert names == sorted(
+        [
+            "report.md",
+            "report.html",
+            "charts/forest.png",
+            "charts/deltas.png",
+            "charts/bootstrap.png",
+            "charts/first_relevant.png",
+            "charts/curves.png",
+            "charts/segments-mrr-10.png",
+            "charts/segments-ndcg-10.png",
+        ]
+    )
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     for link in re.findall(r"\]\((charts/[^)]+)\)", md):
         assert (tmp_path / link).read_bytes().startswith(PNG_SIGNATURE)
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     embedded = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
-    on_disk = {(tmp_path / "charts" / n).read_bytes() for n in
-               re.findall(r"\]\(charts/([^)]+)\)", md)}
+    on_disk = {
+        (tmp_path / "charts" / n).read_bytes() for n in re.findall(r"\]\(charts/([^)]+)\)", md)
+    }
     assert {base64.b64decode(e) for e in embedded} == on_disk  # drawn once, used twice
 
 
@@ -610,8 +869,7 @@ def test_report_without_segments_curves_or_draws(tmp_path):
     summary["diagnostics"]["warnings"] = []
     bare = Readout(summary, full.per_query, full.curves.iloc[0:0], full.first_relevant.iloc[0:0])
     write_report(bare, tmp_path)
-    assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == ["deltas.png",
-                                                                      "forest.png"]
+    assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == ["deltas.png", "forest.png"]
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "## Segments" not in md and "Warning" not in md
     assert "No rank data in this readout." in md
@@ -624,11 +882,13 @@ def test_largest_moves_ties_missing_values_and_few_wins():
     # q15 wins 0.5, q16 wins 0.25, q17 has no treatment value, q18 is absent from control.
     control = [0.5] * 18
     treatment = [0.0] * 14 + [0.25, 1.0, 0.75, np.nan]
-    frame = pd.DataFrame({
-        "arm": ["bm25"] * 18 + ["reranker"] * 19,
-        "query_id": [f"q{i:02d}" for i in range(18)] + [f"q{i:02d}" for i in range(19)][::-1],
-        "mrr@10": control + [([*treatment, 1.0])[i] for i in range(19)][::-1],
-    })
+    frame = pd.DataFrame(
+        {
+            "arm": ["bm25"] * 18 + ["reranker"] * 19,
+            "query_id": [f"q{i:02d}" for i in range(18)] + [f"q{i:02d}" for i in range(19)][::-1],
+            "mrr@10": control + [([*treatment, 1.0])[i] for i in range(19)][::-1],
+        }
+    )
     readout = Readout(base.summary, frame, base.curves, base.first_relevant)
     section = render_markdown(readout).split("## Queries that moved most")[1]
     losses = section.split("**Largest losses")[1].split("**Largest wins")[0]
@@ -643,9 +903,17 @@ def test_numpy_scalars_and_missing_numbers_render():
     # A readout built by hand in a notebook may hold NumPy scalars and NaN/None fields.
     summary = copy.deepcopy(EXAMPLE)
     comp = summary["comparisons"][0]
-    comp.update(n=np.int64(1880), wins=np.int64(1103), ties=np.int32(582),
-                losses=np.int64(195), delta=np.float64(0.238), ci=[np.float64(0.221), 0.255],
-                mde=float("nan"), effect_size=None, p_values={"t": np.float64(1.2e-80)})
+    comp.update(
+        n=np.int64(1880),
+        wins=np.int64(1103),
+        ties=np.int32(582),
+        losses=np.int64(195),
+        delta=np.float64(0.238),
+        ci=[np.float64(0.221), 0.255],
+        mde=float("nan"),
+        effect_size=None,
+        p_values={"t": np.float64(1.2e-80)},
+    )
     summary["comparisons"] = [comp]
     line = headline_lines(summary)[0]
     assert "+0.238 (+44.0%)" in line and "n = 1,880" in line

@@ -33,10 +33,18 @@ def _chromium() -> str:
 
 def _screenshot(browser: str, page: Path, shot: Path, profile: Path, height: int) -> np.ndarray:
     command = [
-        browser, "--headless", "--no-sandbox", "--disable-gpu",
-        "--disable-background-networking", "--disable-component-update", "--no-first-run",
-        "--hide-scrollbars", f"--user-data-dir={profile}", f"--screenshot={shot}",
-        f"--window-size={WIDTH},{height}", page.as_uri(),
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        f"--screenshot={shot}",
+        f"--window-size={WIDTH},{height}",
+        page.as_uri(),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -80,10 +88,17 @@ def test_report_prints_to_a_few_pages(tmp_path):
     write_report(build_readout(n=300), tmp_path, formats=("html",))
     pdf = tmp_path / "report.pdf"
     command = [
-        browser, "--headless", "--no-sandbox", "--disable-gpu",
-        "--disable-background-networking", "--disable-component-update", "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}", f"--print-to-pdf={pdf}",
-        "--no-pdf-header-footer", (tmp_path / "report.html").as_uri(),
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--print-to-pdf={pdf}",
+        "--no-pdf-header-footer",
+        (tmp_path / "report.html").as_uri(),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -45,14 +45,20 @@ def _expected_headline(comp: dict, label: str, width: int) -> str:
     rlow, rhigh = comp["relative_ci"]
     p = comp["p_adjusted"]
     p_text = "p < 0.001" if p < 0.001 else f"p = {p:.3g}"
-    verdict = ("Cross-encoder reranker wins" if p < 0.05 and comp["delta"] > 0 else
-               "Cross-encoder reranker loses" if p < 0.05 else
-               f"inconclusive (this experiment could detect deltas ≥ {comp['mde']:.3f})")
-    return (f"{label:<{width}}  {comp['control_mean']:.3f} → {comp['treatment_mean']:.3f}  "
-            f"{comp['delta']:+.3f} ({100 * comp['relative_lift']:+.1f}%)  "
-            f"95% CI [{low:+.3f}, {high:+.3f}] / [{100 * rlow:+.1f}%, {100 * rhigh:+.1f}%]  "
-            f"{p_text} (t, Holm)  n = {comp['n']:,}  "
-            f"W/T/L {comp['wins']:,}/{comp['ties']:,}/{comp['losses']:,}  → {verdict}")
+    verdict = (
+        "Cross-encoder reranker wins"
+        if p < 0.05 and comp["delta"] > 0
+        else "Cross-encoder reranker loses"
+        if p < 0.05
+        else f"inconclusive (this experiment could detect deltas ≥ {comp['mde']:.3f})"
+    )
+    return (
+        f"{label:<{width}}  {comp['control_mean']:.3f} → {comp['treatment_mean']:.3f}  "
+        f"{comp['delta']:+.3f} ({100 * comp['relative_lift']:+.1f}%)  "
+        f"95% CI [{low:+.3f}, {high:+.3f}] / [{100 * rlow:+.1f}%, {100 * rhigh:+.1f}%]  "
+        f"{p_text} (t, Holm)  n = {comp['n']:,}  "
+        f"W/T/L {comp['wins']:,}/{comp['ties']:,}/{comp['losses']:,}  → {verdict}"
+    )
 
 
 def _table(section: str) -> list[list[str]]:
@@ -68,8 +74,7 @@ def test_demo_markdown_matches_the_golden(demo):
 def test_golden_headline_is_the_summary_formatted_by_the_rules(demo):
     readout, _ = demo
     summary = readout.summary
-    labels = {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10", "recall@20": "Recall@20",
-              "hit@3": "Hit@3"}
+    labels = {"mrr@10": "MRR@10", "ndcg@10": "NDCG@10", "recall@20": "Recall@20", "hit@3": "Hit@3"}
     overall = [c for c in summary["comparisons"] if c["segment"] is None]
     assert [c["metric"] for c in overall] == list(labels)
     expected = [_expected_headline(c, labels[c["metric"]], 9) for c in overall]
@@ -88,23 +93,34 @@ def test_golden_results_rows_are_the_summary_formatted_by_the_rules(demo):
         low, high = comp["ci"]
         rlow, rhigh = comp["relative_ci"]
         assert row == [
-            row[0], f"{comp['control_mean']:.3f}", f"{comp['treatment_mean']:.3f}",
-            f"{comp['delta']:+.3f}", f"[{low:+.3f}, {high:+.3f}]",
-            f"{100 * comp['relative_lift']:+.1f}%", f"[{100 * rlow:+.1f}%, {100 * rhigh:+.1f}%]",
-            _p(comp["p_values"]["t"]), _p(comp["p_values"]["permutation"]),
-            _p(comp["p_values"]["bootstrap"]), _p(comp["p_adjusted"]),
-            f"{comp['effect_size']:+.2f}", f"{comp['mde']:.3f}", f"{comp['n']:,}",
-            f"{comp['wins']:,} / {comp['ties']:,} / {comp['losses']:,}", comp["verdict"],
+            row[0],
+            f"{comp['control_mean']:.3f}",
+            f"{comp['treatment_mean']:.3f}",
+            f"{comp['delta']:+.3f}",
+            f"[{low:+.3f}, {high:+.3f}]",
+            f"{100 * comp['relative_lift']:+.1f}%",
+            f"[{100 * rlow:+.1f}%, {100 * rhigh:+.1f}%]",
+            _p(comp["p_values"]["t"]),
+            _p(comp["p_values"]["permutation"]),
+            _p(comp["p_values"]["bootstrap"]),
+            _p(comp["p_adjusted"]),
+            f"{comp['effect_size']:+.2f}",
+            f"{comp['mde']:.3f}",
+            f"{comp['n']:,}",
+            f"{comp['wins']:,} / {comp['ties']:,} / {comp['losses']:,}",
+            comp["verdict"],
         ]
         assert comp["wins"] + comp["ties"] + comp["losses"] == comp["n"]
     segments = _table(GOLDEN.split("## Segments")[1].split("## ")[0])
     segmented = [c for c in readout.summary["comparisons"] if c["segment"] is not None]
-    assert [(r[0], r[-1]) for r in segments[1:]] == [(c["segment"], c["verdict"])
-                                                     for c in segmented]
+    assert [(r[0], r[-1]) for r in segments[1:]] == [
+        (c["segment"], c["verdict"]) for c in segmented
+    ]
     for comp in segmented:  # verdicts follow the adjusted p-values and the delta's sign
         significant = comp["p_adjusted"] < 0.05
-        assert comp["verdict"] == ("inconclusive" if not significant else
-                                   "win" if comp["delta"] > 0 else "loss")
+        assert comp["verdict"] == (
+            "inconclusive" if not significant else "win" if comp["delta"] > 0 else "loss"
+        )
 
 
 def test_golden_means_come_from_the_per_query_table(demo):
@@ -141,10 +157,14 @@ def test_golden_fingerprints_counts_and_config_match_the_files():
     control = pd.read_csv(data / "demo-control.csv.gz")
     treatment = pd.read_json(data / "demo-treatment.jsonl.gz", lines=True)
     diagnostics = GOLDEN.split("## Diagnostics")[1].split("## ")[0]
-    assert (f"| bm25 | BM25 (production) | control | {control['query_id'].nunique():,} | 0 |"
-            in diagnostics)
-    assert (f"| reranker | Cross-encoder reranker | treatment | {treatment['qid'].nunique():,} "
-            f"| {2000 - treatment['qid'].nunique()} |" in diagnostics)
+    assert (
+        f"| bm25 | BM25 (production) | control | {control['query_id'].nunique():,} | 0 |"
+        in diagnostics
+    )
+    assert (
+        f"| reranker | Cross-encoder reranker | treatment | {treatment['qid'].nunique():,} "
+        f"| {2000 - treatment['qid'].nunique()} |" in diagnostics
+    )
     config = (ROOT / CONFIG).read_text(encoding="utf-8")
     assert GOLDEN.endswith(f"```yaml\n{config.rstrip()}\n```\n")
 
@@ -152,11 +172,19 @@ def test_golden_fingerprints_counts_and_config_match_the_files():
 def test_golden_largest_moves_match_a_plain_reference(demo):
     readout, _ = demo
     frame = readout.per_query
-    control = dict(zip(frame.loc[frame.arm == "bm25", "query_id"],
-                       frame.loc[frame.arm == "bm25", "mrr@10"], strict=True))
+    control = dict(
+        zip(
+            frame.loc[frame.arm == "bm25", "query_id"],
+            frame.loc[frame.arm == "bm25", "mrr@10"],
+            strict=True,
+        )
+    )
     moves = []
-    for q, t in zip(frame.loc[frame.arm == "reranker", "query_id"],
-                    frame.loc[frame.arm == "reranker", "mrr@10"], strict=True):
+    for q, t in zip(
+        frame.loc[frame.arm == "reranker", "query_id"],
+        frame.loc[frame.arm == "reranker", "mrr@10"],
+        strict=True,
+    ):
         if not (math.isnan(t) or math.isnan(control[q])) and t != control[q]:
             moves.append((t - control[q], q, control[q], t))
     losses = sorted((m for m in moves if m[0] < 0), key=lambda m: (m[0], m[1]))[:10]
