@@ -236,6 +236,10 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     threshold = experiment.relevance_threshold
     best = judgments.groupby("query_id", sort=False)["relevance"].max().reindex(universe)
     without_relevant = best.index[best.fillna(-np.inf).to_numpy() < threshold]
+    # No metric is defined for a query with nothing relevant to find (DESIGN.md "Metrics"):
+    # blank them all, so the per-query table and the comparisons agree.
+    for table in values.values():
+        table.loc[table.index.isin(without_relevant)] = np.nan
     return ScoredArms(
         values,
         present,
@@ -297,10 +301,7 @@ def compare_arms(
     too_small: list[dict] = []
     for treatment in experiment.treatments:
         for metric in experiment.metrics:
-            pair = tuple(
-                scored.values[arm][metric].drop(scored.without_relevant, errors="ignore")
-                for arm in (control, treatment.name)
-            )
+            pair = (scored.values[control][metric], scored.values[treatment.name][metric])
             primary.append(_compare_pair(compare, pair, metric, treatment.name, None, options))
             for column, groups in groups_by_column.items():
                 for value, queries in groups.items():
