@@ -36,7 +36,16 @@ import pyarrow as pa
 from abrank.errors import ConfigError, DataError
 from abrank.trec import as_arrow, doc_keys, equal_pairs, order_rows, positions, query_codes
 
-__all__ = ["FAMILIES", "Metric", "evaluate", "first_relevant_rank", "parse_metric", "parse_metrics"]
+__all__ = [
+    "FAMILIES",
+    "Diagnostics",
+    "Metric",
+    "diagnose",
+    "evaluate",
+    "first_relevant_rank",
+    "parse_metric",
+    "parse_metrics",
+]
 
 # family -> (display label, metric is a binary-relevance metric, needs a cutoff)
 FAMILIES: dict[str, tuple[str, bool, bool]] = {
@@ -381,7 +390,8 @@ def _prepare(
     else:
         found = ", ".join(map(str, rankings.columns))
         raise DataError(f"rankings: columns: expected a rank or a score column, got {found}")
-    rq, rd = as_arrow(rankings["query_id"]), as_arrow(rankings["doc_id"])
+    rq = as_arrow(rankings["query_id"], "rankings: query_id")
+    rd = as_arrow(rankings["doc_id"], "rankings: doc_id")
     if judgments is None:
         if "relevance" not in rankings.columns:
             raise DataError(
@@ -392,7 +402,8 @@ def _prepare(
         codes, ids = query_codes(rq)
     else:
         _columns(judgments, "judgments", ("query_id", "doc_id", "relevance"))
-        jq, jd = as_arrow(judgments["query_id"]), as_arrow(judgments["doc_id"])
+        jq = as_arrow(judgments["query_id"], "judgments: query_id")
+        jd = as_arrow(judgments["doc_id"], "judgments: doc_id")
         jgrade = _numbers(judgments["relevance"], "judgments: relevance", allow_nan=False)
         (codes, jcodes), ids = query_codes(rq, jq)
     nq = len(ids)
@@ -624,9 +635,24 @@ def evaluate(
     some requested metric reads (down to its deepest cutoff) are checked, as those are the
     rows joined to the judgments.
     """
+    return _evaluate(rankings, judgments, metrics, rel_level, gain, depth, complete)
+
+
+def _evaluate(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    metrics: Sequence[str | Metric],
+    rel_level: float,
+    gain: str,
+    depth: int | None,
+    complete: bool,
+    join_all: bool = False,
+) -> pd.DataFrame:
+    """evaluate(); ``join_all`` joins (and checks for duplicates) every row within depth."""
     parsed = parse_metrics(metrics)
     _options(rel_level, gain, depth)
-    reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
+    cut = join_all or any(m.k is None for m in parsed)
+    reach = None if cut else max(m.k for m in parsed)
     prep = _prepare(rankings, judgments, depth, reach)
     values = _compute(prep, parsed, float(rel_level), gain)
     scored = _scored(prep, complete)
@@ -654,4 +680,60 @@ def first_relevant_rank(
     scored = _scored(prep, False)
     return pd.Series(
         first[scored], index=_index(prep, scored), name="first_relevant_rank", dtype=np.float64
+    )
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What an arm's rankings and the judgments cover, beside the metric values."""
+
+    queries: int  # queries in the rankings
+    judged_queries: int  # of those, queries with at least one judgment (the scored ones)
+    without_relevant: int  # scored queries whose judgments hold no grade >= rel_level
+    judged_at_k: float  # mean share of the top k documents that carry a judgment
+    k: int
+    rel_level: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins (judged_at_k is None when no query is scored)."""
+        judged = None if math.isnan(self.judged_at_k) else float(self.judged_at_k)
+        return {
+            "queries": int(self.queries),
+            "judged_queries": int(self.judged_queries),
+            "without_relevant": int(self.without_relevant),
+            "judged_at_k": judged,
+            "k": int(self.k),
+            "rel_level": float(self.rel_level),
+        }
+
+
+def diagnose(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    *,
+    rel_level: float = 1,
+    k: int = 10,
+    depth: int | None = 1000,
+) -> Diagnostics:
+    """Coverage of one arm: queries ranked, judged, without any relevant judgment, judged@k.
+
+    A low judged@k warns that unjudged documents (counted as not relevant) may bias a
+    comparison against the arm that retrieves them; queries without a relevant judgment
+    leave mrr, ndcg, recall and map undefined and drop out of comparisons.
+    """
+    _options(rel_level, "linear", depth)
+    metric = Metric("judged", k)
+    prep = _prepare(rankings, judgments, depth, reach=metric.k)
+    scored = _scored(prep, False)
+    judged_share = _compute(prep, [metric], float(rel_level), "linear")[metric.name][scored]
+    relevant = np.bincount(
+        prep.judged_code[prep.judged_grade >= float(rel_level)], minlength=len(prep.ids)
+    )
+    return Diagnostics(
+        queries=int(prep.in_run.sum()),
+        judged_queries=int(scored.sum()),
+        without_relevant=int((scored & (relevant == 0)).sum()),
+        judged_at_k=float(judged_share.mean()) if judged_share.size else math.nan,
+        k=metric.k,
+        rel_level=float(rel_level),
     )

@@ -69,8 +69,8 @@ def rank_by_score(frame: pd.DataFrame) -> pd.DataFrame:
             f"rankings: score: expected a number for every row, got NaN "
             f"(query {frame['query_id'].iloc[row]!r}, doc {frame['doc_id'].iloc[row]!r})"
         )
-    codes, _ = query_codes(as_arrow(frame["query_id"]))
-    order, _ = order_rows(codes, -score, as_arrow(frame["doc_id"]))
+    codes, _ = query_codes(as_arrow(frame["query_id"], "rankings: query_id"))
+    order, _ = order_rows(codes, -score, as_arrow(frame["doc_id"], "rankings: doc_id"))
     out = frame if order is None else frame.take(order)
     out = out.reset_index(drop=True) if order is not None else out.copy()
     ordered_codes = codes if order is None else codes[order]
@@ -165,7 +165,7 @@ def positions(codes: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- arrow helpers
 
 
-def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray, what: str = "ids") -> pa.ChunkedArray:
     """A column as an Arrow string ChunkedArray, without copying when it already is one."""
     if isinstance(values, pa.ChunkedArray):
         arr = values
@@ -183,7 +183,8 @@ def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     if not pa.types.is_large_string(arr.type):
         arr = pc.cast(arr, pa.large_string())
     if arr.null_count:
-        raise DataError("rankings: ids: expected a value in every row, got missing ids")
+        row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataError(f"{what}: row {row}: expected an id, got a missing value")
     return arr
 
 
@@ -682,7 +683,7 @@ def trec_eval_text(
     missing from the run score 0 too. Values are printed at full double precision
     (``repr``) unless ``digits`` is given (``digits=4`` prints like trec_eval's ``%.4f``).
     """
-    from abrank.metrics import evaluate, parse_metrics
+    from abrank.metrics import _evaluate, parse_metrics
 
     if digits is not None and (
         not isinstance(digits, int) or isinstance(digits, bool) or digits < 0
@@ -690,8 +691,18 @@ def trec_eval_text(
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
     judgments = read_trec_qrels(qrels_path)
-    run = read_trec_run(run_path)  # trec_eval refuses runs with duplicate documents
-    table = evaluate(run, judgments, parsed, rel_level=rel_level, depth=depth, complete=complete)
+    # Like trec_eval, refuse a run with a document twice among a query's first `depth`
+    # rows. The join finds such pairs anyway; the reader's own search, which names the
+    # lines, runs only when there is one to report.
+    run = _read_run(run_path, "error", check=False)
+    try:
+        table = _evaluate(
+            run, judgments, parsed, rel_level, "linear", depth, complete, join_all=True
+        )
+    except DataError as exc:
+        if str(exc).startswith("rankings: (query_id, doc_id)"):
+            read_trec_run(run_path)
+        raise
     if table.empty:
         raise DataError(
             f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"

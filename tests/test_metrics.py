@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abrank.errors import ConfigError, DataError
-from abrank.metrics import evaluate, first_relevant_rank
+from abrank.metrics import diagnose, evaluate, first_relevant_rank
 
 
 def frame(rows, columns=("query_id", "doc_id", "rank")) -> pd.DataFrame:
@@ -249,6 +249,25 @@ def test_long_ids_use_hashed_keys_and_still_match_exactly():
     assert table.loc["q"].tolist() == [1 / 3, 2 / 3, 2 / 20]
 
 
+def test_diagnostics_of_an_arm():
+    rankings = frame([("a", "x", 1), ("a", "y", 2), ("b", "x", 1), ("b", "w", 2), ("c", "x", 1)])
+    judgments = qrels([("a", "y", 2), ("b", "z", 0), ("b", "x", 0), ("d", "x", 1)])
+    found = diagnose(rankings, judgments, k=2)
+    # ranked: a, b, c; scored (also judged): a, b; b has no relevant judgment
+    # judged@2: a -> 1/2 (y), b -> 1/2 (x)
+    assert found.to_dict() == {
+        "queries": 3,
+        "judged_queries": 2,
+        "without_relevant": 1,
+        "judged_at_k": 0.5,
+        "k": 2,
+        "rel_level": 1.0,
+    }
+    assert diagnose(rankings, judgments, k=2, rel_level=0).without_relevant == 0
+    empty = diagnose(rankings, qrels([("d", "x", 1)]))
+    assert empty.judged_queries == 0 and empty.to_dict()["judged_at_k"] is None
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -292,6 +311,9 @@ def test_bad_frames_and_options():
     assert str(info.value) == (
         "judgments: expected a judgments frame or a relevance column in the rankings, got neither"
     )
+    with pytest.raises(DataError) as info:
+        evaluate(frame([("q", "a", 1), ("q", None, 2)]), qrels([("q", "a", 1)]), ["mrr"])
+    assert str(info.value) == "rankings: doc_id: row 1: expected an id, got a missing value"
     with pytest.raises(ConfigError) as info:
         evaluate(frame([("q", "a", 1)]), qrels([("q", "a", 1)]), ["mrr"], gain="cubic")
     assert str(info.value) == "gain: expected one of linear, exp, got 'cubic'"

@@ -278,6 +278,9 @@ def test_trec_eval_text_errors(tmp_path):
     with pytest.raises(DataError) as info:
         trec_eval_text(qrels, run, ["mrr"])
     assert str(info.value).startswith(f"{run}: line 7: expected each document once per query")
+    # as in trec_eval -M, only the first `depth` documents of a query are checked
+    deep = write(tmp_path / "deep.txt", RUN + "q1 Q0 d2 9 0.1 sys\n")
+    assert trec_eval_text(qrels, deep, ["mrr"], depth=3) == "mrr\tall\t0.5\n"
     other = write(tmp_path / "other.txt", "x Q0 d1 1 1.0 s\n")
     with pytest.raises(DataError) as info:
         trec_eval_text(qrels, other, ["mrr"])
