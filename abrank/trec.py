@@ -355,13 +355,23 @@ def equal_pairs(
         block |= mixed
         block |= np.arange(lo, hi, dtype=np.uint64)
     packed.sort()
-    item = np.bitwise_and(packed, np.uint64((1 << ibits) - 1)).view(np.int64)
-    packed >>= np.uint64(ibits)
-    eq = packed[1:] == packed[:-1]
-    del packed
+    # neighbours equal in everything but the item bits, found block by block so that no
+    # second array as large as `packed` is needed
+    eq = np.empty(n - 1, dtype=bool)
+    scratch = np.empty(min(_BLOCK, n - 1), dtype=np.uint64)
+    below = np.uint64(1 << ibits)
+    for lo in range(0, n - 1, _BLOCK):
+        hi = min(lo + _BLOCK, n - 1)
+        diff = np.bitwise_xor(packed[lo + 1 : hi + 1], packed[lo:hi], out=scratch[: hi - lo])
+        np.less(diff, below, out=eq[lo:hi])
+    del scratch
     cand = np.flatnonzero(eq)
     if cand.size == 0:
         return empty
+    low = np.uint64((1 << ibits) - 1)
+    item_at = (packed[cand] & low).astype(np.int64)
+    item_next = (packed[cand + 1] & low).astype(np.int64)
+    del packed
     # a candidate pair is alone in its group unless a neighbouring pair is also equal
     before = np.zeros(cand.size, dtype=bool)
     after = np.zeros(cand.size, dtype=bool)
@@ -369,16 +379,16 @@ def equal_pairs(
     last = cand < eq.size - 1
     after[last] = eq[cand[last] + 1]
     alone = ~(before | after)
-    first, later = item[cand[alone]], item[cand[alone] + 1]
+    first, later = item_at[alone], item_next[alone]
     same = keys[first] == keys[later]
     first, later = first[same], later[same]
     if not exact and first.size:
         equal = pc.equal(docs.take(pa.array(first)), docs.take(pa.array(later)))
         keep = equal.to_numpy(zero_copy_only=False)
         first, later = first[keep], later[keep]
-    crowded = cand[~alone]
-    if crowded.size:
-        members = np.unique(np.concatenate([item[crowded], item[crowded + 1]]))
+    crowded = ~alone
+    if crowded.any():
+        members = np.unique(np.concatenate([item_at[crowded], item_next[crowded]]))
         f2, l2 = _equal_pairs_exact(codes[members], members, docs)
         first, later = np.concatenate([first, f2]), np.concatenate([later, l2])
     return first, later
@@ -712,14 +722,19 @@ def trec_eval_text(
     def fmt(value: float) -> str:
         return repr(float(value)) if digits is None else f"{value:.{digits}f}"
 
+    def texts(column: pd.Series) -> list[str]:
+        numbers = column.tolist()
+        return list(map(repr, numbers)) if digits is None else [f"{v:.{digits}f}" for v in numbers]
+
     out: list[str] = []
     if per_query:
-        names = [m.name for m in parsed]
-        columns = [list(map(fmt, values[name].tolist())) for name in names]
-        for row, qid in enumerate(values.index.tolist()):
-            out.extend(
-                f"{name}\t{qid}\t{column[row]}" for name, column in zip(names, columns, strict=True)
-            )
+        qids = values.index.tolist()
+        blocks = [
+            [f"{m.name}\t{q}\t{v}" for q, v in zip(qids, texts(values[m.name]), strict=True)]
+            for m in parsed
+        ]
+        # trec_eval's layout: all measures of one query, then the next query
+        out = [line for row in zip(*blocks, strict=True) for line in row]
     for metric in parsed:
         out.append(f"{metric.name}\tall\t{fmt(values[metric.name].mean())}")
     return "\n".join(out) + "\n"
