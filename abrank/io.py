@@ -416,8 +416,13 @@ def _fail_at(
 def _deduplicate(
     frame: pd.DataFrame, path: str | Path, first_line: int, policy: str, *, what: str = "ranking"
 ) -> pd.DataFrame:
-    repeated = frame.duplicated(["query_id", "doc_id"]).to_numpy()
-    if not repeated.any():
+    from abrank.trec import as_arrow, doc_keys, equal_pairs, query_codes
+
+    docs = as_arrow(frame["doc_id"])
+    _, later = equal_pairs(query_codes(as_arrow(frame["query_id"]))[0], *doc_keys(docs), docs)
+    repeated = np.zeros(len(frame), dtype=bool)
+    repeated[later] = True
+    if not later.size:
         return frame
     if policy == "first":
         return frame.loc[~repeated].reset_index(drop=True)
