@@ -163,22 +163,18 @@ class ScoredArms:
     curves: pd.DataFrame
     without_relevant: pd.Index  # analysed queries whose judgments hold no relevant document
     unjudged_queries: dict[str, int]
+    judged_queries: int
 
 
 def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     """Score each arm on every judged query any arm holds, applying the missing-query policy."""
-    from abrank.metrics import evaluate, first_relevant_rank, parse_metric
+    from abrank.metrics import evaluate, parse_metric
 
     metrics = [parse_metric(name) for name in experiment.metrics]
     judged = pd.Index(pd.unique(data.judgments["query_id"]))
-    present = {
-        name: pd.Index(pd.unique(frame["query_id"])).intersection(judged)
-        for name, frame in data.rankings.items()
-    }
-    unjudged = {
-        name: int(pd.Index(pd.unique(frame["query_id"])).difference(judged).size)
-        for name, frame in data.rankings.items()
-    }
+    logged = {name: pd.Index(pd.unique(frame["query_id"])) for name, frame in data.rankings.items()}
+    present = {name: queries.intersection(judged) for name, queries in logged.items()}
+    unjudged = {name: int(logged[name].size - present[name].size) for name in logged}
     control = experiment.control.name
     paired = experiment.analysis.design == "paired"
     universe = _union(present.values())
@@ -204,42 +200,47 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         )
     universe = universe.sort_values().rename("query_id")
 
+    judgments = data.judgments
+    if judged.size != universe.size:
+        judgments = judgments.loc[judgments["query_id"].isin(universe)]
+    best = judgments.groupby("query_id", sort=False)["relevance"].max().reindex(universe)
+    without_relevant = best.index[best.fillna(-np.inf).to_numpy() < experiment.relevance_threshold]
+
+    # The uncut reciprocal rank gives where the first relevant document lands (1 / RR).
+    uncut_rr = parse_metric(f"mrr(rel={experiment.relevance_threshold:g})")
+    judged_metric = parse_metric(f"judged@{JUDGED_K}")
     curve_metrics = _curve_metrics(metrics)
+    requested = {m.name for m in metrics}
+    extra = [m for m in [*curve_metrics, judged_metric, uncut_rr] if m.name not in requested]
     options = dict(
         rel_level=experiment.relevance_threshold, gain=experiment.gain, depth=experiment.depth
     )
-    judged_metric = parse_metric(f"judged@{JUDGED_K}")
     values: dict[str, pd.DataFrame] = {}
     curves: list[pd.DataFrame] = []
     judged_at_k: dict[str, float] = {}
     first_relevant: dict[str, pd.Series] = {}
-    judgments = data.judgments.loc[data.judgments["query_id"].isin(universe)]
     for name, frame in data.rankings.items():
-        rankings = frame.loc[frame["query_id"].isin(universe)]
-        extra = [
-            m for m in [*curve_metrics, judged_metric] if m.name not in {x.name for x in metrics}
-        ]
+        rankings = frame
+        if logged[name].size != present[name].size or not present[name].isin(universe).all():
+            rankings = frame.loc[frame["query_id"].isin(universe)]
         table = evaluate(rankings, judgments, [*metrics, *extra], complete=paired, **options)
         scope = universe if paired else present[name]
         table = table.reindex(scope).rename_axis("query_id")
-        values[name] = table[[m.name for m in metrics]]
         judged_at_k[name] = float(table.loc[present[name], judged_metric.name].mean())
+        rr = table[uncut_rr.name].to_numpy()
+        with np.errstate(divide="ignore"):
+            first_relevant[name] = pd.Series(
+                np.where(rr > 0, np.round(1.0 / rr), np.nan), index=table.index, name="rank"
+            )
+        # No metric is defined for a query with nothing relevant to find (DESIGN.md
+        # "Metrics"): blank them all, so the per-query table, curves and comparisons agree.
+        table.loc[table.index.isin(without_relevant)] = np.nan
+        values[name] = table[[m.name for m in metrics]]
         rows = [
             {"arm": name, "metric": m.family, "k": m.k, "value": float(table[m.name].mean())}
             for m in curve_metrics
         ]
         curves.append(pd.DataFrame(rows, columns=["arm", "metric", "k", "value"]))
-        first = first_relevant_rank(
-            rankings, judgments, rel_level=experiment.relevance_threshold, depth=experiment.depth
-        ).reindex(scope)
-        first_relevant[name] = first
-    threshold = experiment.relevance_threshold
-    best = judgments.groupby("query_id", sort=False)["relevance"].max().reindex(universe)
-    without_relevant = best.index[best.fillna(-np.inf).to_numpy() < threshold]
-    # No metric is defined for a query with nothing relevant to find (DESIGN.md "Metrics"):
-    # blank them all, so the per-query table and the comparisons agree.
-    for table in values.values():
-        table.loc[table.index.isin(without_relevant)] = np.nan
     return ScoredArms(
         values,
         present,
@@ -249,6 +250,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         pd.concat(curves, ignore_index=True),
         without_relevant,
         unjudged,
+        int(judged.size),
     )
 
 
@@ -387,6 +389,10 @@ def _build_readout(
     missing = {
         name: int(scored.universe.difference(index).size) for name, index in scored.present.items()
     }
+    logged = {
+        name: int(index.size) + scored.unjudged_queries[name]
+        for name, index in scored.present.items()
+    }
     matched = int(_intersection(scored.present.values()).size)
     warnings = _warnings(experiment, scored, missing)
     summary = {
@@ -417,7 +423,7 @@ def _build_readout(
                 "name": arm.name,
                 "label": arm.label or arm.name,
                 "role": "control" if arm.name == control else "treatment",
-                "queries": int(pd.unique(data.rankings[arm.name]["query_id"]).size),
+                "queries": logged[arm.name],
             }
             for arm in experiment.arms
         ],
@@ -428,11 +434,8 @@ def _build_readout(
             "too_small": too_small,
         },
         "diagnostics": {
-            "queries": {
-                name: int(pd.unique(frame["query_id"]).size)
-                for name, frame in data.rankings.items()
-            },
-            "judged_queries": int(pd.unique(data.judgments["query_id"]).size),
+            "queries": {name: logged[name] for name, frame in data.rankings.items()},
+            "judged_queries": scored.judged_queries,
             "analysed_queries": int(scored.universe.size),
             "matched": matched,
             "missing": missing,
