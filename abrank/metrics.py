@@ -213,8 +213,8 @@ def _suggest(text: str) -> str:
     close = difflib.get_close_matches(head, [*FAMILIES, *_ALIASES], n=1, cutoff=0.5)
     if not close:
         return ""
-    family = _ALIASES.get(close[0], close[0])
-    return f"; did you mean {family + rest!r}?"
+    suggestion = _ALIASES.get(close[0], close[0]) + rest
+    return "" if suggestion == lowered else f"; did you mean {suggestion!r}?"
 
 
 def parse_metric(text: str | Metric) -> Metric:
@@ -265,8 +265,6 @@ def parse_metric(text: str | Metric) -> Metric:
                     ) from None
             elif key in ("gain", "dcg"):
                 gain = value
-            elif key == "judged_only" and value.lower() in ("false", "0"):
-                continue
             else:
                 raise ConfigError(
                     f"metric {text!r}: parameters: expected rel=<number> or gain=linear|exp, "
@@ -315,9 +313,10 @@ class _Prepared:
     """Rankings joined to judgments, as flat arrays over the kept (depth-limited) rows."""
 
     ids: pa.Array  # sorted distinct query ids; code i is ids[i]
-    row_code: np.ndarray  # per kept row, in per-query rank order (queries contiguous)
+    # the judged rows among the kept ones, in per-query rank order (queries contiguous)
+    row_code: np.ndarray
     row_pos: np.ndarray  # 0-based position within the query
-    row_grade: np.ndarray  # judged grade, NaN when unjudged
+    row_grade: np.ndarray
     judged_code: np.ndarray  # per judgment
     judged_grade: np.ndarray
     in_run: np.ndarray  # per query code: the ranking holds it
@@ -437,6 +436,8 @@ def _prepare(
                 f"{later.size} duplicate(s): {_describe_pairs(rq, rd, original(later))}"
             )
         grade = inline if rows is None else inline[rows]
+        judged_rows = np.flatnonzero(~np.isnan(grade))
+        judged_grade = grade[judged_rows]
     else:
         n = ordered.size
         all_codes = np.concatenate([ordered, jcodes])
@@ -456,27 +457,31 @@ def _prepare(
         # any); every further judgment of the group repeats one
         to_judgment = later >= n
         f, lt = first[to_judgment], later[to_judgment]
-        by_group = np.lexsort((lt, f))
-        f, lt = f[by_group], lt[by_group]
-        again = np.zeros(f.size, dtype=bool)
-        again[1:] = f[1:] == f[:-1]
-        repeated = (f >= n) | again
+        repeated = f >= n
+        matched = f[~repeated]
+        if matched.size and np.bincount(matched, minlength=n).max() > 1:
+            # a run row reached by two judgments (a group of three or more): keep the first
+            by_group = np.lexsort((lt, f))
+            f, lt = f[by_group], lt[by_group]
+            repeated = f >= n
+            repeated[1:] |= f[1:] == f[:-1]
         if repeated.any():
             raise DataError(
                 "judgments: (query_id, doc_id): expected one judgment per pair, got "
                 f"{int(repeated.sum())} repeated: "
                 f"{_describe_pairs(jq, jd, lt[repeated] - n)}"
             )
-        grade = np.full(n, np.nan)
-        grade[f] = jgrade[lt - n]
+        order_judged = np.argsort(f, kind="stable")
+        judged_rows = f[order_judged]
+        judged_grade = jgrade[lt[order_judged] - n]
 
     in_run = retrieved > 0
     in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)
     return _Prepared(
         ids=ids,
-        row_code=ordered,
-        row_pos=pos,
-        row_grade=grade,
+        row_code=ordered[judged_rows],
+        row_pos=pos[judged_rows],
+        row_grade=judged_grade,
         judged_code=jcodes,
         judged_grade=jgrade,
         in_run=in_run,
@@ -503,15 +508,34 @@ def _first_per_query(codes: np.ndarray, values: np.ndarray, nq: int) -> np.ndarr
 
 
 def _ideal_dcg(prep: _Prepared, kind: str, cutoffs: set[int | None], nq: int) -> dict:
-    """IDCG per query for every cutoff, from all judgments sorted by gain descending."""
+    """IDCG per query for every cutoff, from all judgments sorted by gain descending.
+
+    With few distinct gains (graded qrels have a handful) the ideal list of a query is
+    runs of equal gains, so IDCG@k is a sum over gain levels of gain x (the discounts of
+    that run's positions below k), read from one table of cumulative discounts.
+    """
     gains = _gain(prep.judged_grade, kind)
     positive = gains > 0
     codes, gains = prep.judged_code[positive], gains[positive]
+    levels, level_of = np.unique(gains, return_inverse=True)
+    out = {}
+    if 0 < levels.size <= 32 and nq * levels.size <= 8 * codes.size + 1_000_000:
+        count = np.bincount(codes * levels.size + level_of, minlength=nq * levels.size)
+        count = count.reshape(nq, levels.size)[:, ::-1]  # highest gain first
+        end = np.cumsum(count, axis=1)
+        start = end - count
+        longest = int(end[:, -1].max())
+        cumulative = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(longest) + 2.0))))
+        for k in cutoffs:
+            lo = start if k is None else np.minimum(start, k)
+            hi = end if k is None else np.minimum(end, k)
+            span = cumulative[hi] - cumulative[lo]
+            out[k] = span @ levels[::-1]
+        return out
     order = np.lexsort((-gains, codes))
     codes, gains = codes[order], gains[order]
     ideal_pos = positions(codes)
     terms = gains / np.log2(ideal_pos + 2.0)
-    out = {}
     for k in cutoffs:
         mask = slice(None) if k is None else ideal_pos < k
         out[k] = np.bincount(codes[mask], weights=terms[mask], minlength=nq)
@@ -521,10 +545,7 @@ def _ideal_dcg(prep: _Prepared, kind: str, cutoffs: set[int | None], nq: int) ->
 def _compute(prep: _Prepared, metrics: Sequence[Metric], rel_level: float, gain: str) -> dict:
     """Per-query values (length nq arrays) of every metric, NaN where undefined."""
     nq = len(prep.ids)
-    judged = ~np.isnan(prep.row_grade)
-    q = prep.row_code[judged]
-    p = prep.row_pos[judged]
-    g = prep.row_grade[judged]
+    q, p, g = prep.row_code, prep.row_pos, prep.row_grade
     results: dict[str, np.ndarray] = {}
     num_rel_cache: dict[float, np.ndarray] = {}
     relevant_cache: dict[float, tuple] = {}
