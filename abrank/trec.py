@@ -262,9 +262,10 @@ def _mix(x: np.ndarray, tmp: np.ndarray) -> None:
 def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     """A uint64 key per string, read straight from Arrow's buffers (no per-row Python).
 
-    When every string is at most 8 bytes and none holds a NUL byte the key is the string's
-    bytes themselves, so equal keys mean equal strings (``exact`` is True). Otherwise every
-    string gets a 64-bit hash of its 8-byte words, and equal keys must be confirmed.
+    When every string is at most 7 bytes the key is the string's bytes plus its length (at
+    8 bytes: its bytes, when no string holds a NUL byte), so equal keys mean equal strings
+    (``exact`` is True). Otherwise every string gets a 64-bit hash of its 8-byte words, and
+    equal keys must be confirmed on the strings.
     """
     chunks = [
         c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
@@ -276,7 +277,11 @@ def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     if not chunks:
         return out, True
     longest = max(int(pc.max(pc.binary_length(c)).as_py() or 0) for c in chunks)
-    exact = longest <= 8 and not any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks)
+    # up to 7 bytes the key holds the bytes and the length: equal keys, equal strings;
+    # at 8 bytes there is no room for the length, so NUL bytes must be ruled out
+    exact = longest <= 7 or (
+        longest == 8 and not any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks)
+    )
     base = 0
     for chunk in chunks:
         n = len(chunk)
@@ -300,6 +305,8 @@ def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
             if exact:
                 _words_at(key, start, words, tail_words, safe, tail_from)
                 key &= _LOW_BYTES[length]
+                if longest <= 7:
+                    key |= length.astype(np.uint64) << np.uint64(56)
                 continue
             tmp = np.empty_like(key)
             word = np.empty_like(key)

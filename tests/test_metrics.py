@@ -268,6 +268,13 @@ def test_diagnostics_of_an_arm():
     assert empty.judged_queries == 0 and empty.to_dict()["judged_at_k"] is None
 
 
+@pytest.mark.parametrize("stem", ["a", "abcdefg"])
+def test_ids_that_differ_only_by_a_trailing_nul_byte_are_different(stem):
+    rankings = frame([("q", stem + "\x00", 1), ("q", stem, 2)])
+    table = evaluate(rankings, qrels([("q", stem, 1)]), ["mrr"])
+    assert table.at["q", "mrr"] == 0.5
+
+
 # --------------------------------------------------------------------------- errors
 
 
