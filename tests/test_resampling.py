@@ -255,3 +255,18 @@ def test_repeated_values_at_scale_stay_exact() -> None:
     d = _mrr_deltas(rng, 200_000)
     result = compare(np.zeros(d.size) + 0.5, 0.5 + d, n_resamples=2000)
     assert result.approximation is None
+
+
+def test_adaptive_grid_keeps_the_bound_below_the_stated_share_of_the_standard_error():
+    rng = np.random.default_rng(11)
+    n = 200_000
+    d = rng.normal(0.05, 0.2, n).clip(-1, 1)
+    (bins,) = rs.adaptive_bins(d, (4096,))
+    width = float(np.ptp(d)) / bins
+    bound = rs.grid_error_bound(width, n)
+    standard_error = float(d.std()) / np.sqrt(n)
+    assert bound <= rs.GRID_SE_SHARE * standard_error
+    # one cell fewer would break it: the grid is no finer than it needs to be
+    assert rs.grid_error_bound(float(np.ptp(d)) / (bins - 1), n) > rs.GRID_SE_SHARE * standard_error
+    # the cap wins when the data would need more cells
+    assert rs.adaptive_bins(d, (100,)) == (100,)
