@@ -395,6 +395,12 @@ def _build_readout(
     }
     matched = int(_intersection(scored.present.values()).size)
     warnings = _warnings(experiment, scored, missing)
+    for comparison in comparisons:
+        if comparison.approximation and comparison.segment is None:
+            warnings.append(
+                f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
+                f"{comparison.approximation}"
+            )
     summary = {
         "experiment": {
             "name": experiment.name,

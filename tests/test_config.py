@@ -133,7 +133,7 @@ def test_demo_config_is_valid():
     assert exp.name == "demo-reranker"
     assert exp.segments.columns == ["locale", "device"]
     assert exp.treatments[0].columns.mapping() == {
-        "qid": "query_id",
-        "doc": "doc_id",
-        "pos": "rank",
+        "query_id": "qid",
+        "doc_id": "doc",
+        "rank": "pos",
     }
