@@ -194,7 +194,10 @@ def verdict_phrase(comp: dict[str, Any], treatment_label: str) -> str:
     verdict = comp.get("verdict")
     if verdict in VERDICT_TEXT:
         return f"{treatment_label} {VERDICT_TEXT[verdict]}"
-    if _number(comp.get("mde")):
+    unchanged = comp.get("design", "paired") == "paired" and comp.get("ties") == comp.get("n")
+    if unchanged and _number(comp.get("n")) and comp["n"] > 0:
+        return "inconclusive (no query changed)"
+    if _number(comp.get("mde")) and comp["mde"] > 0:
         return f"inconclusive (this experiment could detect deltas ≥ {fmt_value(comp['mde'])})"
     return "inconclusive"
 
@@ -213,7 +216,8 @@ def headline_line(
     if _number(comp.get("relative_lift")):
         interval += f" / {fmt_relative_interval(comp)}"
     parts += [interval, p_phrase(comp), n_phrase(comp)]
-    if all(_number(comp.get(k)) for k in ("wins", "ties", "losses")):
+    paired = comp.get("design", "paired") == "paired"
+    if paired and all(_number(comp.get(k)) for k in ("wins", "ties", "losses")):
         parts.append(
             f"W/T/L {fmt_count(comp['wins'])}/{fmt_count(comp['ties'])}/{fmt_count(comp['losses'])}"
         )

@@ -925,3 +925,56 @@ def test_numpy_scalars_and_missing_numbers_render():
     assert row["mde"][0] == "n/a" and math.isnan(row["mde"][1])
     assert row["effect_size"] == ("n/a", None)
     assert row["p_values.t"] == ("< 0.001", 1.2e-80)
+
+
+def test_headline_of_unchanged_queries_and_of_the_independent_design():
+    from abrank.report import headline_line
+
+    summary = {
+        "arms": [
+            {"name": "c", "label": "C", "role": "control"},
+            {"name": "t", "label": "T", "role": "treatment"},
+        ],
+        "metric_labels": {"recall@100": "Recall@100"},
+    }
+    same = {
+        "metric": "recall@100",
+        "treatment": "t",
+        "segment": None,
+        "design": "paired",
+        "n": 43,
+        "control_mean": 0.491,
+        "treatment_mean": 0.491,
+        "delta": 0.0,
+        "relative_lift": 0.0,
+        "ci": [0.0, 0.0],
+        "relative_ci": [0.0, 0.0],
+        "p_value": 1.0,
+        "p_adjusted": 1.0,
+        "primary_test": "t",
+        "correction": "holm",
+        "confidence_level": 0.95,
+        "mde": 0.0,
+        "wins": 0,
+        "ties": 43,
+        "losses": 0,
+        "verdict": "inconclusive",
+    }
+    line = headline_line(summary, same)
+    assert line.endswith("W/T/L 0/43/0  → inconclusive (no query changed)")
+    independent = {
+        **same,
+        "design": "independent",
+        "n": 80,
+        "n_control": 40,
+        "n_treatment": 40,
+        "treatment_mean": 0.5,
+        "delta": 0.009,
+        "mde": 0.05,
+        "wins": 0,
+        "ties": 0,
+        "losses": 0,
+    }
+    line = headline_line(summary, independent)
+    assert "W/T/L" not in line
+    assert line.endswith("→ inconclusive (this experiment could detect deltas ≥ 0.050)")
