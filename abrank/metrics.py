@@ -391,6 +391,7 @@ def _prepare(
         raise DataError(f"rankings: columns: expected a rank or a score column, got {found}")
     rq = as_arrow(rankings["query_id"], "rankings: query_id")
     rd = as_arrow(rankings["doc_id"], "rankings: doc_id")
+    inline = jq = jd = jgrade = None
     if judgments is None:
         if "relevance" not in rankings.columns:
             raise DataError(
@@ -398,12 +399,30 @@ def _prepare(
                 "got neither"
             )
         inline = _numbers(rankings["relevance"], "rankings: relevance", allow_nan=True)
-        codes, ids = query_codes(rq)
     else:
         _columns(judgments, "judgments", ("query_id", "doc_id", "relevance"))
         jq = as_arrow(judgments["query_id"], "judgments: query_id")
         jd = as_arrow(judgments["doc_id"], "judgments: doc_id")
         jgrade = _numbers(judgments["relevance"], "judgments: relevance", allow_nan=False)
+    return _prepare_arrays(rq, rd, key, inline, jq, jd, jgrade, depth, reach)
+
+
+def _prepare_arrays(
+    rq: pa.ChunkedArray,
+    rd: pa.ChunkedArray,
+    key: np.ndarray,
+    inline: np.ndarray | None,
+    jq: pa.ChunkedArray | None,
+    jd: pa.ChunkedArray | None,
+    jgrade: np.ndarray | None,
+    depth: int | None,
+    reach: int | None,
+) -> _Prepared:
+    """_prepare on arrays: ids as Arrow strings, ``key`` ascending = better rank, labels
+    either inline (per ranking row, NaN = unjudged) or as judgments (jq, jd, jgrade)."""
+    if inline is not None:
+        codes, ids = query_codes(rq)
+    else:
         (codes, jcodes), ids = query_codes(rq, jq)
     nq = len(ids)
 
@@ -420,16 +439,21 @@ def _prepare(
         keep = pos < reach
         rows = np.flatnonzero(keep) if rows is None else rows[keep]
         ordered, pos = ordered[keep], pos[keep]
-    kept_docs = rd if rows is None else rd.take(pa.array(rows))
 
     def original(items: np.ndarray) -> np.ndarray:
         return items if rows is None else rows[items]
 
-    if judgments is None:
+    if inline is not None:
         # labels carried by the log: every labelled row is a judgment, kept or not
         labelled = ~np.isnan(inline)
         jcodes, jgrade = codes[labelled], inline[labelled]
-        first, later = equal_pairs(ordered, *doc_keys(kept_docs), kept_docs)
+        keys, exact = doc_keys(rd)
+        keys = keys if rows is None else keys[rows]  # keys, not strings, follow the order
+
+        def take(items: np.ndarray) -> pa.ChunkedArray:
+            return rd.take(pa.array(original(items)))
+
+        first, later = equal_pairs(ordered, keys, exact, take)
         if later.size:
             raise DataError(
                 "rankings: (query_id, doc_id): expected each document once per query, got "
@@ -441,11 +465,18 @@ def _prepare(
     else:
         n = ordered.size
         all_codes = np.concatenate([ordered, jcodes])
-        all_docs = pa.chunked_array(
-            [*kept_docs.chunks, *jd.chunks],
-            type=pa.large_string(),
-        )
-        first, later = equal_pairs(all_codes, *doc_keys(all_docs), all_docs)
+        all_docs = pa.chunked_array([*rd.chunks, *jd.chunks], type=pa.large_string())
+        keys, exact = doc_keys(all_docs)  # ranking rows in their given order, then judgments
+        size = len(rd)
+        if rows is not None:  # else the ranking rows are all kept, in their order
+            keys = np.concatenate([keys[:size][rows], keys[size:]])
+
+        def take(items: np.ndarray) -> pa.ChunkedArray:
+            ranked = items < n
+            where = np.where(ranked, original(np.where(ranked, items, 0)), items - n + size)
+            return all_docs.take(pa.array(where))
+
+        first, later = equal_pairs(all_codes, keys, exact, take)
         run_dup = later < n
         if run_dup.any():
             raise DataError(
@@ -656,24 +687,10 @@ def evaluate(
     some requested metric reads (down to its deepest cutoff) are checked, as those are the
     rows joined to the judgments.
     """
-    return _evaluate(rankings, judgments, metrics, rel_level, gain, depth, complete)
-
-
-def _evaluate(
-    rankings: pd.DataFrame,
-    judgments: pd.DataFrame | None,
-    metrics: Sequence[str | Metric],
-    rel_level: float,
-    gain: str,
-    depth: int | None,
-    complete: bool,
-    join_all: bool = False,
-) -> pd.DataFrame:
-    """evaluate(); ``join_all`` joins (and checks for duplicates) every row within depth."""
     parsed = parse_metrics(metrics)
     _options(rel_level, gain, depth)
-    cut = join_all or any(m.k is None for m in parsed)
-    reach = None if cut else max(m.k for m in parsed)
+    # rows below every requested cutoff cannot change a value: they are not joined
+    reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
     prep = _prepare(rankings, judgments, depth, reach)
     values = _compute(prep, parsed, float(rel_level), gain)
     scored = _scored(prep, complete)

@@ -17,7 +17,7 @@ ranking with its judgments).
 from __future__ import annotations
 
 import gzip
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -331,7 +331,10 @@ def _words_at(
 
 
 def equal_pairs(
-    codes: np.ndarray, keys: np.ndarray, exact: bool, docs: pa.ChunkedArray
+    codes: np.ndarray,
+    keys: np.ndarray,
+    exact: bool,
+    docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of items with the same query code and the same doc id.
 
@@ -390,7 +393,7 @@ def equal_pairs(
     same = keys[first] == keys[later]
     first, later = first[same], later[same]
     if not exact and first.size:
-        equal = pc.equal(docs.take(pa.array(first)), docs.take(pa.array(later)))
+        equal = pc.equal(_take(docs, first), _take(docs, later))
         keep = equal.to_numpy(zero_copy_only=False)
         first, later = first[keep], later[keep]
     crowded = ~alone
@@ -401,11 +404,16 @@ def equal_pairs(
     return first, later
 
 
+def _take(docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array], items: np.ndarray):
+    """The doc ids of some items: ``docs`` is the ids in item order, or a function."""
+    return docs(items) if callable(docs) else docs.take(pa.array(items))
+
+
 def _equal_pairs_exact(
-    codes: np.ndarray, items: np.ndarray, docs: pa.ChunkedArray
+    codes: np.ndarray, items: np.ndarray, docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Slow exact path of :func:`equal_pairs` for a (small) subset of items."""
-    table = pa.table({"q": codes, "d": docs.take(pa.array(items)), "i": items})
+    table = pa.table({"q": codes, "d": _take(docs, items), "i": items})
     perm = pc.sort_indices(
         table, sort_keys=[("q", "ascending"), ("d", "ascending"), ("i", "ascending")]
     )
@@ -439,8 +447,10 @@ def read_trec_run(path: str | Path, *, duplicates: str = "error") -> pd.DataFram
     return _read_run(path, duplicates, check=True)
 
 
-def _read_run(path: str | Path, duplicates: str, check: bool) -> pd.DataFrame:
-    """read_trec_run; ``check=False`` skips the duplicate search (evaluate repeats it)."""
+def _run_arrays(
+    path: str | Path,
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray, _Lines]:
+    """Query ids, doc ids and scores of a run file, in file order, scores checked."""
     table, lines = _read_fields(path, RUN_FIELDS, {"query_id": 0, "doc_id": 2, "score": 4})
     score, bad = _parse_floats(table["score"])
     if bad is not None or np.isnan(score).any():
@@ -449,7 +459,12 @@ def _read_run(path: str | Path, duplicates: str, check: bool) -> pd.DataFrame:
             f"{path}: line {lines[row]}: score: expected a number, "
             f"got {str(table['score'][row].as_py())!r}"
         )
-    qid, doc = table["query_id"], table["doc_id"]
+    return table["query_id"], table["doc_id"], score, lines
+
+
+def _read_run(path: str | Path, duplicates: str, check: bool) -> pd.DataFrame:
+    """read_trec_run; ``check=False`` skips the duplicate search."""
+    qid, doc, score, lines = _run_arrays(path)
     codes, _ = query_codes(qid)
     first, later = equal_pairs(codes, *doc_keys(doc), doc) if check else (None, np.zeros(0))
     if later.size:
@@ -491,6 +506,14 @@ def read_trec_qrels(path: str | Path) -> pd.DataFrame:
     Returns the canonical judgments frame ``query_id``, ``doc_id`` (str) and
     ``relevance`` (float64). A (query, doc) pair judged twice is an error, as in trec_eval.
     """
+    qid, doc, grade = _qrels_arrays(path)
+    return pd.DataFrame(
+        {"query_id": _to_str_series(qid), "doc_id": _to_str_series(doc), "relevance": grade}
+    )
+
+
+def _qrels_arrays(path: str | Path) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
+    """Query ids, doc ids and grades of a qrels file, checked (numbers, no repeats)."""
     table, lines = _read_fields(path, QRELS_FIELDS, {"query_id": 0, "doc_id": 2, "relevance": 3})
     grade, bad = _parse_floats(table["relevance"])
     if bad is not None or np.isnan(grade).any():
@@ -513,9 +536,7 @@ def read_trec_qrels(path: str | Path) -> pd.DataFrame:
             f"{path}: line {lines[int(later[0])]}: expected one judgment per (query, doc) pair, "
             f"got {later.size} repeated: {shown}{more}"
         )
-    return pd.DataFrame(
-        {"query_id": _to_str_series(qid), "doc_id": _to_str_series(doc), "relevance": grade}
-    )
+    return qid, doc, grade
 
 
 def _to_str_series(column: pa.ChunkedArray) -> pd.Series:
@@ -700,48 +721,50 @@ def trec_eval_text(
     missing from the run score 0 too. Values are printed at full double precision
     (``repr``) unless ``digits`` is given (``digits=4`` prints like trec_eval's ``%.4f``).
     """
-    from abrank.metrics import _evaluate, parse_metrics
+    from abrank.metrics import _compute, _options, _prepare_arrays, _scored, parse_metrics
 
     if digits is not None and (
         not isinstance(digits, int) or isinstance(digits, bool) or digits < 0
     ):
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
-    judgments = read_trec_qrels(qrels_path)
+    _options(rel_level, "linear", depth)
+    jq, jd, grade = _qrels_arrays(qrels_path)
+    rq, rd, score, _ = _run_arrays(run_path)
     # Like trec_eval, refuse a run with a document twice among a query's first `depth`
     # rows. The join finds such pairs anyway; the reader's own search, which names the
     # lines, runs only when there is one to report.
-    run = _read_run(run_path, "error", check=False)
     try:
-        table = _evaluate(
-            run, judgments, parsed, rel_level, "linear", depth, complete, join_all=True
-        )
+        prep = _prepare_arrays(rq, rd, -score, None, jq, jd, grade, depth, None)
     except DataError as exc:
         if str(exc).startswith("rankings: (query_id, doc_id)"):
             read_trec_run(run_path)
         raise
-    if table.empty:
+    scored = _scored(prep, complete)
+    if not scored.any():
         raise DataError(
             f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
         )
-    values = table.fillna(0.0)
+    results = _compute(prep, parsed, float(rel_level), "linear")
+    # trec_eval scores an undefined value (no relevant judgment) as 0
+    columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
+    qids = prep.ids.filter(pa.array(scored)).to_pylist()
 
     def fmt(value: float) -> str:
         return repr(float(value)) if digits is None else f"{value:.{digits}f}"
 
-    def texts(column: pd.Series) -> list[str]:
+    def texts(column: np.ndarray) -> list[str]:
         numbers = column.tolist()
         return list(map(repr, numbers)) if digits is None else [f"{v:.{digits}f}" for v in numbers]
 
     out: list[str] = []
     if per_query:
-        qids = values.index.tolist()
         blocks = [
-            [f"{m.name}\t{q}\t{v}" for q, v in zip(qids, texts(values[m.name]), strict=True)]
+            [f"{m.name}\t{q}\t{v}" for q, v in zip(qids, texts(columns[m.name]), strict=True)]
             for m in parsed
         ]
         # trec_eval's layout: all measures of one query, then the next query
         out = [line for row in zip(*blocks, strict=True) for line in row]
     for metric in parsed:
-        out.append(f"{metric.name}\tall\t{fmt(values[metric.name].mean())}")
+        out.append(f"{metric.name}\tall\t{fmt(columns[metric.name].mean())}")
     return "\n".join(out) + "\n"
