@@ -83,16 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     metrics.add_argument("qrels", metavar="QRELS", help="judgments (TREC qrels or a table)")
     metrics.add_argument("run", metavar="RUN", help="ranking (TREC run or a table)")
-    metrics.add_argument(
-        "-m",
-        "--metric",
-        dest="metrics",
-        nargs="+",
-        action="extend",
-        required=True,
-        metavar="METRIC",
-        help="metric names, e.g. ndcg@10 mrr@10 P@5 map",
-    )
+    _metric_option(metrics)
     metrics.add_argument("--per-query", "-q", action="store_true", help="print a row per query")
     metrics.add_argument(
         "--complete",
@@ -123,18 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Quick paired readout of two runs on the same judgments, without a config.",
         "abrank compare qrels.txt bm25.run reranker.run -m ndcg@10 mrr@10 --json",
     )
-    compare.add_argument("qrels", metavar="QRELS")
-    compare.add_argument("control", metavar="CONTROL_RUN")
-    compare.add_argument("treatment", metavar="TREATMENT_RUN")
-    compare.add_argument(
-        "-m",
-        "--metric",
-        dest="metrics",
-        nargs="+",
-        action="extend",
-        required=True,
-        metavar="METRIC",
-    )
+    compare.add_argument("qrels", metavar="QRELS", help="judgments (TREC qrels or a table)")
+    compare.add_argument("control", metavar="CONTROL_RUN", help="the control ranking")
+    compare.add_argument("treatment", metavar="TREATMENT_RUN", help="the treatment ranking")
+    _metric_option(compare)
     compare.add_argument("--json", action="store_true", help="print the comparisons as JSON")
     compare.add_argument("--rel-level", "-l", type=float, default=1, help="lowest relevant grade")
     compare.add_argument("--seed", type=int, default=0, help="resampling seed (default 0)")
@@ -163,6 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, help="generator seed (default: the demo's own)")
     demo.add_argument("--queries", type=int, default=2000, help="number of queries (default 2000)")
     return parser
+
+
+def _metric_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-m",
+        "--metric",
+        dest="metrics",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="METRIC",
+        help="metric names, e.g. ndcg@10 mrr@10 P@5 map",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

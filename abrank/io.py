@@ -113,7 +113,6 @@ def read_rankings(
     if fmt == "trec":
         from abrank.trec import read_trec_run
 
-        _check_readable(path)
         return read_trec_run(path, duplicates=duplicates)
     frame, first_line = _read_table(path, fmt)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id"))
@@ -149,7 +148,6 @@ def read_judgments(
     if fmt == "qrels":
         from abrank.trec import read_trec_qrels
 
-        _check_readable(path)
         return read_trec_qrels(path)
     frame, first_line = _read_table(path, fmt)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))

@@ -8,6 +8,7 @@ never leaves a half-written folder and never damages an earlier readout.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -584,19 +585,11 @@ def _display_path(path: str | Path) -> str:
 
 
 def _union(indexes) -> pd.Index:
-    indexes = list(indexes)
-    result = indexes[0]
-    for index in indexes[1:]:
-        result = result.union(index)
-    return result
+    return functools.reduce(pd.Index.union, indexes)
 
 
 def _intersection(indexes) -> pd.Index:
-    indexes = list(indexes)
-    result = indexes[0]
-    for index in indexes[1:]:
-        result = result.intersection(index)
-    return result
+    return functools.reduce(pd.Index.intersection, indexes)
 
 
 def _first_id(frame: pd.DataFrame) -> str:
