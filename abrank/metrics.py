@@ -674,7 +674,7 @@ def evaluate(
     ``score`` (ordered as trec_eval orders it). ``judgments`` holds ``query_id``,
     ``doc_id`` and ``relevance``; when it is None the rankings' own ``relevance`` column
     supplies the labels (missing = unjudged). Only the first ``depth`` documents of each
-    query count (None: all).
+    query count (None: all; trec_eval's ``-M``, which trec_eval itself leaves unlimited).
 
     Returns a float64 frame indexed by ``query_id`` (sorted), one column per metric named
     by its canonical name, in the order given. Queries scored are those both ranked and

@@ -720,6 +720,8 @@ def trec_eval_text(
     but not in the qrels are ignored; with ``complete`` (trec_eval ``-c``) judged queries
     missing from the run score 0 too. Values are printed at full double precision
     (``repr``) unless ``digits`` is given (``digits=4`` prints like trec_eval's ``%.4f``).
+    ``depth`` is trec_eval's ``-M``; trec_eval 9 itself sets no limit by default, so for
+    runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
     """
     from abrank.metrics import _compute, _options, _prepare_arrays, _scored, parse_metrics
 
