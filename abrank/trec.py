@@ -115,7 +115,7 @@ def order_rows(
             ties &= same
             if not ties.any():
                 return None, True
-            order = np.arange(n)
+            order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
             _break_ties(order, ties, doc_ids)
             return order, True
     order = np.lexsort((key, codes))
@@ -512,8 +512,11 @@ def read_trec_qrels(path: str | Path) -> pd.DataFrame:
     )
 
 
-def _qrels_arrays(path: str | Path) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
-    """Query ids, doc ids and grades of a qrels file, checked (numbers, no repeats)."""
+def _qrels_arrays(
+    path: str | Path, check: bool = True
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
+    """Query ids, doc ids and grades of a qrels file, checked (numbers; no repeated pair
+    unless ``check`` is False)."""
     table, lines = _read_fields(path, QRELS_FIELDS, {"query_id": 0, "doc_id": 2, "relevance": 3})
     grade, bad = _parse_floats(table["relevance"])
     if bad is not None or np.isnan(grade).any():
@@ -523,6 +526,8 @@ def _qrels_arrays(path: str | Path) -> tuple[pa.ChunkedArray, pa.ChunkedArray, n
             f"got {str(table['relevance'][row].as_py())!r}"
         )
     qid, doc = table["query_id"], table["doc_id"]
+    if not check:
+        return qid, doc, grade
     codes, _ = query_codes(qid)
     _, later = equal_pairs(codes, *doc_keys(doc), doc)
     if later.size:
@@ -731,16 +736,18 @@ def trec_eval_text(
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
     _options(rel_level, "linear", depth)
-    jq, jd, grade = _qrels_arrays(qrels_path)
+    jq, jd, grade = _qrels_arrays(qrels_path, check=False)
     rq, rd, score, _ = _run_arrays(run_path)
     # Like trec_eval, refuse a run with a document twice among a query's first `depth`
-    # rows. The join finds such pairs anyway; the reader's own search, which names the
-    # lines, runs only when there is one to report.
+    # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
+    # readers' own searches, which name the lines, run only when there is one to report.
     try:
         prep = _prepare_arrays(rq, rd, -score, None, jq, jd, grade, depth, None)
     except DataError as exc:
         if str(exc).startswith("rankings: (query_id, doc_id)"):
             read_trec_run(run_path)
+        if str(exc).startswith("judgments: (query_id, doc_id)"):
+            read_trec_qrels(qrels_path)
         raise
     scored = _scored(prep, complete)
     if not scored.any():

@@ -294,6 +294,8 @@ def main() -> int:
         }
         # ranx keeps file order for tied scores; compare on ndcg/recall where ties rarely matter
         agree("ranx", ours, theirs, {m: m for m in ranx_metrics}, tolerance=1e-6)
+        print("  (ranx keeps tied scores in file order; trec_eval and abrank order them by doc id")
+        print("   descending, so queries with ties near the top differ, as DESIGN.md warns)")
         del ranx_qrels, ranx_run, per_query
 
     if not args.skip_irm:

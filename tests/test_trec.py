@@ -278,6 +278,13 @@ def test_trec_eval_text_errors(tmp_path):
     with pytest.raises(DataError) as info:
         trec_eval_text(qrels, run, ["mrr"])
     assert str(info.value).startswith(f"{run}: line 7: expected each document once per query")
+    repeated = write(tmp_path / "repeated.txt", QRELS + "q2 0 d1 0\n")
+    with pytest.raises(DataError) as info:
+        trec_eval_text(repeated, write(tmp_path / "r0.txt", RUN), ["mrr"])
+    assert str(info.value) == (
+        f"{repeated}: line 5: expected one judgment per (query, doc) pair, got 1 repeated: "
+        "('q2', 'd1') at line 5"
+    )
     # as in trec_eval -M, only the first `depth` documents of a query are checked
     deep = write(tmp_path / "deep.txt", RUN + "q1 Q0 d2 9 0.1 sys\n")
     assert trec_eval_text(qrels, deep, ["mrr"], depth=3) == "mrr\tall\t0.5\n"
