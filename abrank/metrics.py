@@ -469,7 +469,9 @@ def _prepare_arrays(
         keys, exact = doc_keys(all_docs)  # ranking rows in their given order, then judgments
         size = len(rd)
         if rows is not None:  # else the ranking rows are all kept, in their order
-            keys = np.concatenate([keys[:size][rows], keys[size:]])
+            kept = rows.size
+            keys[:kept] = keys[:size][rows]
+            keys = np.delete(keys, np.s_[kept:size]) if kept < size else keys
 
         def take(items: np.ndarray) -> pa.ChunkedArray:
             ranked = items < n

@@ -74,7 +74,7 @@ def rank_by_score(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame if order is None else frame.take(order)
     out = out.reset_index(drop=True) if order is not None else out.copy()
     ordered_codes = codes if order is None else codes[order]
-    out["rank"] = positions(ordered_codes) + 1
+    out["rank"] = positions(ordered_codes).astype(np.int64) + 1
     return out
 
 
@@ -147,15 +147,17 @@ def _break_ties(order: np.ndarray, ties: np.ndarray, doc_ids: pa.ChunkedArray) -
 
 
 def positions(codes: np.ndarray) -> np.ndarray:
-    """0-based position (int64) of each row within its run of equal consecutive codes."""
+    """0-based position of each row within its run of equal consecutive codes (int32 when
+    that fits, to save memory on large rankings)."""
     n = codes.size
+    dtype = np.int32 if n < 2**31 else np.int64
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=dtype)
     start = np.empty(n, dtype=bool)
     start[0] = True
     np.not_equal(codes[1:], codes[:-1], out=start[1:])
     first = np.flatnonzero(start)
-    pos = np.ones(n, dtype=np.int64)
+    pos = np.ones(n, dtype=dtype)
     pos[first[1:]] = first[:-1] - first[1:] + 1
     pos[0] = 0
     np.cumsum(pos, out=pos)
@@ -196,10 +198,9 @@ def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
     """
     encoded = []
     for column in columns:
-        combined = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        if not pa.types.is_large_string(combined.type):
-            combined = combined.cast(pa.large_string())
-        encoded.append(_encode_grouped(combined))
+        if not pa.types.is_large_string(column.type):
+            column = column.cast(pa.large_string())
+        encoded.append(_encode_grouped(column))
     dictionaries = [e.dictionary for e in encoded]
     union = pc.unique(pa.concat_arrays(dictionaries)) if len(dictionaries) > 1 else dictionaries[0]
     ids = union.take(pc.sort_indices(union))
@@ -216,7 +217,31 @@ class _Encoded:
         self.indices = indices
 
 
-def _encode_grouped(values: pa.Array) -> _Encoded:
+def _run_starts(values: pa.ChunkedArray) -> np.ndarray:
+    """Row indices where a new run of equal neighbouring ids starts (row 0 included).
+
+    Compares within each chunk (slicing a chunked array across chunk boundaries would
+    make Arrow copy it) and then across the boundaries.
+    """
+    starts = []
+    base = 0
+    previous = None
+    for chunk in values.chunks:
+        size = len(chunk)
+        if size == 0:
+            continue
+        first = chunk[0].as_py()
+        if previous is None or first != previous:
+            starts.append(np.array([base]))
+        if size > 1:
+            change = pc.not_equal(chunk[1:], chunk[:-1]).to_numpy(zero_copy_only=False)
+            starts.append(np.flatnonzero(change) + (base + 1))
+        previous = chunk[size - 1].as_py()
+        base += size
+    return np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
+
+
+def _encode_grouped(values: pa.ChunkedArray) -> _Encoded:
     """Dictionary-encode ids; fast when equal ids sit together (a ranking's queries do).
 
     Only the first id of each run of equal neighbours is hashed; if those heads are all
@@ -224,16 +249,23 @@ def _encode_grouped(values: pa.Array) -> _Encoded:
     """
     n = len(values)
     if n > 1:
-        change = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
-        heads = np.concatenate(([0], np.flatnonzero(change) + 1))
+        heads = _run_starts(values)
         if heads.size < n // 4:
             head_ids = values.take(pa.array(heads))
+            if isinstance(head_ids, pa.ChunkedArray):
+                head_ids = head_ids.combine_chunks()  # one id per query: small
             encoded = pc.dictionary_encode(head_ids)
             if len(encoded.dictionary) == heads.size:
                 lengths = np.diff(np.append(heads, n))
                 codes = np.repeat(np.arange(heads.size, dtype=np.int32), lengths)
                 return _Encoded(encoded.dictionary, codes)
     encoded = pc.dictionary_encode(values)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.unify_dictionaries()
+        if encoded.num_chunks == 0:
+            return _Encoded(pa.array([], type=values.type), np.zeros(0, dtype=np.int32))
+        indices = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+        return _Encoded(encoded.chunk(0).dictionary, np.concatenate(indices))
     return _Encoded(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False))
 
 
@@ -495,7 +527,7 @@ def _read_run(path: str | Path, duplicates: str, check: bool) -> pd.DataFrame:
             "query_id": _to_str_series(qid),
             "doc_id": _to_str_series(doc),
             "score": score,
-            "rank": positions(codes) + 1,
+            "rank": positions(codes).astype(np.int64) + 1,
         }
     )
 
@@ -738,6 +770,7 @@ def trec_eval_text(
     _options(rel_level, "linear", depth)
     jq, jd, grade = _qrels_arrays(qrels_path, check=False)
     rq, rd, score, _ = _run_arrays(run_path)
+    pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
     # Like trec_eval, refuse a run with a document twice among a query's first `depth`
     # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
     # readers' own searches, which name the lines, run only when there is one to report.

@@ -355,3 +355,19 @@ def test_cli_metrics_bad_input_exits_2_with_one_line(tmp_path):
     result = run_cli(str(qrels), str(run), "-m", "ndgc@10")
     assert result.returncode == 2
     assert "did you mean 'ndcg@10'?" in result.stderr
+
+
+def test_query_codes_over_several_chunks_grouped_or_not():
+    import pyarrow as pa
+
+    from abrank.trec import query_codes
+
+    grouped = pa.chunked_array([["b", "b", "b", "b", "b"], ["b", "a", "a", "a", "a"], ["c"] * 6])
+    mixed = pa.chunked_array([["b", "a", "c"], ["a", "b"], ["c", "c", "a"]])
+    for column in (grouped, mixed):
+        codes, ids = query_codes(column)
+        assert ids.to_pylist() == ["a", "b", "c"]
+        assert [ids[int(c)].as_py() for c in codes] == column.to_pylist()
+    (first, second), ids = query_codes(mixed, pa.chunked_array([["d", "a"], ["b"]]))
+    assert ids.to_pylist() == ["a", "b", "c", "d"]
+    assert second.tolist() == [3, 0, 1] and first.tolist() == [1, 0, 2, 0, 1, 2, 2, 0]
