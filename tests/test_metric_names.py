@@ -103,6 +103,9 @@ def test_unknown_name_without_close_match_has_no_suggestion():
     with pytest.raises(ConfigError) as info:
         parse_metric("zzzz")
     assert str(info.value).endswith("got 'zzzz'")
+    with pytest.raises(ConfigError) as info:
+        parse_metric("ndcg@@10")  # a known family: nothing closer to suggest
+    assert str(info.value).endswith("got 'ndcg@@10'")
 
 
 @pytest.mark.parametrize(
