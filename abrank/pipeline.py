@@ -203,7 +203,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
 
     judgments = data.judgments
     if judged.size != universe.size:
-        judgments = judgments.loc[judgments["query_id"].isin(universe)]
+        judgments = judgments.loc[_member(judgments["query_id"], universe)]
     best = judgments.groupby("query_id", sort=False)["relevance"].max().reindex(universe)
     without_relevant = best.index[best.fillna(-np.inf).to_numpy() < experiment.relevance_threshold]
 
@@ -222,8 +222,8 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     first_relevant: dict[str, pd.Series] = {}
     for name, frame in data.rankings.items():
         rankings = frame
-        if logged[name].size != present[name].size or not present[name].isin(universe).all():
-            rankings = frame.loc[frame["query_id"].isin(universe)]
+        if logged[name].size != present[name].size or not _member(present[name], universe).all():
+            rankings = frame.loc[_member(frame["query_id"], universe)]
         table = evaluate(rankings, judgments, [*metrics, *extra], complete=paired, **options)
         scope = universe if paired else present[name]
         table = table.reindex(scope).rename_axis("query_id")
@@ -235,7 +235,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
             )
         # No metric is defined for a query with nothing relevant to find (DESIGN.md
         # "Metrics"): blank them all, so the per-query table, curves and comparisons agree.
-        table.loc[table.index.isin(without_relevant)] = np.nan
+        table.loc[_member(table.index, without_relevant)] = np.nan
         values[name] = table[[m.name for m in metrics]]
         rows = [
             {"arm": name, "metric": m.family, "k": m.k, "value": float(table[m.name].mean())}
@@ -528,7 +528,7 @@ def write_readout(
                 json.dump(readout.summary, handle, indent=2, allow_nan=False)
                 handle.write("\n")
         if "csv" in formats:
-            readout.per_query.to_csv(staging / "per_query.csv", index=False, float_format="%.10g")
+            _write_csv(readout.per_query, staging / "per_query.csv")
         rendered = [f for f in ("html", "md") if f in formats]
         if rendered:
             from abrank.report import write_report
@@ -539,6 +539,15 @@ def write_readout(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """CSV through Arrow's writer: full float precision, empty cells for missing values."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    options = pcsv.WriteOptions(quoting_style="needed")
+    pcsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path, options)
 
 
 def _swap_into_place(staging: Path, folder: Path) -> None:
@@ -582,6 +591,16 @@ def _display_path(path: str | Path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def _member(values: pd.Series | pd.Index, allowed: pd.Index) -> np.ndarray:
+    """Which values lie in ``allowed``, through Arrow's hash join (pandas' ``isin`` on
+    Arrow strings loops in Python over the allowed values)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = pc.is_in(pa.array(values), value_set=pa.array(allowed))
+    return found.to_numpy(zero_copy_only=False)
 
 
 def _union(indexes) -> pd.Index:

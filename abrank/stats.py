@@ -270,14 +270,15 @@ def _paired_values(control: Any, treatment: Any, missing: str) -> tuple[np.ndarr
                 index = c_series.index.intersection(t_series.index)
             else:
                 index = c_series.index.union(t_series.index)
+            at_c = c_series.index.get_indexer(index)
+            at_t = t_series.index.get_indexer(index)
+            in_c, in_t = at_c >= 0, at_t >= 0
+            c, t = np.zeros(index.size), np.zeros(index.size)
+            c[in_c] = c_values[at_c[in_c]]
+            t[in_t] = t_values[at_t[in_t]]
         else:
-            index = c_series.index
-        in_c = index.isin(c_series.index)
-        in_t = index.isin(t_series.index)
-        c = c_series.reindex(index).to_numpy(dtype=np.float64, copy=True)
-        t = t_series.reindex(index).to_numpy(dtype=np.float64, copy=True)
-        c[~in_c] = 0.0
-        t[~in_t] = 0.0
+            c, t = c_values.astype(np.float64), t_values.astype(np.float64)
+            in_c = in_t = np.ones(c.size, dtype=bool)
     else:
         c = _values("control", control)
         t = _values("treatment", treatment)
