@@ -227,7 +227,8 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         table = evaluate(rankings, judgments, [*metrics, *extra], complete=paired, **options)
         scope = universe if paired else present[name]
         table = table.reindex(scope).rename_axis("query_id")
-        judged_at_k[name] = float(table.loc[present[name], judged_metric.name].mean())
+        analysed_here = present[name].intersection(table.index)
+        judged_at_k[name] = float(table.loc[analysed_here, judged_metric.name].mean())
         rr = table[uncut_rr.name].to_numpy()
         with np.errstate(divide="ignore"):
             first_relevant[name] = pd.Series(
