@@ -244,3 +244,16 @@ def test_every_verb_has_help_with_an_example_and_is_in_the_readme():
     for name, sub in verbs.items():
         assert "Example:" in sub.format_help(), name
         assert f"abrank {name}" in readme, name
+
+
+def test_demo_data_verb_regenerates_the_committed_demo(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "demo-data", "--out", tmp_path)
+    assert code == 0, err
+    written = [Path(line) for line in out.splitlines()]
+    assert sorted(p.name for p in written) == [
+        "demo-control.csv.gz",
+        "demo-judgments.tsv",
+        "demo-treatment.jsonl.gz",
+    ]
+    for path in written:
+        assert path.read_bytes() == (ROOT / "experiments" / "data" / path.name).read_bytes()
