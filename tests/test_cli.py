@@ -84,6 +84,45 @@ def test_run_writes_the_readout_folder(experiment, tmp_path, capsys):
         0,
     )
     assert summary["diagnostics"]["without_relevant"] == 1
+    # DESIGN.md's stable keys
+    assert {
+        "experiment",
+        "abrank_version",
+        "design",
+        "seed",
+        "arms",
+        "comparisons",
+        "diagnostics",
+    } <= set(summary)
+    assert {"name", "title"} <= set(summary["experiment"])
+    assert set(summary["arms"][0]) >= {"name", "label", "role", "queries"}
+    stable = {
+        "metric",
+        "treatment",
+        "segment",
+        "n",
+        "control_mean",
+        "treatment_mean",
+        "delta",
+        "relative_lift",
+        "ci",
+        "ci_method",
+        "bootstrap_ci",
+        "relative_ci",
+        "p_value",
+        "p_values",
+        "p_adjusted",
+        "effect_size",
+        "mde",
+        "wins",
+        "ties",
+        "losses",
+        "verdict",
+    }
+    assert all(stable <= set(c) for c in summary["comparisons"])
+    assert {"queries", "matched", "missing", "without_relevant", "judged_at_k", "warnings"} <= set(
+        summary["diagnostics"]
+    )
     assert [arm["name"] for arm in summary["arms"]] == ["old", "new"]
     assert "MRR@10" in out and f"readout written to {out_dir}/" in out
     assert "scoring queries" in err  # progress on stderr
