@@ -31,15 +31,21 @@ def _chromium() -> str:
     return path
 
 
+# Headless, offline, no sandbox (CI runs as root), no first-run or update traffic.
+HEADLESS_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+)
+
+
 def _screenshot(browser: str, page: Path, shot: Path, profile: Path, height: int) -> np.ndarray:
     command = [
         browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
+        *HEADLESS_FLAGS,
         "--hide-scrollbars",
         f"--user-data-dir={profile}",
         f"--screenshot={shot}",
@@ -89,12 +95,7 @@ def test_report_prints_to_a_few_pages(tmp_path):
     pdf = tmp_path / "report.pdf"
     command = [
         browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
+        *HEADLESS_FLAGS,
         f"--user-data-dir={tmp_path / 'profile'}",
         f"--print-to-pdf={pdf}",
         "--no-pdf-header-footer",
