@@ -43,7 +43,11 @@ DEFAULT_SEED = 20261130
 
 #: Segment values and their shares of the queries (locales are allotted exactly).
 LOCALES: dict[str, float] = {
-    "en-US": 0.55, "de-DE": 0.18, "fr-FR": 0.14, "es-ES": 0.116, "ja-JP": 0.014,
+    "en-US": 0.55,
+    "de-DE": 0.18,
+    "fr-FR": 0.14,
+    "es-ES": 0.116,
+    "ja-JP": 0.014,
 }
 DEVICES: dict[str, float] = {"mobile": 0.52, "desktop": 0.38, "tablet": 0.10}
 
@@ -99,11 +103,16 @@ class DemoData:
             "seed": self.seed,
             "n_queries": self.n_queries,
             "depth": self.depth,
-            "rows": {"control": len(self.control), "treatment": len(self.treatment),
-                     "judgments": len(self.judgments)},
-            "queries": {"control": int(self.control["query_id"].nunique()),
-                        "treatment": int(self.treatment["query_id"].nunique()),
-                        "judgments": int(self.judgments["query_id"].nunique())},
+            "rows": {
+                "control": len(self.control),
+                "treatment": len(self.treatment),
+                "judgments": len(self.judgments),
+            },
+            "queries": {
+                "control": int(self.control["query_id"].nunique()),
+                "treatment": int(self.treatment["query_id"].nunique()),
+                "judgments": int(self.judgments["query_id"].nunique()),
+            },
         }
 
 
@@ -181,11 +190,13 @@ def generate_demo(*, seed: int = DEFAULT_SEED, n_queries: int = 2000, depth: int
     rows, cols = np.nonzero(judged)
     order = np.lexsort((doc_numbers[rows, cols], rows))
     rows, cols = rows[order], cols[order]
-    judgments = pd.DataFrame({
-        "query_id": _strings(query_ids.take(pa.array(rows))),
-        "doc_id": _strings(doc_ids.take(pa.array(rows * pool + cols))),
-        "grade": grades[rows, cols].astype(np.int64),
-    })
+    judgments = pd.DataFrame(
+        {
+            "query_id": _strings(query_ids.take(pa.array(rows))),
+            "doc_id": _strings(doc_ids.take(pa.array(rows * pool + cols))),
+            "grade": grades[rows, cols].astype(np.int64),
+        }
+    )
     return DemoData(control, treatment, judgments, seed, n_queries, depth)
 
 
@@ -313,12 +324,14 @@ def _log(
     rows = np.repeat(queries, depth)
     cols = top[queries].ravel()
     row_index = pa.array(rows)
-    frame = pd.DataFrame({
-        "query_id": _strings(query_ids.take(row_index)),
-        "doc_id": _strings(doc_ids.take(pa.array(rows * pool + cols))),
-        "position": np.tile(np.arange(1, depth + 1, dtype=np.int64), len(queries)),
-        "score": score[rows, cols],
-    })
+    frame = pd.DataFrame(
+        {
+            "query_id": _strings(query_ids.take(row_index)),
+            "doc_id": _strings(doc_ids.take(pa.array(rows * pool + cols))),
+            "position": np.tile(np.arange(1, depth + 1, dtype=np.int64), len(queries)),
+            "score": score[rows, cols],
+        }
+    )
     for name, values in segments.items():
         frame[name] = _strings(values.take(row_index))
     return frame
@@ -335,18 +348,30 @@ def _write_gzip(path: Path, payload: bytes) -> None:
 
 def _write_trec_run(path: Path, frame: pd.DataFrame, tag: str) -> None:
     """A 6-column TREC run: ``query Q0 doc rank score tag``."""
-    _write_space_separated(path, {
-        "query": frame["query_id"], "q0": "Q0", "doc": frame["doc_id"],
-        "rank": frame["position"], "score": frame["score"], "tag": tag,
-    })
+    _write_space_separated(
+        path,
+        {
+            "query": frame["query_id"],
+            "q0": "Q0",
+            "doc": frame["doc_id"],
+            "rank": frame["position"],
+            "score": frame["score"],
+            "tag": tag,
+        },
+    )
 
 
 def _write_qrels(path: Path, judgments: pd.DataFrame) -> None:
     """TREC qrels: ``query 0 doc grade``."""
-    _write_space_separated(path, {
-        "query": judgments["query_id"], "iteration": "0", "doc": judgments["doc_id"],
-        "grade": judgments["grade"],
-    })
+    _write_space_separated(
+        path,
+        {
+            "query": judgments["query_id"],
+            "iteration": "0",
+            "doc": judgments["doc_id"],
+            "grade": judgments["grade"],
+        },
+    )
 
 
 def _write_space_separated(path: Path, columns: dict[str, Any]) -> None:

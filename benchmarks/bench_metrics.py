@@ -2,7 +2,7 @@
 
 A synthetic collection of 100,000 queries x 100 documents (10 million run lines) with
 graded judgments (20 per query, grades 0-3, about 12 of them retrieved) is written as TREC
-files under ``benchmarks/work/``. The script then times, for mrr@10, ndcg@10, recall@100
+files under ``benchmarks/scratch/``. The script then times, for mrr@10, ndcg@10, recall@100
 and map per query:
 
 - ``abrank metrics`` as a whole process (files -> printed values), and its peak memory;
@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / "work"
+WORK = HERE / "scratch"
 METRICS = ["mrr@10", "ndcg@10", "recall@100", "map"]
 TREC_EVAL_BINARY_SECONDS = 61.8  # trec_eval 9.0.8 end to end at this size, measured earlier
 

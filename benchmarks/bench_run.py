@@ -79,8 +79,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=100_000, help="queries (default 100000)")
     parser.add_argument("--docs", type=int, default=100, help="documents per query and arm")
-    parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / "work" / "run",
-                        help="where data, configs and readouts go (default benchmarks/work/run)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=ROOT / "benchmarks" / "scratch" / "run",
+        help="where data, configs and readouts go (default benchmarks/scratch/run)",
+    )
     parser.add_argument("--seed", type=int, default=20261130, help="generator seed")
     parser.add_argument("--skip-ranx", action="store_true", help="time abrank only")
     parser.add_argument("--regenerate", action="store_true", help="rebuild data even if cached")
@@ -120,20 +124,34 @@ def main() -> int:
             first = ranx_first = cold["load"] + cold["compare"]
             rows += [
                 ("ranx import (ranx, numba)", report["import"], None, ""),
-                ("ranx load + compare, first call (with JIT)", first, None,
-                 f"load {cold['load']:.1f} s, compare {cold['compare']:.1f} s"),
-                ("ranx load + compare, warm", ranx_warm, None,
-                 f"load {warm['load']:.1f} s, compare {warm['compare']:.1f} s"),
-                ("ranx child process in all", result["wall"], result["peak_mb"],
-                 "import, two rounds, per-query means"),
+                (
+                    "ranx load + compare, first call (with JIT)",
+                    first,
+                    None,
+                    f"load {cold['load']:.1f} s, compare {cold['compare']:.1f} s",
+                ),
+                (
+                    "ranx load + compare, warm",
+                    ranx_warm,
+                    None,
+                    f"load {warm['load']:.1f} s, compare {warm['compare']:.1f} s",
+                ),
+                (
+                    "ranx child process in all",
+                    result["wall"],
+                    result["peak_mb"],
+                    "import, two rounds, per-query means",
+                ),
             ]
             means["ranx"] = report["mrr@10"]
 
     print()
-    print(f"experiment: {args.queries:,} queries x {args.docs} documents, 2 arms "
-          f"({sizes['rows']['control']:,} + {sizes['rows']['treatment']:,} ranking rows, "
-          f"{sizes['rows']['judgments']:,} judgments); metrics {', '.join(METRICS)}; "
-          f"10,000 resamples")
+    print(
+        f"experiment: {args.queries:,} queries x {args.docs} documents, 2 arms "
+        f"({sizes['rows']['control']:,} + {sizes['rows']['treatment']:,} ranking rows, "
+        f"{sizes['rows']['judgments']:,} judgments); metrics {', '.join(METRICS)}; "
+        f"10,000 resamples"
+    )
     print(f"machine: {_machine()}")
     print()
     header = f"{'step':<48} {'wall s':>8} {'peak MB':>9}   notes"
@@ -144,8 +162,10 @@ def main() -> int:
         if note == "goal":
             note = f"{wall / GOAL_SECONDS:.2f} x the 15 s goal, {peak / GOAL_MB:.2f} x 4 GB"
             if ranx_warm and ranx_first:
-                note += (f"; ranx takes {ranx_warm / wall:.2f} x this warm, "
-                         f"{ranx_first / wall:.2f} x on a first call")
+                note += (
+                    f"; ranx takes {ranx_warm / wall:.2f} x this warm, "
+                    f"{ranx_first / wall:.2f} x on a first call"
+                )
         print(f"{label:<48} {wall:8.2f} {peak_text}   {note}")
     for kind, lines in stages.items():
         if lines:
@@ -160,8 +180,10 @@ def main() -> int:
         check_agreement(means)
     if abrank_walls:
         verdict = "met" if max(abrank_walls) < GOAL_SECONDS else "NOT met"
-        print(f"\nspeed goal ({GOAL_SECONDS:.0f} s): {verdict} (slowest abrank run "
-              f"{max(abrank_walls):.2f} s)")
+        print(
+            f"\nspeed goal ({GOAL_SECONDS:.0f} s): {verdict} (slowest abrank run "
+            f"{max(abrank_walls):.2f} s)"
+        )
     return 0 if abrank_walls else 1
 
 
@@ -190,10 +212,12 @@ def generate(folder: Path, queries: int, docs: int, seed: int, regenerate: bool)
     # The sizes, without regenerating: count rows from the files written.
     import pyarrow.parquet as pq
 
-    sizes = {"rows": {
-        name: pq.ParquetFile(folder / f"{name}.parquet").metadata.num_rows
-        for name in ("control", "treatment", "judgments")
-    }}
+    sizes = {
+        "rows": {
+            name: pq.ParquetFile(folder / f"{name}.parquet").metadata.num_rows
+            for name in ("control", "treatment", "judgments")
+        }
+    }
     stamp.write_text(json.dumps({"wanted": wanted, "sizes": sizes}))
     print(f"generated {folder} in {elapsed:.1f} s")
     return sizes
@@ -202,10 +226,11 @@ def generate(folder: Path, queries: int, docs: int, seed: int, regenerate: bool)
 def write_configs(workdir: Path, queries: int) -> dict[str, Path]:
     """One experiment config over the Parquet files, one over the TREC files."""
     common = textwrap.dedent(f"""\
-        metrics: [{', '.join(METRICS)}]
+        metrics: [{", ".join(METRICS)}]
         analysis: {{design: paired, seed: 7, resamples: 10000}}
     """)
-    parquet = textwrap.dedent(f"""\
+    parquet = (
+        textwrap.dedent(f"""\
         name: bench-parquet
         title: "Benchmark: {queries:,} queries, Parquet"
         control:
@@ -219,8 +244,11 @@ def write_configs(workdir: Path, queries: int) -> dict[str, Path]:
         judgments:
           path: data/judgments.parquet          # columns query_id, doc_id, grade
         output: out/bench-parquet
-    """) + common
-    trec = textwrap.dedent(f"""\
+    """)
+        + common
+    )
+    trec = (
+        textwrap.dedent(f"""\
         name: bench-trec
         title: "Benchmark: {queries:,} queries, TREC"
         control:
@@ -237,7 +265,9 @@ def write_configs(workdir: Path, queries: int) -> dict[str, Path]:
           path: data/qrels.txt
           format: trec
         output: out/bench-trec
-    """) + common
+    """)
+        + common
+    )
     paths = {}
     for kind, text in (("parquet", parquet), ("trec", trec)):
         path = workdir / f"bench-{kind}.yaml"
@@ -249,8 +279,11 @@ def write_configs(workdir: Path, queries: int) -> dict[str, Path]:
 def measure(command: list[str]) -> dict:
     """Run ``command`` as the only child of a fresh launcher; its wall time and peak RSS."""
     done = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, json.dumps(command)], capture_output=True, text=True,
-        cwd=ROOT, check=True,
+        [sys.executable, "-c", _LAUNCHER, json.dumps(command)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
     )
     return json.loads(done.stdout)
 

@@ -123,9 +123,15 @@ def test_same_seed_gives_identical_bytes(tmp_path: Path) -> None:
     second = write_demo(tmp_path / "b", n_queries=120, seed=5, formats=formats)
     third = write_demo(tmp_path / "c", n_queries=120, seed=6, formats=formats)
     assert [p.name for p in first] == [
-        "demo-control.csv.gz", "demo-treatment.jsonl.gz", "demo-judgments.tsv",
-        "control.parquet", "treatment.parquet", "judgments.parquet",
-        "control.run", "treatment.run", "qrels.txt",
+        "demo-control.csv.gz",
+        "demo-treatment.jsonl.gz",
+        "demo-judgments.tsv",
+        "control.parquet",
+        "treatment.parquet",
+        "judgments.parquet",
+        "control.run",
+        "treatment.run",
+        "qrels.txt",
     ]
     for a, b, c in zip(first, second, third, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
@@ -167,7 +173,9 @@ def test_frames_have_the_documented_columns_and_sizes(small: DemoData) -> None:
     assert len(small.treatment) == 297 * 20
     assert set(small.treatment["query_id"]) < set(small.control["query_id"])
     assert small.to_dict() == {
-        "seed": 11, "n_queries": 300, "depth": 20,
+        "seed": 11,
+        "n_queries": 300,
+        "depth": 20,
         "rows": {"control": 6000, "treatment": 5940, "judgments": len(small.judgments)},
         "queries": {"control": 300, "treatment": 297, "judgments": 300},
     }
@@ -236,33 +244,42 @@ def test_parquet_and_trec_layouts_hold_the_same_rows(tmp_path: Path) -> None:
     assert len(lines) == len(data.treatment)
     first = data.treatment.iloc[0]
     assert lines[0].split() == [
-        first["query_id"], "Q0", first["doc_id"], "1", repr(float(first["score"])), "reranker",
+        first["query_id"],
+        "Q0",
+        first["doc_id"],
+        "1",
+        repr(float(first["score"])),
+        "reranker",
     ]
     qrels = (tmp_path / "qrels.txt").read_text().splitlines()
     row = data.judgments.iloc[-1]
     assert qrels[-1] == f"{row['query_id']} 0 {row['doc_id']} {row['grade']}"
     assert [p.name for p in paths] == [
-        "control.parquet", "treatment.parquet", "judgments.parquet",
-        "control.run", "treatment.run", "qrels.txt",
+        "control.parquet",
+        "treatment.parquet",
+        "judgments.parquet",
+        "control.run",
+        "treatment.run",
+        "qrels.txt",
     ]
 
 
 def test_bad_arguments_are_rejected_with_clear_messages(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=re.escape(
-        "generate_demo: n_queries: expected an integer >= 10, got 5"
-    )):
+    with pytest.raises(
+        ConfigError, match=re.escape("generate_demo: n_queries: expected an integer >= 10, got 5")
+    ):
         generate_demo(n_queries=5)
-    with pytest.raises(ConfigError, match=re.escape(
-        "generate_demo: depth: expected an integer >= 1, got 0"
-    )):
+    with pytest.raises(
+        ConfigError, match=re.escape("generate_demo: depth: expected an integer >= 1, got 0")
+    ):
         generate_demo(depth=0)
-    with pytest.raises(ConfigError, match=re.escape(
-        "generate_demo: seed: expected a non-negative integer, got -1"
-    )):
+    with pytest.raises(
+        ConfigError, match=re.escape("generate_demo: seed: expected a non-negative integer, got -1")
+    ):
         generate_demo(seed=-1)
-    with pytest.raises(ConfigError, match=re.escape(
-        "formats: expected some of demo, parquet, trec, got xml"
-    )):
+    with pytest.raises(
+        ConfigError, match=re.escape("formats: expected some of demo, parquet, trec, got xml")
+    ):
         write_demo(tmp_path, formats=("demo", "xml"))
 
 

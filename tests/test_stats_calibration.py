@@ -28,9 +28,7 @@ def test_false_positive_rate_on_a_a_data_is_nominal() -> None:
     for i in range(SIMULATIONS):
         ease = rng.beta(1.5, 1.5, QUERIES)  # query difficulty shared by both arms
         control, treatment = _rr(rng, ease), _rr(rng, ease)
-        result = compare(
-            control, treatment, tests=("t", "permutation"), n_resamples=1000, seed=i
-        )
+        result = compare(control, treatment, tests=("t", "permutation"), n_resamples=1000, seed=i)
         for test in rejections:
             rejections[test] += result.p_values[test] < 0.05
     for test, count in rejections.items():
