@@ -249,18 +249,38 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from abrank.trec import trec_eval_text
+    from abrank.io import detect_format
+    from abrank.trec import format_trec_eval, trec_eval_text
 
-    text = trec_eval_text(
-        args.qrels,
-        args.run,
-        args.metrics,
-        per_query=args.per_query,
-        complete=args.complete,
-        rel_level=args.rel_level,
-        depth=args.depth,
-        digits=args.digits,
+    options = dict(rel_level=args.rel_level, depth=args.depth)
+    trec_files = (
+        detect_format(args.qrels, judgments=True) == "qrels" and detect_format(args.run) == "trec"
     )
+    if trec_files:  # the fast path straight from the files' columns
+        text = trec_eval_text(
+            args.qrels,
+            args.run,
+            args.metrics,
+            per_query=args.per_query,
+            complete=args.complete,
+            digits=args.digits,
+            **options,
+        )
+    else:
+        from abrank.io import read_judgments, read_rankings
+        from abrank.metrics import evaluate
+
+        table = evaluate(
+            read_rankings(args.run),
+            read_judgments(args.qrels),
+            args.metrics,
+            complete=args.complete,
+            **options,
+        )
+        columns = {name: table[name].fillna(0.0).to_numpy() for name in table.columns}
+        text = format_trec_eval(
+            list(table.index), columns, per_query=args.per_query, digits=args.digits
+        )
     sys.stdout.write(text)
     return EXIT_OK
 

@@ -791,22 +791,35 @@ def trec_eval_text(
     # trec_eval scores an undefined value (no relevant judgment) as 0
     columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
     qids = prep.ids.filter(pa.array(scored)).to_pylist()
+    return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
 
-    def fmt(value: float) -> str:
-        return repr(float(value)) if digits is None else f"{value:.{digits}f}"
+
+def format_trec_eval(
+    qids: Sequence[str],
+    columns: dict[str, np.ndarray],
+    *,
+    per_query: bool = False,
+    digits: int | None = None,
+) -> str:
+    """trec_eval's ``-q`` layout for per-query values (one array per metric, in ``qids`` order).
+
+    Per-query rows group all measures of one query, then the next query; one ``all`` row
+    per metric follows with the mean. Undefined values must already be scored (trec_eval
+    prints 0 for them).
+    """
 
     def texts(column: np.ndarray) -> list[str]:
-        numbers = column.tolist()
+        numbers = np.asarray(column, dtype=np.float64).tolist()
         return list(map(repr, numbers)) if digits is None else [f"{v:.{digits}f}" for v in numbers]
 
     out: list[str] = []
     if per_query:
         blocks = [
-            [f"{m.name}\t{q}\t{v}" for q, v in zip(qids, texts(columns[m.name]), strict=True)]
-            for m in parsed
+            [f"{name}\t{q}\t{v}" for q, v in zip(qids, texts(column), strict=True)]
+            for name, column in columns.items()
         ]
-        # trec_eval's layout: all measures of one query, then the next query
         out = [line for row in zip(*blocks, strict=True) for line in row]
-    for metric in parsed:
-        out.append(f"{metric.name}\tall\t{fmt(columns[metric.name].mean())}")
+    for name, column in columns.items():
+        (mean,) = texts(np.array([np.mean(column)]))
+        out.append(f"{name}\tall\t{mean}")
     return "\n".join(out) + "\n"

@@ -296,3 +296,27 @@ def test_demo_data_verb_regenerates_the_committed_demo(tmp_path, capsys):
     ]
     for path in written:
         assert path.read_bytes() == (ROOT / "experiments" / "data" / path.name).read_bytes()
+
+
+def test_metrics_verb_reads_tables_like_trec_files(tmp_path, capsys):
+    # The same run and judgments as a TREC pair and as CSV/TSV tables print the same rows.
+    (tmp_path / "qrels.txt").write_text("q1 0 a 2\nq2 0 e 1\nq3 0 g 3\nq3 0 f 0\nq4 0 h 0\n")
+    rows = [line.split(",") for line in CONTROL.splitlines()[1:]]
+    # scores fall with rank, so trec_eval's score order is the log's rank order
+    run = "".join(f"{q} Q0 {d} {r} {10 - int(r)} x\n" for q, d, r, _ in rows)
+    (tmp_path / "run.txt").write_text(run)
+    (tmp_path / "control.csv").write_text(CONTROL)
+    (tmp_path / "judgments.tsv").write_text(JUDGMENTS)
+    args = ["-m", "mrr", "ndcg@3", "P@2", "--per-query"]
+    code, from_trec, err = run_cli(
+        capsys, "metrics", tmp_path / "qrels.txt", tmp_path / "run.txt", *args
+    )
+    assert code == 0, err
+    code, from_tables, err = run_cli(
+        capsys, "metrics", tmp_path / "judgments.tsv", tmp_path / "control.csv", *args
+    )
+    assert code == 0, err
+    assert from_tables == from_trec
+    rows = {(m, q): float(v) for m, q, v in (line.split("\t") for line in from_trec.splitlines())}
+    assert rows[("mrr", "q4")] == 0.0  # no relevant document: trec_eval prints 0 and counts it
+    assert rows[("mrr", "all")] == pytest.approx((1 + 1 / 3 + 1 / 2 + 0) / 4)
