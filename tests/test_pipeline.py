@@ -69,10 +69,7 @@ def experiment(tmp_path: Path, *, judgments: bool = True, **overrides):
 
 
 def overall(readout, metric: str = "mrr@10") -> dict:
-    (entry,) = [
-        c for c in readout.summary["comparisons"] if c["metric"] == metric and c["segment"] is None
-    ]
-    return entry
+    return overall_of(readout.summary, metric)
 
 
 def test_missing_query_policies(tmp_path):
@@ -195,3 +192,22 @@ def test_holm_adjusts_across_metrics_and_treatments(tmp_path):
         expected.append(running)
     assert sorted(c["p_adjusted"] for c in family) == pytest.approx(expected)
     assert any(c["p_adjusted"] > c["p_value"] for c in family)
+
+
+def test_same_seed_same_numbers_and_adding_a_metric_changes_no_other(tmp_path):
+    write_log(tmp_path / "control.csv", CONTROL)
+    write_log(tmp_path / "treatment.csv", TREATMENT)
+    first = run_experiment(experiment(tmp_path)).summary
+    again = run_experiment(experiment(tmp_path)).summary
+    assert first == again
+    other_seed = run_experiment(experiment(tmp_path), seed=8).summary
+    assert other_seed["seed"] == 8
+    assert overall_of(other_seed)["bootstrap_ci"] != overall_of(first)["bootstrap_ci"]
+    more = run_experiment(experiment(tmp_path, metrics=["recall@2", "mrr@10", "ndcg@3"])).summary
+    for key in ("bootstrap_ci", "relative_ci", "p_values", "ci"):
+        assert overall_of(more)[key] == overall_of(first)[key]
+
+
+def overall_of(summary: dict, metric: str = "mrr@10") -> dict:
+    (entry,) = [c for c in summary["comparisons"] if c["metric"] == metric and c["segment"] is None]
+    return entry
