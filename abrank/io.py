@@ -414,23 +414,18 @@ def _fail_at(
 def _deduplicate(
     frame: pd.DataFrame, path: str | Path, first_line: int, policy: str, *, what: str = "ranking"
 ) -> pd.DataFrame:
-    from abrank.trec import as_arrow, doc_keys, equal_pairs, query_codes
+    from abrank.trec import as_arrow, name_pairs, query_codes, repeated_pairs
 
-    docs = as_arrow(frame["doc_id"])
-    _, later = equal_pairs(query_codes(as_arrow(frame["query_id"]))[0], *doc_keys(docs), docs)
-    repeated = np.zeros(len(frame), dtype=bool)
-    repeated[later] = True
-    if not later.size:
+    queries, docs = as_arrow(frame["query_id"]), as_arrow(frame["doc_id"])
+    rows = repeated_pairs(query_codes(queries)[0], docs)
+    if not rows.size:
         return frame
     if policy == "first":
-        return frame.loc[~repeated].reset_index(drop=True)
-    rows = np.flatnonzero(repeated)
-    shown = ", ".join(
-        f"({frame['query_id'].iat[r]!r}, {frame['doc_id'].iat[r]!r}) at line {r + first_line}"
-        for r in rows[:3]
-    )
-    more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+        keep = np.ones(len(frame), dtype=bool)
+        keep[rows] = False
+        return frame.loc[keep].reset_index(drop=True)
+    shown = name_pairs(queries, docs, rows, lambda row: row + first_line)
     hint = "" if what == "judgments" else "; set `duplicates: first` to keep the first occurrence"
     raise DataError(
-        f"{path}: expected each (query_id, doc_id) pair once per {what}, got {len(rows)} duplicates: {shown}{more}{hint}"
+        f"{path}: expected each (query_id, doc_id) pair once per {what}, got {len(rows)} duplicates: {shown}{hint}"
     )

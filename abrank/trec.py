@@ -494,22 +494,37 @@ def _run_arrays(
     return table["query_id"], table["doc_id"], score, lines
 
 
+def repeated_pairs(codes: np.ndarray, doc_ids: pa.ChunkedArray) -> np.ndarray:
+    """Rows (sorted) whose (query code, doc id) pair already stands at an earlier row."""
+    _, later = equal_pairs(codes, *doc_keys(doc_ids), doc_ids)
+    return np.sort(later)
+
+
+def name_pairs(
+    query_ids: pa.ChunkedArray,
+    doc_ids: pa.ChunkedArray,
+    rows: np.ndarray,
+    line_of: Callable[[int], int],
+) -> str:
+    """The first few (query, doc) pairs at ``rows`` with their lines, for an error message."""
+    shown = ", ".join(
+        f"({query_ids[int(r)].as_py()!r}, {doc_ids[int(r)].as_py()!r}) at line {line_of(int(r))}"
+        for r in rows[:_SHOWN]
+    )
+    return shown + (f" and {rows.size - _SHOWN} more" if rows.size > _SHOWN else "")
+
+
 def _read_run(path: str | Path, duplicates: str, check: bool) -> pd.DataFrame:
     """read_trec_run; ``check=False`` skips the duplicate search."""
     qid, doc, score, lines = _run_arrays(path)
     codes, _ = query_codes(qid)
-    first, later = equal_pairs(codes, *doc_keys(doc), doc) if check else (None, np.zeros(0))
+    later = repeated_pairs(codes, doc) if check else np.zeros(0, dtype=np.int64)
     if later.size:
         if duplicates == "error":
-            later_sorted = np.sort(later)
-            shown = ", ".join(
-                f"({qid[int(r)].as_py()!r}, {doc[int(r)].as_py()!r}) at line {lines[int(r)]}"
-                for r in later_sorted[:_SHOWN]
-            )
-            more = f" and {later.size - _SHOWN} more" if later.size > _SHOWN else ""
             raise DataError(
-                f"{path}: line {lines[int(later_sorted[0])]}: expected each document once per "
-                f"query, got {later.size} duplicate (query, doc) pair(s): {shown}{more} "
+                f"{path}: line {lines[int(later[0])]}: expected each document once per "
+                f"query, got {later.size} duplicate (query, doc) pair(s): "
+                f"{name_pairs(qid, doc, later, lines.__getitem__)} "
                 "(use duplicates: first to keep the first occurrence)"
             )
         keep = np.ones(codes.size, dtype=bool)
@@ -560,18 +575,11 @@ def _qrels_arrays(
     qid, doc = table["query_id"], table["doc_id"]
     if not check:
         return qid, doc, grade
-    codes, _ = query_codes(qid)
-    _, later = equal_pairs(codes, *doc_keys(doc), doc)
+    later = repeated_pairs(query_codes(qid)[0], doc)
     if later.size:
-        later = np.sort(later)
-        shown = ", ".join(
-            f"({qid[int(r)].as_py()!r}, {doc[int(r)].as_py()!r}) at line {lines[int(r)]}"
-            for r in later[:_SHOWN]
-        )
-        more = f" and {later.size - _SHOWN} more" if later.size > _SHOWN else ""
         raise DataError(
             f"{path}: line {lines[int(later[0])]}: expected one judgment per (query, doc) pair, "
-            f"got {later.size} repeated: {shown}{more}"
+            f"got {later.size} repeated: {name_pairs(qid, doc, later, lines.__getitem__)}"
         )
     return qid, doc, grade
 
