@@ -280,7 +280,7 @@ def compare_arms(
     experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame
 ) -> tuple[list, list[dict]]:
     """Every metric x treatment comparison, overall and per segment, with adjusted p-values."""
-    from abrank.stats import adjust, compare
+    from abrank.stats import adjust
 
     analysis = experiment.analysis
     control = experiment.control.name
@@ -294,10 +294,7 @@ def compare_arms(
         seed=analysis.seed,
     )
     groups_by_column = {
-        column: {
-            value: index
-            for value, index in segments[column].groupby(segments[column], sort=True).groups.items()
-        }
+        column: segments[column].groupby(segments[column], sort=True).groups
         for column in segments.columns
     }
     primary: list = []
@@ -306,7 +303,7 @@ def compare_arms(
     for treatment in experiment.treatments:
         for metric in experiment.metrics:
             pair = (scored.values[control][metric], scored.values[treatment.name][metric])
-            primary.append(_compare_pair(compare, pair, metric, treatment.name, None, options))
+            primary.append(_compare_pair(pair, metric, treatment.name, None, options))
             for column, groups in groups_by_column.items():
                 for value, queries in groups.items():
                     subset = tuple(
@@ -320,14 +317,9 @@ def compare_arms(
                                 {"segment": label, "treatment": treatment.name, "n": n}
                             )
                         continue
-                    breakdown.append(
-                        _compare_pair(compare, subset, metric, treatment.name, label, options)
-                    )
-    primary = (
-        adjust(primary, method=analysis.correction) if analysis.correction != "none" else primary
-    )
-    if breakdown and analysis.segment_correction != "none":
-        breakdown = adjust(breakdown, method=analysis.segment_correction)
+                    breakdown.append(_compare_pair(subset, metric, treatment.name, label, options))
+    primary = adjust(primary, method=analysis.correction)
+    breakdown = adjust(breakdown, method=analysis.segment_correction)
     return [*primary, *breakdown], too_small
 
 
@@ -338,7 +330,9 @@ def _pair_size(pair: tuple[pd.Series, pd.Series], design: str) -> int:
     return int(min(control.notna().sum(), treatment.notna().sum()))
 
 
-def _compare_pair(compare, pair, metric: str, treatment: str, segment: str | None, options: dict):
+def _compare_pair(pair, metric: str, treatment: str, segment: str | None, options: dict):
+    from abrank.stats import compare
+
     control, treatment_values = pair
     if options["design"] == "paired":
         defined = control.notna() & treatment_values.notna()
