@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from reference import largest_moves
 from scipy import stats
 
 from abrank.errors import ConfigError
@@ -784,23 +785,7 @@ def test_markdown_relative_lift_without_a_bound():
 def test_largest_moves_match_a_plain_reference(readout):
     md = render_markdown(readout)
     section = md.split("## Queries that moved most")[1].split("## Diagnostics")[0]
-    frame = readout.per_query
-    control = dict(
-        zip(
-            frame.loc[frame.arm == "bm25", "query_id"],
-            frame.loc[frame.arm == "bm25", "mrr@10"],
-            strict=True,
-        )
-    )
-    moved = []
-    for q, v in zip(
-        frame.loc[frame.arm == "reranker", "query_id"],
-        frame.loc[frame.arm == "reranker", "mrr@10"],
-        strict=True,
-    ):
-        moved.append((v - control[q], q, control[q], v))
-    losses = sorted((m for m in moved if m[0] < 0), key=lambda m: (m[0], m[1]))[:10]
-    wins = sorted((m for m in moved if m[0] > 0), key=lambda m: (-m[0], m[1]))[:10]
+    losses, wins = largest_moves(readout.per_query, "bm25", "reranker", "mrr@10")
     for title, expected in (("Largest losses", losses), ("Largest wins", wins)):
         part = section.split(f"**{title} of Cross-encoder reranker** (MRR@10)")[1]
         rows = [r for r in part.split("**")[0].splitlines() if r.startswith("| ")][1:]

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from reference import largest_moves
 
 import abrank
 from abrank.report import headline_lines, render_markdown
@@ -171,24 +172,7 @@ def test_golden_fingerprints_counts_and_config_match_the_files():
 
 def test_golden_largest_moves_match_a_plain_reference(demo):
     readout, _ = demo
-    frame = readout.per_query
-    control = dict(
-        zip(
-            frame.loc[frame.arm == "bm25", "query_id"],
-            frame.loc[frame.arm == "bm25", "mrr@10"],
-            strict=True,
-        )
-    )
-    moves = []
-    for q, t in zip(
-        frame.loc[frame.arm == "reranker", "query_id"],
-        frame.loc[frame.arm == "reranker", "mrr@10"],
-        strict=True,
-    ):
-        if not (math.isnan(t) or math.isnan(control[q])) and t != control[q]:
-            moves.append((t - control[q], q, control[q], t))
-    losses = sorted((m for m in moves if m[0] < 0), key=lambda m: (m[0], m[1]))[:10]
-    wins = sorted((m for m in moves if m[0] > 0), key=lambda m: (-m[0], m[1]))[:10]
+    losses, wins = largest_moves(readout.per_query, "bm25", "reranker", "mrr@10")
     section = GOLDEN.split("## Queries that moved most")[1].split("## ")[0]
     loss_part, win_part = section.split("**Largest wins")
     for part, expected in ((loss_part, losses), (win_part, wins)):
