@@ -131,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="primary test (default t)",
     )
     compare.add_argument(
+        "--no-relevant",
+        default="drop",
+        choices=("drop", "zero"),
+        help="a query with nothing relevant for a metric: leave it out (default) or score 0 "
+        "(trec_eval)",
+    )
+    compare.add_argument(
         "--missing",
         default="zero",
         choices=("zero", "drop", "error"),
@@ -300,6 +307,7 @@ def _compare(args: argparse.Namespace) -> int:
         "judgments": {"path": args.qrels},
         "metrics": args.metrics,
         "relevance_threshold": args.rel_level,
+        "no_relevant": args.no_relevant,
         "analysis": {
             "seed": args.seed,
             "resamples": args.resamples,

@@ -108,6 +108,7 @@ class Experiment(_Strict):
     metrics: list[str] = Field(min_length=1)
     primary_metric: str | None = None
     relevance_threshold: float = 1.0
+    no_relevant: Literal["drop", "zero"] = "drop"
     gain: Literal["linear", "exp"] = "linear"
     depth: int | None = Field(1000, ge=1)
     duplicates: Literal["error", "first"] = "error"

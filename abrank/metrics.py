@@ -612,16 +612,18 @@ def _compute(prep: _Prepared, metrics: Sequence[Metric], rel_level: float, gain:
                 gains = _gain(g, kind)
                 sel = (gains > 0) if k is None else (gains > 0) & (p < k)
                 dcg = np.bincount(q[sel], weights=gains[sel] / np.log2(p[sel] + 2.0), minlength=nq)
+                if kind not in ideal_cache:
+                    wanted = {
+                        m.k for m in metrics if m.family == "ndcg" and (m.gain or gain) == kind
+                    }
+                    wanted = {None, *wanted}  # the uncut ideal: is any gain to be had at all
+                    ideal_cache[kind] = _ideal_dcg(prep, kind, wanted, nq)
+                ideal = ideal_cache[kind]
+                # undefined where no ranking could score above 0: no judged gain at all
                 if family == "dcg":
-                    value = dcg
+                    value = np.where(ideal[None] > 0, dcg, np.nan)
                 else:
-                    if kind not in ideal_cache:
-                        wanted = {
-                            m.k for m in metrics if m.family == "ndcg" and (m.gain or gain) == kind
-                        }
-                        ideal_cache[kind] = _ideal_dcg(prep, kind, wanted, nq)
-                    ideal = ideal_cache[kind][k]
-                    value = np.where(ideal > 0, dcg / ideal, np.nan)
+                    value = np.where(ideal[None] > 0, dcg / ideal[k], np.nan)
             elif family == "judged":
                 hits = count(q, p, k)
                 denominator = float(k) if k is not None else prep.retrieved.astype(np.float64)
@@ -639,9 +641,9 @@ def _compute(prep: _Prepared, metrics: Sequence[Metric], rel_level: float, gain:
                 elif family == "recall":
                     value = np.where(defined, count(rq, rp, k) / nrel, np.nan)
                 elif family == "precision":
-                    value = count(rq, rp, k) / float(k)
+                    value = np.where(defined, count(rq, rp, k) / float(k), np.nan)
                 elif family == "hit":
-                    value = (count(rq, rp, k) > 0).astype(np.float64)
+                    value = np.where(defined, (count(rq, rp, k) > 0).astype(np.float64), np.nan)
                 else:  # map / ap@k
                     sel = slice(None) if k is None else rp < k
                     sums = np.bincount(rq[sel], weights=rrank[sel] / (rp[sel] + 1.0), minlength=nq)
@@ -681,9 +683,11 @@ def evaluate(
     Returns a float64 frame indexed by ``query_id`` (sorted), one column per metric named
     by its canonical name, in the order given. Queries scored are those both ranked and
     judged; with ``complete`` also judged queries missing from the rankings (scored as an
-    empty ranking, like trec_eval ``-c``). mrr, ndcg, recall, map and ap are NaN for a query
-    without any relevant judgment (they are undefined there); precision, hit, dcg and
-    judged stay defined.
+    empty ranking, like trec_eval ``-c``). A value is NaN where the metric is undefined,
+    decided per metric: mrr, recall, precision, hit, map and ap when no judgment of the
+    query reaches the metric's relevance threshold; ndcg and dcg when no judgment has a
+    gain above 0 (so at a threshold of 2 a query judged only with grade 1 has an NDCG but no
+    MRR). judged@k, a diagnostic, is always defined. trec_eval scores undefined values 0.
 
     A (query, doc) pair ranked twice, or judged twice, is a DataError; only the rows that
     some requested metric reads (down to its deepest cutoff) are checked, as those are the

@@ -154,21 +154,29 @@ def _segment_table(
 
 @dataclasses.dataclass(frozen=True)
 class ScoredArms:
-    """Per-query metric values of every arm over the analysed queries."""
+    """Per-query metric values of every arm over the analysed queries.
+
+    ``values[arm]`` covers every analysed query (the judged queries that any arm holds):
+    a query the arm's log lacks is scored as an empty ranking (0), and ``present[arm]``
+    tells which queries the log really holds, so that each comparison can apply the
+    missing-query policy to its own two arms only. Undefined values (a metric that no
+    ranking could score above 0 on a query) are NaN, or 0 under ``no_relevant: zero``.
+    """
 
     values: dict[str, pd.DataFrame]  # arm -> frame indexed by query_id, one column per metric
     present: dict[str, pd.Index]  # arm -> judged queries the arm's log holds
-    universe: pd.Index  # queries analysed
+    universe: pd.Index  # queries analysed: judged queries held by any arm
     judged_at_k: dict[str, float]
     first_relevant: dict[str, pd.Series]
     curves: pd.DataFrame
     without_relevant: pd.Index  # analysed queries whose judgments hold no relevant document
+    undefined: dict[str, int]  # metric -> analysed queries on which it is undefined
     unjudged_queries: dict[str, int]
     judged_queries: int
 
 
 def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
-    """Score each arm on every judged query any arm holds, applying the missing-query policy."""
+    """Score each arm on every analysed query (judged queries that any arm holds)."""
     from abrank.metrics import evaluate, parse_metric
 
     metrics = [parse_metric(name) for name in experiment.metrics]
@@ -177,23 +185,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     present = {name: queries.intersection(judged) for name, queries in logged.items()}
     unjudged = {name: int(logged[name].size - present[name].size) for name in logged}
     control = experiment.control.name
-    paired = experiment.analysis.design == "paired"
     universe = _union(present.values())
-    if paired:
-        missing = {name: universe.difference(index) for name, index in present.items()}
-        policy = experiment.analysis.missing_queries
-        if policy == "error" and any(len(m) for m in missing.values()):
-            name, ids = next((n, m) for n, m in missing.items() if len(m))
-            shown = ", ".join(map(repr, ids[:5])) + (
-                f" and {len(ids) - 5} more" if len(ids) > 5 else ""
-            )
-            path = next(arm.path for arm in experiment.arms if arm.name == name)
-            raise DataError(
-                f"{_display_path(path)}: expected every analysed query (analysis.missing_queries: error), "
-                f"got {len(ids)} missing: {shown}"
-            )
-        if policy == "drop":
-            universe = _intersection(present.values())
     if universe.empty:
         raise DataError(
             "the rankings and judgments: expected queries in common, got none "
@@ -216,30 +208,35 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     options = dict(
         rel_level=experiment.relevance_threshold, gain=experiment.gain, depth=experiment.depth
     )
+    zero = experiment.no_relevant == "zero"
     values: dict[str, pd.DataFrame] = {}
     curves: list[pd.DataFrame] = []
     judged_at_k: dict[str, float] = {}
     first_relevant: dict[str, pd.Series] = {}
+    undefined: dict[str, int] = {}
     for name, frame in data.rankings.items():
         rankings = frame
-        if logged[name].size != present[name].size or not _member(present[name], universe).all():
+        if logged[name].size != present[name].size:
             rankings = frame.loc[_member(frame["query_id"], universe)]
-        table = evaluate(rankings, judgments, [*metrics, *extra], complete=paired, **options)
-        scope = universe if paired else present[name]
-        table = table.reindex(scope).rename_axis("query_id")
-        analysed_here = present[name].intersection(table.index)
-        judged_at_k[name] = float(table.loc[analysed_here, judged_metric.name].mean())
+        # complete: a query missing from this log is scored as an empty ranking
+        table = evaluate(rankings, judgments, [*metrics, *extra], complete=True, **options)
+        table = table.reindex(universe).rename_axis("query_id")
+        own = table.loc[present[name]] if present[name].size != universe.size else table
+        judged_at_k[name] = float(own[judged_metric.name].mean())
         rr = table[uncut_rr.name].to_numpy()
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             first_relevant[name] = pd.Series(
                 np.where(rr > 0, np.round(1.0 / rr), np.nan), index=table.index, name="rank"
-            )
-        # No metric is defined for a query with nothing relevant to find (DESIGN.md
-        # "Metrics"): blank them all, so the per-query table, curves and comparisons agree.
-        table.loc[_member(table.index, without_relevant)] = np.nan
-        values[name] = table[[m.name for m in metrics]]
+            ).loc[own.index]
+        if not undefined:  # undefined values depend on the judgments only, not on the arm
+            undefined = {m.name: int(table[m.name].isna().sum()) for m in metrics}
+        scored = table[[m.name for m in metrics]]
+        if zero:  # trec_eval's convention: an undefined value scores 0
+            scored = scored.fillna(0.0)
+        values[name] = scored
+        curve_table = own.fillna(0.0) if zero else own
         rows = [
-            {"arm": name, "metric": m.family, "k": m.k, "value": float(table[m.name].mean())}
+            {"arm": name, "metric": m.family, "k": m.k, "value": float(curve_table[m.name].mean())}
             for m in curve_metrics
         ]
         curves.append(pd.DataFrame(rows, columns=["arm", "metric", "k", "value"]))
@@ -251,6 +248,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         first_relevant,
         pd.concat(curves, ignore_index=True),
         without_relevant,
+        undefined,
         unjudged,
         int(judged.size),
     )
@@ -279,11 +277,15 @@ def _curve_metrics(metrics: list) -> list:
 def compare_arms(
     experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame
 ) -> tuple[list, list[dict]]:
-    """Every metric x treatment comparison, overall and per segment, with adjusted p-values."""
+    """Every metric x treatment comparison, overall and per segment, with adjusted p-values.
+
+    Each comparison depends on its own two arms only: its queries are those the control
+    and that treatment hold (both under ``missing_queries: drop``, either under ``zero``),
+    never those of another treatment.
+    """
     from abrank.stats import adjust
 
     analysis = experiment.analysis
-    control = experiment.control.name
     options = dict(
         design=analysis.design,
         primary_test=analysis.primary_test,
@@ -301,26 +303,70 @@ def compare_arms(
     breakdown: list = []
     too_small: list[dict] = []
     for treatment in experiment.treatments:
+        queries = _pair_queries(experiment, scored, treatment.name)
         for metric in experiment.metrics:
-            pair = (scored.values[control][metric], scored.values[treatment.name][metric])
+            pair = _pair_values(experiment, scored, treatment.name, metric, queries)
             primary.append(_compare_pair(pair, metric, treatment.name, None, options))
             for column, groups in groups_by_column.items():
-                for value, queries in groups.items():
+                for value, members in groups.items():
                     subset = tuple(
-                        series.reindex(series.index.intersection(queries)) for series in pair
+                        series.reindex(series.index.intersection(members)) for series in pair
                     )
                     label = f"{column}={value}"
                     n = _pair_size(subset, analysis.design)
                     if n < experiment.segments.min_queries:
-                        if metric == experiment.metrics[0]:
-                            too_small.append(
-                                {"segment": label, "treatment": treatment.name, "n": n}
-                            )
+                        too_small.append(
+                            {
+                                "segment": label,
+                                "treatment": treatment.name,
+                                "metric": metric,
+                                "n": n,
+                            }
+                        )
                         continue
                     breakdown.append(_compare_pair(subset, metric, treatment.name, label, options))
     primary = adjust(primary, method=analysis.correction)
     breakdown = adjust(breakdown, method=analysis.segment_correction)
     return [*primary, *breakdown], too_small
+
+
+def _pair_queries(experiment: Experiment, scored: ScoredArms, treatment: str) -> tuple:
+    """The queries of one control-vs-treatment comparison, by the missing-query policy.
+
+    Paired design: one index shared by both arms. Independent design: each arm's own.
+    """
+    control = experiment.control.name
+    mine, theirs = scored.present[control], scored.present[treatment]
+    if experiment.analysis.design != "paired":
+        return mine, theirs
+    policy = experiment.analysis.missing_queries
+    if policy == "error":
+        for name, missing in (
+            (control, theirs.difference(mine)),
+            (treatment, mine.difference(theirs)),
+        ):
+            if len(missing):
+                shown = ", ".join(map(repr, missing[:5])) + (
+                    f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+                )
+                path = next(arm.path for arm in experiment.arms if arm.name == name)
+                raise DataError(
+                    f"{_display_path(path)}: expected every analysed query "
+                    f"(analysis.missing_queries: error), got {len(missing)} missing: {shown}"
+                )
+    shared = mine.intersection(theirs) if policy == "drop" else mine.union(theirs)
+    shared = shared.sort_values()
+    return shared, shared
+
+
+def _pair_values(
+    experiment: Experiment, scored: ScoredArms, treatment: str, metric: str, queries: tuple
+) -> tuple[pd.Series, pd.Series]:
+    control = experiment.control.name
+    return tuple(
+        scored.values[arm][metric].reindex(index)
+        for arm, index in zip((control, treatment), queries, strict=True)
+    )
 
 
 def _pair_size(pair: tuple[pd.Series, pd.Series], design: str) -> int:
@@ -339,7 +385,8 @@ def _compare_pair(pair, metric: str, treatment: str, segment: str | None, option
         control, treatment_values = control[defined], treatment_values[defined]
         if len(control) == 0:
             raise DataError(
-                f"metric {metric}: expected queries with a defined value, got none (no relevant judgments?)"
+                f"metric {metric}: expected queries with a defined value, got none "
+                "(no relevant judgments?)"
             )
     else:
         control, treatment_values = (
@@ -415,6 +462,7 @@ def _build_readout(
         "tests": list(analysis.tests),
         "correction": {"primary": analysis.correction, "segments": analysis.segment_correction},
         "relevance_threshold": experiment.relevance_threshold,
+        "no_relevant": experiment.no_relevant,
         "gain": experiment.gain,
         "depth": experiment.depth,
         "metrics": list(experiment.metrics),
@@ -443,6 +491,10 @@ def _build_readout(
             "missing": missing,
             "missing_policy": analysis.missing_queries,
             "without_relevant": int(scored.without_relevant.size),
+            "undefined": {
+                "policy": experiment.no_relevant,
+                "metrics": dict(scored.undefined),
+            },
             "unjudged_queries": scored.unjudged_queries,
             "judged_at_k": {
                 "k": JUDGED_K,
@@ -481,10 +533,19 @@ def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int
             notes.append(
                 f"{name}: {count} queries in the log have no judgments and are not analysed"
             )
-    if scored.without_relevant.size:
+    effect = (
+        "scored 0 (no_relevant: zero)"
+        if experiment.no_relevant == "zero"
+        else "left out of its comparisons (no_relevant: drop)"
+    )
+    by_count: dict[int, list[str]] = {}
+    for metric, count in scored.undefined.items():
+        if count:
+            by_count.setdefault(count, []).append(metric)
+    for count, names in by_count.items():
         notes.append(
-            f"{scored.without_relevant.size} queries have no document judged relevant (grade >= "
-            f"{experiment.relevance_threshold:g}); they are left out of every comparison"
+            f"{', '.join(names)}: undefined on {count} of {scored.universe.size} queries (no "
+            f"judged document could score on {'them' if len(names) > 1 else 'it'}), {effect}"
         )
     return notes
 

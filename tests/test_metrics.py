@@ -143,7 +143,7 @@ def test_relevance_threshold_and_per_metric_override():
     )
 
 
-def test_query_without_relevant_judgment_is_undefined_for_some_metrics():
+def test_query_without_relevant_judgment_is_undefined_for_every_judged_metric():
     rankings = frame([("q", "d1", 1), ("q", "d2", 2), ("z", "z1", 1)])
     judgments = qrels([("q", "d1", 3), ("z", "z1", 0), ("z", "z9", -2)])
     names = [
@@ -159,10 +159,28 @@ def test_query_without_relevant_judgment_is_undefined_for_some_metrics():
     ]
     table = evaluate(rankings, judgments, names)
     z = table.loc["z"]
-    assert z[["mrr", "ndcg@10", "recall@10", "map", "ap@5"]].isna().all()
-    assert z[["precision@2", "hit@2", "dcg@2"]].tolist() == [0.0, 0.0, 0.0]
+    # no ranking could score above 0 on z: every metric but the judged@k diagnostic is undefined
+    assert (
+        z[["mrr", "ndcg@10", "recall@10", "map", "ap@5", "precision@2", "hit@2", "dcg@2"]]
+        .isna()
+        .all()
+    )
     assert z["judged@2"] == 0.5
     assert table.loc["q", "mrr"] == 1.0
+
+
+def test_undefined_is_decided_per_metric_not_per_query():
+    """Threshold 2, a query judged only with grade 1: no MRR/recall/P/hit, but an NDCG."""
+    rankings = frame([("g1", "a", 1), ("g1", "b", 2)])
+    judgments = qrels([("g1", "a", 0), ("g1", "b", 1)])
+    table = evaluate(
+        rankings, judgments, ["mrr", "recall@2", "p@2", "hit@2", "ndcg@2", "dcg@2"], rel_level=2
+    )
+    row = table.loc["g1"]
+    assert row[["mrr", "recall@2", "precision@2", "hit@2"]].isna().all()
+    # by hand: DCG@2 = 0 / log2(2) + 1 / log2(3); the ideal puts b first: IDCG@2 = 1
+    assert row["dcg@2"] == pytest.approx(1 / math.log2(3), abs=1e-15)
+    assert row["ndcg@2"] == pytest.approx(1 / math.log2(3), abs=1e-15)
 
 
 def test_query_sets_and_complete():
@@ -173,7 +191,7 @@ def test_query_sets_and_complete():
     full = evaluate(rankings, judgments, ["mrr", "precision@1"], complete=True)
     assert full.index.tolist() == ["q1", "q2", "q3", "q4"]
     assert full.loc["q3"].tolist() == [0.0, 0.0]
-    assert math.isnan(full.at["q4", "mrr"]) and full.at["q4", "precision@1"] == 0.0
+    assert math.isnan(full.at["q4", "mrr"]) and math.isnan(full.at["q4", "precision@1"])
 
 
 def test_output_shape_index_and_column_order():
@@ -400,13 +418,14 @@ def reference(rankings: pd.DataFrame, judged: dict, *, rel_level, gain, depth, c
                 ideal = sorted((g_of(x) for x in grades.values()), reverse=True)
                 ideal = [x for x in ideal if x > 0][: k or None]
                 idcg = sum(x / math.log2(i + 2) for i, x in enumerate(ideal))
-                v = dcg if family == "dcg" else (dcg / idcg if idcg > 0 else math.nan)
+                # undefined when no judged document has any gain to give
+                v = math.nan if idcg == 0 else (dcg if family == "dcg" else dcg / idcg)
             elif family == "recall":
                 v = sum(rel) / num_rel if num_rel else math.nan
             elif family == "precision":
-                v = sum(rel) / k
+                v = sum(rel) / k if num_rel else math.nan
             elif family == "hit":
-                v = float(any(rel))
+                v = float(any(rel)) if num_rel else math.nan
             elif family in ("map", "ap"):
                 found, total = 0, 0.0
                 for i, r in enumerate(rel):

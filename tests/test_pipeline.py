@@ -7,6 +7,7 @@ at rank 1 each time; q4 has no relevant document at all.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -149,7 +150,8 @@ def test_segments_from_an_attributes_file(tmp_path):
     assert list(segments) == ["market=A"]  # market B holds q3 only (q4 has nothing relevant)
     assert segments["market=A"]["control_mean"] == pytest.approx((1 + 1 / 3) / 2)
     assert readout.summary["segments"]["too_small"] == [
-        {"segment": "market=B", "treatment": "new", "n": 1}
+        {"segment": "market=B", "treatment": "new", "metric": metric, "n": 1}
+        for metric in ("mrr@10", "ndcg@3")
     ]
     assert readout.per_query.set_index(["arm", "query_id"]).loc[("new", "q3"), "market"] == "B"
     assert [i["role"] for i in readout.summary["inputs"]] == [
@@ -211,3 +213,91 @@ def test_same_seed_same_numbers_and_adding_a_metric_changes_no_other(tmp_path):
 def overall_of(summary: dict, metric: str = "mrr@10") -> dict:
     (entry,) = [c for c in summary["comparisons"] if c["metric"] == metric and c["segment"] is None]
     return entry
+
+
+def comparison_of(summary: dict, treatment: str, metric: str = "mrr@10") -> dict:
+    (entry,) = [
+        c
+        for c in summary["comparisons"]
+        if c["metric"] == metric and c["treatment"] == treatment and c["segment"] is None
+    ]
+    return entry
+
+
+def test_a_comparison_depends_only_on_its_own_two_arms(tmp_path):
+    """A second treatment holding a judged query that neither other arm holds (q5) must not
+    change control-vs-first: its n, means and intervals are the same with and without it."""
+    write_log(tmp_path / "control.csv", CONTROL)
+    write_log(tmp_path / "treatment.csv", TREATMENT)
+    (tmp_path / "other.csv").write_text("query_id,doc_id,rank\nq1,b,1\nq1,a,2\nq5,x,1\n")
+    grades = {**GRADES, ("q5", "x"): 1}
+    alone = run_experiment(experiment(tmp_path)).summary
+    (tmp_path / "judgments.tsv").write_text(
+        "query_id\tdoc_id\tgrade\n" + "".join(f"{q}\t{d}\t{g}\n" for (q, d), g in grades.items())
+    )
+    config = {
+        "name": "pipeline-test",
+        "control": {"name": "old", "path": "control.csv"},
+        "treatments": [
+            {"name": "new", "path": "treatment.csv"},
+            {"name": "other", "path": "other.csv"},
+        ],
+        "judgments": {"path": "judgments.tsv"},
+        "metrics": ["mrr@10", "ndcg@3"],
+        "analysis": {"seed": 1, "resamples": 500, "correction": "none"},
+    }
+    both = run_experiment(build_experiment(config, source="t.yaml", base_dir=tmp_path)).summary
+    first, second = overall_of(alone), comparison_of(both, "new")
+    for key in ("n", "control_mean", "treatment_mean", "delta", "ci", "p_values", "wins"):
+        assert second[key] == first[key], key
+    assert first["n"] == 3  # q1..q3 (q4 has nothing relevant)
+    # the other comparison has its own queries: q1, q2, q3 of the control and q5 (scored 0
+    # for the control, which lacks it): control RR (1, 1/3, 1/2, 0), other (1/2, 0, 0, 1)
+    other = comparison_of(both, "other")
+    assert other["n"] == 4
+    assert other["control_mean"] == pytest.approx((1 + 1 / 3 + 1 / 2 + 0) / 4)
+    assert other["treatment_mean"] == pytest.approx((1 / 2 + 0 + 0 + 1) / 4)
+
+
+def test_undefined_values_are_decided_per_metric(tmp_path):
+    """Threshold 2: q2's only relevant document has grade 1, so q2 has no MRR but an NDCG."""
+    write_log(tmp_path / "control.csv", CONTROL)
+    write_log(tmp_path / "treatment.csv", TREATMENT)
+    summary = run_experiment(experiment(tmp_path, relevance_threshold=2)).summary
+    mrr, ndcg = overall_of(summary, "mrr@10"), overall_of(summary, "ndcg@3")
+    # MRR(rel >= 2) on q1 and q3 only: control (1, 1/2), treatment (1, 1)
+    assert mrr["n"] == 2 and mrr["control_mean"] == pytest.approx(0.75)
+    assert mrr["treatment_mean"] == pytest.approx(1.0)
+    # NDCG@3 on q1, q2, q3. By hand (linear gain, 1/log2(i+1)): q1 control a@1 -> 1,
+    # treatment 1; q2 control e@3 -> (1/2) / 1, treatment e@1 -> 1; q3 control f(0)@1, g(3)@2
+    # -> (3/log2 3) / 3, treatment g@1 -> 1
+    assert ndcg["n"] == 3
+    assert ndcg["control_mean"] == pytest.approx((1 + 0.5 + 1 / math.log2(3)) / 3)
+    assert ndcg["treatment_mean"] == pytest.approx(1.0)
+    undefined = summary["diagnostics"]["undefined"]
+    assert undefined == {"policy": "drop", "metrics": {"mrr@10": 2, "ndcg@3": 1}}
+    warnings = summary["diagnostics"]["warnings"]
+    assert any(w.startswith("mrr@10: undefined on 2 of 4 queries") for w in warnings)
+
+
+def test_no_relevant_zero_scores_undefined_values_0(tmp_path):
+    """no_relevant: zero counts q4 (nothing relevant) as 0 in both arms, as trec_eval does."""
+    write_log(tmp_path / "control.csv", CONTROL)
+    write_log(tmp_path / "treatment.csv", TREATMENT)
+    summary = run_experiment(experiment(tmp_path, no_relevant="zero")).summary
+    mrr = overall_of(summary)
+    assert mrr["n"] == 4
+    assert mrr["control_mean"] == pytest.approx((1 + 1 / 3 + 1 / 2 + 0) / 4)
+    assert mrr["treatment_mean"] == pytest.approx(3 / 4)
+    assert mrr["ties"] == 2  # q1 and q4
+    assert summary["no_relevant"] == "zero"
+    assert any("scored 0 (no_relevant: zero)" in w for w in summary["diagnostics"]["warnings"])
+    per_query = run_experiment(experiment(tmp_path, no_relevant="zero")).per_query
+    assert per_query.set_index(["arm", "query_id"]).loc[("old", "q4"), "mrr@10"] == 0.0
+
+
+def test_no_relevant_must_be_drop_or_zero(tmp_path):
+    from abrank.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"no_relevant: expected 'drop' or 'zero', got 'skip'"):
+        experiment(tmp_path, no_relevant="skip")
