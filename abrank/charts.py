@@ -234,22 +234,32 @@ def forest_chart(summary: dict[str, Any]) -> Chart | None:
             label += f" · {labels.get(comp['treatment'], comp['treatment'])}"
         rows.append((label, comp))
     level = _level(overall[0])
+    corrected = any(
+        c.get("ci_level", c.get("confidence_level")) != c.get("confidence_level") for c in overall
+    )
+    widened = " (widened by the correction)" if corrected else ""
     control = labels.get(control_name(summary) or "", "control")
 
     def draw() -> Figure:
         fig = Figure(figsize=(WIDTH, _row_height(len(rows))), layout="constrained")
         ax = fig.add_subplot()
         _verdict_legend(ax, _forest(ax, rows))
-        ax.set_xlabel(f"delta, treatment − control (mean per query), {level} CI")
+        ax.set_xlabel(f"delta, treatment − control (mean per query), {level} CI{widened}")
         ax.set_ylabel("metric")
-        ax.set_title(plain(f"Deltas against {control}, with {level} confidence intervals"))
+        ax.set_title(plain(f"Deltas against {control}, with confidence intervals"))
         return fig
 
     return Chart(
         "forest.png",
         "Deltas with confidence intervals",
         f"Each metric's delta (treatment − control) with its {level} confidence "
-        "interval, coloured by verdict; the dashed line marks no change.",
+        "interval, coloured by verdict; the dashed line marks no change."
+        + (
+            " The multiple-testing correction widens each interval by the same factor as its "
+            "p-value, so an interval crosses the line exactly when the verdict is inconclusive."
+            if corrected
+            else ""
+        ),
         draw,
     )
 

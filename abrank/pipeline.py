@@ -438,6 +438,15 @@ def _build_readout(
     }
     matched = int(_intersection(scored.present.values()).size)
     warnings = _warnings(experiment, scored, missing)
+    segment_notes: dict[str, int] = {}
+    for comparison in comparisons:
+        for note in comparison.notes:
+            if comparison.segment is None:
+                warnings.append(f"{comparison.metric} ({comparison.treatment}): {note}")
+            else:
+                segment_notes[note] = segment_notes.get(note, 0) + 1
+    for note, count in segment_notes.items():
+        warnings.append(f"{count} segment comparison{'s' if count > 1 else ''}: {note}")
     for comparison in comparisons:
         if comparison.approximation and comparison.segment is None:
             warnings.append(
@@ -536,7 +545,7 @@ def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int
     effect = (
         "scored 0 (no_relevant: zero)"
         if experiment.no_relevant == "zero"
-        else "left out of its comparisons (no_relevant: drop)"
+        else "left out of the comparisons (no_relevant: drop)"
     )
     by_count: dict[int, list[str]] = {}
     for metric, count in scored.undefined.items():

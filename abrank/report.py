@@ -130,9 +130,40 @@ def fmt_relative_interval(comp: dict[str, Any]) -> str:
 
 
 def fmt_level(comp: dict[str, Any]) -> str:
-    """The confidence level as a percent label: 0.95 -> ``95%``."""
-    level = comp.get("confidence_level")
-    return f"{level * 100:g}%" if _number(level) else "95%"
+    """The level of the interval shown as a percent label: 0.95 -> ``95%``, 0.9875 ->
+    ``98.8%`` (after a multiple-testing correction widened it; ``ci_level``)."""
+    level = comp.get("ci_level", comp.get("confidence_level"))
+    if not _number(level):
+        return "95%"
+    percent = 100.0 * float(level)
+    if abs(percent - round(percent)) < 1e-9:
+        return f"{round(percent)}%"
+    digits = 1
+    while digits < 6 and round(percent, digits) >= 100:
+        digits += 1
+    return f"{percent:.{digits}f}%"
+
+
+def _widened(comp: dict[str, Any]) -> bool:
+    """Whether a correction widened the interval beyond the nominal confidence level."""
+    level, nominal = comp.get("ci_level"), comp.get("confidence_level")
+    return _number(level) and _number(nominal) and abs(level - nominal) > 1e-12
+
+
+def interval_phrase(comp: dict[str, Any]) -> str:
+    """``95% CI [+0.226, +0.266] / [+40.8%, +50.6%]``, the level widened and named when a
+    correction applies (``98.8% CI (Holm) ...``), and a remark when the interval and the
+    primary test still disagree, so that no line shows an interval against its verdict."""
+    label = f"{fmt_level(comp)} CI"
+    if _widened(comp):
+        label += f" ({correction_name(comp.get('correction'))})"
+    text = f"{label} {fmt_interval(comp.get('ci'))}"
+    if _number(comp.get("relative_lift")):
+        text += f" / {fmt_relative_interval(comp)}"
+    if comp.get("ci_agrees") is False:
+        test = test_name(comp.get("primary_test", "t"))
+        text += f" (a bootstrap interval; the {test} test decides the verdict)"
+    return text
 
 
 def test_name(name: Any) -> str:
@@ -212,10 +243,7 @@ def headline_line(
         f"{fmt_value(comp.get('control_mean'))} → {fmt_value(comp.get('treatment_mean'))}",
         f"{fmt_signed(comp.get('delta'))} ({fmt_percent(comp.get('relative_lift'))})",
     ]
-    interval = f"{fmt_level(comp)} CI {fmt_interval(comp.get('ci'))}"
-    if _number(comp.get("relative_lift")):
-        interval += f" / {fmt_relative_interval(comp)}"
-    parts += [interval, p_phrase(comp), n_phrase(comp)]
+    parts += [interval_phrase(comp), p_phrase(comp), n_phrase(comp)]
     paired = comp.get("design", "paired") == "paired"
     if paired and all(_number(comp.get(k)) for k in ("wins", "ties", "losses")):
         parts.append(
@@ -251,7 +279,8 @@ def _title(summary: dict[str, Any]) -> str:
 def _columns(comps: Sequence[dict[str, Any]]) -> list[tuple[str, str, Any]]:
     """The results table's columns: (key for data attributes, header, cell formatter)."""
     p_keys = list(dict.fromkeys(k for c in comps for k in (c.get("p_values") or {})))
-    level = fmt_level(comps[0]) if comps else "95%"
+    levels = {fmt_level(c) for c in comps}
+    level = levels.pop() if len(levels) == 1 else None
     corrections = {correction_name(c.get("correction")) for c in comps} - {None}
     adjusted = f"p adj. ({', '.join(sorted(corrections))})" if corrections else "p adj."
     paired = any(c.get("design", "paired") == "paired" for c in comps)
@@ -259,7 +288,7 @@ def _columns(comps: Sequence[dict[str, Any]]) -> list[tuple[str, str, Any]]:
         ("control_mean", "control mean", fmt_value),
         ("treatment_mean", "treatment mean", fmt_value),
         ("delta", "Δ", fmt_signed),
-        ("ci", f"{level} CI", fmt_interval),
+        ("ci", f"{level} CI" if level else "CI (level)", fmt_interval),
         ("relative_lift", "relative", fmt_percent),
         ("relative_ci", "relative CI", None),
         *((f"p_values.{k}", f"p ({SHORT_TEST_NAMES.get(k, test_name(k))})", fmt_p) for k in p_keys),
@@ -288,6 +317,11 @@ def _cell(comp: dict[str, Any], key: str, formatter: Any) -> tuple[str, Any]:
         return " / ".join(fmt_count(v) for v in values), values
     if key == "verdict":
         return str(comp.get("verdict", "inconclusive")), comp.get("verdict")
+    if key == "ci":
+        text = fmt_interval(comp.get("ci"))
+        if _widened(comp):
+            text += f" ({fmt_level(comp)})"
+        return text, comp.get("ci")
     if key == "n" and comp.get("design") == "independent":
         values = [comp.get("n_control"), comp.get("n_treatment")]
         return " / ".join(fmt_count(v) for v in values), values

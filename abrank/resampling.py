@@ -286,49 +286,134 @@ def relabel_sums(
     return out
 
 
+@dataclass(frozen=True)
+class BCa:
+    """A bootstrap distribution with its BCa corrections (Efron and Tibshirani, 14.3).
+
+    ``z0`` is the bias correction (None when every draw lies on one side of the estimate:
+    the percentile rule is then used) and ``accel`` the acceleration. :meth:`interval`
+    and :meth:`p_value` are two readings of the same corrected distribution, so an interval
+    excludes a value exactly when the p-value for that value is below 1 - its level (up to
+    the quantile interpolation): a readout never shows a bootstrap interval that disagrees
+    with the bootstrap test.
+
+    ``expand`` (a sample size n) widens the nominal quantile from z to
+    sqrt(n / (n - 1)) * t_{n-1} before the BCa correction, Hesterberg's "expanded"
+    bootstrap (The American Statistician 69(4), 2015): plain bootstrap intervals are too
+    narrow by about sqrt((n - 1) / n) and use normal rather than t quantiles, which at
+    small n makes them cover 85-93% instead of 95%.
+    """
+
+    theta: float
+    boot: np.ndarray
+    z0: float | None
+    accel: float
+    tol: float
+
+    @property
+    def constant(self) -> bool:
+        return float(self.boot.max()) - float(self.boot.min()) <= self.tol
+
+    def interval(self, confidence_level: float, expand: int | None = None) -> tuple[float, float]:
+        """The two-sided interval at ``confidence_level``."""
+        if self.constant:
+            return float(self.boot.min()), float(self.boot.max())
+        alpha = (1.0 - confidence_level) / 2.0
+        z = _nominal_quantiles(np.array([alpha, 1.0 - alpha]), expand)
+        levels = ndtr(z)
+        if self.z0 is not None:
+            corrected = ndtr(self.z0 + (self.z0 + z) / (1.0 - self.accel * (self.z0 + z)))
+            if np.all(np.isfinite(corrected)):
+                levels = corrected
+        low, high = np.quantile(self.boot, levels)
+        return float(low), float(high)
+
+    def p_value(self, null: float = 0.0, expand: int | None = None) -> float:
+        """Two-sided p-value for ``theta == null``: one minus the level of the widest
+        interval (of :meth:`interval`) that still excludes ``null``."""
+        if self.constant:
+            return 1.0 if abs(self.theta - null) <= self.tol else 1.0 / (self.boot.size + 1)
+        size = self.boot.size
+        below = np.count_nonzero(self.boot < null - self.tol)
+        at_or_below = np.count_nonzero(self.boot <= null + self.tol)
+        share = (below + at_or_below) / (2.0 * size)
+        share = min(max(share, 1.0 / (size + 1)), size / (size + 1.0))  # never p = 0
+        w = float(ndtri(share))
+        z = w
+        if self.z0 is not None:
+            w -= self.z0
+            denominator = 1.0 + self.accel * w
+            if denominator > 0:
+                z = w / denominator - self.z0
+        tail = float(_nominal_tail(z, expand))
+        return float(min(1.0, 2.0 * min(tail, 1.0 - tail)))
+
+
+def _nominal_quantiles(levels: np.ndarray, expand: int | None) -> np.ndarray:
+    """z quantiles, or Hesterberg's expanded ones sqrt(n / (n - 1)) * t_{n-1}."""
+    if expand is None or expand < 2:
+        return ndtri(levels)
+    from scipy.stats import t as student
+
+    return math.sqrt(expand / (expand - 1.0)) * student.ppf(levels, expand - 1)
+
+
+def _nominal_tail(z: float, expand: int | None) -> float:
+    """The inverse of :func:`_nominal_quantiles`: the level whose quantile is ``z``."""
+    if expand is None or expand < 2:
+        return float(ndtr(z))
+    from scipy.stats import t as student
+
+    return float(student.cdf(z / math.sqrt(expand / (expand - 1.0)), expand - 1))
+
+
+def bca(
+    theta_hat: float,
+    boot: np.ndarray,
+    jackknife: Sequence[tuple[np.ndarray, np.ndarray]],
+    tol: float = 0.0,
+) -> BCa:
+    """The BCa corrections of a bootstrap distribution.
+
+    ``jackknife`` holds, per sample, the leave-one-out statistics at each distinct row and
+    how many rows share it (weights), so the acceleration costs O(distinct rows). The
+    formulas follow ``scipy.stats.bootstrap(method="BCa")``, including its multi-sample
+    acceleration. ``tol`` is the absolute tolerance under which a resampled statistic
+    counts as equal to ``theta_hat``.
+    """
+    boot = np.asarray(boot, dtype=np.float64)
+    below = np.count_nonzero(boot < theta_hat - tol)
+    at_or_below = np.count_nonzero(boot <= theta_hat + tol)
+    share = (below + at_or_below) / (2.0 * boot.size)
+    if not 0.0 < share < 1.0:
+        return BCa(float(theta_hat), boot, None, 0.0, tol)
+    num = 0.0
+    den = 0.0
+    for values, weights in jackknife:
+        weights = np.asarray(weights, dtype=np.float64)
+        size = float(weights.sum())
+        if size < 2:
+            continue
+        mean = float(weights @ values) / size
+        u = (size - 1.0) * (mean - values)
+        num += float(weights @ u**3) / size**3
+        den += float(weights @ u**2) / size**2
+    accel = num / (6.0 * den**1.5) if den > 0 else 0.0
+    return BCa(float(theta_hat), boot, float(ndtri(share)), float(accel), tol)
+
+
 def bca_interval(
     theta_hat: float,
     boot: np.ndarray,
     jackknife: Sequence[tuple[np.ndarray, np.ndarray]],
     confidence_level: float,
     tol: float = 0.0,
+    *,
+    expand: int | None = None,
 ) -> tuple[float, float]:
-    """Bias-corrected and accelerated bootstrap interval (Efron and Tibshirani, 14.3).
+    """Bias-corrected and accelerated bootstrap interval (see :class:`BCa`).
 
-    ``jackknife`` holds, per sample, the leave-one-out statistics at each distinct row and
-    how many rows share it (weights), so the acceleration costs O(distinct rows). The
-    formulas follow ``scipy.stats.bootstrap(method="BCa")``, including its multi-sample
-    acceleration. ``tol`` is the absolute tolerance under which a resampled statistic
-    counts as equal to ``theta_hat``. Degenerate cases fall back gracefully: a constant
-    bootstrap distribution gives [value, value]; an infinite bias correction gives the
-    percentile interval.
+    Degenerate cases fall back gracefully: a constant bootstrap distribution gives
+    [value, value]; an infinite bias correction gives the percentile interval.
     """
-    boot = np.asarray(boot, dtype=np.float64)
-    alpha = (1.0 - confidence_level) / 2.0
-    low_b, high_b = float(boot.min()), float(boot.max())
-    if high_b - low_b <= tol:
-        return low_b, high_b
-    below = np.count_nonzero(boot < theta_hat - tol)
-    at_or_below = np.count_nonzero(boot <= theta_hat + tol)
-    share = (below + at_or_below) / (2.0 * boot.size)
-    levels = np.array([alpha, 1.0 - alpha])
-    if 0.0 < share < 1.0:
-        z0 = float(ndtri(share))
-        num = 0.0
-        den = 0.0
-        for values, weights in jackknife:
-            weights = np.asarray(weights, dtype=np.float64)
-            size = float(weights.sum())
-            if size < 2:
-                continue
-            mean = float(weights @ values) / size
-            u = (size - 1.0) * (mean - values)
-            num += float(weights @ u**3) / size**3
-            den += float(weights @ u**2) / size**2
-        accel = num / (6.0 * den**1.5) if den > 0 else 0.0
-        z = ndtri(levels)
-        bca = ndtr(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))
-        if np.all(np.isfinite(bca)):
-            levels = bca
-    low, high = np.quantile(boot, levels)
-    return float(low), float(high)
+    return bca(theta_hat, boot, jackknife, tol).interval(confidence_level, expand)

@@ -112,16 +112,19 @@ def test_primary_test_choice_sets_p_value_and_interval() -> None:
 def test_permutation_p_value_is_never_zero() -> None:
     result = compare(np.zeros(200), np.ones(200) * 0.5 + np.linspace(0, 0.1, 200), n_resamples=999)
     assert result.p_values["permutation"] == pytest.approx(1 / 1000, abs=1e-15)
-    assert result.p_values["bootstrap"] == pytest.approx(1 / 1000, abs=1e-15)
+    # the bootstrap p reads the BCa distribution at 0, clipped to one draw in B + 1: never 0,
+    # at most twice that tail after the t expansion (two-sided)
+    assert 0 < result.p_values["bootstrap"] <= 2.6 / 1000
 
 
 # --------------------------------------------------------------------------- degenerate
 
 
 def test_all_deltas_zero_is_a_clear_no_change() -> None:
-    values = np.array([0.1, 0.5, 0.5, 1.0, 0.2])
+    values = np.array([0.1, 0.5, 0.5, 1.0, 0.2] * 7)  # 35 queries: the bootstrap runs
     result = compare(values, values.copy(), tests=("t", "permutation", "bootstrap", "wilcoxon"))
     assert result.delta == 0.0
+    # 35 equal deltas: any other shift gives the exact sign-flip p = 2^-34 < 0.05
     assert result.ci == (0.0, 0.0)
     assert result.bootstrap_ci == (0.0, 0.0)
     assert result.relative_lift == 0.0
@@ -129,22 +132,41 @@ def test_all_deltas_zero_is_a_clear_no_change() -> None:
     assert result.p_values == {"t": 1.0, "permutation": 1.0, "bootstrap": 1.0, "wilcoxon": 1.0}
     assert result.verdict == "inconclusive"
     assert result.effect_size == 0.0
-    assert (result.wins, result.ties, result.losses) == (0, 5, 0)
+    assert (result.wins, result.ties, result.losses) == (0, 35, 0)
     json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_five_unchanged_queries_cannot_rule_out_a_shift() -> None:
+    """With 5 equal deltas the exact sign-flip test gives any other shift p = 2^-4 = 0.0625,
+    above 0.05: no shift is excluded, so the interval is unbounded; the bootstrap, below its
+    30-query minimum, is left out and the note says why."""
+    values = np.array([0.1, 0.5, 0.5, 1.0, 0.2])
+    result = compare(values, values.copy())
+    assert result.ci == (-math.inf, math.inf)
+    assert result.relative_ci == (-math.inf, math.inf)
+    assert result.p_values["t"] == 1.0 and math.isnan(result.p_values["bootstrap"])
+    assert result.bootstrap_ci is None
+    assert any("fewer than 30 queries" in note for note in result.notes)
+    assert result.verdict == "inconclusive"
 
 
 @pytest.mark.parametrize("n", [0, 1])
 def test_fewer_than_two_pairs(n: int) -> None:
+    """One query cannot be tested: no p-value, no effect size (not p = 1 and 0)."""
     result = compare([0.2] * n, [0.7] * n)
     assert result.n == n
-    assert result.p_value == 1.0
-    assert result.p_values == {"t": 1.0, "permutation": 1.0, "bootstrap": 1.0}
+    assert math.isnan(result.p_value)
+    assert set(result.p_values) == {"t", "permutation", "bootstrap"}
+    assert all(math.isnan(p) for p in result.p_values.values())
     assert result.ci == (-math.inf, math.inf)
     assert result.bootstrap_ci is None
     assert result.mde is None
+    assert math.isnan(result.effect_size)
     assert result.verdict == "inconclusive"
+    assert "fewer than 2 queries: no test or interval is possible" in result.notes
     data = result.to_dict()
     assert data["ci"] == [None, None]
+    assert data["p_value"] is None and data["effect_size"] is None
     json.dumps(data, allow_nan=False)
     if n == 0:
         assert data["control_mean"] is None and data["delta"] is None
@@ -155,15 +177,40 @@ def test_constant_delta_has_zero_width_interval() -> None:
     result = compare(c, c + 0.25, n_resamples=4999)
     assert result.delta == pytest.approx(0.25, abs=1e-15)
     assert result.ci == pytest.approx((0.25, 0.25), abs=1e-15)
-    assert result.p_values["t"] == 0.0
+    assert result.p_values["t"] == 2.0**-11  # the exact sign-flip p for 12 equal deltas
     # all 12 deltas share one |d|: only the all-plus and all-minus patterns reach |sum|
     exact = 2 / 2**12
     mc = math.sqrt(exact / 4999)
     assert abs(result.p_values["permutation"] - (exact + 1 / 5000)) < 5 * mc + 1 / 5000
-    assert result.bootstrap_ci == pytest.approx((0.25, 0.25), abs=1e-12)
-    assert result.effect_size == 0.0
+    assert result.bootstrap_ci is None  # 12 queries: below the bootstrap's minimum
+    assert math.isnan(result.effect_size)  # no variance to scale a nonzero move by
     assert result.mde == 0.0
     assert result.verdict == "win"
+
+
+def test_two_identical_deltas_are_no_win() -> None:
+    """Two queries that both gain 0.1: the exact sign-flip p is 2^(1 - 2) = 0.5, not 0."""
+    result = compare([0.2, 0.4], [0.3, 0.5])
+    assert result.p_value == 0.5
+    assert result.ci == (-math.inf, math.inf)
+    assert result.verdict == "inconclusive"
+
+
+def test_two_queries_bootstrap_primary_is_no_win() -> None:
+    """At n = 2 no bootstrap interval can reach past the two deltas, so the bootstrap is
+    refused: no p-value and no verdict (it said p = 1e-4 and "win")."""
+    result = compare([0.2, 0.4], [0.7, 0.5], primary_test="bootstrap")
+    assert math.isnan(result.p_value)
+    assert result.verdict == "inconclusive"
+    assert result.ci == (-math.inf, math.inf)
+    assert result.ci_agrees
+
+
+def test_tiny_control_mean_gives_no_relative_lift() -> None:
+    rng = np.random.default_rng(3)
+    result = compare(np.full(40, 1e-9), rng.random(40))
+    assert result.relative_lift is None and result.relative_ci is None
+    assert any("no relative lift" in note for note in result.notes)
 
 
 def test_zero_control_arm_has_no_relative_lift() -> None:
@@ -275,8 +322,10 @@ def test_independent_design_ignores_the_index_and_drops_nan() -> None:
 def test_independent_identical_constant_arms() -> None:
     result = compare([0.5] * 5, [0.5] * 7, design="independent")
     assert result.delta == 0.0
+    # any other shift: the exact label-permutation p is 2 / C(12, 7) = 2 / 792 < 0.05
     assert result.ci == (0.0, 0.0)
-    assert result.p_values == {"t": 1.0, "permutation": 1.0, "bootstrap": 1.0}
+    assert result.p_values["t"] == 1.0 and result.p_values["permutation"] == 1.0
+    assert math.isnan(result.p_values["bootstrap"])  # 5 and 7 values: below the minimum
     assert result.verdict == "inconclusive"
     json.dumps(result.to_dict(), allow_nan=False)
 
@@ -438,3 +487,61 @@ def test_adjust_edge_cases(family: list[Comparison]) -> None:
         adjust(family, method="holms")
     assert str(info.value).startswith("method: expected one of ")
     assert str(info.value).endswith("got 'holms' (did you mean 'holm'?)")
+
+
+@pytest.mark.parametrize("primary", ["t", "bootstrap"])
+def test_adjusted_interval_agrees_with_the_adjusted_verdict(primary: str) -> None:
+    """After Holm, the interval shown excludes 0 exactly when the verdict is a win or loss
+    (an unadjusted 95% interval beside a Holm verdict disagreed on ~10% of lines)."""
+    rng = np.random.default_rng(11)
+    disagreements = checked = 0
+    for family in range(15):
+        items = []
+        for k in range(6):
+            c = rng.random(60)
+            t = c + rng.normal(rng.choice([0.0, 0.03, 0.06]), 0.15, 60)
+            items.append(
+                compare(
+                    c,
+                    t,
+                    primary_test=primary,
+                    n_resamples=2000,
+                    seed=family,
+                    metric=f"m{k}",
+                )
+            )
+        for item in adjust(items, "holm"):
+            checked += 1
+            excludes = item.ci[0] > 0 or item.ci[1] < 0
+            disagreements += excludes != (item.verdict != "inconclusive")
+            assert item.ci_agrees == (excludes == (item.verdict != "inconclusive"))
+            if item.p_adjusted > item.p_value:  # the level was widened by the same factor
+                share = item.p_value / item.p_adjusted
+                assert item.ci_level == pytest.approx(1 - 0.05 * share, abs=1e-15)
+                assert item.ci_unadjusted is not None
+    assert checked == 90
+    # the t-interval is the t-test inverted; the BCa interval and its p-value read the same
+    # distribution, up to one draw of interpolation
+    assert disagreements <= (0 if primary == "t" else 2)
+
+
+def test_holm_interval_is_the_t_interval_at_the_widened_level() -> None:
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(5)
+    c = rng.random(80)
+    treatments = [c + rng.normal(0.02 * k, 0.1, 80) for k in range(4)]
+    items = [compare(c, t, metric=f"m{k}") for k, t in enumerate(treatments)]
+    adjusted = adjust(items, "holm")
+    # Holm by hand: sorted p times (m - rank), made monotone, capped at 1
+    order = np.argsort([i.p_value for i in items])
+    holm, running = {}, 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, items[index].p_value * (4 - rank)))
+        holm[index] = running
+    for k, (t, item) in enumerate(zip(treatments, adjusted, strict=True)):
+        assert item.p_adjusted == pytest.approx(holm[k], rel=1e-12)
+        level = 1 - 0.05 * items[k].p_value / holm[k]
+        expected = sps.ttest_1samp(t - c, 0.0).confidence_interval(level)
+        assert item.ci == pytest.approx((expected.low, expected.high), rel=1e-10)
+        assert item.ci_unadjusted == items[k].ci

@@ -48,3 +48,31 @@ def test_intervals_cover_a_known_delta() -> None:
         covered["bca"] += result.bootstrap_ci[0] <= true_delta <= result.bootstrap_ci[1]
     for method, count in covered.items():
         assert 0.93 <= count / SIMULATIONS <= 0.97, (method, count / SIMULATIONS)
+
+
+@pytest.mark.slow
+def test_small_samples_stay_honest_on_lumpy_deltas() -> None:
+    """MRR-like A/A data (many ties, a few large moves). At 20 queries the bootstrap is
+    refused and Fieller's relative interval covers 0; at 30, where the bootstrap starts,
+    the expanded BCa interval covers and the bootstrap test holds its level."""
+    rejections = {20: 0, 30: 0}
+    covered = {(20, "relative"): 0, (30, "bca"): 0, (30, "relative"): 0}
+    runs = 800
+    for n in (20, 30):
+        rng = np.random.default_rng(100 + n)
+        for i in range(runs):
+            ease = rng.beta(1.5, 1.5, n)
+            result = compare(_rr(rng, ease), _rr(rng, ease), n_resamples=1000, seed=i)
+            p = result.p_values["bootstrap"]
+            if n == 20:
+                assert np.isnan(p) and result.bootstrap_ci is None
+            else:
+                rejections[n] += p < 0.05
+                covered[(n, "bca")] += result.bootstrap_ci[0] <= 0 <= result.bootstrap_ci[1]
+            if result.relative_ci is not None:
+                covered[(n, "relative")] += result.relative_ci[0] <= 0 <= result.relative_ci[1]
+            else:
+                covered[(n, "relative")] += 1  # unbounded covers everything
+    assert rejections[30] / runs <= 0.075, rejections
+    for key, count in covered.items():
+        assert count / runs >= 0.92, (key, count / runs)
