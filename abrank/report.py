@@ -338,11 +338,18 @@ def _segment_column(summary: dict[str, Any], segment: str) -> str:
 
 
 def _too_small(segments: dict[str, Any]) -> list[dict[str, Any]]:
-    """The segments skipped for size, each once (the pipeline may list one per treatment)."""
-    seen: dict[tuple[str, Any], dict[str, Any]] = {}
+    """The segments skipped for size, each once (the pipeline lists one per treatment and
+    metric, since a metric's undefined values can make one metric's segment smaller)."""
+    sizes: dict[str, list[int]] = {}
     for entry in segments.get("too_small") or []:
-        seen.setdefault((str(entry.get("segment")), entry.get("n")), entry)
-    return list(seen.values())
+        if _number(entry.get("n")):
+            sizes.setdefault(str(entry.get("segment")), []).append(int(entry["n"]))
+    out = []
+    for segment, ns in sizes.items():
+        low, high = min(ns), max(ns)
+        text = fmt_count(low) if low == high else f"{fmt_count(low)}-{fmt_count(high)} by metric"
+        out.append({"segment": segment, "n": low, "n_text": text})
+    return out
 
 
 def _largest_moves(readout: Readout) -> list[tuple[str, str, pd.DataFrame, pd.DataFrame]]:
@@ -456,9 +463,17 @@ def _diagnostic_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("queries analysed", diagnostics.get("analysed_queries")),
         ("judged queries", diagnostics.get("judged_queries")),
         ("queries in both arms (matched)", diagnostics.get("matched")),
-        ("queries without relevant judgments (left out)", diagnostics.get("without_relevant")),
+        ("queries without a relevant judgment", diagnostics.get("without_relevant")),
     ]
     shown = [(name, fmt_count(value)) for name, value in facts if value is not None]
+    undefined = diagnostics.get("undefined") or {}
+    counts = undefined.get("metrics") or {}
+    if counts:
+        effect = "scored 0" if undefined.get("policy") == "zero" else "left out"
+        text = ", ".join(
+            f"{metric_label(summary, name)} {fmt_count(count)}" for name, count in counts.items()
+        )
+        shown.append((f"undefined values per metric ({effect})", text))
     if diagnostics.get("missing_policy"):
         shown.append(("missing-query policy", str(diagnostics["missing_policy"])))
     return shown
@@ -593,7 +608,7 @@ def _md_segments(summary: dict[str, Any], charts: Sequence[Chart]) -> list[str]:
         out += _md_results(summary, segmented, "segment") + [""]
     small = _too_small(segments)
     if small:
-        items = ", ".join(f"{md_escape(s['segment'])} (n = {fmt_count(s.get('n'))})" for s in small)
+        items = ", ".join(f"{md_escape(s['segment'])} (n = {s['n_text']})" for s in small)
         out += [f"Too small to compare: {items}.", ""]
     for chart in charts:
         if chart.name.startswith("segments-"):
@@ -937,7 +952,7 @@ def _html_segments(summary: dict[str, Any], charts: Sequence[Chart]) -> list[str
         parts.append(_html_results(summary, segmented, segments=True))
     small = _too_small(segments)
     if small:
-        items = ", ".join(f"{_e(s['segment'])} (n = {_e(fmt_count(s.get('n')))})" for s in small)
+        items = ", ".join(f"{_e(s['segment'])} (n = {_e(s['n_text'])})" for s in small)
         parts.append(f'<p class="note">Too small to compare: {items}.</p>')
     parts += [_html_chart(c) for c in charts if c.name.startswith("segments-")]
     parts.append("</section>")

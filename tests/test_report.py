@@ -755,7 +755,7 @@ def test_markdown_diagnostics_and_reproducibility(readout):
     assert "| reranker | Cross-encoder reranker | treatment | 300 | 4 | 2 | 0.870 |" in diagnostics
     assert "- queries analysed: 298" in diagnostics
     assert "- queries in both arms (matched): 296" in diagnostics
-    assert "- queries without relevant judgments (left out): 17" in diagnostics
+    assert "- queries without a relevant judgment: 17" in diagnostics
     assert "- missing-query policy: zero" in diagnostics
     repro = md.split("## Reproducibility")[1]
     assert "- abrank version: 0.1.0" in repro and "- seed: 7" in repro
@@ -963,3 +963,33 @@ def test_headline_of_unchanged_queries_and_of_the_independent_design():
     line = headline_line(summary, independent)
     assert "W/T/L" not in line
     assert line.endswith("→ inconclusive (this experiment could detect deltas ≥ 0.050)")
+
+
+def test_headline_names_the_widened_level_and_a_disagreeing_test():
+    """An interval drawn at the corrected level says so; a line whose bootstrap interval and
+    permutation verdict disagree says which decides, on the same line."""
+    summary = copy.deepcopy(EXAMPLE)
+    first, second = summary["comparisons"][0], summary["comparisons"][1]
+    first["ci_level"] = 0.9875
+    second.update(ci_level=0.95, ci_agrees=False, primary_test="permutation")
+    lines = headline_lines(summary)
+    assert "  98.8% CI (Holm) [+0.221, +0.255] / " in lines[0]
+    assert "(a bootstrap interval; the permutation test decides the verdict)" in lines[1]
+    assert "95% CI [-0.008, +0.014]" in lines[1] and "(Holm)" not in lines[1].split("  p ")[0]
+
+
+def test_too_small_segments_and_undefined_values_per_metric():
+    readout = build_readout(n=80)
+    summary = readout.summary
+    summary["segments"]["too_small"] = [
+        {"segment": "locale=it-IT", "treatment": "reranker", "metric": "mrr@10", "n": 10},
+        {"segment": "locale=it-IT", "treatment": "reranker", "metric": "ndcg@10", "n": 12},
+        {"segment": "device=tv", "treatment": "reranker", "metric": "mrr@10", "n": 3},
+    ]
+    summary["diagnostics"]["undefined"] = {
+        "policy": "drop",
+        "metrics": {"mrr@10": 17, "ndcg@10": 15},
+    }
+    md = render_markdown(readout)
+    assert "Too small to compare: locale=it-IT (n = 10-12 by metric), device=tv (n = 3)." in md
+    assert "- undefined values per metric (left out): MRR@10 17, NDCG@10 15" in md

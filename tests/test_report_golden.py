@@ -336,7 +336,8 @@ Too small to compare: locale=ja-JP (n = 27).
 - queries analysed: 2,000
 - judged queries: 2,000
 - queries in both arms (matched): 1,980
-- queries without relevant judgments (left out): 90
+- queries without a relevant judgment: 90
+- undefined values per metric (left out): MRR@10 90, NDCG@10 90, Recall@20 90, Hit@3 90
 - missing-query policy: zero
 
 - **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
