@@ -276,6 +276,35 @@ def test_compare_verb_json(tmp_path, capsys, shared_data):
     assert (result["wins"], result["losses"], result["ties"]) == (33, 5, 5)
 
 
+def test_compare_no_relevant_zero_gives_trec_eval_means(capsys, shared_data):
+    """DL-HARD passage BM25 -> BM25+T5, MRR at -l 2: trec_eval's all rows read 0.5044 ->
+    0.5910 on 50 queries (the shared README's table); --no-relevant zero reproduces them,
+    the default leaves out the queries without a grade-2 document."""
+    base = shared_data / "dl-hard"
+    args = [
+        "compare",
+        base / "dl_hard-passage.qrels",
+        base / "baselines" / "passage" / "bm25.run.gz",
+        base / "baselines" / "passage" / "bm25+t5(zs).run.gz",
+        "-m",
+        "mrr",
+        "-l",
+        "2",
+        "--json",
+        "--resamples",
+        "200",
+    ]
+    code, out, err = run_cli(capsys, *args, "--no-relevant", "zero")
+    assert code == 0, err
+    (zero,) = json.loads(out)
+    assert zero["n"] == 50
+    assert (round(zero["control_mean"], 4), round(zero["treatment_mean"], 4)) == (0.5044, 0.5910)
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    (dropped,) = json.loads(out)
+    assert dropped["n"] < 50
+
+
 def test_every_verb_has_help_with_an_example_and_is_in_the_readme():
     parser = build_parser()
     verbs = parser._subparsers._group_actions[0].choices  # noqa: SLF001
