@@ -204,7 +204,7 @@ def _progress(quiet: bool):
 
 def _run(args: argparse.Namespace) -> int:
     from abrank.config import load_experiment
-    from abrank.pipeline import default_folder, run_experiment, write_readout
+    from abrank.pipeline import check_output_folder, default_folder, run_experiment, write_readout
     from abrank.report import headline_lines
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
@@ -216,6 +216,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             folder = default_folder(experiment.name, args.out, experiment.output)
         try:
+            check_output_folder(folder)  # a refused output path fails before the analysis runs
             readout = run_experiment(experiment, seed=args.seed, progress=_progress(args.quiet))
             write_readout(readout, folder, formats=formats)
         except AbrankError as exc:
