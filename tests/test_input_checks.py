@@ -1,0 +1,120 @@
+"""Bad input that once crashed or passed silently: each is now one clean message (exit 2)
+naming the file and the line or field, or a warning in the readout and on the terminal."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+from pathlib import Path
+
+import pytest
+from test_cli import CONFIG, CONTROL, JUDGMENTS, TREATMENT, run_cli
+
+from abrank.config import MAX_DEPTH, parse_experiment
+from abrank.errors import ConfigError
+
+
+@pytest.fixture
+def experiment(tmp_path: Path) -> Path:
+    """The tiny experiment of test_cli: control, treatment, judgments and config."""
+    (tmp_path / "control.csv").write_text(CONTROL)
+    (tmp_path / "treatment.csv").write_text(TREATMENT)
+    (tmp_path / "judgments.tsv").write_text(JUDGMENTS)
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG)
+    return config
+
+
+def bad_run(capsys, config: Path, *args: str) -> str:
+    """Run the CLI on a config that must be refused; return its one-line message."""
+    code, out, err = run_cli(
+        capsys, "run", config, "--out", config.parent / "out", "--quiet", *args
+    )
+    assert code == 2, err
+    assert err.startswith("abrank: error: ") and err.count("\n") == 1, err
+    assert out == "" and not (config.parent / "out").exists()
+    return err
+
+
+def deny_reading(monkeypatch, path: Path) -> None:
+    """Make opening ``path`` fail as a file without read permission does (tests may run as
+    root, whom chmod does not stop)."""
+    denied = Path(path).resolve()
+    real_open = builtins.open
+
+    def guarded(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and Path(file).resolve() == denied:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded)
+    monkeypatch.setattr(io, "open", guarded)  # pathlib's read_bytes opens through io.open
+
+
+# --------------------------------------------------------------------------- configs
+
+
+def test_a_recursive_yaml_alias_is_named_with_its_line(experiment, capsys):
+    experiment.write_text(
+        CONFIG.replace(
+            "control: {name: old, path: control.csv}",
+            "control: &c {name: old, path: control.csv, columns: *c}",
+        )
+    )
+    err = bad_run(capsys, experiment)
+    assert err == (
+        f"abrank: error: {experiment}: line 3: expected an alias to a finished YAML node, "
+        "got *c inside the node &c it names (a recursive alias)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [("[" * 5000, 1), (CONFIG + "description: " + "[" * 5000 + "\n", 9)],
+    ids=["whole file", "one value"],
+)
+def test_yaml_nested_5000_deep_is_named_with_its_line(text, line, experiment, capsys):
+    experiment.write_text(text)
+    err = bad_run(capsys, experiment)
+    assert err == (
+        f"abrank: error: {experiment}: line {line}: expected YAML nested at most "
+        f"{MAX_DEPTH} levels deep, got deeper nesting\n"
+    )
+
+
+def test_yaml_nested_within_the_limit_reaches_validation(experiment):
+    nested = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    with pytest.raises(ConfigError, match=r"line 9: description: expected a valid string"):
+        parse_experiment(
+            CONFIG + f"description: {nested}\n", source="x.yaml", base_dir=experiment.parent
+        )
+
+
+def test_an_alias_bomb_is_refused_without_expanding_it(experiment):
+    # ten aliases to a ten-value list, nine times over: 10**9 values once expanded
+    levels = "x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10)
+    )
+    with pytest.raises(ConfigError, match=r"^x.yaml: line 1[0-9]: expected a config of at most"):
+        parse_experiment(CONFIG + levels, source="x.yaml", base_dir=experiment.parent)
+
+
+def test_shared_anchors_are_still_allowed(experiment):
+    text = CONFIG.replace(
+        "control: {name: old, path: control.csv}",
+        "control: {name: old, path: control.csv, columns: &cols {query_id: query_id}}",
+    ).replace(
+        "treatments: [{name: new, path: treatment.csv}]",
+        "treatments: [{name: new, path: treatment.csv, columns: *cols}]",
+    )
+    exp = parse_experiment(text, source="x.yaml", base_dir=experiment.parent)
+    assert exp.treatments[0].columns.mapping() == {"query_id": "query_id"}
+
+
+def test_an_unreadable_config_is_named(experiment, capsys, monkeypatch):
+    deny_reading(monkeypatch, experiment)
+    err = bad_run(capsys, experiment)
+    assert err == (
+        f"abrank: error: {experiment}: expected a readable config file, got permission denied\n"
+    )
