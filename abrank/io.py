@@ -75,6 +75,7 @@ def _sniff_format(path: Path) -> str | None:
     """Guess the format of a file with an unfamiliar extension from its first line."""
     if not path.is_file():
         return None
+    _check_file(path)
     try:
         first = next(
             (
@@ -183,13 +184,25 @@ def read_attributes(
 # --------------------------------------------------------------------------- reading
 
 
-def _check_readable(path: str | Path) -> None:
-    """Reject missing, empty, binary and non-UTF-8 files before a parser sees them."""
-    path = Path(path)
+def _check_file(path: Path) -> None:
+    """Reject a path that is missing, a folder, or a file that cannot be opened for reading
+    (permission denied), before a parser meets it and fails with its own, vaguer error."""
     if not path.exists():
         raise DataError(f"{path}: expected a data file, got no such file")
     if path.is_dir():
         raise DataError(f"{path}: expected a data file, got a folder")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        reason = (exc.strerror or str(exc) or type(exc).__name__).lower()
+        raise DataError(f"{path}: expected a readable data file, got {reason}") from None
+
+
+def _check_readable(path: str | Path) -> None:
+    """Reject missing, unreadable, empty, binary and non-UTF-8 files before a parser sees them."""
+    path = Path(path)
+    _check_file(path)
     head = _head_bytes(path)
     if not head:
         raise DataError(f"{path}: expected at least one row, got an empty file")
@@ -228,8 +241,7 @@ def _read_table(path: str | Path, fmt: str) -> tuple[pd.DataFrame, int]:
     """Parse a CSV/TSV/JSONL/Parquet file; return the frame and the line of its first row."""
     path = Path(path)
     if fmt == "parquet":
-        if not path.exists():
-            raise DataError(f"{path}: expected a data file, got no such file")
+        _check_file(path)
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several unrelated types for bad files

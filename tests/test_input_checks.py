@@ -118,3 +118,52 @@ def test_an_unreadable_config_is_named(experiment, capsys, monkeypatch):
     assert err == (
         f"abrank: error: {experiment}: expected a readable config file, got permission denied\n"
     )
+
+
+# --------------------------------------------------------------------------- unreadable logs
+
+
+def write_control(folder: Path, suffix: str) -> Path:
+    """The control log of the tiny experiment in the format its suffix names."""
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(CONTROL), dtype={"query_id": str, "doc_id": str})
+    path = folder / f"control{suffix}"
+    if suffix == ".parquet":
+        frame.to_parquet(path)
+    elif suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    elif suffix == ".tsv":
+        frame.to_csv(path, sep="\t", index=False)
+    else:  # .csv and an unfamiliar extension, recognised by its first line
+        frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet", ".jsonl", ".log"])
+def test_an_unreadable_log_is_named(suffix, experiment, capsys, monkeypatch):
+    path = write_control(experiment.parent, suffix)
+    experiment.write_text(CONFIG.replace("control.csv", path.name))
+    deny_reading(monkeypatch, path)
+    err = bad_run(capsys, experiment)
+    assert err == f"abrank: error: {path}: expected a readable data file, got permission denied\n"
+
+
+def test_unreadable_judgments_are_named(experiment, capsys, monkeypatch):
+    deny_reading(monkeypatch, experiment.parent / "judgments.tsv")
+    err = bad_run(capsys, experiment)
+    assert err == (
+        f"abrank: error: {experiment.parent / 'judgments.tsv'}: expected a readable data file, "
+        "got permission denied\n"
+    )
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+def test_a_log_without_read_permission_is_named(experiment, capsys):
+    path = experiment.parent / "control.csv"
+    path.chmod(0)
+    try:
+        err = bad_run(capsys, experiment)
+    finally:
+        path.chmod(0o644)
+    assert err == f"abrank: error: {path}: expected a readable data file, got permission denied\n"
