@@ -130,15 +130,22 @@ def read_rankings(
             )
     if "rank" in frame.columns:
         rank = _numeric(frame["rank"], path, "rank", first_line)
-        whole = np.isfinite(rank.to_numpy()) & (rank.to_numpy() == np.round(rank.to_numpy()))
+        whole = rank.to_numpy() == np.round(rank.to_numpy())
         if not whole.all():
             _fail_at(path, first_line, frame["rank"], ~whole, "rank", "a whole number")
+        positive = rank.to_numpy() >= 1
+        if not positive.all():
+            _fail_at(path, first_line, frame["rank"], ~positive, "rank", "a whole number >= 1")
         frame["rank"] = rank.astype(np.int64)
-    else:
-        from abrank.trec import rank_by_score
+    # duplicates first, in file order, so that "first" means first in the file (as for TREC
+    # runs) and the lines named are the file's
+    frame = _deduplicate(frame, path, first_line, duplicates, renumber=False)
+    if "rank" in frame.columns:
+        _check_repeated_ranks(frame, path, first_line)
+        return frame.reset_index(drop=True)
+    from abrank.trec import rank_by_score
 
-        frame = rank_by_score(frame)
-    return _deduplicate(frame, path, first_line, duplicates)
+    return rank_by_score(frame.reset_index(drop=True))
 
 
 def read_judgments(
@@ -395,6 +402,9 @@ def _numeric(
         missing = numbers.isna().to_numpy()
         if missing.any():
             _fail_at(path, first_line, values, missing, column, "a number")
+    infinite = np.isinf(numbers.to_numpy())
+    if infinite.any():  # inf sorts, but no score or grade is infinite: a broken export
+        _fail_at(path, first_line, values, infinite, column, "a finite number")
     return numbers
 
 
@@ -408,11 +418,7 @@ def _fail_at(
 ) -> None:
     row = int(np.flatnonzero(bad)[0])
     count = int(np.count_nonzero(bad))
-    where = (
-        f"row {row + 1}"
-        if Path(path).suffix.lower() in (".parquet", ".pq")
-        else f"line {row + first_line}"
-    )
+    where = _where(path, row + first_line)
     value = values.iloc[row]
     got = (
         "an empty value"
@@ -424,7 +430,13 @@ def _fail_at(
 
 
 def _deduplicate(
-    frame: pd.DataFrame, path: str | Path, first_line: int, policy: str, *, what: str = "ranking"
+    frame: pd.DataFrame,
+    path: str | Path,
+    first_line: int,
+    policy: str,
+    *,
+    what: str = "ranking",
+    renumber: bool = True,
 ) -> pd.DataFrame:
     from abrank.trec import as_arrow, name_pairs, query_codes, repeated_pairs
 
@@ -435,9 +447,49 @@ def _deduplicate(
     if policy == "first":
         keep = np.ones(len(frame), dtype=bool)
         keep[rows] = False
-        return frame.loc[keep].reset_index(drop=True)
+        kept = frame.loc[keep]  # ``renumber=False`` keeps the file's row numbers as the index
+        return kept.reset_index(drop=True) if renumber else kept
     shown = name_pairs(queries, docs, rows, lambda row: row + first_line)
     hint = "" if what == "judgments" else "; set `duplicates: first` to keep the first occurrence"
     raise DataError(
         f"{path}: expected each (query_id, doc_id) pair once per {what}, got {len(rows)} duplicates: {shown}{hint}"
     )
+
+
+def _check_repeated_ranks(frame: pd.DataFrame, path: str | Path, first_line: int) -> None:
+    """Refuse a rank that occurs twice within one query, naming the query and both lines.
+
+    The rank column orders the documents (trec_eval ignores ranks and orders by score, but
+    a table log with ranks is ranked by them). Two documents at the same rank have no order:
+    which one counts as first would be decided by the doc-id tie rule, not by the data, and
+    MRR or NDCG would change with it. A repeated rank nearly always means a broken log (two
+    logs appended, a page's positions restarting at 1), so it is an error, not a warning.
+    ``frame.index`` holds the rows' positions in the file.
+    """
+    from abrank.trec import as_arrow, query_codes
+
+    codes = query_codes(as_arrow(frame["query_id"]))[0]
+    rank = frame["rank"].to_numpy()
+    same = codes[1:] == codes[:-1]
+    grouped = codes.size - int(np.count_nonzero(same)) == int(codes.max()) + 1
+    if grouped and bool(np.all((rank[1:] > rank[:-1]) | ~same)):
+        return  # each query in one block, ranks ascending: the common, cheap case
+    key = pd.DataFrame({"query": codes, "rank": rank})
+    repeated = key.duplicated(keep="first").to_numpy()
+    if not repeated.any():
+        return
+    at = int(np.flatnonzero(repeated)[0])
+    first = int(np.flatnonzero((codes == codes[at]) & (rank == rank[at]))[0])
+    rows = frame.index.to_numpy()
+    count = int(np.count_nonzero(repeated))
+    more = f" ({count - 1} more such rows)" if count > 1 else ""
+    raise DataError(
+        f"{path}: {_where(path, int(rows[at]) + first_line)}: rank: expected each rank once per "
+        f"query, got rank {int(rank[at])} again in query {frame['query_id'].iat[at]!r} (first at "
+        f"{_where(path, int(rows[first]) + first_line)}){more}"
+    )
+
+
+def _where(path: str | Path, number: int) -> str:
+    """``line N`` of a text file, ``row N`` of a Parquet file."""
+    return f"row {number}" if Path(path).suffix.lower() in (".parquet", ".pq") else f"line {number}"

@@ -8,11 +8,13 @@ import io
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_cli import CONFIG, CONTROL, JUDGMENTS, TREATMENT, run_cli
 
 from abrank.config import MAX_DEPTH, parse_experiment
-from abrank.errors import ConfigError
+from abrank.errors import ConfigError, DataError
+from abrank.io import read_judgments, read_rankings
 
 
 @pytest.fixture
@@ -167,3 +169,128 @@ def test_a_log_without_read_permission_is_named(experiment, capsys):
     finally:
         path.chmod(0o644)
     assert err == f"abrank: error: {path}: expected a readable data file, got permission denied\n"
+
+
+# --------------------------------------------------------------------------- values
+
+
+SCORED = "query_id,doc_id,score\nq1,a,2.5\nq1,b,{value}\nq2,c,1\n"
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity"])
+def test_an_infinite_score_in_a_table_is_named_with_its_line(value, tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text(SCORED.format(value=value))
+    with pytest.raises(DataError) as info:
+        read_rankings(path)
+    sign = "-" if value.startswith("-") else ""
+    assert str(info.value) == f"{path}: line 3: score: expected a finite number, got {sign}inf"
+
+
+def test_a_nan_score_in_a_table_is_named_with_its_line(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text(SCORED.format(value="nan"))
+    with pytest.raises(DataError) as info:
+        read_rankings(path)
+    assert str(info.value) == f"{path}: line 3: score: expected a number, got an empty value"
+
+
+def test_an_infinite_score_in_parquet_is_named_with_its_row(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "run.parquet"
+    pd.DataFrame(
+        {"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [1.0, np.inf]}
+    ).to_parquet(path)
+    with pytest.raises(DataError) as info:
+        read_rankings(path)
+    assert str(info.value) == f"{path}: row 2: score: expected a finite number, got inf"
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
+def test_a_non_finite_score_in_a_trec_run_is_named_with_its_line(value, tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text(f"q1 Q0 a 1 2.5 r\nq1 Q0 b 2 {value} r\nq2 Q0 c 1 1 r\n")
+    with pytest.raises(DataError) as info:
+        read_rankings(path)
+    expected = "a number" if value == "nan" else "a finite number"
+    assert str(info.value).startswith(f"{path}: line 2: score: expected {expected}, got ")
+
+
+def test_an_infinite_grade_is_named_with_its_line(tmp_path):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq1 0 b inf\n")
+    with pytest.raises(DataError, match=r"qrels.txt: line 2: relevance: expected a finite number"):
+        read_judgments(qrels)
+    table = tmp_path / "judgments.csv"
+    table.write_text("query_id,doc_id,grade\nq1,a,1\nq1,b,-inf\n")
+    with pytest.raises(DataError) as info:
+        read_judgments(table)
+    assert str(info.value) == f"{table}: line 3: relevance: expected a finite number, got -inf"
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_a_rank_below_1_is_named_with_its_line(value, experiment, capsys):
+    (experiment.parent / "control.csv").write_text(CONTROL.replace("q2,d,2,", f"q2,d,{value},"))
+    err = bad_run(capsys, experiment)
+    assert err == (
+        f"abrank: error: {experiment.parent / 'control.csv'}: line 5: rank: expected a whole "
+        f"number >= 1, got {value}\n"
+    )
+
+
+def test_a_rank_repeated_within_a_query_names_the_query_and_both_lines(experiment, capsys):
+    # q2's documents c and d both at rank 1 (lines 4 and 5)
+    (experiment.parent / "control.csv").write_text(CONTROL.replace("q2,d,2,", "q2,d,1,"))
+    err = bad_run(capsys, experiment)
+    assert err == (
+        f"abrank: error: {experiment.parent / 'control.csv'}: line 5: rank: expected each rank "
+        "once per query, got rank 1 again in query 'q2' (first at line 4)\n"
+    )
+
+
+def test_a_repeated_rank_is_found_in_any_row_order(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "log.parquet"
+    pd.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q1", "q2", "q1"],
+            "doc_id": ["a", "b", "c", "d", "e"],
+            "rank": [2, 1, 1, 2, 2],
+        }
+    ).to_parquet(path)
+    with pytest.raises(DataError) as info:
+        read_rankings(path)
+    assert str(info.value) == (
+        f"{path}: row 5: rank: expected each rank once per query, got rank 2 again in query "
+        "'q1' (first at row 1)"
+    )
+
+
+def test_equal_ranks_in_different_queries_and_gaps_are_fine(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("query_id,doc_id,rank\nq1,a,1\nq1,b,5\nq2,a,1\nq2,c,2\nq1,c,7\n")
+    frame = read_rankings(path)
+    assert frame["rank"].tolist() == [1, 5, 1, 2, 7]
+
+
+def test_a_repeated_pair_kept_first_does_not_count_as_a_repeated_rank(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("query_id,doc_id,rank\nq1,a,1\nq1,b,2\nq1,a,1\n")  # a doubled row
+    frame = read_rankings(path, duplicates="first")
+    assert list(zip(frame["doc_id"], frame["rank"])) == [("a", 1), ("b", 2)]
+
+
+def test_duplicates_first_keeps_the_first_row_of_the_file_when_ranking_by_score(tmp_path):
+    # as for TREC runs: the repeated pair at line 4 is dropped, whatever its score
+    path = tmp_path / "log.csv"
+    path.write_text("query_id,doc_id,score\nq1,a,1\nq1,b,3\nq1,a,2\n")
+    with pytest.raises(DataError, match=r"\('q1', 'a'\) at line 4"):
+        read_rankings(path)
+    frame = read_rankings(path, duplicates="first")
+    assert list(zip(frame["doc_id"], frame["score"], frame["rank"])) == [("b", 3, 1), ("a", 1, 2)]
+    trec = tmp_path / "log.txt"
+    trec.write_text("q1 Q0 a 1 1 r\nq1 Q0 b 2 3 r\nq1 Q0 a 3 2 r\n")
+    same = read_rankings(trec, duplicates="first")
+    assert list(zip(same["doc_id"], same["score"], same["rank"])) == [("b", 3, 1), ("a", 1, 2)]
