@@ -230,6 +230,8 @@ def _run(args: argparse.Namespace) -> int:
             for line in headline_lines(readout.summary):
                 print(line)
             print(f"readout written to {folder}/")
+            for warning in readout.summary["diagnostics"]["warnings"]:
+                print(f"note: {warning}", file=sys.stderr)
     return status
 
 

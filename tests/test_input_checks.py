@@ -294,3 +294,26 @@ def test_duplicates_first_keeps_the_first_row_of_the_file_when_ranking_by_score(
     trec.write_text("q1 Q0 a 1 1 r\nq1 Q0 b 2 3 r\nq1 Q0 a 3 2 r\n")
     same = read_rankings(trec, duplicates="first")
     assert list(zip(same["doc_id"], same["score"], same["rank"])) == [("b", 3, 1), ("a", 1, 2)]
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def test_run_prints_each_data_warning_on_the_terminal_unless_quiet(experiment, capsys):
+    import json
+
+    out_dir = experiment.parent / "out"
+    code, out, err = run_cli(capsys, "run", experiment, "--out", out_dir)
+    assert code == 0, err
+    # q4 is judged but has no relevant document (JUDGMENTS grades it 0)
+    expected = (
+        "1 queries have no document judged relevant (grade >= 1); they are left out of every "
+        "comparison"
+    )
+    warnings = json.loads((out_dir / "summary.json").read_text())["diagnostics"]["warnings"]
+    assert warnings == [expected]
+    notes = [line for line in err.splitlines() if line.startswith("note: ")]
+    assert notes == [f"note: {expected}"]
+    assert "note:" not in out  # notes go to stderr, headlines to stdout
+    code, out, err = run_cli(capsys, "run", experiment, "--out", out_dir, "--quiet")
+    assert code == 0 and err == "" and out == ""
