@@ -392,7 +392,7 @@ def _build_readout(
         for name, index in scored.present.items()
     }
     matched = int(_intersection(scored.present.values()).size)
-    warnings = _warnings(experiment, scored, missing)
+    warnings = [*_identical_logs(data.inputs), *_warnings(experiment, scored, missing)]
     for comparison in comparisons:
         if comparison.approximation and comparison.segment is None:
             warnings.append(
@@ -460,6 +460,22 @@ def _build_readout(
         if c.segment is None and getattr(c, "resampled_deltas", None) is not None
     }
     return Readout(summary, per_query_frame, scored.curves, first, resampled, experiment.text)
+
+
+def _identical_logs(inputs: list[dict[str, Any]]) -> list[str]:
+    """A warning for each treatment whose log holds the control's very bytes (same sha256).
+
+    Comparing a ranker with itself is nearly always a config mistake (a copied path, an
+    export run twice from the same model); the readout would show a zero delta everywhere.
+    """
+    control = next(item for item in inputs if item["role"] == "control")
+    return [
+        f"{item['arm']}: its log {item['path']} has the same content as the control's "
+        f"({control['path']}, sha256 {control['sha256'][:12]}): the arms cannot differ; "
+        "check the treatment's path"
+        for item in inputs
+        if item["role"] == "treatment" and item["sha256"] == control["sha256"]
+    ]
 
 
 def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int]) -> list[str]:

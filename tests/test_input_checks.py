@@ -299,6 +299,34 @@ def test_duplicates_first_keeps_the_first_row_of_the_file_when_ranking_by_score(
 # --------------------------------------------------------------------------- warnings
 
 
+def test_a_treatment_log_identical_to_the_control_is_warned_about(experiment, capsys):
+    import hashlib
+    import json
+
+    copy = experiment.parent / "copy.csv"
+    copy.write_text(CONTROL)  # another file, the same bytes
+    experiment.write_text(CONFIG.replace("treatment.csv", "copy.csv"))
+    out_dir = experiment.parent / "out"
+    code, out, err = run_cli(capsys, "run", experiment, "--out", out_dir)
+    assert code == 0, err
+    digest = hashlib.sha256(CONTROL.encode()).hexdigest()[:12]
+    expected = (
+        f"new: its log {copy} has the same content as the control's "
+        f"({experiment.parent / 'control.csv'}, sha256 {digest}): the arms cannot differ; "
+        "check the treatment's path"
+    )
+    warnings = json.loads((out_dir / "summary.json").read_text())["diagnostics"]["warnings"]
+    assert warnings[0] == expected
+    assert f"note: {expected}\n" in err
+    assert "has the same content as the control's" in (out_dir / "report.md").read_text()
+
+
+def test_different_logs_give_no_identical_log_warning(experiment, capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", experiment, "--out", tmp_path / "out")
+    assert code == 0, err
+    assert "same content" not in err
+
+
 def test_run_prints_each_data_warning_on_the_terminal_unless_quiet(experiment, capsys):
     import json
 
