@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from abrank.errors import ConfigError
 
@@ -34,6 +34,22 @@ Slug = Annotated[str, Field(pattern=_SLUG.pattern, max_length=100)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _one_character(value: str) -> str:
+    """A CSV field separator: one character, neither a quote nor a line break (``\\t``
+    written in single quotes, two characters, is taken for the tab it means)."""
+    if value == "\\t":
+        return "\t"
+    if len(value) != 1 or value in '"\r\n':
+        raise ValueError("a single character such as ';' or '\\t' (not a quote or a line break)")
+    return value
+
+
+#: ``sep`` of a CSV/TSV file: the field separator (default ``,`` for csv, a tab for tsv).
+Separator = Annotated[str, AfterValidator(_one_character)]
+#: ``decimal`` of a CSV/TSV file: the decimal mark of its numbers (default ``.``).
+DecimalMark = Literal[".", ","]
 
 
 class Columns(_Strict):
@@ -57,6 +73,8 @@ class ArmConfig(_Strict):
     label: str | None = None
     path: str
     format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
     duplicates: Literal["error", "first"] | None = None
 
@@ -66,6 +84,8 @@ class JudgmentsConfig(_Strict):
 
     path: str
     format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
 
 
@@ -74,6 +94,8 @@ class AttributesConfig(_Strict):
 
     path: str
     format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from abrank.errors import DataError
+from abrank.errors import ConfigError, DataError
 
 #: Column names recognised without a mapping, for each canonical column.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -102,20 +102,25 @@ def read_rankings(
     format: str | None = None,
     columns: Mapping[str, str] | None = None,
     duplicates: str = "error",
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> pd.DataFrame:
     """Load one arm's ranking log into the canonical rankings frame.
 
     ``columns`` maps canonical names to the file's names (``{"query_id": "qid"}``); common
     spellings are recognised without it. Rank comes from a rank column, else from ``score``
     with trec_eval's rule (score descending, ties by doc_id descending). Duplicate
-    (query, doc) pairs are an error unless ``duplicates="first"``.
+    (query, doc) pairs are an error unless ``duplicates="first"``. ``sep`` and ``decimal``
+    read CSV/TSV files written with another field separator or decimal mark (a
+    spreadsheet's ``;`` and ``0,5``).
     """
     fmt = detect_format(path, format)
+    _check_table_options(path, fmt, sep, decimal)
     if fmt == "trec":
         from abrank.trec import read_trec_run
 
         return read_trec_run(path, duplicates=duplicates)
-    frame, first_line = _read_table(path, fmt)
+    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id"))
     if "rank" not in frame.columns and "score" not in frame.columns:
         raise DataError(
@@ -126,10 +131,15 @@ def read_rankings(
     for column in ("score", "relevance"):
         if column in frame.columns:
             frame[column] = _numeric(
-                frame[column], path, column, first_line, allow_missing=column == "relevance"
+                frame[column],
+                path,
+                column,
+                first_line,
+                allow_missing=column == "relevance",
+                decimal=decimal,
             )
     if "rank" in frame.columns:
-        rank = _numeric(frame["rank"], path, "rank", first_line)
+        rank = _numeric(frame["rank"], path, "rank", first_line, decimal=decimal)
         whole = rank.to_numpy() == np.round(rank.to_numpy())
         if not whole.all():
             _fail_at(path, first_line, frame["rank"], ~whole, "rank", "a whole number")
@@ -149,30 +159,46 @@ def read_rankings(
 
 
 def read_judgments(
-    path: str | Path, *, format: str | None = None, columns: Mapping[str, str] | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> pd.DataFrame:
-    """Load relevance judgments (TREC qrels, or a table with query, doc and grade columns)."""
+    """Load relevance judgments (TREC qrels, or a table with query, doc and grade columns;
+    ``sep`` and ``decimal`` as for :func:`read_rankings`)."""
     fmt = detect_format(path, format, judgments=True)
+    _check_table_options(path, fmt, sep, decimal)
     if fmt == "qrels":
         from abrank.trec import read_trec_qrels
 
         return read_trec_qrels(path)
-    frame, first_line = _read_table(path, fmt)
+    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))
     frame = _ids_as_strings(frame, path, first_line)
-    frame["relevance"] = _numeric(frame["relevance"], path, "relevance", first_line)
+    frame["relevance"] = _numeric(
+        frame["relevance"], path, "relevance", first_line, decimal=decimal
+    )
     frame = _deduplicate(frame, path, first_line, "error", what="judgments")
     return frame[["query_id", "doc_id", "relevance"]]
 
 
 def read_attributes(
-    path: str | Path, *, format: str | None = None, columns: Mapping[str, str] | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> pd.DataFrame:
-    """Load a per-query attributes table (segment columns), one row per query_id."""
+    """Load a per-query attributes table (segment columns), one row per query_id (``sep``
+    and ``decimal`` as for :func:`read_rankings`)."""
     fmt = detect_format(path, format)
     if fmt == "trec":
         raise DataError(f"{path}: expected a table (csv, tsv, parquet, jsonl), got a TREC file")
-    frame, first_line = _read_table(path, fmt)
+    _check_table_options(path, fmt, sep, decimal)
+    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id",))
     frame = _ids_as_strings(frame, path, first_line, ids=("query_id",))
     repeated = frame["query_id"].duplicated()
@@ -244,7 +270,29 @@ def _head_bytes(path: Path) -> bytes:
         ) from None
 
 
-def _read_table(path: str | Path, fmt: str) -> tuple[pd.DataFrame, int]:
+def _check_table_options(path: str | Path, fmt: str, sep: str | None, decimal: str | None) -> None:
+    """``sep`` and ``decimal`` apply to CSV and TSV files only, and must differ."""
+    for key, value in (("sep", sep), ("decimal", decimal)):
+        if value is not None and fmt not in ("csv", "tsv"):
+            raise ConfigError(
+                f"{path}: {key}: expected a CSV or TSV file for this key, got format {fmt}"
+            )
+    if sep is not None and (len(sep) != 1 or sep in '"\r\n'):
+        raise ConfigError(f"{path}: sep: expected a single character such as ';', got {sep!r}")
+    if decimal is not None and decimal not in (".", ","):
+        raise ConfigError(f"{path}: decimal: expected '.' or ',', got {decimal!r}")
+    delimiter = sep or ("\t" if fmt == "tsv" else ",")
+    if decimal == delimiter:
+        hint = "" if sep else "; set sep to the file's field separator (e.g. ';')"
+        raise ConfigError(
+            f"{path}: decimal: expected a decimal mark other than the field separator, got "
+            f"{decimal!r} for both{hint}"
+        )
+
+
+def _read_table(
+    path: str | Path, fmt: str, *, sep: str | None = None, decimal: str | None = None
+) -> tuple[pd.DataFrame, int]:
     """Parse a CSV/TSV/JSONL/Parquet file; return the frame and the line of its first row."""
     path = Path(path)
     if fmt == "parquet":
@@ -269,8 +317,9 @@ def _read_table(path: str | Path, fmt: str) -> tuple[pd.DataFrame, int]:
 
                 table = pc.read_csv(
                     path,
-                    parse_options=pc.ParseOptions(delimiter="\t" if fmt == "tsv" else ","),
+                    parse_options=pc.ParseOptions(delimiter=sep or ("\t" if fmt == "tsv" else ",")),
                     convert_options=pc.ConvertOptions(
+                        decimal_point=decimal or ".",
                         column_types={
                             name: pa.string()
                             for key in ("query_id", "doc_id")
@@ -387,14 +436,19 @@ def _numeric(
     first_line: int,
     *,
     allow_missing: bool = False,
+    decimal: str | None = None,
 ) -> pd.Series:
-    """The column as float64; a non-numeric cell is an error naming its line."""
+    """The column as float64; a non-numeric cell is an error naming its line. ``decimal=","``
+    reads ``0,5`` in a text column (the CSV reader already parsed all-numeric columns)."""
     if pd.api.types.is_bool_dtype(values):
         _fail_at(path, first_line, values, np.ones(len(values), bool), column, "a number")
     if pd.api.types.is_numeric_dtype(values):
         numbers = values.astype(np.float64)
     else:
-        numbers = pd.to_numeric(values, errors="coerce").astype(np.float64)
+        text = values
+        if decimal == "," and pd.api.types.is_string_dtype(values):
+            text = values.astype("string").str.replace(",", ".", regex=False)
+        numbers = pd.to_numeric(text, errors="coerce").astype(np.float64)
         bad = numbers.isna().to_numpy() & values.notna().to_numpy()
         if bad.any():
             _fail_at(path, first_line, values, bad, column, "a number")

@@ -82,6 +82,8 @@ def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData
             format=arm.format,
             columns=arm.columns.mapping(),
             duplicates=arm.duplicates or experiment.duplicates,
+            sep=arm.sep,
+            decimal=arm.decimal,
         )
         rankings[arm.name] = frame
         role = "control" if arm is experiment.control else "treatment"
@@ -93,6 +95,8 @@ def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData
             experiment.judgments.path,
             format=experiment.judgments.format,
             columns=experiment.judgments.columns.mapping(),
+            sep=experiment.judgments.sep,
+            decimal=experiment.judgments.decimal,
         )
         inputs.append(_fingerprint(experiment.judgments.path, "judgments", None, len(judgments)))
     else:
@@ -130,7 +134,11 @@ def _segment_table(
     attributes = experiment.segments.attributes
     if attributes is not None:
         table = read_attributes(
-            attributes.path, format=attributes.format, columns=attributes.columns.mapping()
+            attributes.path,
+            format=attributes.format,
+            columns=attributes.columns.mapping(),
+            sep=attributes.sep,
+            decimal=attributes.decimal,
         )
         inputs.append(_fingerprint(attributes.path, "attributes", None, len(table)))
         source = [(attributes.path, table)]

@@ -345,3 +345,141 @@ def test_run_prints_each_data_warning_on_the_terminal_unless_quiet(experiment, c
     assert "note:" not in out  # notes go to stderr, headlines to stdout
     code, out, err = run_cli(capsys, "run", experiment, "--out", out_dir, "--quiet")
     assert code == 0 and err == "" and out == ""
+
+
+# --------------------------------------------------------------------------- sep and decimal
+
+
+def european(text: str) -> str:
+    """A plain CSV as a spreadsheet in a decimal-comma locale writes it: ``;`` between
+    fields, ``,`` in numbers (the plain files hold no commas inside fields)."""
+    return text.replace(",", ";").replace(".", ",")
+
+
+PLAIN_CONTROL = (
+    "query_id,doc_id,score\nq1,a,0.5\nq1,b,0.25\nq2,c,0.75\nq2,e,1.5\nq3,f,2.5\nq3,g,2.0\n"
+)
+PLAIN_TREATMENT = (
+    "query_id,doc_id,score\nq1,a,0.5\nq1,b,0.75\nq2,c,0.5\nq2,e,1.5\nq3,f,1.0\nq3,g,2.0\n"
+)
+PLAIN_JUDGMENTS = "query_id,doc_id,grade\nq1,a,1.0\nq1,b,0.5\nq2,e,2.5\nq3,g,1.0\nq3,f,0.5\n"
+PLAIN_ATTRIBUTES = "query_id,locale\nq1,en\nq2,de\nq3,en\n"
+TABLES_CONFIG = """name: tables
+control: {{path: control.csv{options}}}
+treatments: [{{path: treatment.csv{options}}}]
+judgments: {{path: judgments.csv{options}}}
+metrics: [mrr@10, ndcg@3]
+analysis: {{seed: 3, resamples: 1000}}
+segments: {{columns: [locale], min_queries: 2, attributes: {{path: attributes.csv{options}}}}}
+"""
+
+
+def write_tables(folder: Path, *, options: str, convert) -> Path:
+    folder.mkdir()
+    for name, text in [
+        ("control.csv", PLAIN_CONTROL),
+        ("treatment.csv", PLAIN_TREATMENT),
+        ("judgments.csv", PLAIN_JUDGMENTS),
+        ("attributes.csv", PLAIN_ATTRIBUTES),
+    ]:
+        (folder / name).write_text(convert(text))
+    config = folder / "tables.yaml"
+    config.write_text(TABLES_CONFIG.format(options=options))
+    return config
+
+
+def test_semicolon_decimal_comma_files_give_the_plain_csv_numbers(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    plain = write_tables(tmp_path / "plain", options="", convert=lambda text: text)
+    semi = write_tables(tmp_path / "semi", options=", sep: ';', decimal: ','", convert=european)
+    assert (semi.parent / "control.csv").read_text().splitlines()[1] == "q1;a;0,5"
+    summaries, tables = [], []
+    for config in (plain, semi):
+        out_dir = config.parent / "out"
+        code, _, err = run_cli(capsys, "run", config, "--out", out_dir, "--quiet")
+        assert code == 0, err
+        summary = json.loads((out_dir / "summary.json").read_text())
+        summaries.append(summary["comparisons"])
+        tables.append(pd.read_csv(out_dir / "per_query.csv"))
+    assert summaries[0] == summaries[1]
+    pd.testing.assert_frame_equal(tables[0], tables[1])
+    # by hand (grade 0.5 is below the threshold 1): control ranks q1 a(0.5) > b, q2 e > c,
+    # q3 f(2.5) > g, so its reciprocal ranks are 1, 1, 1/2; the treatment ranks q1
+    # b(0.75) > a and q3 g(2.0) > f: 1/2, 1, 1. One win (q3), one loss (q1), one tie.
+    overall = {c["metric"]: c for c in summaries[1] if c["segment"] is None}
+    assert overall["mrr@10"]["control_mean"] == pytest.approx(2.5 / 3, abs=1e-12)
+    assert overall["mrr@10"]["treatment_mean"] == pytest.approx(2.5 / 3, abs=1e-12)
+    mrr = overall["mrr@10"]
+    assert (mrr["wins"], mrr["ties"], mrr["losses"]) == (1, 1, 1)
+    per_query = tables[1].set_index(["arm", "query_id"])["mrr@10"]
+    assert per_query[("treatment", "q1")] == 0.5 and per_query[("control", "q3")] == 0.5
+    assert {c["segment"] for c in summaries[1]} == {None, "locale=en"}
+
+
+def test_read_functions_take_sep_and_decimal(tmp_path):
+    plain, semi = tmp_path / "plain.csv", tmp_path / "semi.csv"
+    plain.write_text(PLAIN_CONTROL)
+    semi.write_text(european(PLAIN_CONTROL))
+    frame = read_rankings(semi, sep=";", decimal=",")
+    assert frame["score"].tolist() == [0.5, 0.25, 1.5, 0.75, 2.5, 2.0]  # ranked per query
+    assert frame.equals(read_rankings(plain))
+    grades = tmp_path / "grades.tsv"
+    grades.write_text("query_id\tdoc_id\tgrade\nq1\ta\t1,0\nq1\tb\t2,5\n")
+    assert read_judgments(grades, decimal=",")["relevance"].tolist() == [1.0, 2.5]
+
+
+def test_a_bad_number_in_a_decimal_comma_file_is_the_one_named(tmp_path):
+    path = tmp_path / "semi.csv"
+    path.write_text("query_id;doc_id;score\nq1;a;0,5\nq1;b;high\n")
+    with pytest.raises(DataError) as info:
+        read_rankings(path, sep=";", decimal=",")
+    assert str(info.value) == f"{path}: line 3: score: expected a number, got 'high'"
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ("sep: ';;'", "line 3: control.sep: expected a single character such as ';' or '\\t'"),
+        ('sep: "\\n"', "line 3: control.sep: expected a single character"),
+        ("decimal: ';'", "line 3: control.decimal: expected '.' or ',', got ';'"),
+    ],
+)
+def test_bad_sep_and_decimal_keys_are_named_with_their_line(options, expected, experiment):
+    text = CONFIG.replace("path: control.csv}", f"path: control.csv, {options}}}")
+    with pytest.raises(ConfigError) as info:
+        parse_experiment(text, source="x.yaml", base_dir=experiment.parent)
+    assert str(info.value).startswith(f"x.yaml: {expected}")
+
+
+def test_a_single_quoted_tab_separator_means_a_tab(experiment):
+    text = CONFIG.replace("path: control.csv}", "path: control.csv, sep: '\\t'}")
+    exp = parse_experiment(text, source="x.yaml", base_dir=experiment.parent)
+    assert exp.control.sep == "\t"
+
+
+def test_sep_on_a_trec_file_and_a_comma_decimal_in_a_comma_file_are_refused(tmp_path):
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 a 1 0.5 r\n")
+    with pytest.raises(ConfigError) as info:
+        read_rankings(run, sep=";")
+    assert (
+        str(info.value) == f"{run}: sep: expected a CSV or TSV file for this key, got format trec"
+    )
+    table = tmp_path / "log.csv"
+    table.write_text(PLAIN_CONTROL)
+    with pytest.raises(ConfigError) as info:
+        read_rankings(table, decimal=",")
+    assert str(info.value) == (
+        f"{table}: decimal: expected a decimal mark other than the field separator, got ',' "
+        "for both; set sep to the file's field separator (e.g. ';')"
+    )
+
+
+def test_sep_in_a_config_reaches_the_reader(experiment, capsys):
+    (experiment.parent / "control.csv").write_text(CONTROL.replace(",", "|"))
+    experiment.write_text(CONFIG.replace("path: control.csv}", "path: control.csv, sep: '|'}"))
+    code, _, err = run_cli(capsys, "run", experiment, "--out", experiment.parent / "o", "-q")
+    assert code == 0, err
