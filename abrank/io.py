@@ -148,7 +148,9 @@ def read_rankings(
             _fail_at(path, first_line, frame["rank"], ~positive, "rank", "a whole number >= 1")
         frame["rank"] = rank.astype(np.int64)
     # duplicates first, in file order, so that "first" means first in the file (as for TREC
-    # runs) and the lines named are the file's
+    # runs) and the lines named are the file's; the index then holds each row's position in
+    # the file (a Parquet file may bring an index of its own: it is no canonical column)
+    frame = frame.reset_index(drop=True)
     frame = _deduplicate(frame, path, first_line, duplicates, renumber=False)
     if "rank" in frame.columns:
         _check_repeated_ranks(frame, path, first_line)

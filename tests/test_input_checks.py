@@ -258,7 +258,8 @@ def test_a_repeated_rank_is_found_in_any_row_order(tmp_path):
             "query_id": ["q1", "q2", "q1", "q2", "q1"],
             "doc_id": ["a", "b", "c", "d", "e"],
             "rank": [2, 1, 1, 2, 2],
-        }
+        },
+        index=[10, 20, 30, 40, 50],  # a stored index of the file's own: rows are positions
     ).to_parquet(path)
     with pytest.raises(DataError) as info:
         read_rankings(path)
