@@ -211,7 +211,7 @@ def _progress(quiet: bool):
 
 def _run(args: argparse.Namespace) -> int:
     from abrank.config import load_experiment
-    from abrank.pipeline import default_folder, run_experiment, write_readout
+    from abrank.pipeline import check_output_folder, default_folder, run_experiment, write_readout
     from abrank.report import headline_lines
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
@@ -223,6 +223,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             folder = default_folder(experiment.name, args.out, experiment.output)
         try:
+            check_output_folder(folder)  # a refused output path fails before the analysis runs
             readout = run_experiment(experiment, seed=args.seed, progress=_progress(args.quiet))
             write_readout(readout, folder, formats=formats)
         except AbrankError as exc:
@@ -236,6 +237,8 @@ def _run(args: argparse.Namespace) -> int:
             for line in headline_lines(readout.summary):
                 print(line)
             print(f"readout written to {folder}/")
+            for warning in readout.summary["diagnostics"]["warnings"]:
+                print(f"note: {warning}", file=sys.stderr)
     return status
 
 

@@ -14,13 +14,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from abrank.errors import ConfigError
 
 FORMATS = ("trec", "qrels", "csv", "tsv", "parquet", "jsonl")
 TESTS = ("t", "permutation", "bootstrap", "wilcoxon", "mannwhitney")
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "fdr_by", "hommel", "none")
+
+#: Deepest YAML nesting a config may use (real configs use four or five levels).
+MAX_DEPTH = 50
+#: Most values (scalars and collections) a config may hold with its aliases expanded.
+MAX_VALUES = 100_000
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -29,6 +34,22 @@ Slug = Annotated[str, Field(pattern=_SLUG.pattern, max_length=100)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _one_character(value: str) -> str:
+    """A CSV field separator: one character, neither a quote nor a line break (``\\t``
+    written in single quotes, two characters, is taken for the tab it means)."""
+    if value == "\\t":
+        return "\t"
+    if len(value) != 1 or value in '"\r\n':
+        raise ValueError("a single character such as ';' or '\\t' (not a quote or a line break)")
+    return value
+
+
+#: ``sep`` of a CSV/TSV file: the field separator (default ``,`` for csv, a tab for tsv).
+Separator = Annotated[str, AfterValidator(_one_character)]
+#: ``decimal`` of a CSV/TSV file: the decimal mark of its numbers (default ``.``).
+DecimalMark = Literal[".", ","]
 
 
 class Columns(_Strict):
@@ -52,6 +73,8 @@ class ArmConfig(_Strict):
     label: str | None = None
     path: str
     format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
     duplicates: Literal["error", "first"] | None = None
 
@@ -61,6 +84,8 @@ class JudgmentsConfig(_Strict):
 
     path: str
     format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
 
 
@@ -69,6 +94,8 @@ class AttributesConfig(_Strict):
 
     path: str
     format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
 
 
@@ -147,6 +174,9 @@ def load_experiment(path: str | Path) -> Experiment:
         ) from None
     except IsADirectoryError:
         raise ConfigError(f"{label}: expected an experiment config file, got a folder") from None
+    except OSError as exc:  # permission denied, an I/O error: the user's to fix
+        reason = (exc.strerror or str(exc) or type(exc).__name__).lower()
+        raise ConfigError(f"{label}: expected a readable config file, got {reason}") from None
     try:
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -162,8 +192,14 @@ def parse_experiment(
     """Validate a config given as YAML text (the file-free core of :func:`load_experiment`)."""
     base_dir = base_dir or Path.cwd()
     try:
+        _check_structure(text, source)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
+        lines = _line_index(node)
+    except RecursionError:  # a safety net: _check_structure refuses such YAML first
+        raise ConfigError(
+            f"{source}: expected YAML nested at most {MAX_DEPTH} levels deep, got deeper nesting"
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"
@@ -176,9 +212,63 @@ def parse_experiment(
     if not isinstance(data, dict):
         kind = "an empty file" if data is None else f"a {type(data).__name__}"
         raise ConfigError(f"{source}: line 1: expected a mapping of config keys, got {kind}")
-    return build_experiment(
-        data, source=source, base_dir=base_dir, text=text, lines=_line_index(node)
-    )
+    return build_experiment(data, source=source, base_dir=base_dir, text=text, lines=lines)
+
+
+def _check_structure(text: str, source: str) -> None:
+    """Refuse YAML that PyYAML would build only by deep recursion or endless expansion.
+
+    PyYAML's composer recurses once per nesting level, and a recursive alias
+    (``control: &c {columns: *c}``) makes a node that contains itself, which validation
+    then walks forever; both end in a RecursionError instead of a message. This reads the
+    parser's event stream (no recursion) and raises :class:`ConfigError` with the line for
+    nesting deeper than :data:`MAX_DEPTH`, for an alias used inside the node it names, and
+    for aliases that expand to more than :data:`MAX_VALUES` values (an "alias bomb").
+    """
+    open_nodes: list[list[int]] = []  # per open collection: [its id, values so far]
+    latest: dict[str, int] = {}  # anchor -> id of the node it names now
+    sizes: dict[int, int] = {}  # id of a finished anchored node -> values it expands to
+    total = 0
+    for number, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader)):
+        line = event.start_mark.line + 1
+        added = 0
+        if isinstance(event, yaml.CollectionStartEvent):
+            if event.anchor is not None:
+                latest[event.anchor] = number
+            open_nodes.append([number, 1])
+            if len(open_nodes) > MAX_DEPTH:
+                raise ConfigError(
+                    f"{source}: line {line}: expected YAML nested at most {MAX_DEPTH} levels "
+                    "deep, got deeper nesting"
+                )
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            node, added = open_nodes.pop()
+            sizes[node] = added
+        elif isinstance(event, yaml.ScalarEvent):
+            added = 1
+            if event.anchor is not None:
+                latest[event.anchor] = number
+                sizes[number] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            node = latest.get(event.anchor)
+            if node is not None and node not in sizes:
+                raise ConfigError(
+                    f"{source}: line {line}: expected an alias to a finished YAML node, got "
+                    f"*{event.anchor} inside the node &{event.anchor} it names (a recursive alias)"
+                )
+            added = sizes.get(node, 1)  # an undefined alias: the composer reports it
+        else:
+            continue
+        if open_nodes:
+            open_nodes[-1][1] += added
+        else:
+            total += added
+        if total + sum(count for _, count in open_nodes) > MAX_VALUES:
+            raise ConfigError(
+                f"{source}: line {line}: expected a config of at most {MAX_VALUES:,} values "
+                "with its aliases expanded, got more"
+            )
 
 
 def build_experiment(

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from abrank.errors import DataError
+from abrank.errors import ConfigError, DataError
 
 #: Column names recognised without a mapping, for each canonical column.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -75,6 +75,7 @@ def _sniff_format(path: Path) -> str | None:
     """Guess the format of a file with an unfamiliar extension from its first line."""
     if not path.is_file():
         return None
+    _check_file(path)
     try:
         first = next(
             (
@@ -101,20 +102,25 @@ def read_rankings(
     format: str | None = None,
     columns: Mapping[str, str] | None = None,
     duplicates: str = "error",
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> pd.DataFrame:
     """Load one arm's ranking log into the canonical rankings frame.
 
     ``columns`` maps canonical names to the file's names (``{"query_id": "qid"}``); common
     spellings are recognised without it. Rank comes from a rank column, else from ``score``
     with trec_eval's rule (score descending, ties by doc_id descending). Duplicate
-    (query, doc) pairs are an error unless ``duplicates="first"``.
+    (query, doc) pairs are an error unless ``duplicates="first"``. ``sep`` and ``decimal``
+    read CSV/TSV files written with another field separator or decimal mark (a
+    spreadsheet's ``;`` and ``0,5``).
     """
     fmt = detect_format(path, format)
+    _check_table_options(path, fmt, sep, decimal)
     if fmt == "trec":
         from abrank.trec import read_trec_run
 
         return read_trec_run(path, duplicates=duplicates)
-    frame, first_line = _read_table(path, fmt)
+    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id"))
     if "rank" not in frame.columns and "score" not in frame.columns:
         raise DataError(
@@ -125,46 +131,76 @@ def read_rankings(
     for column in ("score", "relevance"):
         if column in frame.columns:
             frame[column] = _numeric(
-                frame[column], path, column, first_line, allow_missing=column == "relevance"
+                frame[column],
+                path,
+                column,
+                first_line,
+                allow_missing=column == "relevance",
+                decimal=decimal,
             )
     if "rank" in frame.columns:
-        rank = _numeric(frame["rank"], path, "rank", first_line)
-        whole = np.isfinite(rank.to_numpy()) & (rank.to_numpy() == np.round(rank.to_numpy()))
+        rank = _numeric(frame["rank"], path, "rank", first_line, decimal=decimal)
+        whole = rank.to_numpy() == np.round(rank.to_numpy())
         if not whole.all():
             _fail_at(path, first_line, frame["rank"], ~whole, "rank", "a whole number")
+        positive = rank.to_numpy() >= 1
+        if not positive.all():
+            _fail_at(path, first_line, frame["rank"], ~positive, "rank", "a whole number >= 1")
         frame["rank"] = rank.astype(np.int64)
-    else:
-        from abrank.trec import rank_by_score
+    # duplicates first, in file order, so that "first" means first in the file (as for TREC
+    # runs) and the lines named are the file's; the index then holds each row's position in
+    # the file (a Parquet file may bring an index of its own: it is no canonical column)
+    frame = frame.reset_index(drop=True)
+    frame = _deduplicate(frame, path, first_line, duplicates, renumber=False)
+    if "rank" in frame.columns:
+        _check_repeated_ranks(frame, path, first_line)
+        return frame.reset_index(drop=True)
+    from abrank.trec import rank_by_score
 
-        frame = rank_by_score(frame)
-    return _deduplicate(frame, path, first_line, duplicates)
+    return rank_by_score(frame.reset_index(drop=True))
 
 
 def read_judgments(
-    path: str | Path, *, format: str | None = None, columns: Mapping[str, str] | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> pd.DataFrame:
-    """Load relevance judgments (TREC qrels, or a table with query, doc and grade columns)."""
+    """Load relevance judgments (TREC qrels, or a table with query, doc and grade columns;
+    ``sep`` and ``decimal`` as for :func:`read_rankings`)."""
     fmt = detect_format(path, format, judgments=True)
+    _check_table_options(path, fmt, sep, decimal)
     if fmt == "qrels":
         from abrank.trec import read_trec_qrels
 
         return read_trec_qrels(path)
-    frame, first_line = _read_table(path, fmt)
+    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))
     frame = _ids_as_strings(frame, path, first_line)
-    frame["relevance"] = _numeric(frame["relevance"], path, "relevance", first_line)
+    frame["relevance"] = _numeric(
+        frame["relevance"], path, "relevance", first_line, decimal=decimal
+    )
     frame = _deduplicate(frame, path, first_line, "error", what="judgments")
     return frame[["query_id", "doc_id", "relevance"]]
 
 
 def read_attributes(
-    path: str | Path, *, format: str | None = None, columns: Mapping[str, str] | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
 ) -> pd.DataFrame:
-    """Load a per-query attributes table (segment columns), one row per query_id."""
+    """Load a per-query attributes table (segment columns), one row per query_id (``sep``
+    and ``decimal`` as for :func:`read_rankings`)."""
     fmt = detect_format(path, format)
     if fmt == "trec":
         raise DataError(f"{path}: expected a table (csv, tsv, parquet, jsonl), got a TREC file")
-    frame, first_line = _read_table(path, fmt)
+    _check_table_options(path, fmt, sep, decimal)
+    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id",))
     frame = _ids_as_strings(frame, path, first_line, ids=("query_id",))
     repeated = frame["query_id"].duplicated()
@@ -183,13 +219,25 @@ def read_attributes(
 # --------------------------------------------------------------------------- reading
 
 
-def _check_readable(path: str | Path) -> None:
-    """Reject missing, empty, binary and non-UTF-8 files before a parser sees them."""
-    path = Path(path)
+def _check_file(path: Path) -> None:
+    """Reject a path that is missing, a folder, or a file that cannot be opened for reading
+    (permission denied), before a parser meets it and fails with its own, vaguer error."""
     if not path.exists():
         raise DataError(f"{path}: expected a data file, got no such file")
     if path.is_dir():
         raise DataError(f"{path}: expected a data file, got a folder")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        reason = (exc.strerror or str(exc) or type(exc).__name__).lower()
+        raise DataError(f"{path}: expected a readable data file, got {reason}") from None
+
+
+def _check_readable(path: str | Path) -> None:
+    """Reject missing, unreadable, empty, binary and non-UTF-8 files before a parser sees them."""
+    path = Path(path)
+    _check_file(path)
     head = _head_bytes(path)
     if not head:
         raise DataError(f"{path}: expected at least one row, got an empty file")
@@ -224,12 +272,33 @@ def _head_bytes(path: Path) -> bytes:
         ) from None
 
 
-def _read_table(path: str | Path, fmt: str) -> tuple[pd.DataFrame, int]:
+def _check_table_options(path: str | Path, fmt: str, sep: str | None, decimal: str | None) -> None:
+    """``sep`` and ``decimal`` apply to CSV and TSV files only, and must differ."""
+    for key, value in (("sep", sep), ("decimal", decimal)):
+        if value is not None and fmt not in ("csv", "tsv"):
+            raise ConfigError(
+                f"{path}: {key}: expected a CSV or TSV file for this key, got format {fmt}"
+            )
+    if sep is not None and (len(sep) != 1 or sep in '"\r\n'):
+        raise ConfigError(f"{path}: sep: expected a single character such as ';', got {sep!r}")
+    if decimal is not None and decimal not in (".", ","):
+        raise ConfigError(f"{path}: decimal: expected '.' or ',', got {decimal!r}")
+    delimiter = sep or ("\t" if fmt == "tsv" else ",")
+    if decimal == delimiter:
+        hint = "" if sep else "; set sep to the file's field separator (e.g. ';')"
+        raise ConfigError(
+            f"{path}: decimal: expected a decimal mark other than the field separator, got "
+            f"{decimal!r} for both{hint}"
+        )
+
+
+def _read_table(
+    path: str | Path, fmt: str, *, sep: str | None = None, decimal: str | None = None
+) -> tuple[pd.DataFrame, int]:
     """Parse a CSV/TSV/JSONL/Parquet file; return the frame and the line of its first row."""
     path = Path(path)
     if fmt == "parquet":
-        if not path.exists():
-            raise DataError(f"{path}: expected a data file, got no such file")
+        _check_file(path)
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several unrelated types for bad files
@@ -250,8 +319,9 @@ def _read_table(path: str | Path, fmt: str) -> tuple[pd.DataFrame, int]:
 
                 table = pc.read_csv(
                     path,
-                    parse_options=pc.ParseOptions(delimiter="\t" if fmt == "tsv" else ","),
+                    parse_options=pc.ParseOptions(delimiter=sep or ("\t" if fmt == "tsv" else ",")),
                     convert_options=pc.ConvertOptions(
+                        decimal_point=decimal or ".",
                         column_types={
                             name: pa.string()
                             for key in ("query_id", "doc_id")
@@ -368,14 +438,19 @@ def _numeric(
     first_line: int,
     *,
     allow_missing: bool = False,
+    decimal: str | None = None,
 ) -> pd.Series:
-    """The column as float64; a non-numeric cell is an error naming its line."""
+    """The column as float64; a non-numeric cell is an error naming its line. ``decimal=","``
+    reads ``0,5`` in a text column (the CSV reader already parsed all-numeric columns)."""
     if pd.api.types.is_bool_dtype(values):
         _fail_at(path, first_line, values, np.ones(len(values), bool), column, "a number")
     if pd.api.types.is_numeric_dtype(values):
         numbers = values.astype(np.float64)
     else:
-        numbers = pd.to_numeric(values, errors="coerce").astype(np.float64)
+        text = values
+        if decimal == "," and pd.api.types.is_string_dtype(values):
+            text = values.astype("string").str.replace(",", ".", regex=False)
+        numbers = pd.to_numeric(text, errors="coerce").astype(np.float64)
         bad = numbers.isna().to_numpy() & values.notna().to_numpy()
         if bad.any():
             _fail_at(path, first_line, values, bad, column, "a number")
@@ -383,6 +458,9 @@ def _numeric(
         missing = numbers.isna().to_numpy()
         if missing.any():
             _fail_at(path, first_line, values, missing, column, "a number")
+    infinite = np.isinf(numbers.to_numpy())
+    if infinite.any():  # inf sorts, but no score or grade is infinite: a broken export
+        _fail_at(path, first_line, values, infinite, column, "a finite number")
     return numbers
 
 
@@ -396,11 +474,7 @@ def _fail_at(
 ) -> None:
     row = int(np.flatnonzero(bad)[0])
     count = int(np.count_nonzero(bad))
-    where = (
-        f"row {row + 1}"
-        if Path(path).suffix.lower() in (".parquet", ".pq")
-        else f"line {row + first_line}"
-    )
+    where = _where(path, row + first_line)
     value = values.iloc[row]
     got = (
         "an empty value"
@@ -412,7 +486,13 @@ def _fail_at(
 
 
 def _deduplicate(
-    frame: pd.DataFrame, path: str | Path, first_line: int, policy: str, *, what: str = "ranking"
+    frame: pd.DataFrame,
+    path: str | Path,
+    first_line: int,
+    policy: str,
+    *,
+    what: str = "ranking",
+    renumber: bool = True,
 ) -> pd.DataFrame:
     from abrank.trec import as_arrow, name_pairs, query_codes, repeated_pairs
 
@@ -423,9 +503,49 @@ def _deduplicate(
     if policy == "first":
         keep = np.ones(len(frame), dtype=bool)
         keep[rows] = False
-        return frame.loc[keep].reset_index(drop=True)
+        kept = frame.loc[keep]  # ``renumber=False`` keeps the file's row numbers as the index
+        return kept.reset_index(drop=True) if renumber else kept
     shown = name_pairs(queries, docs, rows, lambda row: row + first_line)
     hint = "" if what == "judgments" else "; set `duplicates: first` to keep the first occurrence"
     raise DataError(
         f"{path}: expected each (query_id, doc_id) pair once per {what}, got {len(rows)} duplicates: {shown}{hint}"
     )
+
+
+def _check_repeated_ranks(frame: pd.DataFrame, path: str | Path, first_line: int) -> None:
+    """Refuse a rank that occurs twice within one query, naming the query and both lines.
+
+    The rank column orders the documents (trec_eval ignores ranks and orders by score, but
+    a table log with ranks is ranked by them). Two documents at the same rank have no order:
+    which one counts as first would be decided by the doc-id tie rule, not by the data, and
+    MRR or NDCG would change with it. A repeated rank nearly always means a broken log (two
+    logs appended, a page's positions restarting at 1), so it is an error, not a warning.
+    ``frame.index`` holds the rows' positions in the file.
+    """
+    from abrank.trec import as_arrow, query_codes
+
+    codes = query_codes(as_arrow(frame["query_id"]))[0]
+    rank = frame["rank"].to_numpy()
+    same = codes[1:] == codes[:-1]
+    grouped = codes.size - int(np.count_nonzero(same)) == int(codes.max()) + 1
+    if grouped and bool(np.all((rank[1:] > rank[:-1]) | ~same)):
+        return  # each query in one block, ranks ascending: the common, cheap case
+    key = pd.DataFrame({"query": codes, "rank": rank})
+    repeated = key.duplicated(keep="first").to_numpy()
+    if not repeated.any():
+        return
+    at = int(np.flatnonzero(repeated)[0])
+    first = int(np.flatnonzero((codes == codes[at]) & (rank == rank[at]))[0])
+    rows = frame.index.to_numpy()
+    count = int(np.count_nonzero(repeated))
+    more = f" ({count - 1} more such rows)" if count > 1 else ""
+    raise DataError(
+        f"{path}: {_where(path, int(rows[at]) + first_line)}: rank: expected each rank once per "
+        f"query, got rank {int(rank[at])} again in query {frame['query_id'].iat[at]!r} (first at "
+        f"{_where(path, int(rows[first]) + first_line)}){more}"
+    )
+
+
+def _where(path: str | Path, number: int) -> str:
+    """``line N`` of a text file, ``row N`` of a Parquet file."""
+    return f"row {number}" if Path(path).suffix.lower() in (".parquet", ".pq") else f"line {number}"

@@ -491,6 +491,7 @@ def _run_arrays(
             f"{path}: line {lines[row]}: score: expected a number, "
             f"got {str(table['score'][row].as_py())!r}"
         )
+    _refuse_infinite(score, table["score"], "score", path, lines)
     return table["query_id"], table["doc_id"], score, lines
 
 
@@ -572,6 +573,7 @@ def _qrels_arrays(
             f"{path}: line {lines[row]}: relevance: expected a number, "
             f"got {str(table['relevance'][row].as_py())!r}"
         )
+    _refuse_infinite(grade, table["relevance"], "relevance", path, lines)
     qid, doc = table["query_id"], table["doc_id"]
     if not check:
         return qid, doc, grade
@@ -582,6 +584,20 @@ def _qrels_arrays(
             f"got {later.size} repeated: {name_pairs(qid, doc, later, lines.__getitem__)}"
         )
     return qid, doc, grade
+
+
+def _refuse_infinite(
+    values: np.ndarray, texts: pa.ChunkedArray, column: str, path: str | Path, lines: _Lines
+) -> None:
+    """An infinite score or grade is an error naming its line: ``inf`` sorts, so trec_eval
+    would take it, but no retrieval score or grade is infinite; it is a broken export."""
+    infinite = np.isinf(values)
+    if infinite.any():
+        row = int(np.flatnonzero(infinite)[0])
+        raise DataError(
+            f"{path}: line {lines[row]}: {column}: expected a finite number, "
+            f"got {str(texts[row].as_py())!r}"
+        )
 
 
 def _to_str_series(column: pa.ChunkedArray) -> pd.Series:

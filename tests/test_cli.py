@@ -68,6 +68,7 @@ def test_run_writes_the_readout_folder(experiment, tmp_path, capsys):
     code, out, err = run_cli(capsys, "run", experiment, "--out", out_dir)
     assert code == 0, err
     assert sorted(p.name for p in out_dir.iterdir() if p.is_file()) == [
+        ".abrank-readout",
         "per_query.csv",
         "report.html",
         "report.md",
@@ -225,7 +226,11 @@ def test_format_option_limits_the_outputs(experiment, tmp_path, capsys):
         capsys, "run", experiment, "--out", tmp_path / "x", "--format", "json,csv"
     )
     assert code == 0, err
-    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["per_query.csv", "summary.json"]
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [
+        ".abrank-readout",
+        "per_query.csv",
+        "summary.json",
+    ]
 
 
 def test_metrics_verb_prints_trec_eval_rows(tmp_path, capsys):
