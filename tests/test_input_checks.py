@@ -336,13 +336,17 @@ def test_run_prints_each_data_warning_on_the_terminal_unless_quiet(experiment, c
     assert code == 0, err
     # q4 is judged but has no relevant document (JUDGMENTS grades it 0)
     expected = (
-        "1 queries have no document judged relevant (grade >= 1); they are left out of every "
-        "comparison"
+        "mrr@10, ndcg@3: undefined on 1 of 4 queries (no judged document could score on them), "
+        "left out of the comparisons (no_relevant: drop)"
     )
     warnings = json.loads((out_dir / "summary.json").read_text())["diagnostics"]["warnings"]
-    assert warnings == [expected]
+    assert warnings[0] == expected
+    # three queries: the comparisons (two overall, two per segment) leave the bootstrap out
+    assert warnings[1].startswith("mrr@10 (new), ndcg@3 (new): fewer than 30 queries")
+    assert warnings[2].startswith("2 segment comparisons: fewer than 30 queries")
+    assert len(warnings) == 3
     notes = [line for line in err.splitlines() if line.startswith("note: ")]
-    assert notes == [f"note: {expected}"]
+    assert notes == [f"note: {w}" for w in warnings]
     assert "note:" not in out  # notes go to stderr, headlines to stdout
     code, out, err = run_cli(capsys, "run", experiment, "--out", out_dir, "--quiet")
     assert code == 0 and err == "" and out == ""

@@ -302,3 +302,21 @@ def test_check_output_folder_in_python(tmp_path):
     assert not (tmp_path / "new").exists()
     with pytest.raises(ConfigError, match="got a folder holding data.csv without"):
         check_output_folder(tmp_path)
+
+
+def test_a_readout_written_before_markers_is_still_replaced(tmp_path):
+    """A folder holding only abrank's own file names and a summary.json that abrank wrote is
+    an earlier readout (from before the marker); with one foreign file it is not."""
+    old = tmp_path / "old"
+    (old / "charts").mkdir(parents=True)
+    (old / "summary.json").write_text('{"abrank_version": "0.1.0", "comparisons": []}')
+    (old / "per_query.csv").write_text("arm,query_id\n")
+    (old / "charts" / "forest.png").write_bytes(b"\x89PNG")
+    check_output_folder(old)  # accepted
+    (old / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="without the .abrank-readout marker"):
+        check_output_folder(old)
+    (old / "notes.txt").unlink()
+    (old / "summary.json").write_text('{"something": "else"}')
+    with pytest.raises(ConfigError, match="without the .abrank-readout marker"):
+        check_output_folder(old)
