@@ -296,8 +296,13 @@ def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
 
     When every string is at most 7 bytes the key is the string's bytes plus its length (at
     8 bytes: its bytes, when no string holds a NUL byte), so equal keys mean equal strings
-    (``exact`` is True). Otherwise every string gets a 64-bit hash of its 8-byte words, and
-    equal keys must be confirmed on the strings.
+    (``exact`` is True). Otherwise every string gets a 64-bit hash of its length and its
+    8-byte words, and equal keys must be confirmed on the strings.
+
+    The encoding (exact or hashed) is chosen once for the whole column; within it, a key
+    depends on its string alone, never on the chunk it sits in or the strings beside it,
+    so equal strings always get equal keys (a ranking and its judgments are keyed as one
+    column of several chunks).
     """
     chunks = [
         c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
@@ -340,16 +345,44 @@ def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
                 if longest <= 7:
                     key |= length.astype(np.uint64) << np.uint64(56)
                 continue
-            tmp = np.empty_like(key)
-            word = np.empty_like(key)
-            np.multiply(length.astype(np.uint64), np.uint64(0x9E3779B97F4A7C15), out=key)
-            for j in range(0, int(length.max()), 8):
-                _words_at(word, start + j, words, tail_words, safe, tail_from)
-                word &= _LOW_BYTES[np.clip(length - j, 0, 8)]
-                key ^= word
-                _mix(key, tmp)
+            _hash_words(key, start, length, words, tail_words, safe, tail_from)
         base += n
     return out, exact
+
+
+def _hash_words(
+    key: np.ndarray,
+    start: np.ndarray,
+    length: np.ndarray,
+    words: np.ndarray,
+    tail: np.ndarray,
+    safe: int,
+    tail_from: int,
+) -> None:
+    """key[i] = a 64-bit hash of the string at ``start[i]`` of ``length[i]`` bytes.
+
+    Each string is mixed one 8-byte word at a time for as many rounds as its own length
+    needs (at least one), so its key depends on its bytes alone: not on the other strings
+    of the block or chunk, which the join's two sides (run and judgments) do not share.
+    """
+    np.multiply(length.astype(np.uint64), _FIBONACCI, out=key)
+    tmp = np.empty_like(key)
+    word = np.empty_like(key)
+    _words_at(word, start, words, tail, safe, tail_from)
+    word &= _LOW_BYTES[np.minimum(length, 8)]
+    key ^= word
+    _mix(key, tmp)
+    longest = int(length.max()) if length.size else 0
+    for j in range(8, longest, 8):
+        rows = np.flatnonzero(length > j)  # strings with bytes left from offset j
+        part = key[rows]
+        at = start[rows] + j
+        piece = np.empty_like(part)
+        _words_at(piece, at, words, tail, safe, tail_from)
+        piece &= _LOW_BYTES[np.minimum(length[rows] - j, 8)]
+        part ^= piece
+        _mix(part, np.empty_like(part))
+        key[rows] = part
 
 
 def _words_at(
