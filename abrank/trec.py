@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -207,14 +208,22 @@ def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
     codes = []
     for e in encoded:
         remap = pc.index_in(e.dictionary, value_set=ids).to_numpy(zero_copy_only=False)
-        codes.append(remap.astype(np.int32)[e.indices])
+        remap = remap.astype(np.int32)
+        if e.lengths is None:
+            codes.append(remap[e.indices])
+        else:  # one code per run of equal neighbours: one pass writes every row's code
+            codes.append(np.repeat(remap[e.indices], e.lengths))
     return (codes if len(columns) > 1 else codes[0]), ids
 
 
 class _Encoded:
-    def __init__(self, dictionary: pa.Array, indices: np.ndarray):
+    """Dictionary codes of a column: ``indices`` per row, or (when ``lengths`` is set) per
+    run of equal neighbouring rows, each run ``lengths[i]`` rows long."""
+
+    def __init__(self, dictionary: pa.Array, indices: np.ndarray, lengths: np.ndarray | None):
         self.dictionary = dictionary
         self.indices = indices
+        self.lengths = lengths
 
 
 def _run_starts(values: pa.ChunkedArray) -> np.ndarray:
@@ -257,16 +266,15 @@ def _encode_grouped(values: pa.ChunkedArray) -> _Encoded:
             encoded = pc.dictionary_encode(head_ids)
             if len(encoded.dictionary) == heads.size:
                 lengths = np.diff(np.append(heads, n))
-                codes = np.repeat(np.arange(heads.size, dtype=np.int32), lengths)
-                return _Encoded(encoded.dictionary, codes)
+                return _Encoded(encoded.dictionary, np.arange(heads.size), lengths)
     encoded = pc.dictionary_encode(values)
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.unify_dictionaries()
         if encoded.num_chunks == 0:
-            return _Encoded(pa.array([], type=values.type), np.zeros(0, dtype=np.int32))
+            return _Encoded(pa.array([], type=values.type), np.zeros(0, dtype=np.int32), None)
         indices = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
-        return _Encoded(encoded.chunk(0).dictionary, np.concatenate(indices))
-    return _Encoded(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False))
+        return _Encoded(encoded.chunk(0).dictionary, np.concatenate(indices), None)
+    return _Encoded(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), None)
 
 
 # _LOW_BYTES[n] keeps the first n bytes of a little-endian 8-byte word
@@ -291,18 +299,74 @@ def _mix(x: np.ndarray, tmp: np.ndarray) -> None:
     x ^= tmp
 
 
-def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
-    """A uint64 key per string, read straight from Arrow's buffers (no per-row Python).
+@dataclass(frozen=True)
+class DocKeys:
+    """Keys of a column of strings, one row per string (see :func:`doc_keys`).
 
-    When every string is at most 7 bytes the key is the string's bytes plus its length (at
-    8 bytes: its bytes, when no string holds a NUL byte), so equal keys mean equal strings
-    (``exact`` is True). Otherwise every string gets a 64-bit hash of its length and its
-    8-byte words, and equal keys must be confirmed on the strings.
+    ``words`` holds one or two uint64 arrays of equal length; when ``exact`` is True they
+    spell the strings exactly (equal keys, equal strings), else ``words[0]`` is a hash and
+    equal keys must be confirmed on the strings.
+    """
 
-    The encoding (exact or hashed) is chosen once for the whole column; within it, a key
-    depends on its string alone, never on the chunk it sits in or the strings beside it,
-    so equal strings always get equal keys (a ranking and its judgments are keyed as one
-    column of several chunks).
+    words: tuple[np.ndarray, ...]
+    exact: bool
+
+    def __len__(self) -> int:
+        return int(self.words[0].size)
+
+    def take(self, rows: np.ndarray) -> DocKeys:
+        """The keys of some rows, in that order."""
+        return DocKeys(tuple(w[rows] for w in self.words), self.exact)
+
+    def reorder_head(self, size: int, rows: np.ndarray) -> DocKeys:
+        """The first ``size`` keys replaced by ``keys[rows]`` (rows < size), the rest kept.
+
+        Permutes in place when it can, so that no second copy of every key is needed.
+        """
+        kept = rows.size
+        words = []
+        for w in self.words:
+            w[:kept] = w[:size][rows]
+            words.append(np.delete(w, np.s_[kept:size]) if kept < size else w)
+        return DocKeys(tuple(words), self.exact)
+
+    def equal(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Whether the keys of rows ``a`` equal those of rows ``b``, element-wise."""
+        same = self.words[0][a] == self.words[0][b]
+        for w in self.words[1:]:
+            same &= w[a] == w[b]
+        return same
+
+    def spread(self, lo: int, hi: int) -> np.ndarray:
+        """A well-mixed 64-bit hash of rows lo..hi (its top bits go into a sort key).
+
+        Exact keys are raw bytes: a multiplicative (Fibonacci) hash spreads one word, the
+        splitmix64 finalizer two; hashed keys are spread already.
+        """
+        if not self.exact:
+            return self.words[0][lo:hi].copy()
+        if len(self.words) == 1:
+            return self.words[0][lo:hi] * _FIBONACCI
+        mixed = self.words[1][lo:hi] * _FIBONACCI
+        mixed ^= self.words[0][lo:hi]
+        _mix(mixed, np.empty_like(mixed))
+        return mixed
+
+
+def doc_keys(column: pa.ChunkedArray) -> DocKeys:
+    """Keys for strings, read straight from Arrow's buffers (no per-row Python).
+
+    When every string fits in one or two 8-byte words (up to 15 bytes, or 16 when no
+    string holds a NUL byte) the key is the string itself: its bytes, zero-padded, with its
+    length in the top byte when there is room for it, so equal keys mean equal strings
+    (``exact``; 9-byte ids such as ``d12345678`` take two words). Longer strings get one
+    word, a 64-bit hash of their length and 8-byte words, and equal keys must be confirmed
+    on the strings.
+
+    The encoding (how many words, exact or hashed) is chosen once for the whole column;
+    within it, a key depends on its string alone, never on the chunk it sits in or the
+    strings beside it, so equal strings always get equal keys (a ranking and its judgments
+    are keyed as one column of several chunks).
     """
     chunks = [
         c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
@@ -310,15 +374,18 @@ def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
         if len(c)
     ]
     total = sum(len(c) for c in chunks)
-    out = np.empty(total, dtype=np.uint64)
     if not chunks:
-        return out, True
+        return DocKeys((np.empty(0, dtype=np.uint64),), True)
     longest = max(int(pc.max(pc.binary_length(c)).as_py() or 0) for c in chunks)
-    # up to 7 bytes the key holds the bytes and the length: equal keys, equal strings;
-    # at 8 bytes there is no room for the length, so NUL bytes must be ruled out
-    exact = longest <= 7 or (
-        longest == 8 and not any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks)
-    )
+    # `words` words hold up to 8 * words - 1 bytes and the length (equal keys, equal
+    # strings); a string of exactly 8 * words bytes leaves no room for the length, which
+    # is then told by the zero padding only when no string holds a NUL byte
+    words = -(-max(longest, 1) // 8)
+    with_length = longest < 8 * words
+    if not with_length and any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks):
+        words, with_length = words + 1, True
+    exact = words <= 2
+    out = tuple(np.empty(total, dtype=np.uint64) for _ in range(words if exact else 1))
     base = 0
     for chunk in chunks:
         n = len(chunk)
@@ -326,28 +393,30 @@ def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
         offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=chunk.offset * 8)
         size = data_buf.size if data_buf is not None else 0
         data = np.frombuffer(data_buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
-        # words[i] = the 8 bytes at offset i (an unaligned view, no copy); the last few
+        # all_words[i] = the 8 bytes at offset i (an unaligned view, no copy); the last few
         # offsets, closer than 8 bytes to the end, read from a small padded copy instead
         safe = max(size - 7, 0)
-        words = np.ndarray(shape=(safe,), dtype="<u8", buffer=data, strides=(1,))
-        tail = np.zeros(32, dtype=np.uint8)
+        all_words = np.ndarray(shape=(safe,), dtype="<u8", buffer=data, strides=(1,))
+        tail = np.zeros(48, dtype=np.uint8)
         tail_from = max(size - 16, 0)
         tail[: size - tail_from] = data[tail_from:size]
-        tail_words = np.ndarray(shape=(25,), dtype="<u8", buffer=tail, strides=(1,))
+        tail_words = np.ndarray(shape=(41,), dtype="<u8", buffer=tail, strides=(1,))
         for lo in range(0, n, _BLOCK):
             hi = min(lo + _BLOCK, n)
             start = offsets[lo:hi]
             length = offsets[lo + 1 : hi + 1] - start
-            key = out[base + lo : base + hi]
-            if exact:
-                _words_at(key, start, words, tail_words, safe, tail_from)
-                key &= _LOW_BYTES[length]
-                if longest <= 7:
-                    key |= length.astype(np.uint64) << np.uint64(56)
+            if not exact:
+                key = out[0][base + lo : base + hi]
+                _hash_words(key, start, length, all_words, tail_words, safe, tail_from)
                 continue
-            _hash_words(key, start, length, words, tail_words, safe, tail_from)
+            for w in range(words):
+                word = out[w][base + lo : base + hi]
+                _words_at(word, start + 8 * w, all_words, tail_words, safe, tail_from)
+                word &= _LOW_BYTES[np.clip(length - 8 * w, 0, 8)]
+                if with_length and w == words - 1:
+                    word |= length.astype(np.uint64) << np.uint64(56)
         base += n
-    return out, exact
+    return DocKeys(out, exact)
 
 
 def _hash_words(
@@ -397,16 +466,17 @@ def _words_at(
 
 def equal_pairs(
     codes: np.ndarray,
-    keys: np.ndarray,
-    exact: bool,
+    keys: DocKeys,
     docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of items with the same query code and the same doc id.
 
-    Returns ``(first, later)`` item indices, ``first < later``, where ``first`` is the
-    earliest item of its (query, doc) group. One sort of packed 64-bit keys
-    (query code | hash bits | item index) brings equal pairs together; rare hash
-    collisions and groups of three or more are settled exactly on the strings.
+    ``keys`` come from :func:`doc_keys`. Returns ``(first, later)`` item
+    indices, ``first < later``, where ``first`` is the earliest item of its (query, doc)
+    group. One sort of packed 64-bit keys (query code | hash bits | item index) brings
+    equal pairs together; candidates are confirmed on the full keys (exact keys: nothing
+    more to check), hashed keys on the strings, and groups of three or more exactly on the
+    strings.
     """
     n = codes.size
     empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -416,14 +486,14 @@ def equal_pairs(
     ibits = max(1, int(n - 1).bit_length())
     hbits = 64 - qbits - ibits
     if hbits < 8:
+        if keys.exact:
+            return _equal_pairs_by_keys(codes, np.arange(n), keys)
         return _equal_pairs_exact(codes, np.arange(n), docs)
     packed = np.empty(n, dtype=np.uint64)
     for lo in range(0, n, _BLOCK):
         hi = min(lo + _BLOCK, n)
         block = packed[lo:hi]
-        # exact keys are raw bytes: a multiplicative (Fibonacci) hash spreads them into
-        # the top bits; hashed keys are spread already
-        mixed = keys[lo:hi] * _FIBONACCI if exact else keys[lo:hi].copy()
+        mixed = keys.spread(lo, hi)
         mixed >>= np.uint64(64 - hbits)
         mixed <<= np.uint64(ibits)
         np.left_shift(codes[lo:hi].astype(np.uint64), np.uint64(64 - qbits), out=block)
@@ -455,16 +525,19 @@ def equal_pairs(
     after[last] = eq[cand[last] + 1]
     alone = ~(before | after)
     first, later = item_at[alone], item_next[alone]
-    same = keys[first] == keys[later]
+    same = keys.equal(first, later)
     first, later = first[same], later[same]
-    if not exact and first.size:
+    if not keys.exact and first.size:
         equal = pc.equal(_take(docs, first), _take(docs, later))
         keep = equal.to_numpy(zero_copy_only=False)
         first, later = first[keep], later[keep]
     crowded = ~alone
     if crowded.any():
         members = np.unique(np.concatenate([item_at[crowded], item_next[crowded]]))
-        f2, l2 = _equal_pairs_exact(codes[members], members, docs)
+        if keys.exact:
+            f2, l2 = _equal_pairs_by_keys(codes[members], members, keys.take(members))
+        else:
+            f2, l2 = _equal_pairs_exact(codes[members], members, docs)
         first, later = np.concatenate([first, f2]), np.concatenate([later, l2])
     return first, later
 
@@ -472,6 +545,30 @@ def equal_pairs(
 def _take(docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array], items: np.ndarray):
     """The doc ids of some items: ``docs`` is the ids in item order, or a function."""
     return docs(items) if callable(docs) else docs.take(pa.array(items))
+
+
+def _equal_pairs_by_keys(
+    codes: np.ndarray, items: np.ndarray, keys: DocKeys
+) -> tuple[np.ndarray, np.ndarray]:
+    """(first, later) pairs among ``items`` with equal codes and equal exact keys."""
+    if items.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    perm = np.lexsort((items, *reversed(keys.words), codes))
+    q = codes[perm]
+    i = items[perm]
+    same = q[1:] == q[:-1]
+    for w in keys.words:
+        sw = w[perm]
+        same &= sw[1:] == sw[:-1]
+    return _group_pairs(same, i)
+
+
+def _group_pairs(same: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, later) of sorted ``items`` where ``same[j]`` ties items j and j + 1."""
+    group_start = np.concatenate(([True], ~same))
+    head = np.maximum.accumulate(np.where(group_start, np.arange(items.size), 0))
+    later_pos = np.flatnonzero(~group_start)
+    return items[head[later_pos]].astype(np.int64), items[later_pos].astype(np.int64)
 
 
 def _equal_pairs_exact(
@@ -489,10 +586,7 @@ def _equal_pairs_exact(
     if q.size < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     same = (q[1:] == q[:-1]) & pc.equal(d[1:], d[:-1]).to_numpy(zero_copy_only=False)
-    group_start = np.concatenate(([True], ~same))
-    head = np.maximum.accumulate(np.where(group_start, np.arange(q.size), 0))
-    later_pos = np.flatnonzero(~group_start)
-    return i[head[later_pos]].astype(np.int64), i[later_pos].astype(np.int64)
+    return _group_pairs(same, i)
 
 
 # --------------------------------------------------------------------------- readers
@@ -529,7 +623,7 @@ def _run_arrays(
 
 def repeated_pairs(codes: np.ndarray, doc_ids: pa.ChunkedArray) -> np.ndarray:
     """Rows (sorted) whose (query code, doc id) pair already stands at an earlier row."""
-    _, later = equal_pairs(codes, *doc_keys(doc_ids), doc_ids)
+    _, later = equal_pairs(codes, doc_keys(doc_ids), doc_ids)
     return np.sort(later)
 
 
@@ -624,7 +718,7 @@ def _to_str_series(column: pa.ChunkedArray) -> pd.Series:
 def _parse_floats(column: pa.ChunkedArray) -> tuple[np.ndarray, int | None]:
     """Float64 values of a column read as text or numbers; index of the first bad one."""
     if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
-        return column.to_numpy().astype(np.float64), None
+        return column.to_numpy().astype(np.float64, copy=False), None
     try:
         return pc.cast(column, pa.float64()).to_numpy(), None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

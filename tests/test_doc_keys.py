@@ -110,16 +110,17 @@ def columns(draw, min_size: int = 0):
 @given(columns(min_size=1))
 def test_keys_do_not_depend_on_the_chunking(case):
     values, cuts = case
-    keys, exact = doc_keys(chunked(values, cuts))
-    whole, whole_exact = doc_keys(chunked(values, []))
-    assert exact == whole_exact
-    np.testing.assert_array_equal(keys, whole)
+    keys = doc_keys(chunked(values, cuts))
+    whole = doc_keys(chunked(values, []))
+    assert keys.exact == whole.exact and len(keys.words) == len(whole.words)
+    for part, one in zip(keys.words, whole.words, strict=True):
+        np.testing.assert_array_equal(part, one)
     # equal strings -> equal keys; exact keys: distinct strings -> distinct keys
-    first_key: dict[str, object] = {}
-    for value, key in zip(values, keys, strict=True):
-        key = key.tobytes()
+    first_key: dict[str, tuple] = {}
+    for i, value in enumerate(values):
+        key = tuple(int(w[i]) for w in keys.words)
         assert first_key.setdefault(value, key) == key, value
-    if exact:
+    if keys.exact:
         assert len(set(first_key.values())) == len(first_key)
 
 
@@ -128,13 +129,30 @@ def test_keys_do_not_depend_on_the_chunking(case):
 def test_hashed_keys_are_a_function_of_the_string_alone(left, right):
     """In the hashed encoding, a string's key does not depend on the other strings."""
     long = "an-id-longer-than-sixteen-bytes-forces-hashing"
-    a, exact_a = doc_keys(chunked([*left, long], []))
-    b, exact_b = doc_keys(chunked([long, *right], [1]))
-    assert not exact_a and not exact_b
-    key_of = {v: k.tobytes() for v, k in zip([*left, long], a, strict=True)}
-    for value, key in zip([long, *right], b, strict=True):
+    a = doc_keys(chunked([*left, long], []))
+    b = doc_keys(chunked([long, *right], [1]))
+    assert not a.exact and not b.exact
+    key_of = dict(zip([*left, long], a.words[0].tolist(), strict=True))
+    for value, key in zip([long, *right], b.words[0].tolist(), strict=True):
         if value in key_of:
-            assert key_of[value] == key.tobytes(), value
+            assert key_of[value] == key, value
+
+
+@pytest.mark.parametrize(
+    ("values", "words", "exact"),
+    [
+        (["d", "1234567"], 1, True),  # bytes + length in one word
+        (["12345678", "d"], 1, True),  # 8 bytes, no NUL: the zero padding tells lengths
+        (["1234567\x00", "1234567"], 2, True),  # a NUL at 8 bytes: the length needs a word
+        (["d12345678", "d1"], 2, True),  # 9-byte pooled-collection ids: exact, two words
+        (["abcdefghijklmnop", "x"], 2, True),
+        (["abcdefghijklmnop", "a\x00"], 1, False),  # 16 bytes and a NUL: hashed
+        (["clueweb09-en0000-00-00000"], 1, False),
+    ],
+)
+def test_key_encoding_by_longest_id(values, words, exact):
+    keys = doc_keys(chunked(values, []))
+    assert (len(keys.words), keys.exact) == (words, exact)
 
 
 # --------------------------------------------------------------------------- equal_pairs
@@ -159,8 +177,7 @@ def test_equal_pairs_matches_a_dict(case, data):
     codes = data.draw(st.lists(st.integers(0, 3), min_size=len(values), max_size=len(values)))
     column = chunked(values, cuts)
     code_array = np.array(codes, dtype=np.int32)
-    keys, exact = doc_keys(column)
-    first, later = equal_pairs(code_array, keys, exact, column)
+    first, later = equal_pairs(code_array, doc_keys(column), column)
     assert set(zip(first.tolist(), later.tolist(), strict=True)) == reference_pairs(codes, values)
     expected_later = sorted(i for _, i in reference_pairs(codes, values))
     assert repeated_pairs(code_array, column).tolist() == expected_later
