@@ -31,7 +31,8 @@ import pyarrow.csv as pacsv
 from abrank.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
-    from abrank.metrics import Metric
+    from abrank.metrics import Metric, _Prepared
+    from abrank.treceval import TrecMeasures
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
@@ -40,7 +41,14 @@ _SHOWN = 3  # how many offending items an error message names
 _CSV_BLOCK = 16 << 20
 _NUMERIC = ("score", "relevance")
 
-__all__ = ["rank_by_score", "read_trec_qrels", "read_trec_run", "trec_eval_text"]
+__all__ = [
+    "rank_by_score",
+    "read_trec_qrels",
+    "read_trec_run",
+    "run_tag",
+    "trec_eval_report",
+    "trec_eval_text",
+]
 
 
 # --------------------------------------------------------------------------- ordering
@@ -895,7 +903,7 @@ def trec_eval_text(
     ``depth`` is trec_eval's ``-M``; trec_eval 9 itself sets no limit by default, so for
     runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
     """
-    from abrank.metrics import _compute, _options, _prepare_arrays, _scored, parse_metrics
+    from abrank.metrics import _compute, _options, _scored, parse_metrics
 
     if digits is not None and (
         not isinstance(digits, int) or isinstance(digits, bool) or digits < 0
@@ -903,20 +911,7 @@ def trec_eval_text(
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
     _options(rel_level, "linear", depth)
-    jq, jd, grade = _qrels_arrays(qrels_path, check=False)
-    rq, rd, score, _ = _run_arrays(run_path)
-    pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
-    # Like trec_eval, refuse a run with a document twice among a query's first `depth`
-    # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
-    # readers' own searches, which name the lines, run only when there is one to report.
-    try:
-        prep = _prepare_arrays(rq, rd, -score, None, jq, jd, grade, depth, None)
-    except DataError as exc:
-        if str(exc).startswith("rankings: (query_id, doc_id)"):
-            read_trec_run(run_path)
-        if str(exc).startswith("judgments: (query_id, doc_id)"):
-            read_trec_qrels(qrels_path)
-        raise
+    prep = _prepare_files(qrels_path, run_path, depth)
     scored = _scored(prep, complete)
     if not scored.any():
         raise DataError(
@@ -927,6 +922,92 @@ def trec_eval_text(
     columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
     qids = prep.ids.filter(pa.array(scored)).to_pylist()
     return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
+
+
+def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | None) -> _Prepared:
+    """A TREC run joined to its qrels (the metrics engine's arrays), straight from the files."""
+    from abrank.metrics import _prepare_arrays
+
+    jq, jd, grade = _qrels_arrays(qrels_path, check=False)
+    rq, rd, score, _ = _run_arrays(run_path)
+    pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
+    # Like trec_eval, refuse a run with a document twice among a query's first `depth`
+    # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
+    # readers' own searches, which name the lines, run only when there is one to report.
+    try:
+        return _prepare_arrays(rq, rd, -score, None, jq, jd, grade, depth, None)
+    except DataError as exc:
+        if str(exc).startswith("rankings: (query_id, doc_id)"):
+            read_trec_run(run_path)
+        if str(exc).startswith("judgments: (query_id, doc_id)"):
+            read_trec_qrels(qrels_path)
+        raise
+
+
+def trec_eval_report(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    measures: TrecMeasures,
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    rel_level: float = 1,
+    depth: int | None = None,
+    digits: int = 4,
+) -> str:
+    """What trec_eval 9 prints for these measures, options and files, byte for byte.
+
+    ``measures`` come from :func:`abrank.treceval.parse_trec_measures`; the options are
+    trec_eval's ``-q`` (``per_query``), ``-c`` (``complete``), ``-l`` and ``-M`` (whose
+    default, as in trec_eval, is no limit). See :mod:`abrank.treceval` for the layout.
+    """
+    from abrank.metrics import _options
+    from abrank.treceval import format_report
+
+    _options(rel_level, "linear", depth)
+    prep = _prepare_files(qrels_path, run_path, depth)
+    if not (prep.in_run & prep.in_judgments).any():
+        raise DataError(
+            f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
+        )
+    runid = run_tag(run_path) if "runid" in measures.cutoffs else None
+    return format_report(
+        prep,
+        measures,
+        rel_level=rel_level,
+        complete=complete,
+        per_query=per_query,
+        runid=runid,
+        digits=digits,
+    )
+
+
+def run_tag(path: str | Path) -> str:
+    """The run's name as trec_eval prints it (``runid``): the tag, the sixth field, of the
+    file's last non-blank line."""
+    window = 1 << 16
+    with _open(path) as handle:
+        if Path(path).suffix == ".gz":  # no seeking back in a stream: keep its last bytes
+            data = b""
+            while chunk := handle.read(1 << 20):
+                data = (data + chunk)[-(1 << 20) :]
+            lines = data.splitlines()
+        else:
+            size = handle.seek(0, 2)
+            while True:
+                handle.seek(max(size - window, 0))
+                lines = handle.read().splitlines()
+                if window >= size or any(line.strip() for line in lines[1:]):
+                    break
+                window *= 4
+    last = next((line for line in reversed(lines) if line.strip()), b"")
+    fields = last.split()
+    if len(fields) < len(RUN_FIELDS):
+        raise DataError(
+            f"{path}: last line: expected {len(RUN_FIELDS)} whitespace-separated fields "
+            f"({' '.join(RUN_FIELDS)}), got {len(fields)}"
+        )
+    return fields[5].decode("utf-8", "replace")
 
 
 def format_trec_eval(
