@@ -505,8 +505,13 @@ def _prepare_arrays(
         to_judgment = later >= n
         f, lt = first[to_judgment], later[to_judgment]
         repeated = f >= n
-        matched = f[~repeated]
-        if matched.size and np.bincount(matched, minlength=n).max() > 1:
+        # matched ranked rows, each with its judgment, in ranked order (by scattering)
+        matched = ~repeated
+        ranked_rows = f[matched] if to_ranked is None else to_ranked[f[matched]]
+        judgment_of = np.full(n, -1, dtype=np.int32 if jgrade.size < 2**31 else np.int64)
+        judgment_of[ranked_rows] = lt[matched] - n
+        judged_rows = np.flatnonzero(judgment_of >= 0)
+        if judged_rows.size < ranked_rows.size:
             # a run row reached by two judgments (a group of three or more): keep the first
             by_group = np.lexsort((lt, f))
             f, lt = f[by_group], lt[by_group]
@@ -518,11 +523,6 @@ def _prepare_arrays(
                 f"{int(repeated.sum())} repeated: "
                 f"{_describe_pairs(jq, jd, lt[repeated] - n)}"
             )
-        # each matched ranked row has one judgment: put them in ranked order by scattering
-        ranked_rows = f if to_ranked is None else to_ranked[f]
-        judgment_of = np.full(n, -1, dtype=np.int32 if jgrade.size < 2**31 else np.int64)
-        judgment_of[ranked_rows] = lt - n
-        judged_rows = np.flatnonzero(judgment_of >= 0)
         judged_grade = jgrade[judgment_of[judged_rows]]
 
     in_run = retrieved > 0

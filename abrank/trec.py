@@ -479,17 +479,16 @@ def equal_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of items with the same query code and the same doc id.
 
-    ``keys`` come from :func:`doc_keys`. Returns ``(first, later)`` item
-    indices, ``first < later``, where ``first`` is the earliest item of its (query, doc)
-    group. One sort of packed 64-bit keys (query code | hash bits | item index) brings
+    ``keys`` come from :func:`doc_keys`. Returns ``(first, later)`` item indices (int32
+    when they fit), ``first < later``, where ``first`` is the earliest item of its
+    (query, doc) group. One sort of packed 64-bit keys (query code | hash bits | item index) brings
     equal pairs together; candidates are confirmed on the full keys (exact keys: nothing
     more to check), hashed keys on the strings, and groups of three or more exactly on the
     strings.
     """
     n = codes.size
-    empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if n < 2:
-        return empty
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     qbits = max(1, int(codes.max()).bit_length())
     ibits = max(1, int(n - 1).bit_length())
     hbits = 64 - qbits - ibits
@@ -518,35 +517,35 @@ def equal_pairs(
         diff = np.bitwise_xor(packed[lo + 1 : hi + 1], packed[lo:hi], out=scratch[: hi - lo])
         np.less(diff, below, out=eq[lo:hi])
     del scratch
-    cand = np.flatnonzero(eq)
-    if cand.size == 0:
-        return empty
+    # a pair of equal neighbours is alone in its group unless the pair before or after it
+    # is equal too (a group of three or more: rare, settled exactly below)
+    alone = eq.copy()
+    alone[1:] &= ~eq[:-1]
+    alone[:-1] &= ~eq[1:]
+    at = np.flatnonzero(alone)
+    index = np.int32 if n < 2**31 else np.int64
     low = np.uint64((1 << ibits) - 1)
-    item_at = (packed[cand] & low).astype(np.int64)
-    item_next = (packed[cand + 1] & low).astype(np.int64)
-    del packed
-    # a candidate pair is alone in its group unless a neighbouring pair is also equal
-    before = np.zeros(cand.size, dtype=bool)
-    after = np.zeros(cand.size, dtype=bool)
-    before[cand > 0] = eq[cand[cand > 0] - 1]
-    last = cand < eq.size - 1
-    after[last] = eq[cand[last] + 1]
-    alone = ~(before | after)
-    first, later = item_at[alone], item_next[alone]
+    first = np.bitwise_and(packed[at], low).astype(index)
+    at += 1
+    later = np.bitwise_and(packed[at], low).astype(index)
+    del at
+    crowd = np.flatnonzero(eq & ~alone)
+    members = np.unique(np.bitwise_and(packed[np.concatenate([crowd, crowd + 1])], low))
+    del packed, eq, alone
     same = keys.equal(first, later)
     first, later = first[same], later[same]
     if not keys.exact and first.size:
         equal = pc.equal(_take(docs, first), _take(docs, later))
         keep = equal.to_numpy(zero_copy_only=False)
         first, later = first[keep], later[keep]
-    crowded = ~alone
-    if crowded.any():
-        members = np.unique(np.concatenate([item_at[crowded], item_next[crowded]]))
+    if members.size:
+        members = members.astype(index)
         if keys.exact:
             f2, l2 = _equal_pairs_by_keys(codes[members], members, keys.take(members))
         else:
             f2, l2 = _equal_pairs_exact(codes[members], members, docs)
-        first, later = np.concatenate([first, f2]), np.concatenate([later, l2])
+        first = np.concatenate([first, f2.astype(index)])
+        later = np.concatenate([later, l2.astype(index)])
     return first, later
 
 
@@ -934,8 +933,9 @@ def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | No
     # Like trec_eval, refuse a run with a document twice among a query's first `depth`
     # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
     # readers' own searches, which name the lines, run only when there is one to report.
+    key = np.negative(score, out=score) if score.flags.writeable else -score  # best first
     try:
-        return _prepare_arrays(rq, rd, -score, None, jq, jd, grade, depth, None)
+        return _prepare_arrays(rq, rd, key, None, jq, jd, grade, depth, None)
     except DataError as exc:
         if str(exc).startswith("rankings: (query_id, doc_id)"):
             read_trec_run(run_path)
