@@ -16,6 +16,7 @@ ranking with its judgments).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -784,20 +785,26 @@ def _read_fields(
     """
     _sniff(path)
     names = list(fields)
+    # an uncompressed file is read through a memory map: no copy of its text in memory
+    compressed = Path(path).suffix.lower() in (".gz", ".bz2", ".lz4", ".zst")
     try:
-        table = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
-            convert_options=pacsv.ConvertOptions(
-                column_types={
-                    name: pa.float64() if name in _NUMERIC else pa.large_string() for name in wanted
-                },
-                include_columns=list(wanted),
-                strings_can_be_null=False,
-                null_values=[],
-            ),
-        )
+        with contextlib.nullcontext(path) if compressed else pa.memory_map(str(path)) as source:
+            table = pacsv.read_csv(
+                source,
+                read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=" ", quote_char=False, double_quote=False
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={
+                        name: pa.float64() if name in _NUMERIC else pa.large_string()
+                        for name in wanted
+                    },
+                    include_columns=list(wanted),
+                    strings_can_be_null=False,
+                    null_values=[],
+                ),
+            )
         return table, _Lines(None)
     except (pa.ArrowInvalid, UnicodeDecodeError):
         pass
