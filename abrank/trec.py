@@ -401,43 +401,73 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
         _, offsets_buf, data_buf = chunk.buffers()
         offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=chunk.offset * 8)
         size = data_buf.size if data_buf is not None else 0
-        data = np.frombuffer(data_buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
-        # all_words[i] = the 8 bytes at offset i (an unaligned view, no copy); the last few
-        # offsets, closer than 8 bytes to the end, read from a small padded copy instead
-        safe = max(size - 7, 0)
-        all_words = np.ndarray(shape=(safe,), dtype="<u8", buffer=data, strides=(1,))
-        tail = np.zeros(48, dtype=np.uint8)
-        tail_from = max(size - 16, 0)
-        tail[: size - tail_from] = data[tail_from:size]
-        tail_words = np.ndarray(shape=(41,), dtype="<u8", buffer=tail, strides=(1,))
+        buffer = _Bytes(np.frombuffer(data_buf, dtype=np.uint8) if size else np.zeros(0, np.uint8))
         for lo in range(0, n, _BLOCK):
             hi = min(lo + _BLOCK, n)
             start = offsets[lo:hi]
             length = offsets[lo + 1 : hi + 1] - start
+            # ids of one length (common: fixed-width ids) are read without an index array
+            fixed = int(length[0]) if length.min() == length.max() else None
             if not exact:
-                key = out[0][base + lo : base + hi]
-                _hash_words(key, start, length, all_words, tail_words, safe, tail_from)
+                _hash_words(out[0][base + lo : base + hi], start, length, fixed, buffer)
                 continue
             for w in range(words):
                 word = out[w][base + lo : base + hi]
-                _words_at(word, start + 8 * w, all_words, tail_words, safe, tail_from)
-                word &= _LOW_BYTES[np.clip(length - 8 * w, 0, 8)]
-                if with_length and w == words - 1:
-                    word |= length.astype(np.uint64) << np.uint64(56)
+                if fixed is None:
+                    buffer.gather(word, start + 8 * w)
+                    word &= _LOW_BYTES[np.clip(length - 8 * w, 0, 8)]
+                    if with_length and w == words - 1:
+                        word |= length.astype(np.uint64) << np.uint64(56)
+                else:
+                    buffer.strided(word, int(start[0]) + 8 * w, fixed)
+                    word &= _LOW_BYTES[min(max(fixed - 8 * w, 0), 8)]
+                    if with_length and w == words - 1:
+                        word |= np.uint64(fixed << 56)
         base += n
     return DocKeys(out, exact)
 
 
+class _Bytes:
+    """8-byte little-endian words at any byte offset of one Arrow data buffer (no copy)."""
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+        self.size = size = data.size
+        # words[i] = the 8 bytes at offset i (an unaligned view); offsets closer than 8
+        # bytes to the end read from a small zero-padded copy of the last bytes instead
+        self.safe = max(size - 7, 0)
+        self.words = np.ndarray(shape=(self.safe,), dtype="<u8", buffer=data, strides=(1,))
+        tail = np.zeros(48, dtype=np.uint8)
+        self.tail_from = max(size - 16, 0)
+        tail[: size - self.tail_from] = data[self.tail_from : size]
+        self.tail = np.ndarray(shape=(41,), dtype="<u8", buffer=tail, strides=(1,))
+
+    def gather(self, out: np.ndarray, at: np.ndarray) -> None:
+        """out[i] = the 8 bytes at offset at[i] (``at`` ascending)."""
+        cut = int(np.searchsorted(at, self.safe))
+        out[:cut] = self.words[at[:cut]]
+        if cut < at.size:
+            out[cut:] = self.tail[np.minimum(at[cut:] - self.tail_from, self.tail.size - 1)]
+
+    def strided(self, out: np.ndarray, first: int, stride: int) -> None:
+        """out[i] = the 8 bytes at offset first + i * stride: a strided copy."""
+        m = out.size
+        if first + 8 > self.size:
+            inside = 0
+        else:
+            inside = m if stride == 0 else min(m, (self.size - 8 - first) // stride + 1)
+        if inside:
+            view = np.ndarray((inside,), "<u8", buffer=self.data, offset=first, strides=(stride,))
+            out[:inside] = view
+        if inside < m:
+            self.gather(out[inside:], first + stride * np.arange(inside, m))
+
+
 def _hash_words(
-    key: np.ndarray,
-    start: np.ndarray,
-    length: np.ndarray,
-    words: np.ndarray,
-    tail: np.ndarray,
-    safe: int,
-    tail_from: int,
+    key: np.ndarray, start: np.ndarray, length: np.ndarray, fixed: int | None, buffer: _Bytes
 ) -> None:
-    """key[i] = a 64-bit hash of the string at ``start[i]`` of ``length[i]`` bytes.
+    """key[i] = a 64-bit hash of the string at ``start[i]`` of ``length[i]`` bytes (all of
+    ``fixed`` bytes when that is given).
 
     Each string is mixed one 8-byte word at a time for as many rounds as its own length
     needs (at least one), so its key depends on its bytes alone: not on the other strings
@@ -446,31 +476,28 @@ def _hash_words(
     np.multiply(length.astype(np.uint64), _FIBONACCI, out=key)
     tmp = np.empty_like(key)
     word = np.empty_like(key)
-    _words_at(word, start, words, tail, safe, tail_from)
-    word &= _LOW_BYTES[np.minimum(length, 8)]
-    key ^= word
-    _mix(key, tmp)
     longest = int(length.max()) if length.size else 0
-    for j in range(8, longest, 8):
+    for j in range(0, max(longest, 1), 8):
+        if fixed is not None:  # every string has bytes left from offset j
+            buffer.strided(word, int(start[0]) + j, fixed)
+            word &= _LOW_BYTES[min(fixed - j, 8)] if fixed > j else np.uint64(0)
+            key ^= word
+            _mix(key, tmp)
+            continue
+        if j == 0:
+            buffer.gather(word, start)
+            word &= _LOW_BYTES[np.minimum(length, 8)]
+            key ^= word
+            _mix(key, tmp)
+            continue
         rows = np.flatnonzero(length > j)  # strings with bytes left from offset j
         part = key[rows]
-        at = start[rows] + j
         piece = np.empty_like(part)
-        _words_at(piece, at, words, tail, safe, tail_from)
+        buffer.gather(piece, start[rows] + j)
         piece &= _LOW_BYTES[np.minimum(length[rows] - j, 8)]
         part ^= piece
         _mix(part, np.empty_like(part))
         key[rows] = part
-
-
-def _words_at(
-    out: np.ndarray, at: np.ndarray, words: np.ndarray, tail: np.ndarray, safe: int, tail_from: int
-) -> None:
-    """out[i] = the 8 bytes at offset at[i]; offsets are ascending, the last few near the end."""
-    cut = int(np.searchsorted(at, safe))
-    out[:cut] = words[at[:cut]]
-    if cut < at.size:
-        out[cut:] = tail[np.minimum(at[cut:] - tail_from, tail.size - 1)]
 
 
 def equal_pairs(

@@ -155,6 +155,20 @@ def test_key_encoding_by_longest_id(values, words, exact):
     assert (len(keys.words), keys.exact) == (words, exact)
 
 
+@pytest.mark.parametrize("width", [1, 7, 8, 9, 15, 16, 17, 25, 40])
+def test_fixed_width_chunks_key_like_mixed_ones(width):
+    """A chunk whose ids all have one length is read by a strided path; its keys must be
+    those the general path gives the same ids beside ids of other lengths."""
+    same = [(chr(ord("a") + i) * width)[:width] for i in range(5)]
+    mixed = [same[2], "x", same[4], "yy" * 20]  # the 40-byte id forces hashing
+    for other in (mixed, mixed[:2]):
+        keys = doc_keys(chunked([*same, *other], [len(same)]))
+        key_of = {}
+        for i, value in enumerate([*same, *other]):
+            key = tuple(int(w[i]) for w in keys.words)
+            assert key_of.setdefault(value, key) == key, (width, value)
+
+
 # --------------------------------------------------------------------------- equal_pairs
 
 
