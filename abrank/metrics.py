@@ -426,8 +426,9 @@ def _prepare_arrays(
         (codes, jcodes), ids = query_codes(rq, jq)
     nq = len(ids)
 
-    order, _ = order_rows(codes, key, rd)
-    ordered = codes if order is None else codes[order]
+    order, within_ties = order_rows(codes, key, rd)
+    # rows that move only inside blocks of one query keep their codes
+    ordered = codes if order is None or within_ties else codes[order]
     pos = positions(ordered)
     rows = order  # original row of each ordered row; None: the identity
     if depth is not None and pos.size and pos.max() >= depth:

@@ -349,16 +349,16 @@ class DocKeys:
     def spread(self, lo: int, hi: int) -> np.ndarray:
         """A well-mixed 64-bit hash of rows lo..hi (its top bits go into a sort key).
 
-        Exact keys are raw bytes: a multiplicative (Fibonacci) hash spreads one word, the
-        splitmix64 finalizer two; hashed keys are spread already.
+        Exact keys are raw bytes, spread by multiplicative (Fibonacci) hashing; hashed
+        keys are spread already.
         """
         if not self.exact:
             return self.words[0][lo:hi].copy()
-        if len(self.words) == 1:
-            return self.words[0][lo:hi] * _FIBONACCI
-        mixed = self.words[1][lo:hi] * _FIBONACCI
-        mixed ^= self.words[0][lo:hi]
-        _mix(mixed, np.empty_like(mixed))
+        mixed = self.words[0][lo:hi] * _FIBONACCI
+        if len(self.words) == 2:
+            # multiplication carries every bit of a word into the top bits, which are
+            # the ones used; the second word gets a different odd multiplier
+            mixed ^= self.words[1][lo:hi] * _MIX1
         return mixed
 
 
