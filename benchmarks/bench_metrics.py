@@ -246,15 +246,20 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, load average {load} (other work slows every timing)")
     summary = [bench(shape, args) for shape in shapes]
     print("\nsummary: abrank metrics (whole process) vs pytrec_eval (parse + evaluate)")
-    for shape, ours, theirs in summary:
-        ratio = f"{theirs / ours:.1f}x" if theirs else "not measured"
+    for shape, ours, dropin, theirs in summary:
         pytrec = f"{theirs:.1f} s" if theirs else "-"
-        print(f"  {shape:<7s} abrank {ours:6.2f} s   pytrec_eval {pytrec:>8s}   ratio {ratio}")
+        ratio = f"{theirs / ours:.1f}x" if theirs else "not measured"
+        ratio_dropin = f"{theirs / dropin:.1f}x" if theirs else "not measured"
+        print(
+            f"  {shape:<7s} abrank {ours:6.2f} s (ratio {ratio}), with trec_eval's command line "
+            f"{dropin:6.2f} s (ratio {ratio_dropin}); pytrec_eval {pytrec}"
+        )
     return 0
 
 
-def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float | None]:
-    """Every timing of one collection shape; returns (shape, abrank s, pytrec_eval s)."""
+def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, float | None]:
+    """Every timing of one collection shape; returns (shape, abrank s, abrank with
+    trec_eval's command line s, pytrec_eval s)."""
     judged = args.judged or (58 if shape == "dense" else 20)
     print(
         f"\n{shape} collection: {args.queries:,} queries x {args.depth} documents, "
@@ -293,6 +298,16 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float | Non
     print(f"  printed {lines:,} lines; peak memory of the process {peak:,.0f} MB")
     command_all = [c for c in command if c != "--per-query"]
     process("abrank metrics, means only (whole process)", command_all, t, args.repeat)
+    # the drop-in form: trec_eval's own command line and output, the measures pytrec_eval
+    # computes below (recip_rank without a cutoff)
+    trec_eval_command = [
+        *command[:4],
+        "-q",
+        *("-m", "recip_rank", "-m", "ndcg_cut.10", "-m", "recall.100", "-m", "map"),
+        str(qrels_path),
+        str(run_path),
+    ]
+    process("abrank metrics -q -m recip_rank ... (trec_eval's)", trec_eval_command, t, args.repeat)
 
     from abrank.metrics import evaluate
     from abrank.trec import read_trec_qrels, read_trec_run
@@ -416,6 +431,11 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float | Non
             f"  abrank metrics vs pytrec_eval load + compute : {pytrec_total / whole:6.1f}x "
             f"({pytrec_total:.1f} s vs {whole:.1f} s; goal >= 5x)"
         )
+        dropin = t["abrank metrics -q -m recip_rank ... (trec_eval's)"]
+        print(
+            f"  the same, trec_eval's command line            : {pytrec_total / dropin:6.1f}x "
+            f"({pytrec_total:.1f} s vs {dropin:.1f} s)"
+        )
     if shape == "sparse" and args.judged in (None, 20) and not args.long_ids:
         print(
             f"  abrank metrics vs trec_eval binary ({TREC_EVAL_BINARY_SECONDS} s, earlier): "
@@ -440,7 +460,7 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float | Non
         irm = t["ir_measures read + calc (files)"]
         print(f"  abrank metrics vs ir_measures                : {irm / whole:6.1f}x")
     print(f"  peak memory of abrank metrics: {peak:,.0f} MB (goal < 2,000 MB)")
-    return shape, whole, pytrec_total
+    return shape, whole, t["abrank metrics -q -m recip_rank ... (trec_eval's)"], pytrec_total
 
 
 if __name__ == "__main__":
