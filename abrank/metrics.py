@@ -466,7 +466,9 @@ def _prepare_arrays(
     else:
         n = ordered.size
         size = len(rd)
-        all_docs = pa.chunked_array([*rd.chunks, *jd.chunks], type=pa.large_string())
+        if rd.type != jd.type:  # the readers give string, frames large_string: one type
+            rd, jd = rd.cast(pa.large_string()), jd.cast(pa.large_string())
+        all_docs = pa.chunked_array([*rd.chunks, *jd.chunks], type=rd.type)
         keys = doc_keys(all_docs)  # ranking rows in their given order, then judgments
         # Which order a query's rows come in does not matter to the join: when no row is
         # cut, it runs on the ranking rows as given (no permuted copy of the keys) and its

@@ -206,12 +206,9 @@ def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
     Returns one code array per column and the sorted distinct ids (code i is ``ids[i]``);
     sorting is byte order, the order trec_eval prints queries in.
     """
-    encoded = []
-    for column in columns:
-        if not pa.types.is_large_string(column.type):
-            column = column.cast(pa.large_string())
-        encoded.append(_encode_grouped(column))
-    dictionaries = [e.dictionary for e in encoded]
+    encoded = [_encode_grouped(column) for column in columns]
+    # string or large_string columns alike: only the (small) dictionaries are cast
+    dictionaries = [e.dictionary.cast(pa.large_string()) for e in encoded]
     union = pc.unique(pa.concat_arrays(dictionaries)) if len(dictionaries) > 1 else dictionaries[0]
     ids = union.take(pc.sort_indices(union))
     codes = []
@@ -378,7 +375,7 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
     are keyed as one column of several chunks).
     """
     chunks = [
-        c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
+        c if pa.types.is_string(c.type) or pa.types.is_large_string(c.type) else c.cast(pa.string())
         for c in column.chunks
         if len(c)
     ]
@@ -399,7 +396,10 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
     for chunk in chunks:
         n = len(chunk)
         _, offsets_buf, data_buf = chunk.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=chunk.offset * 8)
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(
+            offsets_buf, dtype=width, count=n + 1, offset=chunk.offset * np.dtype(width).itemsize
+        )
         size = data_buf.size if data_buf is not None else 0
         buffer = _Bytes(np.frombuffer(data_buf, dtype=np.uint8) if size else np.zeros(0, np.uint8))
         for lo in range(0, n, _BLOCK):
@@ -824,8 +824,7 @@ def _read_fields(
                 ),
                 convert_options=pacsv.ConvertOptions(
                     column_types={
-                        name: pa.float64() if name in _NUMERIC else pa.large_string()
-                        for name in wanted
+                        name: pa.float64() if name in _NUMERIC else pa.string() for name in wanted
                     },
                     include_columns=list(wanted),
                     strings_can_be_null=False,
