@@ -7,6 +7,7 @@ that names the file, line or field; 1 anything else. ``--debug`` shows traceback
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import textwrap
@@ -79,7 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
     metrics = verb(
         "metrics",
         "Per-query metrics of one run, printed like trec_eval (measure, query, value).",
-        "abrank metrics qrels.txt run.txt -m ndcg@10 mrr@10 map --per-query",
+        "abrank metrics qrels.txt run.txt -m ndcg@10 mrr@10 map --per-query\n"
+        "  abrank metrics -q -c -l 2 -m ndcg_cut.10,20 -m recip_rank qrels.txt run.txt\n\n"
+        "With trec_eval's measure names only (recip_rank, map, ndcg, P.5,10, recall.100,\n"
+        "ndcg_cut.10, map_cut.100, success.1, num_q, num_ret, num_rel, num_rel_ret, runid,\n"
+        "or a bare family P, recall, ndcg_cut, map_cut, success for trec_eval's default\n"
+        "cutoffs) it takes trec_eval's own command line and prints exactly what trec_eval 9\n"
+        "prints (names, order, layout, 4 decimals; -M unlimited unless given). With abrank's\n"
+        "names (ndcg@10, mrr@10, ...) it prints measure<TAB>query<TAB>value at full precision.",
     )
     metrics.add_argument("qrels", metavar="QRELS", help="judgments (TREC qrels or a table)")
     metrics.add_argument("run", metavar="RUN", help="ranking (TREC run or a table)")
@@ -102,11 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--depth",
         "-M",
         type=int,
-        default=1000,
-        help="documents kept per query (trec_eval -M; default 1000)",
+        help="documents kept per query (trec_eval -M; default 1000, or no limit with "
+        "trec_eval's names, as in trec_eval)",
     )
     metrics.add_argument(
-        "--digits", type=int, help="round values to this many digits (4 = trec_eval)"
+        "--digits",
+        type=int,
+        help="round values to this many digits (default: full precision; 4 with trec_eval's "
+        "names, as trec_eval prints)",
     )
 
     compare = verb(
@@ -160,17 +171,114 @@ def _metric_option(parser: argparse.ArgumentParser) -> None:
         "-m",
         "--metric",
         dest="metrics",
-        nargs="+",
-        action="extend",
+        action="append",
         required=True,
         metavar="METRIC",
-        help="metric names, e.g. ndcg@10 mrr@10 P@5 map",
+        help="metric names: one per -m (-m ndcg@10 -m mrr@10), a comma list (-m P.5,10), "
+        "or several after one -m (-m ndcg@10 mrr@10 map)",
     )
+
+
+# how many file arguments each verb with -m takes
+_FILES = {"metrics": 2, "compare": 3}
+
+
+def _regroup_metric_values(
+    tokens: Sequence[str], sub: argparse.ArgumentParser, files: int
+) -> list[str]:
+    """A verb's arguments with every metric name after its own -m and the files last.
+
+    Two conventions meet here. trec_eval's: each -m takes one value and the files may come
+    anywhere (``-q -m ndcg_cut.10 -m P.5 qrels run``). abrank's: one -m may be followed by
+    several names (``qrels run -m ndcg@10 mrr@10 --per-query``). Bare words that follow an
+    -m value are metric names, except the last ones when fewer than ``files`` bare words
+    stand elsewhere: those are the files. Options keep their values; anything unknown is
+    left for argparse to report.
+    """
+    actions = sub._option_string_actions  # noqa: SLF001 - argparse keeps no public table
+    kept: list[str] = []
+    metrics: list[tuple[int, str]] = []
+    bare: list[tuple[int, str, bool]] = []  # (position, token, follows a metric)
+    follows = False
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            bare += [(j, t, False) for j, t in enumerate(tokens[i + 1 :], start=i + 1)]
+            break
+        if not token.startswith("-") or token == "-" or _is_number(token):
+            bare.append((i, token, follows))
+            i += 1
+            continue
+        if token.startswith("--"):
+            name, eq, value = token.partition("=")
+            action = _long_option(actions, name)
+            takes = action is not None and action.nargs != 0
+            if takes and not eq and i + 1 < len(tokens):
+                i += 1
+                value, eq = tokens[i], "="
+            follows = takes and action.dest == "metrics" and bool(eq)
+            if follows:
+                metrics.append((i, value))
+            else:  # one token: argparse then reads a value such as "-5" as a value
+                kept.append(f"{name}={value}" if takes and eq else token)
+            i += 1
+            continue
+        # short options, possibly grouped (-qc) or with an attached value (-l2, -mP.5)
+        j, consumed = 1, [token]
+        metric = None
+        while j < len(token):
+            action = actions.get("-" + token[j])
+            if action is None or action.nargs == 0:
+                j += 1
+                continue
+            value = token[j + 1 :]
+            if not value and i + 1 < len(tokens):
+                i += 1
+                value = tokens[i]
+                consumed = [token + value]  # attached: argparse reads "-5" as a value
+            if action.dest == "metrics":
+                metric = value
+                consumed = [token[:j]] if j > 1 else []
+            break
+        kept += consumed
+        if metric is not None:
+            metrics.append((i, metric))
+        follows = metric is not None
+        i += 1
+    fixed = [(p, t) for p, t, after in bare if not after]
+    trailing = [(p, t) for p, t, after in bare if after]
+    cut = max(len(trailing) - max(files - len(fixed), 0), 0)
+    paths = fixed + trailing[cut:]
+    metrics += trailing[:cut]
+    out = kept + [f"--metric={name}" for _, name in sorted(metrics)]
+    return out + ["--"] + [t for _, t in sorted(paths)]
+
+
+def _long_option(actions: dict, name: str) -> argparse.Action | None:
+    """The action of a long option, or of the one long option it abbreviates."""
+    if name in actions:
+        return actions[name]
+    matches = {a for option, a in actions.items() if option.startswith(name) and name != "--"}
+    return matches.pop() if len(matches) == 1 else None
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _FILES:
+        sub = parser._subparsers._group_actions[0].choices[argv[0]]  # noqa: SLF001
+        argv = [argv[0], *_regroup_metric_values(argv[1:], sub, _FILES[argv[0]])]
+    args = parser.parse_args(argv)
     handler = {
         "run": _run,
         "validate": _validate,
@@ -258,47 +366,134 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reuse_freed_memory() -> None:
+    """Let a short process that builds and drops large arrays reuse the memory it frees.
+
+    ``abrank metrics`` makes temporaries of hundreds of MB, one after another. By default
+    glibc maps each one afresh and NumPy advises huge pages for it, so that every page is
+    faulted and zeroed again and, on a busy machine, the kernel stalls compacting memory
+    for huge pages. Keeping freed blocks in the heap (M_MMAP_MAX 0, no trimming) and
+    leaving the page size to the kernel saves a second or more of system time on 10 million
+    run lines (benchmarks/bench_metrics.py); values are unaffected. Best effort: elsewhere
+    than glibc this does nothing.
+    """
+    import ctypes
+
+    import numpy as np
+
+    with contextlib.suppress(AttributeError):
+        np._core.multiarray._set_madvise_hugepage(False)  # noqa: SLF001
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL("libc.so.6")
+            libc.mallopt(-4, 0)  # M_MMAP_MAX: large blocks come from the heap, and return to it
+            libc.mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: keep freed heap memory
+
+
 def _metrics(args: argparse.Namespace) -> int:
     from abrank.io import detect_format
-    from abrank.trec import format_trec_eval, trec_eval_text
+    from abrank.trec import format_trec_eval, trec_eval_report, trec_eval_text
+    from abrank.treceval import expand_cutoff_lists, parse_trec_measures, split_metric_lists
 
-    options = dict(rel_level=args.rel_level, depth=args.depth)
+    _check_metric_options(args)
+    _reuse_freed_memory()
+    names = split_metric_lists(args.metrics)
+    measures = parse_trec_measures(names)  # None: abrank's own names
+    for note in measures.notes if measures else ():
+        print(f"abrank: note: {note}", file=sys.stderr)
+    if args.depth is None:  # trec_eval evaluates every document unless told (-M)
+        args.depth = None if measures else 1000
+    if measures is None:
+        names = expand_cutoff_lists(names)
+    digits = args.digits if args.digits is not None or measures is None else 4
     trec_files = (
         detect_format(args.qrels, judgments=True) == "qrels" and detect_format(args.run) == "trec"
     )
-    if trec_files:  # the fast path straight from the files' columns
+    options = dict(rel_level=args.rel_level, depth=args.depth)
+    if trec_files and measures is not None:
+        text = trec_eval_report(
+            args.qrels,
+            args.run,
+            measures,
+            per_query=args.per_query,
+            complete=args.complete,
+            digits=digits,
+            **options,
+        )
+    elif trec_files:  # the fast path straight from the files' columns
         text = trec_eval_text(
             args.qrels,
             args.run,
-            args.metrics,
+            names,
             per_query=args.per_query,
             complete=args.complete,
-            digits=args.digits,
+            digits=digits,
             **options,
         )
     else:
         from abrank.io import read_judgments, read_rankings
-        from abrank.metrics import evaluate
 
-        table = evaluate(
-            read_rankings(args.run),
-            read_judgments(args.qrels),
-            args.metrics,
-            complete=args.complete,
-            **options,
-        )
-        columns = {name: table[name].fillna(0.0).to_numpy() for name in table.columns}
-        text = format_trec_eval(
-            list(table.index), columns, per_query=args.per_query, digits=args.digits
-        )
+        rankings, judgments = read_rankings(args.run), read_judgments(args.qrels)
+        if measures is not None:
+            text = _trec_eval_report_of_tables(rankings, judgments, measures, args, digits)
+        else:
+            from abrank.metrics import evaluate
+
+            table = evaluate(rankings, judgments, names, complete=args.complete, **options)
+            columns = {name: table[name].fillna(0.0).to_numpy() for name in table.columns}
+            text = format_trec_eval(
+                list(table.index), columns, per_query=args.per_query, digits=digits
+            )
     sys.stdout.write(text)
     return EXIT_OK
+
+
+def _check_metric_options(args: argparse.Namespace) -> None:
+    """Reject option values that cannot mean anything, before any file is read."""
+    import math
+
+    from abrank.errors import ConfigError
+
+    if args.digits is not None and args.digits < 0:
+        raise ConfigError(f"--digits: expected a whole number >= 0, got {args.digits}")
+    if args.depth is not None and args.depth < 1:
+        raise ConfigError(f"--depth (-M): expected a whole number >= 1, got {args.depth}")
+    if not math.isfinite(args.rel_level):
+        raise ConfigError(f"--rel-level (-l): expected a finite number, got {args.rel_level}")
+
+
+def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int) -> str:
+    """trec_eval's output for rankings and judgments read from tables (no run tag)."""
+    from abrank.errors import ConfigError, DataError
+    from abrank.metrics import _options, _prepare
+    from abrank.treceval import format_report
+
+    if "runid" in measures.cutoffs:
+        raise ConfigError(
+            f"-m runid: expected a TREC run file (its sixth column names the run), "
+            f"got {args.run}, a table"
+        )
+    _options(args.rel_level, "linear", args.depth)
+    prep = _prepare(rankings, judgments, args.depth)
+    if not (prep.in_run & prep.in_judgments).any():
+        raise DataError(
+            f"{args.run}: query ids: expected queries that are also in {args.qrels}, got none"
+        )
+    return format_report(
+        prep,
+        measures,
+        rel_level=args.rel_level,
+        complete=args.complete,
+        per_query=args.per_query,
+        digits=digits,
+    )
 
 
 def _compare(args: argparse.Namespace) -> int:
     from abrank.config import build_experiment
     from abrank.pipeline import run_experiment
     from abrank.report import headline_lines
+    from abrank.treceval import expand_cutoff_lists, split_metric_lists
 
     config = {
         "name": "compare",
@@ -308,7 +503,7 @@ def _compare(args: argparse.Namespace) -> int:
             {"name": "treatment", "label": Path(args.treatment).name, "path": args.treatment}
         ],
         "judgments": {"path": args.qrels},
-        "metrics": args.metrics,
+        "metrics": expand_cutoff_lists(split_metric_lists(args.metrics)),
         "relevance_threshold": args.rel_level,
         "no_relevant": args.no_relevant,
         "analysis": {

@@ -93,7 +93,9 @@ def _sniff_format(path: Path) -> str | None:
         return "tsv"
     if "," in first:
         return "csv"
-    return {6: "trec", 4: "qrels"}.get(len(first.split()))
+    fields = len(first.split())
+    # trec_eval ignores whatever follows a run line's sixth field
+    return "qrels" if fields == 4 else "trec" if fields >= 6 else None
 
 
 def read_rankings(

@@ -426,8 +426,9 @@ def _prepare_arrays(
         (codes, jcodes), ids = query_codes(rq, jq)
     nq = len(ids)
 
-    order, _ = order_rows(codes, key, rd)
-    ordered = codes if order is None else codes[order]
+    order, within_ties = order_rows(codes, key, rd)
+    # rows that move only inside blocks of one query keep their codes
+    ordered = codes if order is None or within_ties else codes[order]
     pos = positions(ordered)
     rows = order  # original row of each ordered row; None: the identity
     if depth is not None and pos.size and pos.max() >= depth:
@@ -447,13 +448,13 @@ def _prepare_arrays(
         # labels carried by the log: every labelled row is a judgment, kept or not
         labelled = ~np.isnan(inline)
         jcodes, jgrade = codes[labelled], inline[labelled]
-        keys, exact = doc_keys(rd)
-        keys = keys if rows is None else keys[rows]  # keys, not strings, follow the order
+        keys = doc_keys(rd)
+        keys = keys if rows is None else keys.take(rows)  # keys, not strings, follow the order
 
         def take(items: np.ndarray) -> pa.ChunkedArray:
             return rd.take(pa.array(original(items)))
 
-        first, later = equal_pairs(ordered, keys, exact, take)
+        first, later = equal_pairs(ordered, keys, take)
         if later.size:
             raise DataError(
                 "rankings: (query_id, doc_id): expected each document once per query, got "
@@ -464,35 +465,56 @@ def _prepare_arrays(
         judged_grade = grade[judged_rows]
     else:
         n = ordered.size
-        all_codes = np.concatenate([ordered, jcodes])
-        all_docs = pa.chunked_array([*rd.chunks, *jd.chunks], type=pa.large_string())
-        keys, exact = doc_keys(all_docs)  # ranking rows in their given order, then judgments
         size = len(rd)
-        if rows is not None:  # else the ranking rows are all kept, in their order
-            kept = rows.size
-            keys[:kept] = keys[:size][rows]
-            keys = np.delete(keys, np.s_[kept:size]) if kept < size else keys
+        if rd.type != jd.type:  # the readers give string, frames large_string: one type
+            rd, jd = rd.cast(pa.large_string()), jd.cast(pa.large_string())
+        all_docs = pa.chunked_array([*rd.chunks, *jd.chunks], type=rd.type)
+        keys = doc_keys(all_docs)  # ranking rows in their given order, then judgments
+        # Which order a query's rows come in does not matter to the join: when no row is
+        # cut, it runs on the ranking rows as given (no permuted copy of the keys) and its
+        # matches move to ranked positions afterwards; else on the kept rows, ranked.
+        given_order = n == size
+        if given_order:
+            all_codes = np.concatenate([codes, jcodes])
+            to_ranked = None
+            if rows is not None:
+                to_ranked = np.empty(n, dtype=rows.dtype)
+                to_ranked[rows] = np.arange(n, dtype=rows.dtype)
+
+            def run_row(items: np.ndarray) -> np.ndarray:
+                return items
+
+        else:
+            all_codes = np.concatenate([ordered, jcodes])
+            keys = keys.reorder_head(size, rows)
+            to_ranked = None
+            run_row = original
 
         def take(items: np.ndarray) -> pa.ChunkedArray:
             ranked = items < n
-            where = np.where(ranked, original(np.where(ranked, items, 0)), items - n + size)
+            where = np.where(ranked, run_row(np.where(ranked, items, 0)), items - n + size)
             return all_docs.take(pa.array(where))
 
-        first, later = equal_pairs(all_codes, keys, exact, take)
+        first, later = equal_pairs(all_codes, keys, take)
         run_dup = later < n
         if run_dup.any():
             raise DataError(
                 "rankings: (query_id, doc_id): expected each document once per query, got "
                 f"{int(run_dup.sum())} duplicate(s): "
-                f"{_describe_pairs(rq, rd, original(later[run_dup]))}"
+                f"{_describe_pairs(rq, rd, run_row(later[run_dup]))}"
             )
         # pairs reaching a judgment: the group's first judgment matches its run row (if
         # any); every further judgment of the group repeats one
         to_judgment = later >= n
         f, lt = first[to_judgment], later[to_judgment]
         repeated = f >= n
-        matched = f[~repeated]
-        if matched.size and np.bincount(matched, minlength=n).max() > 1:
+        # matched ranked rows, each with its judgment, in ranked order (by scattering)
+        matched = ~repeated
+        ranked_rows = f[matched] if to_ranked is None else to_ranked[f[matched]]
+        judgment_of = np.full(n, -1, dtype=np.int32 if jgrade.size < 2**31 else np.int64)
+        judgment_of[ranked_rows] = lt[matched] - n
+        judged_rows = np.flatnonzero(judgment_of >= 0)
+        if judged_rows.size < ranked_rows.size:
             # a run row reached by two judgments (a group of three or more): keep the first
             by_group = np.lexsort((lt, f))
             f, lt = f[by_group], lt[by_group]
@@ -504,9 +526,7 @@ def _prepare_arrays(
                 f"{int(repeated.sum())} repeated: "
                 f"{_describe_pairs(jq, jd, lt[repeated] - n)}"
             )
-        order_judged = np.argsort(f, kind="stable")
-        judged_rows = f[order_judged]
-        judged_grade = jgrade[lt[order_judged] - n]
+        judged_grade = jgrade[judgment_of[judged_rows]]
 
     in_run = retrieved > 0
     in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)

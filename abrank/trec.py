@@ -16,8 +16,10 @@ ranking with its judgments).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +32,8 @@ import pyarrow.csv as pacsv
 from abrank.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
-    from abrank.metrics import Metric
+    from abrank.metrics import Metric, _Prepared
+    from abrank.treceval import TrecMeasures
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
@@ -39,7 +42,14 @@ _SHOWN = 3  # how many offending items an error message names
 _CSV_BLOCK = 16 << 20
 _NUMERIC = ("score", "relevance")
 
-__all__ = ["rank_by_score", "read_trec_qrels", "read_trec_run", "trec_eval_text"]
+__all__ = [
+    "rank_by_score",
+    "read_trec_qrels",
+    "read_trec_run",
+    "run_tag",
+    "trec_eval_report",
+    "trec_eval_text",
+]
 
 
 # --------------------------------------------------------------------------- ordering
@@ -196,25 +206,30 @@ def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
     Returns one code array per column and the sorted distinct ids (code i is ``ids[i]``);
     sorting is byte order, the order trec_eval prints queries in.
     """
-    encoded = []
-    for column in columns:
-        if not pa.types.is_large_string(column.type):
-            column = column.cast(pa.large_string())
-        encoded.append(_encode_grouped(column))
-    dictionaries = [e.dictionary for e in encoded]
+    encoded = [_encode_grouped(column) for column in columns]
+    # string or large_string columns alike: only the (small) dictionaries are cast
+    dictionaries = [e.dictionary.cast(pa.large_string()) for e in encoded]
     union = pc.unique(pa.concat_arrays(dictionaries)) if len(dictionaries) > 1 else dictionaries[0]
     ids = union.take(pc.sort_indices(union))
     codes = []
     for e in encoded:
         remap = pc.index_in(e.dictionary, value_set=ids).to_numpy(zero_copy_only=False)
-        codes.append(remap.astype(np.int32)[e.indices])
+        remap = remap.astype(np.int32)
+        if e.lengths is None:
+            codes.append(remap[e.indices])
+        else:  # one code per run of equal neighbours: one pass writes every row's code
+            codes.append(np.repeat(remap[e.indices], e.lengths))
     return (codes if len(columns) > 1 else codes[0]), ids
 
 
 class _Encoded:
-    def __init__(self, dictionary: pa.Array, indices: np.ndarray):
+    """Dictionary codes of a column: ``indices`` per row, or (when ``lengths`` is set) per
+    run of equal neighbouring rows, each run ``lengths[i]`` rows long."""
+
+    def __init__(self, dictionary: pa.Array, indices: np.ndarray, lengths: np.ndarray | None):
         self.dictionary = dictionary
         self.indices = indices
+        self.lengths = lengths
 
 
 def _run_starts(values: pa.ChunkedArray) -> np.ndarray:
@@ -257,16 +272,15 @@ def _encode_grouped(values: pa.ChunkedArray) -> _Encoded:
             encoded = pc.dictionary_encode(head_ids)
             if len(encoded.dictionary) == heads.size:
                 lengths = np.diff(np.append(heads, n))
-                codes = np.repeat(np.arange(heads.size, dtype=np.int32), lengths)
-                return _Encoded(encoded.dictionary, codes)
+                return _Encoded(encoded.dictionary, np.arange(heads.size), lengths)
     encoded = pc.dictionary_encode(values)
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.unify_dictionaries()
         if encoded.num_chunks == 0:
-            return _Encoded(pa.array([], type=values.type), np.zeros(0, dtype=np.int32))
+            return _Encoded(pa.array([], type=values.type), np.zeros(0, dtype=np.int32), None)
         indices = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
-        return _Encoded(encoded.chunk(0).dictionary, np.concatenate(indices))
-    return _Encoded(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False))
+        return _Encoded(encoded.chunk(0).dictionary, np.concatenate(indices), None)
+    return _Encoded(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), None)
 
 
 # _LOW_BYTES[n] keeps the first n bytes of a little-endian 8-byte word
@@ -291,106 +305,230 @@ def _mix(x: np.ndarray, tmp: np.ndarray) -> None:
     x ^= tmp
 
 
-def doc_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
-    """A uint64 key per string, read straight from Arrow's buffers (no per-row Python).
+@dataclass(frozen=True)
+class DocKeys:
+    """Keys of a column of strings, one row per string (see :func:`doc_keys`).
 
-    When every string is at most 7 bytes the key is the string's bytes plus its length (at
-    8 bytes: its bytes, when no string holds a NUL byte), so equal keys mean equal strings
-    (``exact`` is True). Otherwise every string gets a 64-bit hash of its 8-byte words, and
+    ``words`` holds one or two uint64 arrays of equal length; when ``exact`` is True they
+    spell the strings exactly (equal keys, equal strings), else ``words[0]`` is a hash and
     equal keys must be confirmed on the strings.
     """
+
+    words: tuple[np.ndarray, ...]
+    exact: bool
+
+    def __len__(self) -> int:
+        return int(self.words[0].size)
+
+    def take(self, rows: np.ndarray) -> DocKeys:
+        """The keys of some rows, in that order."""
+        return DocKeys(tuple(w[rows] for w in self.words), self.exact)
+
+    def reorder_head(self, size: int, rows: np.ndarray) -> DocKeys:
+        """The first ``size`` keys replaced by ``keys[rows]`` (rows < size), the rest kept.
+
+        Permutes in place when it can, so that no second copy of every key is needed.
+        """
+        kept = rows.size
+        words = []
+        for w in self.words:
+            w[:kept] = w[:size][rows]
+            words.append(np.delete(w, np.s_[kept:size]) if kept < size else w)
+        return DocKeys(tuple(words), self.exact)
+
+    def equal(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Whether the keys of rows ``a`` equal those of rows ``b``, element-wise."""
+        same = self.words[0][a] == self.words[0][b]
+        for w in self.words[1:]:
+            same &= w[a] == w[b]
+        return same
+
+    def spread(self, lo: int, hi: int) -> np.ndarray:
+        """A well-mixed 64-bit hash of rows lo..hi (its top bits go into a sort key).
+
+        Exact keys are raw bytes, spread by multiplicative (Fibonacci) hashing; hashed
+        keys are spread already.
+        """
+        if not self.exact:
+            return self.words[0][lo:hi].copy()
+        mixed = self.words[0][lo:hi] * _FIBONACCI
+        if len(self.words) == 2:
+            # multiplication carries every bit of a word into the top bits, which are
+            # the ones used; the second word gets a different odd multiplier
+            mixed ^= self.words[1][lo:hi] * _MIX1
+        return mixed
+
+
+def doc_keys(column: pa.ChunkedArray) -> DocKeys:
+    """Keys for strings, read straight from Arrow's buffers (no per-row Python).
+
+    When every string fits in one or two 8-byte words (up to 15 bytes, or 16 when no
+    string holds a NUL byte) the key is the string itself: its bytes, zero-padded, with its
+    length in the top byte when there is room for it, so equal keys mean equal strings
+    (``exact``; 9-byte ids such as ``d12345678`` take two words). Longer strings get one
+    word, a 64-bit hash of their length and 8-byte words, and equal keys must be confirmed
+    on the strings.
+
+    The encoding (how many words, exact or hashed) is chosen once for the whole column;
+    within it, a key depends on its string alone, never on the chunk it sits in or the
+    strings beside it, so equal strings always get equal keys (a ranking and its judgments
+    are keyed as one column of several chunks).
+    """
     chunks = [
-        c if pa.types.is_large_string(c.type) else c.cast(pa.large_string())
+        c if pa.types.is_string(c.type) or pa.types.is_large_string(c.type) else c.cast(pa.string())
         for c in column.chunks
         if len(c)
     ]
     total = sum(len(c) for c in chunks)
-    out = np.empty(total, dtype=np.uint64)
     if not chunks:
-        return out, True
+        return DocKeys((np.empty(0, dtype=np.uint64),), True)
     longest = max(int(pc.max(pc.binary_length(c)).as_py() or 0) for c in chunks)
-    # up to 7 bytes the key holds the bytes and the length: equal keys, equal strings;
-    # at 8 bytes there is no room for the length, so NUL bytes must be ruled out
-    exact = longest <= 7 or (
-        longest == 8 and not any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks)
-    )
+    # `words` words hold up to 8 * words - 1 bytes and the length (equal keys, equal
+    # strings); a string of exactly 8 * words bytes leaves no room for the length, which
+    # is then told by the zero padding only when no string holds a NUL byte
+    words = -(-max(longest, 1) // 8)
+    with_length = longest < 8 * words
+    if not with_length and any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks):
+        words, with_length = words + 1, True
+    exact = words <= 2
+    out = tuple(np.empty(total, dtype=np.uint64) for _ in range(words if exact else 1))
     base = 0
     for chunk in chunks:
         n = len(chunk)
         _, offsets_buf, data_buf = chunk.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=chunk.offset * 8)
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(
+            offsets_buf, dtype=width, count=n + 1, offset=chunk.offset * np.dtype(width).itemsize
+        )
         size = data_buf.size if data_buf is not None else 0
-        data = np.frombuffer(data_buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
-        # words[i] = the 8 bytes at offset i (an unaligned view, no copy); the last few
-        # offsets, closer than 8 bytes to the end, read from a small padded copy instead
-        safe = max(size - 7, 0)
-        words = np.ndarray(shape=(safe,), dtype="<u8", buffer=data, strides=(1,))
-        tail = np.zeros(32, dtype=np.uint8)
-        tail_from = max(size - 16, 0)
-        tail[: size - tail_from] = data[tail_from:size]
-        tail_words = np.ndarray(shape=(25,), dtype="<u8", buffer=tail, strides=(1,))
+        buffer = _Bytes(np.frombuffer(data_buf, dtype=np.uint8) if size else np.zeros(0, np.uint8))
         for lo in range(0, n, _BLOCK):
             hi = min(lo + _BLOCK, n)
             start = offsets[lo:hi]
             length = offsets[lo + 1 : hi + 1] - start
-            key = out[base + lo : base + hi]
-            if exact:
-                _words_at(key, start, words, tail_words, safe, tail_from)
-                key &= _LOW_BYTES[length]
-                if longest <= 7:
-                    key |= length.astype(np.uint64) << np.uint64(56)
+            # ids of one length (common: fixed-width ids) are read without an index array
+            fixed = int(length[0]) if length.min() == length.max() else None
+            if not exact:
+                _hash_words(out[0][base + lo : base + hi], start, length, fixed, buffer)
                 continue
-            tmp = np.empty_like(key)
-            word = np.empty_like(key)
-            np.multiply(length.astype(np.uint64), np.uint64(0x9E3779B97F4A7C15), out=key)
-            for j in range(0, int(length.max()), 8):
-                _words_at(word, start + j, words, tail_words, safe, tail_from)
-                word &= _LOW_BYTES[np.clip(length - j, 0, 8)]
-                key ^= word
-                _mix(key, tmp)
+            for w in range(words):
+                word = out[w][base + lo : base + hi]
+                if fixed is None:
+                    buffer.gather(word, start + 8 * w)
+                    word &= _LOW_BYTES[np.clip(length - 8 * w, 0, 8)]
+                    if with_length and w == words - 1:
+                        word |= length.astype(np.uint64) << np.uint64(56)
+                else:
+                    buffer.strided(word, int(start[0]) + 8 * w, fixed)
+                    word &= _LOW_BYTES[min(max(fixed - 8 * w, 0), 8)]
+                    if with_length and w == words - 1:
+                        word |= np.uint64(fixed << 56)
         base += n
-    return out, exact
+    return DocKeys(out, exact)
 
 
-def _words_at(
-    out: np.ndarray, at: np.ndarray, words: np.ndarray, tail: np.ndarray, safe: int, tail_from: int
+class _Bytes:
+    """8-byte little-endian words at any byte offset of one Arrow data buffer (no copy)."""
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+        self.size = size = data.size
+        # words[i] = the 8 bytes at offset i (an unaligned view); offsets closer than 8
+        # bytes to the end read from a small zero-padded copy of the last bytes instead
+        self.safe = max(size - 7, 0)
+        self.words = np.ndarray(shape=(self.safe,), dtype="<u8", buffer=data, strides=(1,))
+        tail = np.zeros(48, dtype=np.uint8)
+        self.tail_from = max(size - 16, 0)
+        tail[: size - self.tail_from] = data[self.tail_from : size]
+        self.tail = np.ndarray(shape=(41,), dtype="<u8", buffer=tail, strides=(1,))
+
+    def gather(self, out: np.ndarray, at: np.ndarray) -> None:
+        """out[i] = the 8 bytes at offset at[i] (``at`` ascending)."""
+        cut = int(np.searchsorted(at, self.safe))
+        out[:cut] = self.words[at[:cut]]
+        if cut < at.size:
+            out[cut:] = self.tail[np.minimum(at[cut:] - self.tail_from, self.tail.size - 1)]
+
+    def strided(self, out: np.ndarray, first: int, stride: int) -> None:
+        """out[i] = the 8 bytes at offset first + i * stride: a strided copy."""
+        m = out.size
+        if first + 8 > self.size:
+            inside = 0
+        else:
+            inside = m if stride == 0 else min(m, (self.size - 8 - first) // stride + 1)
+        if inside:
+            view = np.ndarray((inside,), "<u8", buffer=self.data, offset=first, strides=(stride,))
+            out[:inside] = view
+        if inside < m:
+            self.gather(out[inside:], first + stride * np.arange(inside, m))
+
+
+def _hash_words(
+    key: np.ndarray, start: np.ndarray, length: np.ndarray, fixed: int | None, buffer: _Bytes
 ) -> None:
-    """out[i] = the 8 bytes at offset at[i]; offsets are ascending, the last few near the end."""
-    cut = int(np.searchsorted(at, safe))
-    out[:cut] = words[at[:cut]]
-    if cut < at.size:
-        out[cut:] = tail[np.minimum(at[cut:] - tail_from, tail.size - 1)]
+    """key[i] = a 64-bit hash of the string at ``start[i]`` of ``length[i]`` bytes (all of
+    ``fixed`` bytes when that is given).
+
+    Each string is mixed one 8-byte word at a time for as many rounds as its own length
+    needs (at least one), so its key depends on its bytes alone: not on the other strings
+    of the block or chunk, which the join's two sides (run and judgments) do not share.
+    """
+    np.multiply(length.astype(np.uint64), _FIBONACCI, out=key)
+    tmp = np.empty_like(key)
+    word = np.empty_like(key)
+    longest = int(length.max()) if length.size else 0
+    for j in range(0, max(longest, 1), 8):
+        if fixed is not None:  # every string has bytes left from offset j
+            buffer.strided(word, int(start[0]) + j, fixed)
+            word &= _LOW_BYTES[min(fixed - j, 8)] if fixed > j else np.uint64(0)
+            key ^= word
+            _mix(key, tmp)
+            continue
+        if j == 0:
+            buffer.gather(word, start)
+            word &= _LOW_BYTES[np.minimum(length, 8)]
+            key ^= word
+            _mix(key, tmp)
+            continue
+        rows = np.flatnonzero(length > j)  # strings with bytes left from offset j
+        part = key[rows]
+        piece = np.empty_like(part)
+        buffer.gather(piece, start[rows] + j)
+        piece &= _LOW_BYTES[np.minimum(length[rows] - j, 8)]
+        part ^= piece
+        _mix(part, np.empty_like(part))
+        key[rows] = part
 
 
 def equal_pairs(
     codes: np.ndarray,
-    keys: np.ndarray,
-    exact: bool,
+    keys: DocKeys,
     docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of items with the same query code and the same doc id.
 
-    Returns ``(first, later)`` item indices, ``first < later``, where ``first`` is the
-    earliest item of its (query, doc) group. One sort of packed 64-bit keys
-    (query code | hash bits | item index) brings equal pairs together; rare hash
-    collisions and groups of three or more are settled exactly on the strings.
+    ``keys`` come from :func:`doc_keys`. Returns ``(first, later)`` item indices (int32
+    when they fit), ``first < later``, where ``first`` is the earliest item of its
+    (query, doc) group. One sort of packed 64-bit keys (query code | hash bits | item index) brings
+    equal pairs together; candidates are confirmed on the full keys (exact keys: nothing
+    more to check), hashed keys on the strings, and groups of three or more exactly on the
+    strings.
     """
     n = codes.size
-    empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if n < 2:
-        return empty
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     qbits = max(1, int(codes.max()).bit_length())
     ibits = max(1, int(n - 1).bit_length())
     hbits = 64 - qbits - ibits
     if hbits < 8:
+        if keys.exact:
+            return _equal_pairs_by_keys(codes, np.arange(n), keys)
         return _equal_pairs_exact(codes, np.arange(n), docs)
     packed = np.empty(n, dtype=np.uint64)
     for lo in range(0, n, _BLOCK):
         hi = min(lo + _BLOCK, n)
         block = packed[lo:hi]
-        # exact keys are raw bytes: a multiplicative (Fibonacci) hash spreads them into
-        # the top bits; hashed keys are spread already
-        mixed = keys[lo:hi] * _FIBONACCI if exact else keys[lo:hi].copy()
+        mixed = keys.spread(lo, hi)
         mixed >>= np.uint64(64 - hbits)
         mixed <<= np.uint64(ibits)
         np.left_shift(codes[lo:hi].astype(np.uint64), np.uint64(64 - qbits), out=block)
@@ -407,38 +545,65 @@ def equal_pairs(
         diff = np.bitwise_xor(packed[lo + 1 : hi + 1], packed[lo:hi], out=scratch[: hi - lo])
         np.less(diff, below, out=eq[lo:hi])
     del scratch
-    cand = np.flatnonzero(eq)
-    if cand.size == 0:
-        return empty
+    # a pair of equal neighbours is alone in its group unless the pair before or after it
+    # is equal too (a group of three or more: rare, settled exactly below)
+    alone = eq.copy()
+    alone[1:] &= ~eq[:-1]
+    alone[:-1] &= ~eq[1:]
+    at = np.flatnonzero(alone)
+    index = np.int32 if n < 2**31 else np.int64
     low = np.uint64((1 << ibits) - 1)
-    item_at = (packed[cand] & low).astype(np.int64)
-    item_next = (packed[cand + 1] & low).astype(np.int64)
-    del packed
-    # a candidate pair is alone in its group unless a neighbouring pair is also equal
-    before = np.zeros(cand.size, dtype=bool)
-    after = np.zeros(cand.size, dtype=bool)
-    before[cand > 0] = eq[cand[cand > 0] - 1]
-    last = cand < eq.size - 1
-    after[last] = eq[cand[last] + 1]
-    alone = ~(before | after)
-    first, later = item_at[alone], item_next[alone]
-    same = keys[first] == keys[later]
+    first = np.bitwise_and(packed[at], low).astype(index)
+    at += 1
+    later = np.bitwise_and(packed[at], low).astype(index)
+    del at
+    crowd = np.flatnonzero(eq & ~alone)
+    members = np.unique(np.bitwise_and(packed[np.concatenate([crowd, crowd + 1])], low))
+    del packed, eq, alone
+    same = keys.equal(first, later)
     first, later = first[same], later[same]
-    if not exact and first.size:
+    if not keys.exact and first.size:
         equal = pc.equal(_take(docs, first), _take(docs, later))
         keep = equal.to_numpy(zero_copy_only=False)
         first, later = first[keep], later[keep]
-    crowded = ~alone
-    if crowded.any():
-        members = np.unique(np.concatenate([item_at[crowded], item_next[crowded]]))
-        f2, l2 = _equal_pairs_exact(codes[members], members, docs)
-        first, later = np.concatenate([first, f2]), np.concatenate([later, l2])
+    if members.size:
+        members = members.astype(index)
+        if keys.exact:
+            f2, l2 = _equal_pairs_by_keys(codes[members], members, keys.take(members))
+        else:
+            f2, l2 = _equal_pairs_exact(codes[members], members, docs)
+        first = np.concatenate([first, f2.astype(index)])
+        later = np.concatenate([later, l2.astype(index)])
     return first, later
 
 
 def _take(docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array], items: np.ndarray):
     """The doc ids of some items: ``docs`` is the ids in item order, or a function."""
     return docs(items) if callable(docs) else docs.take(pa.array(items))
+
+
+def _equal_pairs_by_keys(
+    codes: np.ndarray, items: np.ndarray, keys: DocKeys
+) -> tuple[np.ndarray, np.ndarray]:
+    """(first, later) pairs among ``items`` with equal codes and equal exact keys."""
+    if items.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    perm = np.lexsort((items, *reversed(keys.words), codes))
+    q = codes[perm]
+    i = items[perm]
+    same = q[1:] == q[:-1]
+    for w in keys.words:
+        sw = w[perm]
+        same &= sw[1:] == sw[:-1]
+    return _group_pairs(same, i)
+
+
+def _group_pairs(same: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, later) of sorted ``items`` where ``same[j]`` ties items j and j + 1."""
+    group_start = np.concatenate(([True], ~same))
+    head = np.maximum.accumulate(np.where(group_start, np.arange(items.size), 0))
+    later_pos = np.flatnonzero(~group_start)
+    return items[head[later_pos]].astype(np.int64), items[later_pos].astype(np.int64)
 
 
 def _equal_pairs_exact(
@@ -456,10 +621,7 @@ def _equal_pairs_exact(
     if q.size < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     same = (q[1:] == q[:-1]) & pc.equal(d[1:], d[:-1]).to_numpy(zero_copy_only=False)
-    group_start = np.concatenate(([True], ~same))
-    head = np.maximum.accumulate(np.where(group_start, np.arange(q.size), 0))
-    later_pos = np.flatnonzero(~group_start)
-    return i[head[later_pos]].astype(np.int64), i[later_pos].astype(np.int64)
+    return _group_pairs(same, i)
 
 
 # --------------------------------------------------------------------------- readers
@@ -497,7 +659,7 @@ def _run_arrays(
 
 def repeated_pairs(codes: np.ndarray, doc_ids: pa.ChunkedArray) -> np.ndarray:
     """Rows (sorted) whose (query code, doc id) pair already stands at an earlier row."""
-    _, later = equal_pairs(codes, *doc_keys(doc_ids), doc_ids)
+    _, later = equal_pairs(codes, doc_keys(doc_ids), doc_ids)
     return np.sort(later)
 
 
@@ -607,7 +769,7 @@ def _to_str_series(column: pa.ChunkedArray) -> pd.Series:
 def _parse_floats(column: pa.ChunkedArray) -> tuple[np.ndarray, int | None]:
     """Float64 values of a column read as text or numbers; index of the first bad one."""
     if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
-        return column.to_numpy().astype(np.float64), None
+        return column.to_numpy().astype(np.float64, copy=False), None
     try:
         return pc.cast(column, pa.float64()).to_numpy(), None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -666,20 +828,25 @@ def _read_fields(
     """
     _sniff(path)
     names = list(fields)
+    # an uncompressed file is read through a memory map: no copy of its text in memory
+    compressed = Path(path).suffix.lower() in (".gz", ".bz2", ".lz4", ".zst")
     try:
-        table = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False),
-            convert_options=pacsv.ConvertOptions(
-                column_types={
-                    name: pa.float64() if name in _NUMERIC else pa.large_string() for name in wanted
-                },
-                include_columns=list(wanted),
-                strings_can_be_null=False,
-                null_values=[],
-            ),
-        )
+        with contextlib.nullcontext(path) if compressed else pa.memory_map(str(path)) as source:
+            table = pacsv.read_csv(
+                source,
+                read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=" ", quote_char=False, double_quote=False
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={
+                        name: pa.float64() if name in _NUMERIC else pa.string() for name in wanted
+                    },
+                    include_columns=list(wanted),
+                    strings_can_be_null=False,
+                    null_values=[],
+                ),
+            )
         return table, _Lines(None)
     except (pa.ArrowInvalid, UnicodeDecodeError):
         pass
@@ -784,7 +951,7 @@ def trec_eval_text(
     ``depth`` is trec_eval's ``-M``; trec_eval 9 itself sets no limit by default, so for
     runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
     """
-    from abrank.metrics import _compute, _options, _prepare_arrays, _scored, parse_metrics
+    from abrank.metrics import _compute, _options, _scored, parse_metrics
 
     if digits is not None and (
         not isinstance(digits, int) or isinstance(digits, bool) or digits < 0
@@ -792,20 +959,7 @@ def trec_eval_text(
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
     _options(rel_level, "linear", depth)
-    jq, jd, grade = _qrels_arrays(qrels_path, check=False)
-    rq, rd, score, _ = _run_arrays(run_path)
-    pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
-    # Like trec_eval, refuse a run with a document twice among a query's first `depth`
-    # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
-    # readers' own searches, which name the lines, run only when there is one to report.
-    try:
-        prep = _prepare_arrays(rq, rd, -score, None, jq, jd, grade, depth, None)
-    except DataError as exc:
-        if str(exc).startswith("rankings: (query_id, doc_id)"):
-            read_trec_run(run_path)
-        if str(exc).startswith("judgments: (query_id, doc_id)"):
-            read_trec_qrels(qrels_path)
-        raise
+    prep = _prepare_files(qrels_path, run_path, depth)
     scored = _scored(prep, complete)
     if not scored.any():
         raise DataError(
@@ -816,6 +970,93 @@ def trec_eval_text(
     columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
     qids = prep.ids.filter(pa.array(scored)).to_pylist()
     return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
+
+
+def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | None) -> _Prepared:
+    """A TREC run joined to its qrels (the metrics engine's arrays), straight from the files."""
+    from abrank.metrics import _prepare_arrays
+
+    jq, jd, grade = _qrels_arrays(qrels_path, check=False)
+    rq, rd, score, _ = _run_arrays(run_path)
+    pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
+    # Like trec_eval, refuse a run with a document twice among a query's first `depth`
+    # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
+    # readers' own searches, which name the lines, run only when there is one to report.
+    key = np.negative(score, out=score) if score.flags.writeable else -score  # best first
+    try:
+        return _prepare_arrays(rq, rd, key, None, jq, jd, grade, depth, None)
+    except DataError as exc:
+        if str(exc).startswith("rankings: (query_id, doc_id)"):
+            read_trec_run(run_path)
+        if str(exc).startswith("judgments: (query_id, doc_id)"):
+            read_trec_qrels(qrels_path)
+        raise
+
+
+def trec_eval_report(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    measures: TrecMeasures,
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    rel_level: float = 1,
+    depth: int | None = None,
+    digits: int = 4,
+) -> str:
+    """What trec_eval 9 prints for these measures, options and files, byte for byte.
+
+    ``measures`` come from :func:`abrank.treceval.parse_trec_measures`; the options are
+    trec_eval's ``-q`` (``per_query``), ``-c`` (``complete``), ``-l`` and ``-M`` (whose
+    default, as in trec_eval, is no limit). See :mod:`abrank.treceval` for the layout.
+    """
+    from abrank.metrics import _options
+    from abrank.treceval import format_report
+
+    _options(rel_level, "linear", depth)
+    prep = _prepare_files(qrels_path, run_path, depth)
+    if not (prep.in_run & prep.in_judgments).any():
+        raise DataError(
+            f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
+        )
+    runid = run_tag(run_path) if "runid" in measures.cutoffs else None
+    return format_report(
+        prep,
+        measures,
+        rel_level=rel_level,
+        complete=complete,
+        per_query=per_query,
+        runid=runid,
+        digits=digits,
+    )
+
+
+def run_tag(path: str | Path) -> str:
+    """The run's name as trec_eval prints it (``runid``): the tag, the sixth field, of the
+    file's last non-blank line."""
+    window = 1 << 16
+    with _open(path) as handle:
+        if Path(path).suffix == ".gz":  # no seeking back in a stream: keep its last bytes
+            data = b""
+            while chunk := handle.read(1 << 20):
+                data = (data + chunk)[-(1 << 20) :]
+            lines = data.splitlines()
+        else:
+            size = handle.seek(0, 2)
+            while True:
+                handle.seek(max(size - window, 0))
+                lines = handle.read().splitlines()
+                if window >= size or any(line.strip() for line in lines[1:]):
+                    break
+                window *= 4
+    last = next((line for line in reversed(lines) if line.strip()), b"")
+    fields = last.split()
+    if len(fields) < len(RUN_FIELDS):
+        raise DataError(
+            f"{path}: last line: expected {len(RUN_FIELDS)} whitespace-separated fields "
+            f"({' '.join(RUN_FIELDS)}), got {len(fields)}"
+        )
+    return fields[5].decode("utf-8", "replace")
 
 
 def format_trec_eval(

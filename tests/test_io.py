@@ -201,6 +201,13 @@ def test_missing_file_and_unknown_extension(tmp_path):
     sniffed.write_text("301 Q0 d1 1 2.5 run\n")
     assert detect_format(sniffed) == "trec"
     assert detect_format(sniffed, judgments=True) == "qrels"
+    # trec_eval's results.trunc: junk after the sixth field, which trec_eval ignores
+    trunc = tmp_path / "results.trunc"
+    trunc.write_text("301\tQ0\tFBIS3-27619\t99\t  2.138276\tSTANDARD more junk at\n")
+    assert detect_format(trunc) == "trec"
+    five = tmp_path / "five.fields"
+    five.write_text("301 Q0 d1 1 2.5\n")
+    assert "expected a known extension" in error_of(detect_format, five)
 
 
 def test_judgments_table_and_duplicate_judgments(tmp_path):
