@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtr, ndtri, stdtr, stdtrit
 
 FAILURE_PROB = 1e-8
 """Probability, per resample, that a grid-cell draw falls outside its stated error bound."""
@@ -353,18 +353,14 @@ def _nominal_quantiles(levels: np.ndarray, expand: int | None) -> np.ndarray:
     """z quantiles, or Hesterberg's expanded ones sqrt(n / (n - 1)) * t_{n-1}."""
     if expand is None or expand < 2:
         return ndtri(levels)
-    from scipy.stats import t as student
-
-    return math.sqrt(expand / (expand - 1.0)) * student.ppf(levels, expand - 1)
+    return math.sqrt(expand / (expand - 1.0)) * stdtrit(expand - 1, levels)
 
 
 def _nominal_tail(z: float, expand: int | None) -> float:
     """The inverse of :func:`_nominal_quantiles`: the level whose quantile is ``z``."""
     if expand is None or expand < 2:
         return float(ndtr(z))
-    from scipy.stats import t as student
-
-    return float(student.cdf(z / math.sqrt(expand / (expand - 1.0)), expand - 1))
+    return float(stdtr(expand - 1, z / math.sqrt(expand / (expand - 1.0))))
 
 
 def bca(

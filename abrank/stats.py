@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+from scipy.special import stdtrit
 
 from abrank import resampling as rs
 from abrank.errors import ConfigError
@@ -540,7 +541,7 @@ def fieller_interval(
     """
     if not (df > 0 and all(map(math.isfinite, (mean_c, mean_t, var_c, var_t, cov)))):
         return None
-    q2 = float(sps.t.ppf(0.5 + confidence_level / 2.0, df)) ** 2
+    q2 = float(stdtrit(df, 0.5 + confidence_level / 2.0)) ** 2
     a = mean_c**2 - q2 * var_c
     b = -2.0 * (mean_t * mean_c - q2 * cov)
     c = mean_t**2 - q2 * var_t
@@ -564,7 +565,7 @@ def _lift(mean_c: float, mean_t: float, n_ok: bool) -> float | None:
 def _t_interval(mean: float, se: float, df: float, level: float) -> tuple[float, float]:
     if not (math.isfinite(se) and df > 0):
         return (-math.inf, math.inf)
-    half = float(sps.t.ppf(0.5 + level / 2.0, df)) * se
+    half = float(stdtrit(df, 0.5 + level / 2.0)) * se
     return (mean - half, mean + half)
 
 
