@@ -210,10 +210,11 @@ def bootstrap_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator)
     if sample.method == "index":
         rows = _rows_per_chunk(n * k)
         dtype = np.int32 if n < 2**31 else np.int64
+        columns = [np.ascontiguousarray(sample.raw[:, j]) for j in range(k)]
         for start in range(0, n_resamples, rows):
             b = min(rows, n_resamples - start)
             idx = rng.integers(0, n, size=(b, n), dtype=dtype)
-            out[start : start + b] = sample.raw[idx].sum(axis=1)
+            _index_sums(columns, idx, out[start : start + b])
         return out
     atoms = sample.atoms
     p = atoms.counts / n
@@ -223,6 +224,39 @@ def bootstrap_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator)
         draws = rng.multinomial(n, p, size=b)
         out[start : start + b] = draws @ atoms.values
     return out
+
+
+_GATHER_ELEMENTS = 1 << 17
+"""Most values gathered at once when summing index draws (1 MiB: stays in cache)."""
+
+
+def _index_sums(columns: list[np.ndarray], idx: np.ndarray, out: np.ndarray) -> None:
+    """``out[:] = raw[idx].sum(axis=1)`` for ``raw`` given as its columns, bit for bit.
+
+    NumPy sums ``raw[idx]`` ((b, n, k)) pairwise along n when k == 1 (the reduced axis is
+    then the contiguous one) and row after row when k > 1. Both orders are kept, so the
+    draws give the same sums to the last digit, without the (b, n, k) gather and its
+    strided reduction: one column is gathered at a time, a cache-sized block of draws at
+    a time, and for k > 1 through the transposed indices, so that summing over axis 0
+    runs row after row, vectorised over the draws. (A block of one draw would be summed
+    pairwise, so blocks hold two draws or more, and a lone draw is summed by cumsum.)
+    """
+    b, n = idx.shape
+    step = max(2, _GATHER_ELEMENTS // max(n, 1))
+    starts = list(range(0, b, step))
+    if len(starts) > 1 and b - starts[-1] == 1:
+        starts.pop()  # the last draw joins the block before it
+    for start, stop in zip(starts, [*starts[1:], b]):
+        block = idx[start:stop]
+        if len(columns) == 1:
+            out[start:stop, 0] = columns[0].take(block).sum(axis=1)
+        elif stop - start == 1:
+            for j, column in enumerate(columns):
+                out[start, j] = np.cumsum(column.take(block[0]))[-1]
+        else:
+            order = np.ascontiguousarray(block.T)
+            for j, column in enumerate(columns):
+                out[start:stop, j] = column.take(order).sum(axis=0)
 
 
 def signflip_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
