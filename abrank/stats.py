@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from abrank import fast_stats
 from abrank import resampling as rs
 from abrank.errors import ConfigError
 
@@ -313,32 +313,13 @@ def _generator(
 
 def _mde(n: int, sd: float, alpha: float, ratio: float | None = None) -> float | None:
     """Smallest |delta| detectable with POWER at this alpha, n and standard deviation."""
-    from statsmodels.stats.power import TTestIndPower, TTestPower
-
     if n < 2 or not math.isfinite(sd):
         return None
     if sd == 0:
         return 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            if ratio is None:
-                es = TTestPower().solve_power(
-                    effect_size=None, nobs=n, alpha=alpha, power=POWER, alternative="two-sided"
-                )
-            else:
-                es = TTestIndPower().solve_power(
-                    effect_size=None,
-                    nobs1=n,
-                    alpha=alpha,
-                    power=POWER,
-                    ratio=ratio,
-                    alternative="two-sided",
-                )
-        except Exception:  # the solver fails only for hopeless designs (n of 2 or 3)
-            return None
-    es = float(np.asarray(es).reshape(-1)[0])
-    return es * sd if math.isfinite(es) and es > 0 else None
+    # statsmodels' TTestPower / TTestIndPower.solve_power, the same bits, cached per design
+    es = fast_stats.ttest_effect_size(n, alpha, POWER, ratio)
+    return es * sd if es is not None else None
 
 
 def _finite_or(value: float, default: float) -> float:
@@ -522,12 +503,9 @@ def _compare_paired(
     elif constant:
         t_p = 1.0 if mean_d == 0 else 0.0
         t_ci = (mean_d, mean_d)
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = sps.ttest_1samp(d, 0.0)
-            low, high = res.confidence_interval(confidence_level)
-        t_p, t_ci = _finite_or(res.pvalue, 1.0), (float(low), float(high))
+    else:  # scipy.stats.ttest_1samp(d, 0.0) and its confidence_interval, the same bits
+        pvalue, low, high = fast_stats.ttest_1samp(d, confidence_level)
+        t_p, t_ci = _finite_or(pvalue, 1.0), (low, high)
     if "t" in run:
         p_values["t"] = t_p
 
@@ -612,6 +590,8 @@ def _compare_paired(
 
 
 def _wilcoxon(d: np.ndarray) -> float:
+    from scipy import stats as sps
+
     if np.count_nonzero(d) == 0:
         return 1.0
     with warnings.catch_warnings():
@@ -638,6 +618,8 @@ def _compare_independent(
     segment: str | None,
     run: tuple[str, ...],
 ) -> Comparison:
+    from scipy import stats as sps
+
     n_c, n_t = int(c.size), int(t.size)
     mean_c = float(c.mean()) if n_c else math.nan
     mean_t = float(t.mean()) if n_t else math.nan
@@ -773,6 +755,8 @@ def _compare_independent(
 
 
 def _mannwhitney(c: np.ndarray, t: np.ndarray) -> float:
+    from scipy import stats as sps
+
     if c.size == 0 or t.size == 0:
         return 1.0
     with warnings.catch_warnings():
@@ -796,7 +780,7 @@ def adjust(comparisons: Sequence[Comparison], method: str = "holm") -> list[Comp
     filled in: ``win`` / ``loss`` when the adjusted p-value is below the comparison's
     alpha in that direction. The input order is kept.
     """
-    from statsmodels.stats.multitest import multipletests
+    from abrank.fast_stats import multipletests  # statsmodels' numbers, without its import
 
     canonical = CORRECTIONS[_choice("method", method, sorted(CORRECTIONS))]
     items = list(comparisons)
