@@ -64,12 +64,15 @@ class Chart:
 
     The figure is drawn only when :attr:`png` is first read, so the Markdown report can
     link charts without paying for drawing them; the bytes are then kept.
+    ``weight`` is the chart's drawing cost relative to a one-panel chart, for sharing
+    charts among worker processes (:func:`abrank.workers.render_charts`).
     """
 
     name: str
     title: str
     caption: str
     draw: Callable[[], Figure] = field(repr=False, compare=False)
+    weight: float = field(default=1.0, compare=False)
 
     @cached_property
     def png(self) -> bytes:
@@ -200,6 +203,11 @@ def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="png")
     return buffer.getvalue()
+
+
+def warm_up() -> None:
+    """Import matplotlib and load its fonts now, so that the first chart is not slower."""
+    _text_width("0", 10)
 
 
 @cache
@@ -481,7 +489,7 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
         _place_grid(fig, nrows, ncols, _count_labels(max(tops)), suptitle=True)
         return fig
 
-    return Chart("deltas.png", title, caption, draw)
+    return Chart("deltas.png", title, caption, draw, weight=float(len(overall)))
 
 
 def _place_grid(
@@ -693,7 +701,13 @@ def curves_chart(readout: Readout) -> Chart | None:
         _place_grid(fig, nrows, ncols, _value_labels(curves["value"]), suptitle=True)
         return fig
 
-    return Chart("curves.png", "Metric@k curves", "Mean metric at every cutoff k, per arm.", draw)
+    return Chart(
+        "curves.png",
+        "Metric@k curves",
+        "Mean metric at every cutoff k, per arm.",
+        draw,
+        weight=0.75 * len(families),
+    )
 
 
 def _bar_histogram(ax: Any, values: np.ndarray, label: str, bins: int = 60) -> float:
@@ -839,4 +853,5 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
         f"Bootstrap distribution of the {label} delta",
         f"The resampled mean deltas of the primary metric ({label}) behind its bootstrap interval.",
         draw,
+        weight=1.5 * len(order),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -60,3 +61,55 @@ def test_results_keep_the_order_and_raise_the_first_failure() -> None:
     futures = [workers.start_comparison(compare, i, design="paired") for i in range(8)]
     with pytest.raises(ValueError, match="3"):
         workers.results(futures)
+
+
+# --------------------------------------------------------------------------- charts
+
+
+@pytest.fixture()
+def chart_workers():
+    if not hasattr(os, "fork"):
+        pytest.skip("chart workers need os.fork")
+    assert workers.start_chart_workers(2) == 2
+    yield
+    workers.stop_chart_workers()
+    assert workers.chart_workers() == 0
+
+
+def _demo_readout():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ROOT)
+        return abrank.run_experiment(CONFIG)
+
+
+def test_chart_workers_draw_the_same_bytes_as_this_process(chart_workers) -> None:
+    from abrank.charts import plan_charts
+
+    readout = _demo_readout()
+    there = plan_charts(readout)
+    workers.render_charts(readout, there)
+    assert all("png" in vars(chart) for chart in there)
+    here = plan_charts(readout)
+    assert [chart.png for chart in there] == [chart.png for chart in here]
+
+
+def test_a_dead_chart_worker_is_replaced_by_drawing_here(chart_workers) -> None:
+    from abrank.charts import plan_charts
+
+    readout = _demo_readout()
+    workers._chart_conns[1].send(None)  # that worker stops serving
+    charts = plan_charts(readout)
+    workers.render_charts(readout, charts)
+    assert workers.chart_workers() == 1
+    assert [chart.png for chart in charts] == [chart.png for chart in plan_charts(readout)]
+
+
+def test_charts_are_shared_by_weight() -> None:
+    class Item:
+        def __init__(self, weight):
+            self.weight = weight
+
+    items = [Item(w) for w in (4, 3, 1.5, 1, 1, 1, 1, 1, 1)]
+    shares = workers._shares(items, 2)
+    loads = sorted(sum(item.weight for item in share) for share in shares)
+    assert loads == [7.0, 7.5] and sum(len(share) for share in shares) == len(items)
