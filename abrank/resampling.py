@@ -210,11 +210,11 @@ def bootstrap_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator)
     if sample.method == "index":
         rows = _rows_per_chunk(n * k)
         dtype = np.int32 if n < 2**31 else np.int64
-        columns = [np.ascontiguousarray(sample.raw[:, j]) for j in range(k)]
+        raw = np.ascontiguousarray(sample.raw)
         for start in range(0, n_resamples, rows):
             b = min(rows, n_resamples - start)
             idx = rng.integers(0, n, size=(b, n), dtype=dtype)
-            _index_sums(columns, idx, out[start : start + b])
+            _index_sums(raw, idx, out[start : start + b])
         return out
     atoms = sample.atoms
     p = atoms.counts / n
@@ -230,33 +230,25 @@ _GATHER_ELEMENTS = 1 << 17
 """Most values gathered at once when summing index draws (1 MiB: stays in cache)."""
 
 
-def _index_sums(columns: list[np.ndarray], idx: np.ndarray, out: np.ndarray) -> None:
-    """``out[:] = raw[idx].sum(axis=1)`` for ``raw`` given as its columns, bit for bit.
+def _index_sums(raw: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+    """``out[:] = raw[idx].sum(axis=1)`` for C-contiguous ``raw`` (n, k), bit for bit.
 
     NumPy sums ``raw[idx]`` ((b, n, k)) pairwise along n when k == 1 (the reduced axis is
     then the contiguous one) and row after row when k > 1. Both orders are kept, so the
     draws give the same sums to the last digit, without the (b, n, k) gather and its
-    strided reduction: one column is gathered at a time, a cache-sized block of draws at
-    a time, and for k > 1 through the transposed indices, so that summing over axis 0
-    runs row after row, vectorised over the draws. (A block of one draw would be summed
-    pairwise, so blocks hold two draws or more, and a lone draw is summed by cumsum.)
+    strided reduction: a cache-sized block of draws at a time, and for k > 1 gathered
+    through the transposed indices as (n, draws, k), so that summing over axis 0 runs
+    row after row, vectorised over the draws and columns.
     """
     b, n = idx.shape
-    step = max(2, _GATHER_ELEMENTS // max(n, 1))
-    starts = list(range(0, b, step))
-    if len(starts) > 1 and b - starts[-1] == 1:
-        starts.pop()  # the last draw joins the block before it
-    for start, stop in zip(starts, [*starts[1:], b]):
-        block = idx[start:stop]
-        if len(columns) == 1:
-            out[start:stop, 0] = columns[0].take(block).sum(axis=1)
-        elif stop - start == 1:
-            for j, column in enumerate(columns):
-                out[start, j] = np.cumsum(column.take(block[0]))[-1]
+    step = max(1, _GATHER_ELEMENTS // max(n * raw.shape[1], 1))
+    for start in range(0, b, step):
+        block = idx[start : start + step]
+        if raw.shape[1] == 1:
+            out[start : start + step, 0] = raw[:, 0].take(block).sum(axis=1)
         else:
             order = np.ascontiguousarray(block.T)
-            for j, column in enumerate(columns):
-                out[start:stop, j] = column.take(order).sum(axis=0)
+            out[start : start + step] = raw.take(order, axis=0).sum(axis=0)
 
 
 def signflip_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
