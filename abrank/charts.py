@@ -201,7 +201,7 @@ def _png(fig: Figure) -> bytes:
     size = canvas.get_width_height()
     image = _mpl().Image.frombuffer("RGBA", size, canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
     buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="png")
+    image.convert("RGB").save(buffer, format="png", compress_level=1)  # 2x faster, ~5% larger
     return buffer.getvalue()
 
 
