@@ -7,13 +7,14 @@ are read back in the order they were started, so the readout is the same to the 
 digit whatever the number of cores.
 
 Charts: matplotlib holds the GIL, so charts are drawn in worker processes instead,
-forked by :func:`start_chart_workers`. Call it early, once NumPy and pandas are imported
-but before any work starts (``abrank run`` does so right after its imports): the workers
-inherit those modules, import matplotlib on the other cores while this process loads and
-compares, and sit ready when the readout is written. :func:`render_charts` shares a readout's charts among them and stores the PNG
-bytes in the charts, so the reports embed exactly what the workers drew (the same bytes
-as drawing here: same code, same fonts). Without workers (not started, a single core, no
-``os.fork``, or a worker that died) charts are drawn in this process, as before.
+forked by :func:`start_chart_workers` (on Linux). Call it early, once NumPy and pandas
+are imported but before any work starts (``abrank run`` does so right after its
+imports): the workers inherit those modules, import matplotlib on the other cores while
+this process loads and compares, and sit ready when the readout is written.
+:func:`render_charts` shares a readout's charts among them and stores the PNG bytes in
+the charts, so the reports embed exactly what the workers drew (the same bytes as drawing
+here: same code, same fonts). Without workers (not started, a single core, not Linux, or
+a worker that died) charts are drawn in this process, as before.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import atexit
 import contextlib
 import os
 import pickle
+import signal
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -91,7 +94,7 @@ _chart_conns: list[Any] = []
 
 def start_chart_workers(count: int | None = None) -> int:
     """Fork ``count`` chart workers (default: one per usable core, up to
-    :data:`MAX_CHART_WORKERS`; none on a single core or without ``os.fork``).
+    :data:`MAX_CHART_WORKERS`; none on a single core or when not on Linux).
 
     The first worker imports the chart code and then forks the others, so matplotlib is
     imported once, away from this process. Fork before starting threads of your own (the
@@ -103,7 +106,9 @@ def start_chart_workers(count: int | None = None) -> int:
     if _chart_conns:
         return len(_chart_conns)
     count = min(usable_cores(), MAX_CHART_WORKERS) if count is None else int(count)
-    if count < 1 or not hasattr(os, "fork") or (count == 1 and usable_cores() < 2):
+    if count < 1 or (count == 1 and usable_cores() < 2):
+        return 0
+    if not sys.platform.startswith("linux"):  # macOS system libraries are not fork-safe
         return 0
     from multiprocessing import Pipe
 
@@ -114,6 +119,8 @@ def start_chart_workers(count: int | None = None) -> int:
         try:
             for mine, _ in pipes:
                 mine.close()
+            for number in (signal.SIGINT, signal.SIGTERM):  # not the main process's handlers
+                signal.signal(number, signal.SIG_DFL)
             _chart_worker_main([theirs for _, theirs in pipes])
         except BaseException:  # an interrupted or failed worker leaves quietly
             code = 1
@@ -171,7 +178,7 @@ def render_charts(readout: Any, charts: Sequence[Any]) -> None:
             if status == "ok":
                 for chart, png in zip(share, payload, strict=True):
                     vars(chart)["png"] = png  # what the cached property would hold
-            else:
+            elif status != "error":  # an error is drawn (and raised) here; the worker lives
                 _drop(conn)
     for chart in pending:
         chart.png  # noqa: B018 -- draws here what the workers did not deliver
@@ -198,7 +205,7 @@ def _drop(conn: Any) -> None:
 def _chart_worker_main(conns: list[Any]) -> None:
     """The first worker: import the chart code, fork the other workers, serve, reap."""
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = "1"  # before NumPy loads: no BLAS threads to fork around
+        os.environ[name] = "1"  # if NumPy is not loaded yet: no BLAS threads to fork around
     from abrank import charts
 
     charts.warm_up()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -68,8 +68,8 @@ def test_results_keep_the_order_and_raise_the_first_failure() -> None:
 
 @pytest.fixture()
 def chart_workers():
-    if not hasattr(os, "fork"):
-        pytest.skip("chart workers need os.fork")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("chart workers run on Linux")
     assert workers.start_chart_workers(2) == 2
     yield
     workers.stop_chart_workers()
@@ -113,3 +113,14 @@ def test_charts_are_shared_by_weight() -> None:
     shares = workers._shares(items, 2)
     loads = sorted(sum(item.weight for item in share) for share in shares)
     assert loads == [7.0, 7.5] and sum(len(share) for share in shares) == len(items)
+
+
+def test_charts_a_worker_cannot_plan_are_drawn_here_and_the_worker_stays(chart_workers) -> None:
+    from abrank.charts import Chart, plan_charts
+
+    readout = _demo_readout()
+    reference = plan_charts(readout)
+    odd = [Chart(f"odd-{c.name}", c.title, c.caption, c.draw) for c in reference[:3]]
+    workers.render_charts(readout, odd)  # the workers know no such charts
+    assert workers.chart_workers() == 2
+    assert [c.png for c in odd] == [c.png for c in reference[:3]]
