@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -279,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub = parser._subparsers._group_actions[0].choices[argv[0]]  # noqa: SLF001
         argv = [argv[0], *_regroup_metric_values(argv[1:], sub, _FILES[argv[0]])]
     args = parser.parse_args(argv)
+    _one_blas_thread()
     handler = {
         "run": _run,
         "validate": _validate,
@@ -308,6 +310,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
+def _one_blas_thread() -> None:
+    """Keep OpenBLAS to one thread in this process, unless the user chose otherwise.
+
+    abrank runs its comparisons in a thread per core (:mod:`abrank.workers`); OpenBLAS's
+    own threads would then compete with them for the same cores, and they wait for work
+    by spinning: on two cores they took a third of the comparisons' time. Its matrix
+    products split the output, never a sum, so the numbers are the same with any number
+    of threads. Only possible before NumPy is first imported (not when ``main`` is called
+    from a Python process that already uses NumPy).
+    """
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 # --------------------------------------------------------------------------- verbs
 
 
@@ -321,8 +337,11 @@ def _run(args: argparse.Namespace) -> int:
     from abrank.config import load_experiment
     from abrank.pipeline import check_output_folder, default_folder, run_experiment, write_readout
     from abrank.report import headline_lines
+    from abrank.workers import start_chart_workers
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    if {"html", "md"} & set(formats):
+        start_chart_workers()  # they import matplotlib while this process computes
     experiments = [load_experiment(path) for path in args.configs]  # every config checked first
     status = EXIT_OK
     for experiment in experiments:

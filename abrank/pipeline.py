@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abrank import workers
 from abrank.config import Experiment, load_experiment
 from abrank.errors import ConfigError, DataError
 from abrank.io import read_attributes, read_judgments, read_rankings
@@ -335,8 +336,8 @@ def compare_arms(
                         )
                         continue
                     breakdown.append(_compare_pair(subset, metric, treatment.name, label, options))
-    primary = adjust(primary, method=analysis.correction)
-    breakdown = adjust(breakdown, method=analysis.segment_correction)
+    primary = adjust(workers.results(primary), method=analysis.correction)
+    breakdown = adjust(workers.results(breakdown), method=analysis.segment_correction)
     return [*primary, *breakdown], too_small
 
 
@@ -403,7 +404,8 @@ def _compare_pair(pair, metric: str, treatment: str, segment: str | None, option
             control.dropna().to_numpy(),
             treatment_values.dropna().to_numpy(),
         )
-    return compare(
+    return workers.start_comparison(  # in a thread when that is safe; see abrank.workers
+        compare,
         control,
         treatment_values,
         metric=metric,

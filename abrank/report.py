@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abrank import workers
 from abrank.charts import Chart, arm_labels, control_name, metric_label, plan_charts
 from abrank.errors import ConfigError
 from abrank.readout import Readout
@@ -1048,6 +1049,7 @@ def write_charts(
     charts = list(plan_charts(readout) if charts is None else charts)
     target = Path(folder) / "charts"
     target.mkdir(parents=True, exist_ok=True)
+    workers.render_charts(readout, charts)  # in the chart workers when they run
     paths = []
     for chart in charts:
         path = target / chart.name

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 from scipy.special import stdtrit
 
+from abrank import fast_stats
 from abrank import resampling as rs
 from abrank.errors import ConfigError
 
@@ -353,32 +353,13 @@ def _generator(
 
 def _mde(n: int, sd: float, alpha: float, ratio: float | None = None) -> float | None:
     """Smallest |delta| detectable with POWER at this alpha, n and standard deviation."""
-    from statsmodels.stats.power import TTestIndPower, TTestPower
-
     if n < 2 or not math.isfinite(sd):
         return None
     if sd == 0:
         return 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            if ratio is None:
-                es = TTestPower().solve_power(
-                    effect_size=None, nobs=n, alpha=alpha, power=POWER, alternative="two-sided"
-                )
-            else:
-                es = TTestIndPower().solve_power(
-                    effect_size=None,
-                    nobs1=n,
-                    alpha=alpha,
-                    power=POWER,
-                    ratio=ratio,
-                    alternative="two-sided",
-                )
-        except Exception:  # the solver fails only for hopeless designs (n of 2 or 3)
-            return None
-    es = float(np.asarray(es).reshape(-1)[0])
-    return es * sd if math.isfinite(es) and es > 0 else None
+    # statsmodels' TTestPower / TTestIndPower.solve_power, the same bits, cached per design
+    es = fast_stats.ttest_effect_size(n, alpha, POWER, ratio)
+    return es * sd if es is not None else None
 
 
 def _finite_or(value: float, default: float) -> float:
@@ -660,9 +641,8 @@ def _compare_paired(
         def t_at(level: float) -> tuple[float, float]:
             return _constant_interval(mean_d, n, level)
     else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            t_p = _finite_or(sps.ttest_1samp(d, 0.0).pvalue, 1.0)
+        # scipy.stats.ttest_1samp(d, 0.0).pvalue, the same bits
+        t_p = _finite_or(fast_stats.ttest_1samp(d, confidence_level)[0], 1.0)
 
         def t_at(level: float) -> tuple[float, float]:
             return _t_interval(mean_d, se, n - 1, level)
@@ -794,6 +774,8 @@ def _compare_paired(
 
 
 def _wilcoxon(d: np.ndarray) -> float:
+    from scipy import stats as sps
+
     if np.count_nonzero(d) == 0:
         return 1.0
     with warnings.catch_warnings():
@@ -820,6 +802,8 @@ def _compare_independent(
     segment: str | None,
     run: tuple[str, ...],
 ) -> Comparison:
+    from scipy import stats as sps
+
     n_c, n_t = int(c.size), int(t.size)
     mean_c = float(c.mean()) if n_c else math.nan
     mean_t = float(t.mean()) if n_t else math.nan
@@ -1004,6 +988,8 @@ def _compare_independent(
 
 
 def _mannwhitney(c: np.ndarray, t: np.ndarray) -> float:
+    from scipy import stats as sps
+
     if c.size == 0 or t.size == 0:
         return 1.0
     with warnings.catch_warnings():
@@ -1030,7 +1016,7 @@ def adjust(comparisons: Sequence[Comparison], method: str = "holm") -> list[Comp
     that matches the adjusted p-value (``ci_level``), so an interval excludes 0 exactly
     when the adjusted verdict is a win or a loss. The input order is kept.
     """
-    from statsmodels.stats.multitest import multipletests
+    from abrank.fast_stats import multipletests  # statsmodels' numbers, without its import
 
     canonical = CORRECTIONS[_choice("method", method, sorted(CORRECTIONS))]
     items = list(comparisons)
