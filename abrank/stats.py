@@ -568,6 +568,16 @@ def _effect_size(mean: float, sd: float, n: int) -> float:
     return 0.0 if mean == 0 else math.nan
 
 
+def _primary_interval(primary_test: str, t_at: Any, boot_at: Any) -> tuple[Any, str]:
+    """The primary interval (as a function of its level) and its method: the t-interval
+    for the t-test, else the bootstrap's (unbounded where the bootstrap was left out)."""
+    if primary_test == "t":
+        return t_at, "t"
+    if boot_at is not None:
+        return boot_at, "bca"
+    return (lambda level: (-math.inf, math.inf)), "bca"
+
+
 def _excludes_zero(ci: tuple[float, float] | None) -> bool:
     return ci is not None and (ci[0] > 0 or ci[1] < 0)
 
@@ -720,12 +730,7 @@ def _compare_paired(
                     mean_c, mean_t, cov[0, 0], cov[1, 1], cov[0, 1], n - 1, level
                 )
 
-    if primary_test == "t":
-        primary_at, ci_method = t_at, "t"
-    elif boot_at is not None:
-        primary_at, ci_method = boot_at, "bca"
-    else:
-        primary_at, ci_method = (lambda level: unbounded), "bca"
+    primary_at, ci_method = _primary_interval(primary_test, t_at, boot_at)
 
     def mde_at(a: float) -> float | None:
         return _mde(n, sd, a)
@@ -931,12 +936,7 @@ def _compare_independent(
     if "mannwhitney" in run:
         p_values["mannwhitney"] = _mannwhitney(c, t)
 
-    if primary_test == "t":
-        primary_at, ci_method = t_at, "t"
-    elif boot_at is not None:
-        primary_at, ci_method = boot_at, "bca"
-    else:
-        primary_at, ci_method = (lambda level: unbounded), "bca"
+    primary_at, ci_method = _primary_interval(primary_test, t_at, boot_at)
     pooled_sd = (
         math.sqrt(((n_c - 1) * var_c + (n_t - 1) * var_t) / (n_c + n_t - 2)) if enough else nan
     )
