@@ -34,7 +34,15 @@ import pandas as pd
 import pyarrow as pa
 
 from abrank.errors import ConfigError, DataError
-from abrank.trec import as_arrow, doc_keys, equal_pairs, order_rows, positions, query_codes
+from abrank.trec import (
+    as_arrow,
+    doc_keys,
+    equal_pairs,
+    order_rows,
+    positions,
+    query_codes,
+    take_rows,
+)
 
 __all__ = [
     "FAMILIES",
@@ -361,6 +369,16 @@ def _numbers(series: pd.Series, what: str, allow_nan: bool) -> np.ndarray:
     return values
 
 
+def _rows_per_query(codes: np.ndarray, nq: int) -> np.ndarray:
+    """How many rows each query code has; ``codes`` grouped by query (one pass, no copy)."""
+    out = np.zeros(nq, dtype=np.int64)
+    if codes.size:
+        starts = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+        bounds = np.concatenate(([0], starts, [codes.size]))
+        out[codes[bounds[:-1]]] = np.diff(bounds)
+    return out
+
+
 def _describe_pairs(q: pa.ChunkedArray, d: pa.ChunkedArray, rows: np.ndarray) -> str:
     rows = np.sort(rows)
     shown = ", ".join(f"({q[int(r)].as_py()!r}, {d[int(r)].as_py()!r})" for r in rows[:3])
@@ -435,7 +453,7 @@ def _prepare_arrays(
         keep = pos < depth
         rows = np.flatnonzero(keep) if rows is None else rows[keep]
         ordered, pos = ordered[keep], pos[keep]
-    retrieved = np.bincount(ordered, minlength=nq)
+    retrieved = _rows_per_query(ordered, nq)
     if reach is not None and (depth is None or reach < depth) and pos.size and pos.max() >= reach:
         keep = pos < reach
         rows = np.flatnonzero(keep) if rows is None else rows[keep]
@@ -451,8 +469,8 @@ def _prepare_arrays(
         keys = doc_keys(rd)
         keys = keys if rows is None else keys.take(rows)  # keys, not strings, follow the order
 
-        def take(items: np.ndarray) -> pa.ChunkedArray:
-            return rd.take(pa.array(original(items)))
+        def take(items: np.ndarray) -> pa.Array:
+            return take_rows(rd, original(items))
 
         first, later = equal_pairs(ordered, keys, take)
         if later.size:
@@ -493,7 +511,7 @@ def _prepare_arrays(
         def take(items: np.ndarray) -> pa.ChunkedArray:
             ranked = items < n
             where = np.where(ranked, run_row(np.where(ranked, items, 0)), items - n + size)
-            return all_docs.take(pa.array(where))
+            return take_rows(all_docs, where)
 
         first, later = equal_pairs(all_codes, keys, take)
         run_dup = later < n

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from abrank.cli import main
 from abrank.metrics import evaluate
-from abrank.trec import doc_keys, equal_pairs, repeated_pairs
+from abrank.trec import doc_keys, equal_pairs, repeated_pairs, take_rows
 
 # --------------------------------------------------------------------------- the regression
 
@@ -276,3 +276,13 @@ def test_evaluate_matches_a_dict_join_over_chunked_ids(case):
                 assert math.isnan(got), (q, name)
             else:
                 assert got == pytest.approx(value, abs=1e-12), (q, name, got, value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(columns(min_size=1), st.data())
+def test_take_rows_is_arrows_take_without_the_concatenation(case, data):
+    values, cuts = case
+    column = chunked(values, cuts)
+    rows = data.draw(st.lists(st.integers(0, len(values) - 1), max_size=30))
+    taken = take_rows(column, np.array(rows, dtype=np.int64))
+    assert taken.to_pylist() == [values[r] for r in rows]
