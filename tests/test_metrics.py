@@ -536,3 +536,20 @@ def test_inline_labels_match_a_separate_judgments_frame(case):
         rankings, qrels([(q, d, g) for (q, d), g in carried.items()]), METRICS, **options
     )
     pd.testing.assert_frame_equal(evaluate(inline, None, METRICS, **options), separate)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(1, 70).map(float), st.floats(0.01, 80, allow_nan=False)),
+        max_size=40,
+    )
+)
+def test_gain_levels_by_counting_equal_numpys_unique(values):
+    from abrank.metrics import _levels
+
+    gains = np.array(values, dtype=np.float64)
+    levels, level_of = _levels(gains)
+    expected_levels, expected_of = np.unique(gains, return_inverse=True)
+    np.testing.assert_array_equal(levels, expected_levels)
+    np.testing.assert_array_equal(level_of, expected_of)
