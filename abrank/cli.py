@@ -389,17 +389,20 @@ def _reuse_freed_memory() -> None:
     """Let a short process that builds and drops large arrays reuse the memory it frees.
 
     ``abrank metrics`` makes temporaries of hundreds of MB, one after another. By default
-    glibc maps each one afresh and NumPy advises huge pages for it, so that every page is
-    faulted and zeroed again and, on a busy machine, the kernel stalls compacting memory
-    for huge pages. Keeping freed blocks in the heap (M_MMAP_MAX 0, no trimming) and
-    leaving the page size to the kernel saves a second or more of system time on 10 million
-    run lines (benchmarks/bench_metrics.py); values are unaffected. Best effort: elsewhere
-    than glibc this does nothing.
+    glibc maps each one afresh, NumPy advises huge pages for it, and Arrow's mimalloc
+    commits its arenas eagerly, so that every page is faulted and zeroed again and, on a
+    busy machine, the kernel stalls compacting memory for huge pages. Arrow's buffers from
+    the system allocator, freed blocks kept in the heap for reuse (M_MMAP_MAX 0, no
+    trimming) and the page size left to the kernel save one to three seconds of system time
+    on 10 million run lines (benchmarks/bench_metrics.py); values are unaffected. Best
+    effort: elsewhere than glibc the allocator settings do nothing.
     """
     import ctypes
 
     import numpy as np
+    import pyarrow as pa
 
+    pa.set_memory_pool(pa.system_memory_pool())
     with contextlib.suppress(AttributeError):
         np._core.multiarray._set_madvise_hugepage(False)  # noqa: SLF001
     if sys.platform.startswith("linux"):

@@ -494,10 +494,6 @@ def _prepare_arrays(
         given_order = n == size
         if given_order:
             all_codes = np.concatenate([codes, jcodes])
-            to_ranked = None
-            if rows is not None:
-                to_ranked = np.empty(n, dtype=rows.dtype)
-                to_ranked[rows] = np.arange(n, dtype=rows.dtype)
 
             def run_row(items: np.ndarray) -> np.ndarray:
                 return items
@@ -505,7 +501,6 @@ def _prepare_arrays(
         else:
             all_codes = np.concatenate([ordered, jcodes])
             keys = keys.reorder_head(size, rows)
-            to_ranked = None
             run_row = original
 
         def take(items: np.ndarray) -> pa.ChunkedArray:
@@ -514,6 +509,11 @@ def _prepare_arrays(
             return take_rows(all_docs, where)
 
         first, later = equal_pairs(all_codes, keys, take)
+        del all_codes, keys  # their memory serves what follows
+        to_ranked = None
+        if given_order and rows is not None:  # ranked position of each row as given
+            to_ranked = np.empty(n, dtype=rows.dtype)
+            to_ranked[rows] = np.arange(n, dtype=rows.dtype)
         run_dup = later < n
         if run_dup.any():
             raise DataError(

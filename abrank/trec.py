@@ -334,9 +334,10 @@ def _mix(x: np.ndarray, tmp: np.ndarray) -> None:
 class DocKeys:
     """Keys of a column of strings, one row per string (see :func:`doc_keys`).
 
-    ``words`` holds one or two uint64 arrays of equal length; when ``exact`` is True they
-    spell the strings exactly (equal keys, equal strings), else ``words[0]`` is a hash and
-    equal keys must be confirmed on the strings.
+    ``words`` holds one or two unsigned integer arrays of equal length (the second one as
+    narrow as the longest string allows); when ``exact`` is True they spell the strings
+    exactly (equal keys, equal strings), else ``words[0]`` is a 64-bit hash and equal keys
+    must be confirmed on the strings.
     """
 
     words: tuple[np.ndarray, ...]
@@ -416,7 +417,16 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
     if not with_length and any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks):
         words, with_length = words + 1, True
     exact = words <= 2
-    out = tuple(np.empty(total, dtype=np.uint64) for _ in range(words if exact else 1))
+    # the last word holds what is left of the longest id (and its length) in as few
+    # bytes as that needs: 9-byte ids take 8 + 2 bytes per key, not 16
+    last, top = np.uint64, 56
+    if exact and words == 2:
+        need = longest - 8 + with_length
+        last = np.uint16 if need <= 2 else np.uint32 if need <= 4 else np.uint64
+        top = 8 * (np.dtype(last).itemsize - 1)
+    kinds = [np.uint64] * (words - 1) + [last] if exact else [np.uint64]
+    out = tuple(np.empty(total, dtype=kind) for kind in kinds)
+    scratch = np.empty(min(_BLOCK, total), dtype=np.uint64)
     base = 0
     for chunk in chunks:
         n = len(chunk)
@@ -437,17 +447,20 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
                 _hash_words(out[0][base + lo : base + hi], start, length, fixed, buffer)
                 continue
             for w in range(words):
-                word = out[w][base + lo : base + hi]
+                target = out[w][base + lo : base + hi]
+                word = target if target.dtype == np.uint64 else scratch[: hi - lo]
                 if fixed is None:
                     buffer.gather(word, start + 8 * w)
                     word &= _LOW_BYTES[np.clip(length - 8 * w, 0, 8)]
                     if with_length and w == words - 1:
-                        word |= length.astype(np.uint64) << np.uint64(56)
+                        word |= length.astype(np.uint64) << np.uint64(top)
                 else:
                     buffer.strided(word, int(start[0]) + 8 * w, fixed)
                     word &= _LOW_BYTES[min(max(fixed - 8 * w, 0), 8)]
                     if with_length and w == words - 1:
-                        word |= np.uint64(fixed << 56)
+                        word |= np.uint64(fixed << top)
+                if word is not target:
+                    target[:] = word  # the bytes fit: the cast drops only zero bits
         base += n
     return DocKeys(out, exact)
 

@@ -153,6 +153,11 @@ def test_hashed_keys_are_a_function_of_the_string_alone(left, right):
 def test_key_encoding_by_longest_id(values, words, exact):
     keys = doc_keys(chunked(values, []))
     assert (len(keys.words), keys.exact) == (words, exact)
+    if words == 2:  # the second word as narrow as the longest id allows
+        longest = max(len(v.encode()) for v in values)
+        room = longest - 8 + ("\x00" in "".join(values) or longest < 16)
+        expected = np.uint16 if room <= 2 else np.uint32 if room <= 4 else np.uint64
+        assert keys.words[1].dtype == expected
 
 
 @pytest.mark.parametrize("width", [1, 7, 8, 9, 15, 16, 17, 25, 40])
