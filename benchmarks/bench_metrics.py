@@ -194,8 +194,20 @@ def process(label: str, command: list[str], results: dict, repeat: int):
     return out
 
 
-def child_peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+# Runs a command as its only child and prints that child's peak resident memory (MB). A
+# child forked straight from this script would report this script's own memory as its
+# peak (the high-water mark survives exec), once this script holds loaded collections.
+_PEAK = (
+    "import resource, subprocess, sys; "
+    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)"
+)
+
+
+def child_peak_mb(command: list[str]) -> float:
+    """Peak resident memory of ``command`` run alone, in MB."""
+    out = subprocess.run([sys.executable, "-c", _PEAK, *command], capture_output=True, check=True)
+    return float(out.stdout)
 
 
 def agree(name: str, ours, theirs: dict, metric_map: dict, tolerance: float = 1e-9) -> None:
@@ -293,7 +305,7 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
         "--per-query",
     ]
     out = process("abrank metrics --per-query (whole process)", command, t, args.repeat)
-    peak = child_peak_mb()
+    peak = child_peak_mb(command)
     lines = out.stdout.count(b"\n")
     print(f"  printed {lines:,} lines; peak memory of the process {peak:,.0f} MB")
     command_all = [c for c in command if c != "--per-query"]
