@@ -413,9 +413,14 @@ def _reuse_freed_memory() -> None:
 
 
 def _metrics(args: argparse.Namespace) -> int:
+    from abrank._lazy import import_pandas_in_background
     from abrank.io import detect_format
     from abrank.trec import format_trec_eval, trec_eval_report, trec_eval_text
     from abrank.treceval import expand_cutoff_lists, parse_trec_measures, split_metric_lists
+
+    # every module this needs is loaded; pandas (which pyarrow wants for its first NumPy
+    # conversion) loads on the other core while the first file parses
+    import_pandas_in_background()
 
     _check_metric_options(args)
     _reuse_freed_memory()

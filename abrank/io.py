@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 
 #: Column names recognised without a mapping, for each canonical column.

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
+from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 from abrank.trec import (
     as_arrow,

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
