@@ -1117,9 +1117,18 @@ def format_trec_eval(
     prints 0 for them).
     """
 
+    def text(value: float) -> str:
+        return repr(value) if digits is None else f"{value:.{digits}f}"
+
     def texts(column: np.ndarray) -> list[str]:
-        numbers = np.asarray(column, dtype=np.float64).tolist()
-        return list(map(repr, numbers)) if digits is None else [f"{v:.{digits}f}" for v in numbers]
+        column = np.asarray(column, dtype=np.float64)
+        distinct, index = np.unique(column, return_inverse=True)
+        # (-0.0 equals 0.0 to np.unique but prints apart)
+        if distinct.size * 2 > column.size or np.signbit(column).any():
+            return list(map(text, column.tolist()))
+        # few distinct values (mrr@k takes k + 1): each is formatted once
+        shown = list(map(text, distinct.tolist()))
+        return [shown[i] for i in index.tolist()]
 
     out: list[str] = []
     if per_query:

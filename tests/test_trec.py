@@ -376,3 +376,26 @@ def test_query_codes_over_several_chunks_grouped_or_not():
     (first, second), ids = query_codes(mixed, pa.chunked_array([["d", "a"], ["b"]]))
     assert ids.to_pylist() == ["a", "b", "c", "d"]
     assert second.tolist() == [3, 0, 1] and first.tolist() == [1, 0, 2, 0, 1, 2, 2, 0]
+
+
+@pytest.mark.parametrize("digits", [None, 4])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.5, 0.5, 1 / 3, 0.5, 0.0, 0.5],  # few distinct values (formatted once each)
+        [0.1, 0.2, 0.30000000000000004, 1.0, 0.0, 2 / 3],  # all distinct
+        [-0.0, 0.0, -0.0, 0.0, 0.0, 0.0],  # equal to np.unique, printed apart
+    ],
+)
+def test_format_trec_eval_prints_every_value_like_repr_or_printf(values, digits):
+    from abrank.trec import format_trec_eval
+
+    qids = [f"q{i}" for i in range(len(values))]
+
+    def shown(v: float) -> str:
+        return repr(v) if digits is None else "%.*f" % (digits, v)
+
+    expected = "".join(f"m\t{q}\t{shown(v)}\n" for q, v in zip(qids, values, strict=True))
+    expected += f"m\tall\t{shown(float(np.mean(values)))}\n"
+    text = format_trec_eval(qids, {"m": np.array(values)}, per_query=True, digits=digits)
+    assert text == expected
