@@ -1,5 +1,5 @@
 """``python -m abrank`` runs the command-line interface."""
 
-from abrank.cli import main
+from abrank.cli import console
 
-raise SystemExit(main())
+console()

@@ -120,7 +120,8 @@ def start_chart_workers(count: int | None = None) -> int:
             for mine, _ in pipes:
                 mine.close()
             for number in (signal.SIGINT, signal.SIGTERM):  # not the main process's handlers
-                signal.signal(number, signal.SIG_DFL)
+                if signal.getsignal(number) not in (signal.SIG_IGN, signal.SIG_DFL, None):
+                    signal.signal(number, signal.SIG_DFL)
             _chart_worker_main([theirs for _, theirs in pipes])
         except BaseException:  # an interrupted or failed worker leaves quietly
             code = 1
