@@ -393,7 +393,7 @@ def test_format_trec_eval_prints_every_value_like_repr_or_printf(values, digits)
     qids = [f"q{i}" for i in range(len(values))]
 
     def shown(v: float) -> str:
-        return repr(v) if digits is None else "%.*f" % (digits, v)
+        return repr(v) if digits is None else f"{v:.{digits}f}"
 
     expected = "".join(f"m\t{q}\t{shown(v)}\n" for q, v in zip(qids, values, strict=True))
     expected += f"m\tall\t{shown(float(np.mean(values)))}\n"
