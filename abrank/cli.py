@@ -164,22 +164,6 @@ def _metric_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def console() -> NoReturn:
-    """The ``abrank`` command and ``python -m abrank``: :func:`main`, then a quick exit.
-
-    Once ``main`` has returned, everything is written and closed; what is left is
-    Python's teardown of NumPy, pandas and SciPy's modules, about 0.2 s that a finished
-    run does not need, so the process flushes its output and exits at once. (A failure
-    under ``--debug`` propagates as usual, and :func:`main` itself returns normally, for
-    callers in Python.)
-    """
-    code = main()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed stream
-            stream.flush()
-    os._exit(code)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
     args = build_parser().parse_args(argv)
@@ -225,6 +209,22 @@ def _one_blas_thread() -> None:
     """
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def console() -> NoReturn:
+    """The ``abrank`` command and ``python -m abrank``: :func:`main`, then a quick exit.
+
+    Once ``main`` has returned, everything is written and closed; what is left is
+    Python's teardown of NumPy, pandas and SciPy's modules, about 0.2 s that a finished
+    run does not need, so the process flushes its output and exits at once. (A failure
+    under ``--debug`` propagates as usual, and :func:`main` itself returns normally, for
+    callers in Python.)
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed stream
+            stream.flush()
+    os._exit(code)
 
 
 # --------------------------------------------------------------------------- verbs

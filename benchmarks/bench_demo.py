@@ -10,8 +10,9 @@ Two figures, each measured in fresh child processes:
   each stage from the run's own progress lines (start-up and imports, loading, scoring,
   comparing, writing the readout).
 * **batch**: ``--batch`` readouts (default 10) in one process through the Python API
-  (``abrank.run_experiment`` + ``abrank.pipeline.write_readout``, chart workers started
-  first, as a cron job of many readouts would), with the time per readout.
+  (``abrank.run_experiment`` + ``abrank.pipeline.write_readout``, with chart workers
+  started first and ``OPENBLAS_NUM_THREADS=1``, as ``abrank run`` has them), with the
+  time per readout.
 
 It checks that every run wrote the same summary.json (the numbers are seeded).
 
@@ -126,11 +127,13 @@ def _stages(progress: str, wall: float) -> dict[str, float]:
 
 
 def batch(count: int) -> dict:
+    env = _environment()
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")  # as abrank run sets it (see abrank.cli)
     with tempfile.TemporaryDirectory() as scratch:
         done = subprocess.run(
             [sys.executable, "-c", _BATCH, CONFIG, scratch, str(count)],
             cwd=ROOT,
-            env=_environment(),
+            env=env,
             capture_output=True,
             text=True,
         )
