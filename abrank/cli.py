@@ -334,6 +334,8 @@ def console() -> NoReturn:
     under ``--debug`` propagates as usual, and :func:`main` itself returns normally, for
     callers in Python.)
     """
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     code = main()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed stream
@@ -402,6 +404,11 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# True when the process is the command's own (``console``), not a Python program calling
+# ``main``: process-wide settings (the memory allocators) are made only then
+_OWN_PROCESS = False
+
+
 def _reuse_freed_memory() -> None:
     """Let a short process that builds and drops large arrays reuse the memory it frees.
 
@@ -411,8 +418,9 @@ def _reuse_freed_memory() -> None:
     busy machine, the kernel stalls compacting memory for huge pages. Arrow's buffers from
     the system allocator, freed blocks kept in the heap for reuse (M_MMAP_MAX 0, no
     trimming) and the page size left to the kernel save one to three seconds of system time
-    on 10 million run lines (benchmarks/bench_metrics.py); values are unaffected. Best
-    effort: elsewhere than glibc the allocator settings do nothing.
+    on 10 million run lines (benchmarks/bench_metrics.py); values are unaffected. Made
+    only in the command's own process (:func:`console`), never for a Python program that
+    calls :func:`main`; elsewhere than glibc the allocator settings do nothing.
     """
     import ctypes
 
@@ -440,7 +448,8 @@ def _metrics(args: argparse.Namespace) -> int:
     import_pandas_in_background()
 
     _check_metric_options(args)
-    _reuse_freed_memory()
+    if _OWN_PROCESS:
+        _reuse_freed_memory()
     names = split_metric_lists(args.metrics)
     measures = parse_trec_measures(names)  # None: abrank's own names
     for note in measures.notes if measures else ():

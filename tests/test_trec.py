@@ -393,7 +393,9 @@ def test_format_trec_eval_prints_every_value_like_repr_or_printf(values, digits)
     qids = [f"q{i}" for i in range(len(values))]
 
     def shown(v: float) -> str:
-        return repr(v) if digits is None else f"{v:.{digits}f}"
+        if digits is None:
+            return repr(v)
+        return np.format_float_positional(v, precision=digits, unique=False, trim="k")
 
     expected = "".join(f"m\t{q}\t{shown(v)}\n" for q, v in zip(qids, values, strict=True))
     expected += f"m\tall\t{shown(float(np.mean(values)))}\n"
