@@ -47,14 +47,19 @@ segments: {columns: [locale], min_queries: 2}
 """
 
 
-@pytest.fixture
-def experiment(tmp_path: Path) -> Path:
-    (tmp_path / "control.csv").write_text(CONTROL)
-    (tmp_path / "treatment.csv").write_text(TREATMENT)
-    (tmp_path / "judgments.tsv").write_text(JUDGMENTS)
-    config = tmp_path / "tiny.yaml"
+def write_experiment(folder: Path) -> Path:
+    """The tiny experiment's control, treatment, judgments and config in ``folder``."""
+    (folder / "control.csv").write_text(CONTROL)
+    (folder / "treatment.csv").write_text(TREATMENT)
+    (folder / "judgments.tsv").write_text(JUDGMENTS)
+    config = folder / "tiny.yaml"
     config.write_text(CONFIG)
     return config
+
+
+@pytest.fixture
+def experiment(tmp_path: Path) -> Path:
+    return write_experiment(tmp_path)
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:

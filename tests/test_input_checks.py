@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import CONFIG, CONTROL, JUDGMENTS, TREATMENT, run_cli
+from test_cli import CONFIG, CONTROL, run_cli, write_experiment
 
 from abrank.config import MAX_DEPTH, parse_experiment
 from abrank.errors import ConfigError, DataError
@@ -20,12 +20,7 @@ from abrank.io import read_judgments, read_rankings
 @pytest.fixture
 def experiment(tmp_path: Path) -> Path:
     """The tiny experiment of test_cli: control, treatment, judgments and config."""
-    (tmp_path / "control.csv").write_text(CONTROL)
-    (tmp_path / "treatment.csv").write_text(TREATMENT)
-    (tmp_path / "judgments.tsv").write_text(JUDGMENTS)
-    config = tmp_path / "tiny.yaml"
-    config.write_text(CONFIG)
-    return config
+    return write_experiment(tmp_path)
 
 
 def bad_run(capsys, config: Path, *args: str) -> str:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli import CONFIG, CONTROL, JUDGMENTS, TREATMENT, run_cli
+from test_cli import CONFIG, run_cli, write_experiment
 
 from abrank.errors import ConfigError
 from abrank.pipeline import READOUT_MARKER, check_output_folder
@@ -30,12 +30,7 @@ def experiment(tmp_path: Path) -> Path:
     """The tiny experiment of test_cli in its own folder, ``tmp_path / "exp"``."""
     folder = tmp_path / "exp"
     folder.mkdir()
-    (folder / "control.csv").write_text(CONTROL)
-    (folder / "treatment.csv").write_text(TREATMENT)
-    (folder / "judgments.tsv").write_text(JUDGMENTS)
-    config = folder / "tiny.yaml"
-    config.write_text(CONFIG)
-    return config
+    return write_experiment(folder)
 
 
 def snapshot(folder: Path) -> dict[str, bytes | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_trec_eval_agreement import DL_HARD
 
 from abrank.cli import main
 
@@ -342,29 +343,6 @@ ALL_TREC = [  # the measures of trec_eval's all_trec set that abrank computes
     "success",
 ]
 OFFICIAL = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "recip_rank", "P"]
-DL_HARD = [
-    ("passage", name)
-    for name in (
-        "bm25",
-        "bm25+rm3",
-        "bm25+bert(zs)",
-        "bm25+t5(zs)",
-        "bm25+rm3+bert(zs)",
-        "bm25+rm3+t5(zs)",
-    )
-] + [
-    ("doc", f"{first}{second}")
-    for first in ("bm25", "bm25+rm3")
-    for second in (
-        "",
-        "+bert-mp(zs)",
-        "+bert-mp",
-        "+electra-mp",
-        "+parade-bert",
-        "+parade-electra",
-        "+t5-mp(zs)",
-    )
-]
 
 
 def shared_line_cases() -> list[tuple[str, list[str], str, str]]:
