@@ -310,35 +310,55 @@ def compare_arms(
         column: segments[column].groupby(segments[column], sort=True).groups
         for column in segments.columns
     }
-    primary: list = []
+    primary: list = []  # (order, future of a list of comparisons)
     breakdown: list = []
-    too_small: list[dict] = []
-    for treatment in experiment.treatments:
+    too_small: list[tuple[tuple, dict]] = []
+    metric_order = {metric: i for i, metric in enumerate(experiment.metrics)}
+    for t_index, treatment in enumerate(experiment.treatments):
         queries = _pair_queries(experiment, scored, treatment.name)
-        for metric in experiment.metrics:
-            pair = _pair_values(experiment, scored, treatment.name, metric, queries)
-            primary.append(_compare_pair(pair, metric, treatment.name, None, options))
-            for column, groups in groups_by_column.items():
-                for value, members in groups.items():
+        pairs = {
+            metric: _pair_values(experiment, scored, treatment.name, metric, queries)
+            for metric in experiment.metrics
+        }
+        primary.append(_compare_pairs(pairs, treatment.name, None, options))
+        s_index = 0
+        for column, groups in groups_by_column.items():
+            for value, members in groups.items():
+                label = f"{column}={value}"
+                subsets = {}
+                for metric, pair in pairs.items():
                     subset = tuple(
                         series.reindex(series.index.intersection(members)) for series in pair
                     )
-                    label = f"{column}={value}"
                     n = _pair_size(subset, analysis.design)
                     if n < experiment.segments.min_queries:
+                        entry = {"segment": label, "treatment": treatment.name, "metric": metric}
                         too_small.append(
-                            {
-                                "segment": label,
-                                "treatment": treatment.name,
-                                "metric": metric,
-                                "n": n,
-                            }
+                            ((t_index, metric_order[metric], s_index), {**entry, "n": n})
                         )
-                        continue
-                    breakdown.append(_compare_pair(subset, metric, treatment.name, label, options))
-    primary = adjust(workers.results(primary), method=analysis.correction)
-    breakdown = adjust(workers.results(breakdown), method=analysis.segment_correction)
-    return [*primary, *breakdown], too_small
+                    else:
+                        subsets[metric] = subset
+                if subsets:
+                    order = (t_index, s_index)
+                    breakdown.append(
+                        (order, _compare_pairs(subsets, treatment.name, label, options))
+                    )
+                s_index += 1
+    primary_results = [c for found in workers.results(primary) for c in found]
+    orders = [order for order, _ in breakdown]
+    found = workers.results([future for _, future in breakdown])
+    # segment comparisons in the order treatment, metric, segment
+    ranked = sorted(
+        (
+            ((t_index, metric_order[c.metric], s_index), c)
+            for (t_index, s_index), comparisons in zip(orders, found, strict=True)
+            for c in comparisons
+        ),
+        key=lambda item: item[0],
+    )
+    primary = adjust(primary_results, method=analysis.correction)
+    breakdown = adjust([c for _, c in ranked], method=analysis.segment_correction)
+    return [*primary, *breakdown], [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
 
 
 def _pair_queries(experiment: Experiment, scored: ScoredArms, treatment: str) -> tuple:
@@ -387,28 +407,31 @@ def _pair_size(pair: tuple[pd.Series, pd.Series], design: str) -> int:
     return int(min(control.notna().sum(), treatment.notna().sum()))
 
 
-def _compare_pair(pair, metric: str, treatment: str, segment: str | None, options: dict):
-    from abrank.stats import compare
+def _compare_pairs(pairs: dict, treatment: str, segment: str | None, options: dict):
+    """The comparisons of every metric of ``pairs`` (metric -> (control, treatment)
+    Series), as a future of a list in the metrics' order (see :func:`stats.compare_metrics`)."""
+    from abrank.stats import compare_metrics
 
-    control, treatment_values = pair
-    if options["design"] == "paired":
-        defined = control.notna() & treatment_values.notna()
-        control, treatment_values = control[defined], treatment_values[defined]
-        if len(control) == 0:
-            raise DataError(
-                f"metric {metric}: expected queries with a defined value, got none "
-                "(no relevant judgments?)"
+    controls, treatments = {}, {}
+    for metric, (control, treatment_values) in pairs.items():
+        if options["design"] == "paired":
+            defined = control.notna() & treatment_values.notna()
+            control, treatment_values = control[defined], treatment_values[defined]
+            if len(control) == 0:
+                raise DataError(
+                    f"metric {metric}: expected queries with a defined value, got none "
+                    "(no relevant judgments?)"
+                )
+        else:
+            control, treatment_values = (
+                control.dropna().to_numpy(),
+                treatment_values.dropna().to_numpy(),
             )
-    else:
-        control, treatment_values = (
-            control.dropna().to_numpy(),
-            treatment_values.dropna().to_numpy(),
-        )
+        controls[metric], treatments[metric] = control, treatment_values
     return workers.start_comparison(  # in a thread when that is safe; see abrank.workers
-        compare,
-        control,
-        treatment_values,
-        metric=metric,
+        compare_metrics,
+        controls,
+        treatments,
         treatment_name=treatment,
         segment=segment,
         **options,

@@ -20,6 +20,11 @@ Three exact ways to draw them, chosen by cost:
   least ``1 - FAILURE_PROB`` (:func:`grid_error_bound`). With 4,096 cells and a million
   queries this is below 1e-6 on a metric in [0, 1].
 
+Several statistics on the same queries (the metrics of one comparison, the delta and the
+relative lift) can share one set of index draws: :func:`shared_bootstrap_sums` and
+:func:`shared_signflip_sums` resample many columns with the same draws, which costs
+about as much as resampling one.
+
 No function here allocates an n x B matrix.
 """
 
@@ -51,6 +56,8 @@ _MIN_GRID_BINS = 64
 
 _NS_PER_ATOM_DRAW = 75.0  # one binomial / multinomial / hypergeometric component
 _NS_PER_INDEX_DRAW = 15.0  # one random index (or sign) plus gather and add
+_NS_PER_SHARED_DRAW = 9.0  # one random index counted for every column at once
+_NS_PER_SHARED_SIGN = 2.5  # one random sign applied to every column at once
 _HOEFFDING = math.sqrt(2.0 * math.log(2.0 / FAILURE_PROB))
 
 
@@ -201,6 +208,89 @@ def _rows_per_chunk(width: int) -> int:
     return max(1, CHUNK_ELEMENTS // max(width, 1))
 
 
+def index_dtype(n: int) -> type:
+    """The integer type that index draws over n rows are made in (the smallest is fastest)."""
+    if n < 2**16:
+        return np.uint16
+    return np.int32 if n < 2**31 else np.int64
+
+
+def exact_cost(x: np.ndarray, n_resamples: int) -> float:
+    """Estimated cost (ns) of resampling ``x`` on its own by the cheaper exact method."""
+    rows = _as_rows(x)
+    atom_cost = _NS_PER_ATOM_DRAW * exact_atoms(rows).m * n_resamples
+    return min(atom_cost, _NS_PER_INDEX_DRAW * rows.size * n_resamples)
+
+
+def shared_bootstrap_cost(n: int, n_resamples: int) -> float:
+    """Estimated cost (ns) of the draws of :func:`shared_bootstrap_sums` on n rows."""
+    return _NS_PER_SHARED_DRAW * n * n_resamples
+
+
+def shared_signflip_cost(n: int, n_resamples: int) -> float:
+    """Estimated cost (ns) of the draws of :func:`shared_signflip_sums` on n rows."""
+    return _NS_PER_SHARED_SIGN * n * n_resamples
+
+
+def shared_bootstrap_sums(
+    blocks: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Column sums of ``n_resamples`` bootstrap resamples of n rows, for every block at once.
+
+    Each block is (n, k_j) (or (n,)); every block is resampled with the same draws: each
+    resample's row counts (drawn as n row indices) are multiplied into each block, so many
+    blocks cost about what one does. A block's sums depend only on the block, the draws
+    and n, never on the other blocks. Exact resampling, like the ``"index"`` method.
+    Returns one (B, k_j) array per block.
+    """
+    parts = [np.ascontiguousarray(_as_rows(b)) for b in blocks]
+    if not parts:
+        return []
+    n = parts[0].shape[0]
+    outs = [np.zeros((n_resamples, part.shape[1])) for part in parts]
+    if n == 0:
+        return outs
+    chunk = _rows_per_chunk(n)
+    offsets = np.arange(chunk, dtype=np.intp)[:, None] * n
+    for start in range(0, n_resamples, chunk):
+        b = min(chunk, n_resamples - start)
+        idx = rng.integers(0, n, size=(b, n), dtype=index_dtype(n)).astype(np.intp)
+        idx += offsets[:b]
+        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        for part, out in zip(parts, outs, strict=True):
+            out[start : start + b] = counts @ part
+    return outs
+
+
+def shared_signflip_sums(
+    columns: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Sums of ``±a`` under random sign flips of the n rows, for every column ``a`` at once.
+
+    One sign per row and resample serves every column (each (n,)), so many columns cost
+    about what one does; a column's sums depend only on that column, the draws and n.
+    Exact, like the ``"index"`` method of :func:`signflip_sums`. Returns one (B,) array
+    per column.
+    """
+    parts = [np.ascontiguousarray(np.asarray(a, dtype=np.float64)) for a in columns]
+    if not parts:
+        return []
+    n = parts[0].shape[0]
+    outs = [np.zeros(n_resamples) for _ in parts]
+    if n == 0:
+        return outs
+    totals = [float(a.sum()) for a in parts]
+    chunk = _rows_per_chunk(n)
+    width = (n + 7) // 8
+    for start in range(0, n_resamples, chunk):
+        b = min(chunk, n_resamples - start)
+        packed = rng.integers(0, 256, size=(b, width), dtype=np.uint8)
+        positive = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
+        for a, total, out in zip(parts, totals, outs, strict=True):
+            out[start : start + b] = 2.0 * (positive @ a) - total
+    return outs
+
+
 def bootstrap_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Column sums of ``n_resamples`` bootstrap resamples (n rows with replacement): (B, k)."""
     n, k = sample.raw.shape
@@ -209,11 +299,10 @@ def bootstrap_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator)
         return out
     if sample.method == "index":
         rows = _rows_per_chunk(n * k)
-        dtype = np.int32 if n < 2**31 else np.int64
         raw = np.ascontiguousarray(sample.raw)
         for start in range(0, n_resamples, rows):
             b = min(rows, n_resamples - start)
-            idx = rng.integers(0, n, size=(b, n), dtype=dtype)
+            idx = rng.integers(0, n, size=(b, n), dtype=index_dtype(n))
             _index_sums(raw, idx, out[start : start + b])
         return out
     atoms = sample.atoms
@@ -261,16 +350,7 @@ def signflip_sums(sample: Prepared, n_resamples: int, rng: np.random.Generator) 
     if n == 0:
         return out
     if sample.method == "index":
-        a = sample.raw[:, 0]
-        total = a.sum()
-        rows = _rows_per_chunk(n)
-        width = (n + 7) // 8
-        for start in range(0, n_resamples, rows):
-            b = min(rows, n_resamples - start)
-            packed = rng.integers(0, 256, size=(b, width), dtype=np.uint8)
-            positive = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
-            out[start : start + b] = 2.0 * (positive @ a) - total
-        return out
+        return shared_signflip_sums([sample.raw[:, 0]], n_resamples, rng)[0]
     atoms = sample.atoms
     values = atoms.values[:, 0]
     rows = _rows_per_chunk(atoms.m)

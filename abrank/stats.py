@@ -18,8 +18,11 @@ Degenerate data never produce NaN or a crash: identical arms give delta 0, inter
 [0, 0] and p = 1; fewer than two pairs give p = 1 and an unbounded interval; a constant
 delta has a zero-width interval. Resampling is seeded per comparison from (seed, metric,
 treatment, segment) and per test, so results are reproducible to the last digit and do
-not depend on which other tests or comparisons were run. See :mod:`abrank.resampling`
-for how resampling stays fast at a million queries.
+not depend on which other tests or comparisons were run. Where a metric's own draws
+would be costly (many queries, many distinct values), it draws from resamples of its
+queries seeded from (seed, number of queries, treatment, segment) instead, which
+``compare_metrics`` computes once for all the metrics of a comparison. See
+:mod:`abrank.resampling` for how resampling stays fast at a million queries.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -337,9 +340,14 @@ def _paired_values(control: Any, treatment: Any, missing: str) -> tuple[np.ndarr
 
 
 def _generator(
-    seed: int | None, metric: str, treatment: str, segment: str | None, stream: str
+    seed: int | None,
+    metric: str | list[str],
+    treatment: str,
+    segment: str | None,
+    stream: str,
 ) -> np.random.Generator:
-    """A generator derived from (seed, metric, treatment, segment, test) by a stable hash."""
+    """A generator derived from (seed, metric, treatment, segment, test) by a stable hash;
+    ``metric`` is a list of names for draws shared by those metrics."""
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)
     text = json.dumps([int(seed), metric, treatment, segment], ensure_ascii=False)
@@ -451,30 +459,219 @@ def compare(
     )
     if design == "paired":
         c, t, in_c, in_t = _paired_values(control, treatment, missing)
-        return _compare_paired(c, t, int(in_c.sum()), int(in_t.sum()), **context)
+        draws = _shared_draws(
+            {metric: (c, t)}, {metric: run}, int(n_resamples), seed, treatment_name, segment
+        )
+        return _compare_paired(
+            c, t, int(in_c.sum()), int(in_t.sum()), draws=draws.get(metric), **context
+        )
     c = _values("control", control)
     t = _values("treatment", treatment)
     return _compare_independent(c[~np.isnan(c)], t[~np.isnan(t)], **context)
+
+
+def compare_metrics(
+    controls: Mapping[str, Any],
+    treatments: Mapping[str, Any],
+    *,
+    design: str = "paired",
+    primary_test: str = "t",
+    tests: Sequence[str] = ("t", "permutation", "bootstrap"),
+    alpha: float = 0.05,
+    confidence_level: float = 0.95,
+    n_resamples: int = 10_000,
+    missing: str = "zero",
+    seed: int | None = 0,
+    treatment_name: str = "treatment",
+    segment: str | None = None,
+) -> list[Comparison]:
+    """:func:`compare` for several metrics of the same two arms, in the order of ``controls``.
+
+    ``controls`` and ``treatments`` map each metric name to its per-query values, as
+    :func:`compare` takes them. In the paired design, metrics whose values are defined on
+    the same queries share one set of sign flips and one set of bootstrap resamples of
+    those queries (one draw then serves every metric, its delta and its relative lift).
+    The numbers are exactly those of :func:`compare` on each metric alone: sharing saves
+    time, never changes a result.
+    """
+    if list(controls) != list(treatments):
+        raise ConfigError(
+            f"treatments: expected the metrics of controls ({', '.join(map(str, controls))}), "
+            f"got {', '.join(map(str, treatments))}"
+        )
+    options = dict(
+        design=design,
+        primary_test=primary_test,
+        tests=tests,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        missing=missing,
+        seed=seed,
+        treatment_name=treatment_name,
+        segment=segment,
+    )
+    if design != "paired":
+        return [
+            compare(controls[m], treatments[m], metric=m, **options)  # type: ignore[arg-type]
+            for m in controls
+        ]
+    runs = {
+        m: _validate(
+            design,
+            primary_test,
+            tests,
+            alpha,
+            confidence_level,
+            n_resamples,
+            missing,
+            seed,
+            m,
+            treatment_name,
+            segment,
+        )
+        for m in controls
+    }
+    pairs = {m: _paired_values(controls[m], treatments[m], missing) for m in controls}
+    groups: dict[int, list[str]] = {}  # metrics on as many queries share draws
+    for m, pair in pairs.items():
+        groups.setdefault(pair[0].size, []).append(m)
+    draws: dict[str, _SharedDraws] = {}
+    for names in groups.values():
+        draws.update(
+            _shared_draws(
+                {m: pairs[m][:2] for m in names},
+                {m: runs[m] for m in names},
+                int(n_resamples),
+                seed,
+                treatment_name,
+                segment,
+            )
+        )
+    context = dict(
+        design=design,
+        primary_test=primary_test,
+        alpha=float(alpha),
+        confidence_level=float(confidence_level),
+        n_resamples=int(n_resamples),
+        seed=seed,
+        treatment_name=treatment_name,
+        segment=segment,
+    )
+    results = []
+    for m, (c, t, in_c, in_t) in pairs.items():
+        run = runs[m]
+        if primary_test != "t" and "bootstrap" not in run:
+            run = (*run, "bootstrap")
+        results.append(
+            _compare_paired(
+                c,
+                t,
+                int(in_c.sum()),
+                int(in_t.sum()),
+                draws=draws.get(m),
+                metric=m,
+                run=run,
+                **context,
+            )
+        )
+    return results
+
+
+SHARE_FACTOR = 2.0
+"""A metric draws from the shared resamples of its queries when drawing its own would
+cost at least 1 / SHARE_FACTOR of what the shared draws cost: at worst it then pays
+SHARE_FACTOR times its own cost, and every other metric that joins divides the cost."""
+
+
+def _shared_draws(
+    pairs: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    runs: Mapping[str, tuple[str, ...]],
+    n_resamples: int,
+    seed: int | None,
+    treatment_name: str,
+    segment: str | None,
+) -> dict[str, _SharedDraws]:
+    """Resampled sums drawn once for the metrics of one comparison on n queries each.
+
+    The shared sign flips and bootstrap resamples are seeded from (seed, n, treatment,
+    segment) alone, and whether a metric uses them depends on its own values only (its
+    cost of drawing alone, against :data:`SHARE_FACTOR`), so a metric's numbers never
+    depend on which other metrics are compared beside it.
+    """
+    n = next(iter(pairs.values()))[0].size
+    if n < 2:
+        return {}
+    flip_cost = rs.shared_signflip_cost(n, n_resamples)
+    boot_cost = rs.shared_bootstrap_cost(n, n_resamples)
+    flips: dict[str, np.ndarray] = {}
+    boots: dict[str, np.ndarray] = {}
+    for m, (c, t) in pairs.items():
+        run = runs[m]
+        d = t - c
+        if "permutation" in run and flip_cost <= rs.WORK_BUDGET_NS:
+            a = np.abs(d)
+            if SHARE_FACTOR * rs.exact_cost(a, n_resamples) >= flip_cost:
+                flips[m] = a
+        wants_boot = "bootstrap" in run or run[0] != "t"
+        if wants_boot and n >= MIN_BOOTSTRAP and boot_cost <= rs.WORK_BUDGET_NS:
+            # one block of three columns per metric: d, then the relative lift's (u, c)
+            block = np.zeros((n, 3))
+            block[:, 0] = d
+            own = rs.exact_cost(d, n_resamples)
+            if _lift(float(c.mean()), float(t.mean()), True) is not None:
+                block[:, 1:] = _ratio_columns(c, t)
+                own += rs.exact_cost(block[:, 1:], n_resamples)
+            if SHARE_FACTOR * own >= boot_cost:
+                boots[m] = block
+    shared: dict[str, dict[str, np.ndarray]] = {m: {} for m in pairs}
+    key = ["shared", int(n)]
+    if flips:
+        rng = _generator(seed, key, treatment_name, segment, "permutation")
+        sums = rs.shared_signflip_sums(list(flips.values()), n_resamples, rng)
+        for m, column in zip(flips, sums, strict=True):
+            shared[m]["flip"] = column
+    if boots:
+        rng = _generator(seed, key, treatment_name, segment, "bootstrap")
+        sums = rs.shared_bootstrap_sums(list(boots.values()), n_resamples, rng)
+        for m, block in zip(boots, sums, strict=True):
+            shared[m]["delta"] = block[:, 0]
+            if np.any(boots[m][:, 2]):
+                shared[m]["ratio"] = block[:, 1:]
+    return {m: _SharedDraws(**parts) for m, parts in shared.items() if parts}
+
+
+def _ratio_columns(c: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """(u, c) with u = t - ratio * c, so that mean(t*) / mean(c*) = ratio + mean(u*) / mean(c*)."""
+    ratio = float(t.sum()) / float(c.sum())
+    return np.column_stack([t - ratio * c, c])
 
 
 def _ratio_bootstrap(
     c: np.ndarray,
     t: np.ndarray,
     n_resamples: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None,
+    shared: np.ndarray | None = None,
 ) -> tuple[rs.BCa | None, str | None]:
-    """Paired BCa distribution of mean(t) / mean(c) - 1, resampling query pairs."""
+    """Paired BCa distribution of mean(t) / mean(c) - 1, resampling query pairs.
+
+    ``shared`` holds the bootstrap sums of :func:`_ratio_columns` when they were drawn
+    together with other statistics (``rng`` is then unused).
+    """
     n = c.size
     total_c, total_t = float(c.sum()), float(t.sum())
     ratio = total_t / total_c
-    u = t - ratio * c  # mean(t*) / mean(c*) = ratio + mean(u*) / mean(c*)
-    sample = rs.prepare(np.column_stack([u, c]), n_resamples, GRID_BINS_RATIO)
-    sums = rs.bootstrap_sums(sample, n_resamples, rng)
+    if shared is None:
+        sample = rs.prepare(_ratio_columns(c, t), n_resamples, GRID_BINS_RATIO)
+        sums = rs.bootstrap_sums(sample, n_resamples, rng)
+    else:
+        sample, sums = None, shared
     sum_u, sum_c = sums[:, 0], sums[:, 1]
     if np.any(sum_c * np.sign(total_c) <= 0):
         return None, None
     boot = ratio + sum_u / sum_c - 1.0
-    if sample.method == "grid":
+    if sample is None or sample.method != "exact":
         rows, weights = np.column_stack([c, t]), np.ones(n)
     else:
         atoms = sample.atoms
@@ -490,7 +687,7 @@ def _ratio_bootstrap(
     tol = _REL_TOL * (abs(theta) + 1.0)
     corrected = rs.bca(theta, boot, [(jack, weights)], tol)
     note = None
-    if sample.method == "grid":
+    if sample is not None and sample.method == "grid":
         eps_u = rs.grid_error_bound(sample.atoms.widths[0], n)
         eps_c = rs.grid_error_bound(sample.atoms.widths[1], n)
         mean_c_min = float(np.min(np.abs(sum_c))) / n - eps_c
@@ -601,12 +798,27 @@ NOTE_LIFT = (
 )
 
 
+@dataclass(frozen=True)
+class _SharedDraws:
+    """Resampled sums for one paired comparison, drawn together with other metrics'.
+
+    ``flip``: (B,) sign-flip sums of |d|; ``delta``: (B,) bootstrap sums of d;
+    ``ratio``: (B, 2) bootstrap sums of :func:`_ratio_columns`. None where the
+    comparison draws its own.
+    """
+
+    flip: np.ndarray | None = None
+    delta: np.ndarray | None = None
+    ratio: np.ndarray | None = None
+
+
 def _compare_paired(
     c: np.ndarray,
     t: np.ndarray,
     n_control: int,
     n_treatment: int,
     *,
+    draws: _SharedDraws | None = None,
     design: str,
     primary_test: str,
     alpha: float,
@@ -660,16 +872,20 @@ def _compare_paired(
     if "t" in run:
         p_values["t"] = t_p
 
+    draws = draws or _SharedDraws()
     if "permutation" in run:
         if n < 2:
             p_values["permutation"] = nan
         else:
-            rng = _generator(seed, metric, treatment_name, segment, "permutation")
-            sample = rs.prepare(np.abs(d), n_resamples, GRID_BINS_DELTA)
-            null = rs.signflip_sums(sample, n_resamples, rng)
+            if draws.flip is not None:
+                sample, null = None, draws.flip
+            else:
+                rng = _generator(seed, metric, treatment_name, segment, "permutation")
+                sample = rs.prepare(np.abs(d), n_resamples, GRID_BINS_DELTA)
+                null = rs.signflip_sums(sample, n_resamples, rng)
             b = _count_extreme(null, float(d.sum()), tol * max(n, 1))
             p_values["permutation"] = (b + 1) / (n_resamples + 1)
-            if sample.method == "grid":
+            if sample is not None and sample.method == "grid":
                 bound = rs.grid_error_bound(sample.atoms.widths[0], n)
                 approx.append(
                     f"the sign-flip test ({sample.atoms.m} cells, means within ±{bound:.2g})"
@@ -684,15 +900,19 @@ def _compare_paired(
             if n >= 2:
                 notes.append(NOTE_SMALL)
         else:
-            rng = _generator(seed, metric, treatment_name, segment, "bootstrap")
-            sample = rs.prepare(d, n_resamples, GRID_BINS_DELTA)
-            resampled = rs.bootstrap_sums(sample, n_resamples, rng)[:, 0] / n
-            if sample.method == "grid":
+            if draws.delta is not None:
+                sample, resampled = None, draws.delta / n
+            else:
+                rng = _generator(seed, metric, treatment_name, segment, "bootstrap")
+                sample = rs.prepare(d, n_resamples, GRID_BINS_DELTA)
+                resampled = rs.bootstrap_sums(sample, n_resamples, rng)[:, 0] / n
+            if sample is None or sample.method != "exact":
                 jack_rows, weights = d, np.ones(n)
-                bound = rs.grid_error_bound(sample.atoms.widths[0], n)
-                approx.append(f"the delta bootstrap ({sample.atoms.m} cells, within ±{bound:.2g})")
             else:
                 jack_rows, weights = sample.atoms.values[:, 0], sample.atoms.counts
+            if sample is not None and sample.method == "grid":
+                bound = rs.grid_error_bound(sample.atoms.widths[0], n)
+                approx.append(f"the delta bootstrap ({sample.atoms.m} cells, within ±{bound:.2g})")
             total = float(d.sum())
             jack = (total - jack_rows) / (n - 1)
             corrected = rs.bca(mean_d, resampled, [(jack, weights)], tol)
@@ -714,8 +934,11 @@ def _compare_paired(
             return _constant_interval(relative, n, level)
     elif relative is not None and n >= 2:
         if enough and "bootstrap" in run:
-            rng = _generator(seed, metric, treatment_name, segment, "relative")
-            corrected, note = _ratio_bootstrap(c, t, n_resamples, rng)
+            if draws.ratio is not None:
+                corrected, note = _ratio_bootstrap(c, t, n_resamples, None, draws.ratio)
+            else:
+                rng = _generator(seed, metric, treatment_name, segment, "relative")
+                corrected, note = _ratio_bootstrap(c, t, n_resamples, rng)
             if note:
                 approx.append(note)
             if corrected is not None:

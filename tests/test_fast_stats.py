@@ -112,7 +112,7 @@ def _numpy_index_sums(sample: rs.Prepared, n_resamples: int, rng: np.random.Gene
     rows = rs._rows_per_chunk(n * k)
     for start in range(0, n_resamples, rows):
         b = min(rows, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n), dtype=np.int32)
+        idx = rng.integers(0, n, size=(b, n), dtype=rs.index_dtype(n))
         out[start : start + b] = sample.raw[idx].sum(axis=1)
     return out
 

@@ -236,8 +236,10 @@ def test_large_samples_of_distinct_values_switch_to_grid_cells() -> None:
     t = np.clip(c + rng.normal(0.002, 0.2, n), 0, 1)
     result = compare(c, t, n_resamples=2000)
     assert result.approximation is not None
-    for part in ("sign-flip test", "delta bootstrap", "relative-lift bootstrap"):
+    for part in ("delta bootstrap", "relative-lift bootstrap"):
         assert part in result.approximation
+    # one random sign per query is cheap enough to stay exact at this size
+    assert "sign-flip test" not in result.approximation
     half = (result.ci[1] - result.ci[0]) / 2
     # with 2,000 draws the BCa endpoints carry ~0.03 half-widths of Monte-Carlo error
     assert result.bootstrap_ci == pytest.approx(result.ci, abs=0.15 * half)
@@ -270,3 +272,42 @@ def test_adaptive_grid_keeps_the_bound_below_the_stated_share_of_the_standard_er
     assert rs.grid_error_bound(float(np.ptp(d)) / (bins - 1), n) > rs.GRID_SE_SHARE * standard_error
     # the cap wins when the data would need more cells
     assert rs.adaptive_bins(d, (100,)) == (100,)
+
+
+def test_shared_bootstrap_sums_are_the_index_draws_counted_into_every_block() -> None:
+    rng = np.random.default_rng(31)
+    n, draws = 257, 700
+    blocks = [rng.standard_normal((n, 3)), rng.random(n), rng.integers(0, 4, (n, 2)) * 1.0]
+    sums = rs.shared_bootstrap_sums(blocks, draws, np.random.default_rng(32))
+    # the slow obvious way: the same row indices, summed resample by resample
+    replay = np.random.default_rng(32)
+    chunk = rs._rows_per_chunk(n)
+    idx = np.concatenate(
+        [
+            replay.integers(0, n, size=(min(chunk, draws - s), n), dtype=rs.index_dtype(n))
+            for s in range(0, draws, chunk)
+        ]
+    )
+    for block, got in zip(blocks, sums, strict=True):
+        rows = block.reshape(n, -1)
+        expected = np.stack([rows[i].sum(axis=0) for i in idx])
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-9)
+    # a block's sums do not depend on the blocks beside it, to the last bit
+    alone = rs.shared_bootstrap_sums([blocks[1]], draws, np.random.default_rng(32))[0]
+    np.testing.assert_array_equal(alone, sums[1])
+
+
+def test_shared_sign_flips_match_the_exact_distribution_and_ignore_other_columns() -> None:
+    rng = np.random.default_rng(33)
+    a, b = np.abs(_mrr_deltas(rng, 400)), rng.random(400)
+    draws = 4000
+    both = rs.shared_signflip_sums([a, b], draws, np.random.default_rng(34))
+    alone = rs.shared_signflip_sums([a], draws, np.random.default_rng(34))[0]
+    np.testing.assert_array_equal(both[0], alone)
+    exact = rs.signflip_sums(
+        rs.prepare(a, draws, (64,), force="exact"), draws, np.random.default_rng(35)
+    )
+    assert sps.ks_2samp(both[0], exact).pvalue > 0.001
+    # mean 0, variance sum(a^2)
+    assert abs(both[0].mean()) < 5 * math.sqrt((a**2).sum() / draws)
+    assert both[0].std() == pytest.approx(math.sqrt((a**2).sum()), rel=0.08)
