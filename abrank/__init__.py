@@ -19,7 +19,7 @@ from abrank.errors import AbrankError, ConfigError, DataError
 __version__ = "0.1.0"
 
 _LAZY = {
-    "evaluate": "abrank.metrics",
+    "evaluate": "abrank.engines.evaluate",
     "parse_metric": "abrank.metrics",
     "compare": "abrank.stats",
     "Comparison": "abrank.stats",
@@ -27,7 +27,7 @@ _LAZY = {
     "Experiment": "abrank.config",
     "read_rankings": "abrank.io",
     "read_judgments": "abrank.io",
-    "run_experiment": "abrank.pipeline",
+    "run_experiment": "abrank.analysis",
     "Readout": "abrank.readout",
 }
 

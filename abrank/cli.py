@@ -353,9 +353,9 @@ def _progress(quiet: bool):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from abrank.analysis import check_output_folder, default_folder, run_experiment, write_readout
     from abrank.config import load_experiment
-    from abrank.pipeline import check_output_folder, default_folder, run_experiment, write_readout
-    from abrank.report import headline_lines
+    from abrank.render import headline_lines
     from abrank.workers import start_chart_workers
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
@@ -389,8 +389,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from abrank.analysis import load_data
     from abrank.config import load_experiment
-    from abrank.pipeline import load_data
 
     experiments = [load_experiment(path) for path in args.configs]
     for path, experiment in zip(args.configs, experiments):
@@ -440,8 +440,8 @@ def _reuse_freed_memory() -> None:
 def _metrics(args: argparse.Namespace) -> int:
     from abrank._lazy import import_pandas_in_background
     from abrank.io import detect_format
-    from abrank.trec import format_trec_eval, trec_eval_report, trec_eval_text
     from abrank.treceval import expand_cutoff_lists, parse_trec_measures, split_metric_lists
+    from abrank.treceval.output import format_trec_eval, trec_eval_report, trec_eval_text
 
     # every module this needs is loaded; pandas (which pyarrow wants for its first NumPy
     # conversion) loads on the other core while the first file parses
@@ -490,7 +490,7 @@ def _metrics(args: argparse.Namespace) -> int:
         if measures is not None:
             text = _trec_eval_report_of_tables(rankings, judgments, measures, args, digits)
         else:
-            from abrank.metrics import evaluate
+            from abrank.engines.evaluate import evaluate
 
             table = evaluate(rankings, judgments, names, complete=args.complete, **options)
             columns = {name: table[name].fillna(0.0).to_numpy() for name in table.columns}
@@ -517,8 +517,8 @@ def _check_metric_options(args: argparse.Namespace) -> None:
 
 def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int) -> str:
     """trec_eval's output for rankings and judgments read from tables (no run tag)."""
+    from abrank.engines.memory import check_options, prepare
     from abrank.errors import ConfigError, DataError
-    from abrank.metrics import _options, _prepare
     from abrank.treceval import format_report
 
     if "runid" in measures.cutoffs:
@@ -526,8 +526,8 @@ def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int
             f"-m runid: expected a TREC run file (its sixth column names the run), "
             f"got {args.run}, a table"
         )
-    _options(args.rel_level, "linear", args.depth)
-    prep = _prepare(rankings, judgments, args.depth)
+    check_options(args.rel_level, "linear", args.depth)
+    prep = prepare(rankings, judgments, args.depth)
     if not (prep.in_run & prep.in_judgments).any():
         raise DataError(
             f"{args.run}: query ids: expected queries that are also in {args.qrels}, got none"
@@ -543,9 +543,9 @@ def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from abrank.analysis import run_experiment
     from abrank.config import build_experiment
-    from abrank.pipeline import run_experiment
-    from abrank.report import headline_lines
+    from abrank.render import headline_lines
     from abrank.treceval import expand_cutoff_lists, split_metric_lists
 
     config = {

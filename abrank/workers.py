@@ -207,7 +207,7 @@ def _chart_worker_main(conns: list[Any]) -> None:
     """The first worker: import the chart code, fork the other workers, serve, reap."""
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"  # if NumPy is not loaded yet: no BLAS threads to fork around
-    from abrank import charts
+    from abrank.render import charts
 
     charts.warm_up()
     children = []
@@ -233,7 +233,7 @@ def _chart_worker_main(conns: list[Any]) -> None:
 
 def _serve_charts(conn: Any) -> None:
     """Draw the charts asked for until the other end closes."""
-    from abrank.charts import plan_charts
+    from abrank.render.charts import plan_charts
 
     while True:
         try:

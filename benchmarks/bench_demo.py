@@ -10,7 +10,7 @@ Two figures, each measured in fresh child processes:
   each stage from the run's own progress lines (start-up and imports, loading, scoring,
   comparing, writing the readout).
 * **batch**: ``--batch`` readouts (default 10) in one process through the Python API
-  (``abrank.run_experiment`` + ``abrank.pipeline.write_readout``, with chart workers
+  (``abrank.run_experiment`` + ``abrank.analysis.write_readout``, with chart workers
   started first and ``OPENBLAS_NUM_THREADS=1``, as ``abrank run`` has them), with the
   time per readout.
 
@@ -52,7 +52,7 @@ _BATCH = textwrap.dedent("""\
     except ImportError:  # a copy of abrank without chart workers
         pass
     import abrank
-    from abrank.pipeline import write_readout
+    from abrank.analysis import write_readout
     imported = time.perf_counter() - start
     config, out, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     times = []

@@ -321,8 +321,8 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
     ]
     process("abrank metrics -q -m recip_rank ... (trec_eval's)", trec_eval_command, t, args.repeat)
 
-    from abrank.metrics import evaluate
-    from abrank.trec import read_trec_qrels, read_trec_run
+    from abrank.engines.evaluate import evaluate
+    from abrank.io.trec import read_trec_qrels, read_trec_run
 
     run = timed("abrank read_trec_run", lambda: read_trec_run(run_path), t, args.repeat)
     qrels = timed("abrank read_trec_qrels", lambda: read_trec_qrels(qrels_path), t, args.repeat)

@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 from test_report import EXAMPLE, PNG_SIGNATURE, build_readout
 
-from abrank.charts import (
+from abrank.readout import Readout
+from abrank.render.charts import (
     GREEN,
     RANK_BUCKETS,
     VERMILLION,
@@ -21,7 +22,6 @@ from abrank.charts import (
     paired_deltas,
     plan_charts,
 )
-from abrank.readout import Readout
 
 ALL = [
     "forest.png",

@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abrank.cli import main
-from abrank.metrics import evaluate
-from abrank.trec import doc_keys, equal_pairs, repeated_pairs, take_rows
+from abrank.engines.arrow import doc_keys, equal_pairs, take_rows
+from abrank.engines.evaluate import evaluate
+from abrank.io.trec import repeated_pairs
 
 # --------------------------------------------------------------------------- the regression
 

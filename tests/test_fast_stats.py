@@ -1,4 +1,4 @@
-"""The fast paths give the libraries' numbers to the last bit: abrank.fast_stats against
+"""The fast paths give the libraries' numbers to the last bit: abrank.stats.fast against
 scipy.stats and statsmodels, and the index-bootstrap sums against NumPy's own gather-and-sum.
 """
 
@@ -14,8 +14,8 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests as statsmodels_multipletests
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from abrank import fast_stats
-from abrank import resampling as rs
+from abrank.stats import fast as fast_stats
+from abrank.stats import resampling as rs
 
 
 def _samples(count: int, seed: int):

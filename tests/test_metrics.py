@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from abrank.engines.evaluate import diagnose, evaluate, first_relevant_rank
 from abrank.errors import ConfigError, DataError
-from abrank.metrics import diagnose, evaluate, first_relevant_rank
 
 
 def frame(rows, columns=("query_id", "doc_id", "rank")) -> pd.DataFrame:
@@ -546,10 +546,10 @@ def test_inline_labels_match_a_separate_judgments_frame(case):
     )
 )
 def test_gain_levels_by_counting_equal_numpys_unique(values):
-    from abrank.metrics import _levels
+    from abrank.engines.memory import gain_levels
 
     gains = np.array(values, dtype=np.float64)
-    levels, level_of = _levels(gains)
+    levels, level_of = gain_levels(gains)
     expected_levels, expected_of = np.unique(gains, return_inverse=True)
     np.testing.assert_array_equal(levels, expected_levels)
     np.testing.assert_array_equal(level_of, expected_of)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_cli import CONFIG, run_cli, write_experiment
 
+from abrank.analysis import READOUT_MARKER, check_output_folder
 from abrank.errors import ConfigError
-from abrank.pipeline import READOUT_MARKER, check_output_folder
 
 READOUT_FILES = {
     READOUT_MARKER,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from abrank.analysis import run_experiment
 from abrank.config import build_experiment
 from abrank.errors import DataError
-from abrank.pipeline import run_experiment
 
 CONTROL = [
     ("q1", "a", 1),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from abrank.analysis import run_experiment
 from abrank.config import build_experiment
-from abrank.pipeline import run_experiment
 
 
 def dl_hard(shared_data: Path, kind: str, treatment: str, **overrides) -> dict:

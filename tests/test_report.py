@@ -24,7 +24,7 @@ from scipy import stats
 
 from abrank.errors import ConfigError
 from abrank.readout import Readout
-from abrank.report import (
+from abrank.render import (
     fmt_count,
     fmt_p,
     fmt_percent,
@@ -913,7 +913,7 @@ def test_numpy_scalars_and_missing_numbers_render():
 
 
 def test_headline_of_unchanged_queries_and_of_the_independent_design():
-    from abrank.report import headline_line
+    from abrank.render import headline_line
 
     summary = {
         "arms": [

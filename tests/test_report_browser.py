@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 from test_report import build_readout
 
-from abrank.report import write_report
+from abrank.render import write_report
 
 WIDTH, TALL = 1280, 16000
 

@@ -2,7 +2,7 @@
 
 The golden text below was read line by line, and the test does not trust it blindly: the
 headline lines and results rows in it are rebuilt here from summary.json numbers with
-plain f-strings (the formatting rules of ``abrank.report``), the verdicts are re-derived
+plain f-strings (the formatting rules of ``abrank.render``), the verdicts are re-derived
 from the adjusted p-values, the means from the per-query table, the data fingerprints
 from the files themselves (hashlib) and the config block from the config file.
 """
@@ -21,7 +21,7 @@ import pytest
 from reference import largest_moves
 
 import abrank
-from abrank.report import headline_lines, render_markdown
+from abrank.render import headline_lines, render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "experiments/demo-reranker.yaml"

@@ -1,4 +1,4 @@
-"""abrank.resampling: exact enumeration, scipy's BCa, and distribution checks between methods."""
+"""abrank.stats.resampling: exact enumeration, scipy's BCa, and distribution checks between methods."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from abrank import resampling as rs
 from abrank.stats import compare
+from abrank.stats import resampling as rs
 
 
 def _mc_band(p: float, draws: int) -> float:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from abrank.metrics import evaluate
-from abrank.trec import read_trec_qrels, read_trec_run, trec_eval_text
+from abrank.engines.evaluate import evaluate
+from abrank.io.trec import read_trec_qrels, read_trec_run
+from abrank.treceval.output import trec_eval_text
 
 # trec_eval measure name -> abrank metric name (None: not one of ours)
 _MEASURE = re.compile(r"^(P|recall|ndcg_cut|map_cut|success)_(\d+)$")

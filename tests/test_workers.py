@@ -83,7 +83,7 @@ def _demo_readout():
 
 
 def test_chart_workers_draw_the_same_bytes_as_this_process(chart_workers) -> None:
-    from abrank.charts import plan_charts
+    from abrank.render.charts import plan_charts
 
     readout = _demo_readout()
     there = plan_charts(readout)
@@ -94,7 +94,7 @@ def test_chart_workers_draw_the_same_bytes_as_this_process(chart_workers) -> Non
 
 
 def test_a_dead_chart_worker_is_replaced_by_drawing_here(chart_workers) -> None:
-    from abrank.charts import plan_charts
+    from abrank.render.charts import plan_charts
 
     readout = _demo_readout()
     workers._chart_conns[1].send(None)  # that worker stops serving
@@ -116,7 +116,7 @@ def test_charts_are_shared_by_weight() -> None:
 
 
 def test_charts_a_worker_cannot_plan_are_drawn_here_and_the_worker_stays(chart_workers) -> None:
-    from abrank.charts import Chart, plan_charts
+    from abrank.render.charts import Chart, plan_charts
 
     readout = _demo_readout()
     reference = plan_charts(readout)

@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from abrank import workers
-from abrank.charts import Chart, arm_labels, control_name, metric_label, plan_charts
 from abrank.errors import ConfigError
 from abrank.readout import Readout
+from abrank.render.charts import Chart, arm_labels, control_name, metric_label, plan_charts
 
 REPORT_FORMATS = ("html", "md")
 

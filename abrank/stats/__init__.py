@@ -22,7 +22,7 @@ not depend on which other tests or comparisons were run. Where a metric's own dr
 would be costly (many queries, many distinct values), it draws from resamples of its
 queries seeded from (seed, number of queries, treatment, segment) instead, which
 ``compare_metrics`` computes once for all the metrics of a comparison. See
-:mod:`abrank.resampling` for how resampling stays fast at a million queries.
+:mod:`abrank.stats.resampling` for how resampling stays fast at a million queries.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit
 
-from abrank import fast_stats
-from abrank import resampling as rs
 from abrank.errors import ConfigError
+from abrank.stats import fast as fast_stats
+from abrank.stats import resampling as rs
 
 DESIGNS = ("paired", "independent")
 TESTS = {
@@ -1239,7 +1239,7 @@ def adjust(comparisons: Sequence[Comparison], method: str = "holm") -> list[Comp
     that matches the adjusted p-value (``ci_level``), so an interval excludes 0 exactly
     when the adjusted verdict is a win or a loss. The input order is kept.
     """
-    from abrank.fast_stats import multipletests  # statsmodels' numbers, without its import
+    from abrank.stats.fast import multipletests  # statsmodels' numbers, without its import
 
     canonical = CORRECTIONS[_choice("method", method, sorted(CORRECTIONS))]
     items = list(comparisons)

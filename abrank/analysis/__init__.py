@@ -188,7 +188,8 @@ class ScoredArms:
 
 def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     """Score each arm on every analysed query (judged queries that any arm holds)."""
-    from abrank.metrics import evaluate, parse_metric
+    from abrank.engines.evaluate import evaluate
+    from abrank.metrics import parse_metric
 
     metrics = [parse_metric(name) for name in experiment.metrics]
     judged = pd.Index(pd.unique(data.judgments["query_id"]))
@@ -698,7 +699,7 @@ def write_readout(
             _write_csv(readout.per_query, staging / "per_query.csv")
         rendered = [f for f in ("html", "md") if f in formats]
         if rendered:
-            from abrank.report import write_report
+            from abrank.render import write_report
 
             write_report(readout, staging, formats=tuple(rendered))
         written = [

@@ -119,7 +119,7 @@ def read_rankings(
     fmt = detect_format(path, format)
     _check_table_options(path, fmt, sep, decimal)
     if fmt == "trec":
-        from abrank.trec import read_trec_run
+        from abrank.io.trec import read_trec_run
 
         return read_trec_run(path, duplicates=duplicates)
     frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
@@ -157,7 +157,7 @@ def read_rankings(
     if "rank" in frame.columns:
         _check_repeated_ranks(frame, path, first_line)
         return frame.reset_index(drop=True)
-    from abrank.trec import rank_by_score
+    from abrank.engines.arrow import rank_by_score
 
     return rank_by_score(frame.reset_index(drop=True))
 
@@ -175,7 +175,7 @@ def read_judgments(
     fmt = detect_format(path, format, judgments=True)
     _check_table_options(path, fmt, sep, decimal)
     if fmt == "qrels":
-        from abrank.trec import read_trec_qrels
+        from abrank.io.trec import read_trec_qrels
 
         return read_trec_qrels(path)
     frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
@@ -496,7 +496,8 @@ def _deduplicate(
     what: str = "ranking",
     renumber: bool = True,
 ) -> pd.DataFrame:
-    from abrank.trec import as_arrow, name_pairs, query_codes, repeated_pairs
+    from abrank.engines.arrow import as_arrow, query_codes
+    from abrank.io.trec import name_pairs, repeated_pairs
 
     queries, docs = as_arrow(frame["query_id"]), as_arrow(frame["doc_id"])
     rows = repeated_pairs(query_codes(queries)[0], docs)
@@ -524,7 +525,7 @@ def _check_repeated_ranks(frame: pd.DataFrame, path: str | Path, first_line: int
     logs appended, a page's positions restarting at 1), so it is an error, not a warning.
     ``frame.index`` holds the rows' positions in the file.
     """
-    from abrank.trec import as_arrow, query_codes
+    from abrank.engines.arrow import as_arrow, query_codes
 
     codes = query_codes(as_arrow(frame["query_id"]))[0]
     rank = frame["rank"].to_numpy()

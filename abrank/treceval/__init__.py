@@ -34,7 +34,8 @@ import pyarrow as pa
 from abrank.errors import ConfigError
 
 if TYPE_CHECKING:
-    from abrank.metrics import Metric, _Prepared
+    from abrank.engines.memory import Prepared
+    from abrank.metrics import Metric
 
 __all__ = [
     "TrecMeasures",
@@ -211,7 +212,7 @@ def _cutoffs(token: str, params: str) -> tuple[int, ...]:
 
 
 def format_report(
-    prep: _Prepared,
+    prep: Prepared,
     measures: TrecMeasures,
     *,
     rel_level: float = 1,
@@ -225,14 +226,14 @@ def format_report(
     ``prep`` comes from the metrics engine's join; ``runid`` is printed for the ``runid``
     measure (the run file's last tag).
     """
-    from abrank.metrics import _compute, _scored
+    from abrank.engines.memory import compute, scored_queries
 
     nq = len(prep.ids)
-    scored = _scored(prep, complete)
+    scored = scored_queries(prep, complete)
     evaluated = prep.in_run & prep.in_judgments  # the queries trec_eval prints
     threshold = float(rel_level)
     named = measures.metrics()
-    values = _compute(prep, [m for _, m in named], threshold, "linear") if named else {}
+    values = compute(prep, [m for _, m in named], threshold, "linear") if named else {}
     counts = {
         "num_ret": prep.retrieved.astype(np.int64),
         "num_rel": np.bincount(prep.judged_code[prep.judged_grade >= threshold], minlength=nq),

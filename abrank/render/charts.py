@@ -108,7 +108,7 @@ def plan_charts(readout: Readout) -> list[Chart]:
 @cache
 def _mpl() -> SimpleNamespace:
     """matplotlib's classes, imported on the first drawing (0.3 s or more), so that
-    planning charts and importing this module or :mod:`abrank.report` cost nothing."""
+    planning charts and importing this module or :mod:`abrank.render` cost nothing."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
     from matplotlib.figure import Figure
     from matplotlib.font_manager import FontProperties

@@ -1,0 +1,143 @@
+"""Per-query metric values from rankings and judgments frames, on the in-memory engine."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from abrank._lazy import pandas as pd
+from abrank.engines.memory import (
+    check_options,
+    compute,
+    first_per_query,
+    prepare,
+    query_index,
+    scored_queries,
+)
+from abrank.metrics.names import Metric, parse_metrics
+
+
+def evaluate(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    metrics: Sequence[str | Metric],
+    *,
+    rel_level: float = 1,
+    gain: str = "linear",
+    depth: int | None = 1000,
+    complete: bool = False,
+) -> pd.DataFrame:
+    """Per-query values of every metric, for a whole rankings frame at once.
+
+    ``rankings`` holds ``query_id``, ``doc_id`` and ``rank`` (only its order within a
+    query matters; equal ranks are broken by doc id descending) or, without ``rank``,
+    ``score`` (ordered as trec_eval orders it). ``judgments`` holds ``query_id``,
+    ``doc_id`` and ``relevance``; when it is None the rankings' own ``relevance`` column
+    supplies the labels (missing = unjudged). Only the first ``depth`` documents of each
+    query count (None: all; trec_eval's ``-M``, which trec_eval itself leaves unlimited).
+
+    Returns a float64 frame indexed by ``query_id`` (sorted), one column per metric named
+    by its canonical name, in the order given. Queries scored are those both ranked and
+    judged; with ``complete`` also judged queries missing from the rankings (scored as an
+    empty ranking, like trec_eval ``-c``). A value is NaN where the metric is undefined,
+    decided per metric: mrr, recall, precision, hit, map and ap when no judgment of the
+    query reaches the metric's relevance threshold; ndcg and dcg when no judgment has a
+    gain above 0 (so at a threshold of 2 a query judged only with grade 1 has an NDCG but no
+    MRR). judged@k, a diagnostic, is always defined. trec_eval scores undefined values 0.
+
+    A (query, doc) pair ranked twice, or judged twice, is a DataError; only the rows that
+    some requested metric reads (down to its deepest cutoff) are checked, as those are the
+    rows joined to the judgments.
+    """
+    parsed = parse_metrics(metrics)
+    check_options(rel_level, gain, depth)
+    # rows below every requested cutoff cannot change a value: they are not joined
+    reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
+    prep = prepare(rankings, judgments, depth, reach)
+    values = compute(prep, parsed, float(rel_level), gain)
+    scored = scored_queries(prep, complete)
+    index = query_index(prep, scored)
+    return pd.DataFrame({name: column[scored] for name, column in values.items()}, index=index)
+
+
+def first_relevant_rank(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    *,
+    rel_level: float = 1,
+    depth: int | None = 1000,
+) -> pd.Series:
+    """Rank (1 = top) of the first relevant document of each query, NaN when none is ranked.
+
+    Queries are those both ranked and judged (index ``query_id``, sorted); "relevant" means
+    a grade >= ``rel_level`` within the first ``depth`` documents.
+    """
+    check_options(rel_level, "linear", depth)
+    prep = prepare(rankings, judgments, depth)
+    nq = len(prep.ids)
+    hit = prep.row_grade >= float(rel_level)
+    first = first_per_query(prep.row_code[hit], prep.row_pos[hit] + 1.0, nq)
+    scored = scored_queries(prep, False)
+    return pd.Series(
+        first[scored], index=query_index(prep, scored), name="first_relevant_rank", dtype=np.float64
+    )
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What an arm's rankings and the judgments cover, beside the metric values."""
+
+    queries: int  # queries in the rankings
+    judged_queries: int  # of those, queries with at least one judgment (the scored ones)
+    without_relevant: int  # scored queries whose judgments hold no grade >= rel_level
+    judged_at_k: float  # mean share of the top k documents that carry a judgment
+    k: int
+    rel_level: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins (judged_at_k is None when no query is scored)."""
+        judged = None if math.isnan(self.judged_at_k) else float(self.judged_at_k)
+        return {
+            "queries": int(self.queries),
+            "judged_queries": int(self.judged_queries),
+            "without_relevant": int(self.without_relevant),
+            "judged_at_k": judged,
+            "k": int(self.k),
+            "rel_level": float(self.rel_level),
+        }
+
+
+def diagnose(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    *,
+    rel_level: float = 1,
+    k: int = 10,
+    depth: int | None = 1000,
+) -> Diagnostics:
+    """Coverage of one arm: queries ranked, judged, without any relevant judgment, judged@k.
+
+    A low judged@k warns that unjudged documents (counted as not relevant) may bias a
+    comparison against the arm that retrieves them; queries without a relevant judgment
+    leave mrr, ndcg, recall and map undefined and drop out of comparisons.
+    """
+    check_options(rel_level, "linear", depth)
+    metric = Metric("judged", k)
+    prep = prepare(rankings, judgments, depth, reach=metric.k)
+    scored = scored_queries(prep, False)
+    judged_share = compute(prep, [metric], float(rel_level), "linear")[metric.name][scored]
+    relevant = np.bincount(
+        prep.judged_code[prep.judged_grade >= float(rel_level)], minlength=len(prep.ids)
+    )
+    return Diagnostics(
+        queries=int(prep.in_run.sum()),
+        judged_queries=int(scored.sum()),
+        without_relevant=int((scored & (relevant == 0)).sum()),
+        judged_at_k=float(judged_share.mean()) if judged_share.size else math.nan,
+        k=metric.k,
+        rel_level=float(rel_level),
+    )

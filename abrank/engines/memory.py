@@ -1,0 +1,424 @@
+"""The in-memory engine: judged metrics per query over whole columns.
+
+Rows are ordered per query (trec_eval's rule), joined to their judgments through packed
+64-bit keys and one sort, and every metric is a segmented reduction (``np.bincount``) over
+the judged rows. There is no Python loop over queries, and any number of metrics and
+cutoffs share one pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from abrank._lazy import pandas as pd
+from abrank.engines.arrow import (
+    as_arrow,
+    doc_keys,
+    equal_pairs,
+    order_rows,
+    positions,
+    query_codes,
+    take_rows,
+)
+from abrank.errors import ConfigError, DataError
+from abrank.metrics.names import GAINS, Metric
+
+
+@dataclass
+class Prepared:
+    """Rankings joined to judgments, as flat arrays over the kept (depth-limited) rows."""
+
+    ids: pa.Array  # sorted distinct query ids; code i is ids[i]
+    # the judged rows among the kept ones, in per-query rank order (queries contiguous)
+    row_code: np.ndarray
+    row_pos: np.ndarray  # 0-based position within the query
+    row_grade: np.ndarray
+    judged_code: np.ndarray  # per judgment
+    judged_grade: np.ndarray
+    in_run: np.ndarray  # per query code: the ranking holds it
+    in_judgments: np.ndarray  # per query code: it has at least one judgment
+    retrieved: np.ndarray  # per query code: kept rows
+
+
+def check_options(rel_level: float, gain: str, depth: int | None) -> None:
+    try:
+        ok = math.isfinite(float(rel_level))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or isinstance(rel_level, bool):
+        raise ConfigError(f"rel_level: expected a number, got {rel_level!r}")
+    if gain not in GAINS:
+        raise ConfigError(f"gain: expected one of {', '.join(GAINS)}, got {gain!r}")
+    if depth is not None and (
+        isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1
+    ):
+        raise ConfigError(f"depth: expected a whole number >= 1 or None, got {depth!r}")
+
+
+def _columns(frame: pd.DataFrame, what: str, required: Sequence[str]) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"{what}: expected a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        found = ", ".join(map(str, frame.columns)) or "no columns"
+        raise DataError(f"{what}: columns: expected {', '.join(required)}, got {found}")
+
+
+def _numbers(series: pd.Series, what: str, allow_nan: bool) -> np.ndarray:
+    try:
+        values = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        bad = pd.to_numeric(series, errors="coerce").isna() & series.notna()
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(f"{what}: row {row}: expected a number, got {series.iloc[row]!r}") from None
+    if not allow_nan and np.isnan(values).any():
+        row = int(np.flatnonzero(np.isnan(values))[0])
+        raise DataError(f"{what}: row {row}: expected a number, got a missing value")
+    return values
+
+
+def _rows_per_query(codes: np.ndarray, nq: int) -> np.ndarray:
+    """How many rows each query code has; ``codes`` grouped by query (one pass, no copy)."""
+    out = np.zeros(nq, dtype=np.int64)
+    if codes.size:
+        starts = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+        bounds = np.concatenate(([0], starts, [codes.size]))
+        out[codes[bounds[:-1]]] = np.diff(bounds)
+    return out
+
+
+def _describe_pairs(q: pa.ChunkedArray, d: pa.ChunkedArray, rows: np.ndarray) -> str:
+    rows = np.sort(rows)
+    shown = ", ".join(f"({q[int(r)].as_py()!r}, {d[int(r)].as_py()!r})" for r in rows[:3])
+    return shown + (f" and {rows.size - 3} more" if rows.size > 3 else "")
+
+
+def prepare(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    depth: int | None,
+    reach: int | None = None,
+) -> Prepared:
+    """Order, cut and join. ``reach`` is the deepest position any requested metric reads
+    (None: all of ``depth``); rows below it count as retrieved but are not joined."""
+    _columns(rankings, "rankings", ("query_id", "doc_id"))
+    if "rank" in rankings.columns:
+        rank = rankings["rank"]
+        if pd.api.types.is_integer_dtype(rank.dtype) and not isinstance(
+            rank.dtype, pd.CategoricalDtype
+        ):
+            key = rank.to_numpy(dtype=np.int64)
+        else:
+            key = _numbers(rank, "rankings: rank", allow_nan=False)
+    elif "score" in rankings.columns:
+        key = -_numbers(rankings["score"], "rankings: score", allow_nan=False)
+    else:
+        found = ", ".join(map(str, rankings.columns))
+        raise DataError(f"rankings: columns: expected a rank or a score column, got {found}")
+    rq = as_arrow(rankings["query_id"], "rankings: query_id")
+    rd = as_arrow(rankings["doc_id"], "rankings: doc_id")
+    inline = jq = jd = jgrade = None
+    if judgments is None:
+        if "relevance" not in rankings.columns:
+            raise DataError(
+                "judgments: expected a judgments frame or a relevance column in the rankings, "
+                "got neither"
+            )
+        inline = _numbers(rankings["relevance"], "rankings: relevance", allow_nan=True)
+    else:
+        _columns(judgments, "judgments", ("query_id", "doc_id", "relevance"))
+        jq = as_arrow(judgments["query_id"], "judgments: query_id")
+        jd = as_arrow(judgments["doc_id"], "judgments: doc_id")
+        jgrade = _numbers(judgments["relevance"], "judgments: relevance", allow_nan=False)
+    return prepare_arrays(rq, rd, key, inline, jq, jd, jgrade, depth, reach)
+
+
+def prepare_arrays(
+    rq: pa.ChunkedArray,
+    rd: pa.ChunkedArray,
+    key: np.ndarray,
+    inline: np.ndarray | None,
+    jq: pa.ChunkedArray | None,
+    jd: pa.ChunkedArray | None,
+    jgrade: np.ndarray | None,
+    depth: int | None,
+    reach: int | None,
+) -> Prepared:
+    """prepare on arrays: ids as Arrow strings, ``key`` ascending = better rank, labels
+    either inline (per ranking row, NaN = unjudged) or as judgments (jq, jd, jgrade)."""
+    if inline is not None:
+        codes, ids = query_codes(rq)
+    else:
+        (codes, jcodes), ids = query_codes(rq, jq)
+    nq = len(ids)
+
+    order, within_ties = order_rows(codes, key, rd)
+    # rows that move only inside blocks of one query keep their codes
+    ordered = codes if order is None or within_ties else codes[order]
+    pos = positions(ordered)
+    rows = order  # original row of each ordered row; None: the identity
+    if depth is not None and pos.size and pos.max() >= depth:
+        keep = pos < depth
+        rows = np.flatnonzero(keep) if rows is None else rows[keep]
+        ordered, pos = ordered[keep], pos[keep]
+    retrieved = _rows_per_query(ordered, nq)
+    if reach is not None and (depth is None or reach < depth) and pos.size and pos.max() >= reach:
+        keep = pos < reach
+        rows = np.flatnonzero(keep) if rows is None else rows[keep]
+        ordered, pos = ordered[keep], pos[keep]
+
+    def original(items: np.ndarray) -> np.ndarray:
+        return items if rows is None else rows[items]
+
+    if inline is not None:
+        # labels carried by the log: every labelled row is a judgment, kept or not
+        labelled = ~np.isnan(inline)
+        jcodes, jgrade = codes[labelled], inline[labelled]
+        keys = doc_keys(rd)
+        keys = keys if rows is None else keys.take(rows)  # keys, not strings, follow the order
+
+        def take(items: np.ndarray) -> pa.Array:
+            return take_rows(rd, original(items))
+
+        first, later = equal_pairs(ordered, keys, take)
+        if later.size:
+            raise DataError(
+                "rankings: (query_id, doc_id): expected each document once per query, got "
+                f"{later.size} duplicate(s): {_describe_pairs(rq, rd, original(later))}"
+            )
+        grade = inline if rows is None else inline[rows]
+        judged_rows = np.flatnonzero(~np.isnan(grade))
+        judged_grade = grade[judged_rows]
+    else:
+        n = ordered.size
+        size = len(rd)
+        if rd.type != jd.type:  # the readers give string, frames large_string: one type
+            rd, jd = rd.cast(pa.large_string()), jd.cast(pa.large_string())
+        all_docs = pa.chunked_array([*rd.chunks, *jd.chunks], type=rd.type)
+        keys = doc_keys(all_docs)  # ranking rows in their given order, then judgments
+        # Which order a query's rows come in does not matter to the join: when no row is
+        # cut, it runs on the ranking rows as given (no permuted copy of the keys) and its
+        # matches move to ranked positions afterwards; else on the kept rows, ranked.
+        given_order = n == size
+        if given_order:
+            all_codes = np.concatenate([codes, jcodes])
+
+            def run_row(items: np.ndarray) -> np.ndarray:
+                return items
+
+        else:
+            all_codes = np.concatenate([ordered, jcodes])
+            keys = keys.reorder_head(size, rows)
+            run_row = original
+
+        def take(items: np.ndarray) -> pa.ChunkedArray:
+            ranked = items < n
+            where = np.where(ranked, run_row(np.where(ranked, items, 0)), items - n + size)
+            return take_rows(all_docs, where)
+
+        first, later = equal_pairs(all_codes, keys, take)
+        del all_codes, keys  # their memory serves what follows
+        to_ranked = None
+        if given_order and rows is not None:  # ranked position of each row as given
+            to_ranked = np.empty(n, dtype=rows.dtype)
+            to_ranked[rows] = np.arange(n, dtype=rows.dtype)
+        run_dup = later < n
+        if run_dup.any():
+            raise DataError(
+                "rankings: (query_id, doc_id): expected each document once per query, got "
+                f"{int(run_dup.sum())} duplicate(s): "
+                f"{_describe_pairs(rq, rd, run_row(later[run_dup]))}"
+            )
+        # pairs reaching a judgment: the group's first judgment matches its run row (if
+        # any); every further judgment of the group repeats one
+        to_judgment = later >= n
+        f, lt = first[to_judgment], later[to_judgment]
+        repeated = f >= n
+        # matched ranked rows, each with its judgment, in ranked order (by scattering)
+        matched = ~repeated
+        ranked_rows = f[matched] if to_ranked is None else to_ranked[f[matched]]
+        judgment_of = np.full(n, -1, dtype=np.int32 if jgrade.size < 2**31 else np.int64)
+        judgment_of[ranked_rows] = lt[matched] - n
+        judged_rows = np.flatnonzero(judgment_of >= 0)
+        if judged_rows.size < ranked_rows.size:
+            # a run row reached by two judgments (a group of three or more): keep the first
+            by_group = np.lexsort((lt, f))
+            f, lt = f[by_group], lt[by_group]
+            repeated = f >= n
+            repeated[1:] |= f[1:] == f[:-1]
+        if repeated.any():
+            raise DataError(
+                "judgments: (query_id, doc_id): expected one judgment per pair, got "
+                f"{int(repeated.sum())} repeated: "
+                f"{_describe_pairs(jq, jd, lt[repeated] - n)}"
+            )
+        judged_grade = jgrade[judgment_of[judged_rows]]
+
+    in_run = retrieved > 0
+    in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)
+    return Prepared(
+        ids=ids,
+        row_code=ordered[judged_rows],
+        row_pos=pos[judged_rows],
+        row_grade=judged_grade,
+        judged_code=jcodes,
+        judged_grade=jgrade,
+        in_run=in_run,
+        in_judgments=in_judgments,
+        retrieved=retrieved,
+    )
+
+
+def _gain(grade: np.ndarray, kind: str) -> np.ndarray:
+    positive = np.where(grade > 0, grade, 0.0)
+    if kind == "exp":
+        return np.where(grade > 0, np.exp2(positive) - 1.0, 0.0)
+    return positive
+
+
+def first_per_query(codes: np.ndarray, values: np.ndarray, nq: int) -> np.ndarray:
+    """Value of the first row of each query's block (rows are grouped by query)."""
+    out = np.full(nq, np.nan)
+    if codes.size:
+        start = np.ones(codes.size, dtype=bool)
+        start[1:] = codes[1:] != codes[:-1]
+        out[codes[start]] = values[start]
+    return out
+
+
+def gain_levels(gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(gains, return_inverse=True)``, by counting when the gains are small
+    whole numbers (graded qrels: no sort of every judgment)."""
+    if gains.size and gains.max() <= 64:
+        whole = gains.astype(np.int64)
+        if np.array_equal(whole, gains):
+            present = np.bincount(whole) > 0
+            index_of = np.cumsum(present) - 1
+            return np.flatnonzero(present).astype(np.float64), index_of[whole]
+    return np.unique(gains, return_inverse=True)
+
+
+def _ideal_dcg(prep: Prepared, kind: str, cutoffs: set[int | None], nq: int) -> dict:
+    """IDCG per query for every cutoff, from all judgments sorted by gain descending.
+
+    With few distinct gains (graded qrels have a handful) the ideal list of a query is
+    runs of equal gains, so IDCG@k is a sum over gain levels of gain x (the discounts of
+    that run's positions below k), read from one table of cumulative discounts.
+    """
+    gains = _gain(prep.judged_grade, kind)
+    positive = gains > 0
+    codes, gains = prep.judged_code[positive], gains[positive]
+    levels, level_of = gain_levels(gains)
+    out = {}
+    if 0 < levels.size <= 32 and nq * levels.size <= 8 * codes.size + 1_000_000:
+        count = np.bincount(codes * levels.size + level_of, minlength=nq * levels.size)
+        count = count.reshape(nq, levels.size)[:, ::-1]  # highest gain first
+        end = np.cumsum(count, axis=1)
+        start = end - count
+        longest = int(end[:, -1].max())
+        cumulative = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(longest) + 2.0))))
+        for k in cutoffs:
+            lo = start if k is None else np.minimum(start, k)
+            hi = end if k is None else np.minimum(end, k)
+            span = cumulative[hi] - cumulative[lo]
+            out[k] = span @ levels[::-1]
+        return out
+    order = np.lexsort((-gains, codes))
+    codes, gains = codes[order], gains[order]
+    ideal_pos = positions(codes)
+    terms = gains / np.log2(ideal_pos + 2.0)
+    for k in cutoffs:
+        mask = slice(None) if k is None else ideal_pos < k
+        out[k] = np.bincount(codes[mask], weights=terms[mask], minlength=nq)
+    return out
+
+
+def compute(prep: Prepared, metrics: Sequence[Metric], rel_level: float, gain: str) -> dict:
+    """Per-query values (length nq arrays) of every metric, NaN where undefined."""
+    nq = len(prep.ids)
+    q, p, g = prep.row_code, prep.row_pos, prep.row_grade
+    results: dict[str, np.ndarray] = {}
+    num_rel_cache: dict[float, np.ndarray] = {}
+    relevant_cache: dict[float, tuple] = {}
+    ideal_cache: dict[str, dict] = {}
+
+    def num_rel(t: float) -> np.ndarray:
+        if t not in num_rel_cache:
+            hit = prep.judged_grade >= t
+            num_rel_cache[t] = np.bincount(prep.judged_code[hit], minlength=nq).astype(np.float64)
+        return num_rel_cache[t]
+
+    def relevant(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Relevant judged rows (query, position, 1-based rank among relevant rows)."""
+        if t not in relevant_cache:
+            mask = g >= t
+            rq, rp = q[mask], p[mask]
+            relevant_cache[t] = (rq, rp, positions(rq) + 1.0)
+        return relevant_cache[t]
+
+    def count(codes: np.ndarray, pos: np.ndarray, k: int | None) -> np.ndarray:
+        sel = codes if k is None else codes[pos < k]
+        return np.bincount(sel, minlength=nq).astype(np.float64)
+
+    for metric in metrics:
+        t = float(metric.rel if metric.rel is not None else rel_level)
+        k = metric.k
+        family = metric.family
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if family in ("ndcg", "dcg"):
+                kind = metric.gain or gain
+                gains = _gain(g, kind)
+                sel = (gains > 0) if k is None else (gains > 0) & (p < k)
+                dcg = np.bincount(q[sel], weights=gains[sel] / np.log2(p[sel] + 2.0), minlength=nq)
+                if kind not in ideal_cache:
+                    wanted = {
+                        m.k for m in metrics if m.family == "ndcg" and (m.gain or gain) == kind
+                    }
+                    wanted = {None, *wanted}  # the uncut ideal: is any gain to be had at all
+                    ideal_cache[kind] = _ideal_dcg(prep, kind, wanted, nq)
+                ideal = ideal_cache[kind]
+                # undefined where no ranking could score above 0: no judged gain at all
+                if family == "dcg":
+                    value = np.where(ideal[None] > 0, dcg, np.nan)
+                else:
+                    value = np.where(ideal[None] > 0, dcg / ideal[k], np.nan)
+            elif family == "judged":
+                hits = count(q, p, k)
+                denominator = float(k) if k is not None else prep.retrieved.astype(np.float64)
+                value = np.where(denominator > 0, hits / denominator, 0.0)
+            else:
+                rq, rp, rrank = relevant(t)
+                nrel = num_rel(t)
+                defined = nrel > 0
+                if family == "mrr":
+                    first = first_per_query(rq, rp, nq)
+                    if k is not None:
+                        first[first >= k] = np.nan
+                    value = np.where(np.isnan(first), 0.0, 1.0 / (first + 1.0))
+                    value = np.where(defined, value, np.nan)
+                elif family == "recall":
+                    value = np.where(defined, count(rq, rp, k) / nrel, np.nan)
+                elif family == "precision":
+                    value = np.where(defined, count(rq, rp, k) / float(k), np.nan)
+                elif family == "hit":
+                    value = np.where(defined, (count(rq, rp, k) > 0).astype(np.float64), np.nan)
+                else:  # map / ap@k
+                    sel = slice(None) if k is None else rp < k
+                    sums = np.bincount(rq[sel], weights=rrank[sel] / (rp[sel] + 1.0), minlength=nq)
+                    value = np.where(defined, sums / nrel, np.nan)
+        results[metric.name] = value.astype(np.float64)
+    return results
+
+
+def scored_queries(prep: Prepared, complete: bool) -> np.ndarray:
+    return prep.in_judgments & (prep.in_run | complete)
+
+
+def query_index(prep: Prepared, scored: np.ndarray) -> pd.Index:
+    ids = prep.ids.filter(pa.array(scored)).to_pandas().astype("str")
+    return pd.Index(ids, name="query_id", dtype="str")

@@ -1,0 +1,333 @@
+"""TREC run and qrels files.
+
+The readers parse whole files with pyarrow's multi-threaded CSV reader (single spaces, the
+common case) and fall back to a whitespace-splitting path for tabs or repeated spaces; the
+fallback also locates malformed lines for error messages. No Python code runs per line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from abrank._lazy import pandas as pd
+from abrank.engines.arrow import (
+    doc_keys,
+    equal_pairs,
+    order_rows,
+    positions,
+    query_codes,
+)
+from abrank.errors import ConfigError, DataError
+
+RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
+QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
+_SNIFF_BYTES = 1 << 16
+_SHOWN = 3  # how many offending items an error message names
+_CSV_BLOCK = 16 << 20
+_NUMERIC = ("score", "relevance")
+
+
+def read_trec_run(path: str | Path, *, duplicates: str = "error") -> pd.DataFrame:
+    """Read a TREC run (``qid Q0 docid rank score tag``), optionally gzip-compressed.
+
+    Returns the canonical rankings frame: ``query_id``, ``doc_id`` (str), ``score``
+    (float64) and ``rank`` (int, 1 = top) computed by :func:`rank_by_score`: the file's
+    own rank column is ignored, as trec_eval ignores it. Rows come grouped by query and
+    sorted by rank. A (query, doc) pair that occurs twice is an error (trec_eval refuses
+    such runs); ``duplicates="first"`` keeps the first occurrence instead.
+    """
+    if duplicates not in ("error", "first"):
+        raise ConfigError(f"duplicates: expected 'error' or 'first', got {duplicates!r}")
+    return _read_run(path, duplicates, check=True)
+
+
+def run_arrays(
+    path: str | Path,
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray, _Lines]:
+    """Query ids, doc ids and scores of a run file, in file order, scores checked."""
+    table, lines = _read_fields(path, RUN_FIELDS, {"query_id": 0, "doc_id": 2, "score": 4})
+    score, bad = _parse_floats(table["score"])
+    if bad is not None or np.isnan(score).any():
+        row = bad if bad is not None else int(np.flatnonzero(np.isnan(score))[0])
+        raise DataError(
+            f"{path}: line {lines[row]}: score: expected a number, "
+            f"got {str(table['score'][row].as_py())!r}"
+        )
+    _refuse_infinite(score, table["score"], "score", path, lines)
+    return table["query_id"], table["doc_id"], score, lines
+
+
+def repeated_pairs(codes: np.ndarray, doc_ids: pa.ChunkedArray) -> np.ndarray:
+    """Rows (sorted) whose (query code, doc id) pair already stands at an earlier row."""
+    _, later = equal_pairs(codes, doc_keys(doc_ids), doc_ids)
+    return np.sort(later)
+
+
+def name_pairs(
+    query_ids: pa.ChunkedArray,
+    doc_ids: pa.ChunkedArray,
+    rows: np.ndarray,
+    line_of: Callable[[int], int],
+) -> str:
+    """The first few (query, doc) pairs at ``rows`` with their lines, for an error message."""
+    shown = ", ".join(
+        f"({query_ids[int(r)].as_py()!r}, {doc_ids[int(r)].as_py()!r}) at line {line_of(int(r))}"
+        for r in rows[:_SHOWN]
+    )
+    return shown + (f" and {rows.size - _SHOWN} more" if rows.size > _SHOWN else "")
+
+
+def _read_run(path: str | Path, duplicates: str, check: bool) -> pd.DataFrame:
+    """read_trec_run; ``check=False`` skips the duplicate search."""
+    qid, doc, score, lines = run_arrays(path)
+    codes, _ = query_codes(qid)
+    later = repeated_pairs(codes, doc) if check else np.zeros(0, dtype=np.int64)
+    if later.size:
+        if duplicates == "error":
+            raise DataError(
+                f"{path}: line {lines[int(later[0])]}: expected each document once per "
+                f"query, got {later.size} duplicate (query, doc) pair(s): "
+                f"{name_pairs(qid, doc, later, lines.__getitem__)} "
+                "(use duplicates: first to keep the first occurrence)"
+            )
+        keep = np.ones(codes.size, dtype=bool)
+        keep[later] = False
+        idx = pa.array(np.flatnonzero(keep))
+        qid, doc, codes, score = qid.take(idx), doc.take(idx), codes[keep], score[keep]
+    order, within_ties = order_rows(codes, -score, doc)
+    if order is not None:
+        idx = pa.array(order)
+        doc = doc.take(idx)
+        if not within_ties:  # inside tie blocks query and score are constant
+            qid, codes, score = qid.take(idx), codes[order], score[order]
+    return pd.DataFrame(
+        {
+            "query_id": _to_str_series(qid),
+            "doc_id": _to_str_series(doc),
+            "score": score,
+            "rank": positions(codes).astype(np.int64) + 1,
+        }
+    )
+
+
+def read_trec_qrels(path: str | Path) -> pd.DataFrame:
+    """Read TREC qrels (``qid iter docid grade``), optionally gzip-compressed.
+
+    Returns the canonical judgments frame ``query_id``, ``doc_id`` (str) and
+    ``relevance`` (float64). A (query, doc) pair judged twice is an error, as in trec_eval.
+    """
+    qid, doc, grade = qrels_arrays(path)
+    return pd.DataFrame(
+        {"query_id": _to_str_series(qid), "doc_id": _to_str_series(doc), "relevance": grade}
+    )
+
+
+def qrels_arrays(
+    path: str | Path, check: bool = True
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
+    """Query ids, doc ids and grades of a qrels file, checked (numbers; no repeated pair
+    unless ``check`` is False)."""
+    table, lines = _read_fields(path, QRELS_FIELDS, {"query_id": 0, "doc_id": 2, "relevance": 3})
+    grade, bad = _parse_floats(table["relevance"])
+    if bad is not None or np.isnan(grade).any():
+        row = bad if bad is not None else int(np.flatnonzero(np.isnan(grade))[0])
+        raise DataError(
+            f"{path}: line {lines[row]}: relevance: expected a number, "
+            f"got {str(table['relevance'][row].as_py())!r}"
+        )
+    _refuse_infinite(grade, table["relevance"], "relevance", path, lines)
+    qid, doc = table["query_id"], table["doc_id"]
+    if not check:
+        return qid, doc, grade
+    later = repeated_pairs(query_codes(qid)[0], doc)
+    if later.size:
+        raise DataError(
+            f"{path}: line {lines[int(later[0])]}: expected one judgment per (query, doc) pair, "
+            f"got {later.size} repeated: {name_pairs(qid, doc, later, lines.__getitem__)}"
+        )
+    return qid, doc, grade
+
+
+def _refuse_infinite(
+    values: np.ndarray, texts: pa.ChunkedArray, column: str, path: str | Path, lines: _Lines
+) -> None:
+    """An infinite score or grade is an error naming its line: ``inf`` sorts, so trec_eval
+    would take it, but no retrieval score or grade is infinite; it is a broken export."""
+    infinite = np.isinf(values)
+    if infinite.any():
+        row = int(np.flatnonzero(infinite)[0])
+        raise DataError(
+            f"{path}: line {lines[row]}: {column}: expected a finite number, "
+            f"got {str(texts[row].as_py())!r}"
+        )
+
+
+def _to_str_series(column: pa.ChunkedArray) -> pd.Series:
+    return column.to_pandas().astype("str")
+
+
+def _parse_floats(column: pa.ChunkedArray) -> tuple[np.ndarray, int | None]:
+    """Float64 values of a column read as text or numbers; index of the first bad one."""
+    if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
+        return column.to_numpy().astype(np.float64, copy=False), None
+    try:
+        return pc.cast(column, pa.float64()).to_numpy(), None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        values = pd.to_numeric(pd.Series(column.to_pandas()), errors="coerce").to_numpy(np.float64)
+        lowered = pc.utf8_lower(pc.utf8_trim_whitespace(column)).to_numpy(zero_copy_only=False)
+        bad = np.isnan(values) & (lowered != "nan")
+        return values, int(np.flatnonzero(bad)[0]) if bad.any() else None
+
+
+class _Lines:
+    """Maps row indices of a parsed table to 1-based line numbers of the file."""
+
+    def __init__(self, numbers: np.ndarray | None):
+        self.numbers = numbers
+
+    def __getitem__(self, row: int) -> int:
+        return int(self.numbers[row]) if self.numbers is not None else row + 1
+
+
+def open_text(path: str | Path):
+    path = Path(path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _sniff(path: str | Path) -> None:
+    """Reject missing, empty and binary files before parsing them."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{path}: expected an existing file, got no such file")
+    if p.is_dir():
+        raise DataError(f"{path}: expected a file, got a folder")
+    try:
+        with open_text(p) as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{path}: expected a readable (gzip) text file, got {exc}") from None
+    if not head.strip():
+        raise DataError(f"{path}: expected TREC lines, got an empty file")
+    if b"\x00" in head:
+        offset = head.index(b"\x00")
+        raise DataError(
+            f"{path}: expected a text file, got binary data (a NUL byte at offset {offset})"
+        )
+
+
+def _read_fields(
+    path: str | Path, fields: Sequence[str], wanted: dict[str, int]
+) -> tuple[pa.Table, _Lines]:
+    """Parse a whitespace-separated TREC file into the wanted columns (all as text).
+
+    Tries pyarrow's CSV reader with a single-space delimiter first; files with tabs,
+    repeated spaces or malformed lines go through a splitting path that also reports the
+    offending line number.
+    """
+    _sniff(path)
+    names = list(fields)
+    # an uncompressed file is read through a memory map: no copy of its text in memory
+    compressed = Path(path).suffix.lower() in (".gz", ".bz2", ".lz4", ".zst")
+    try:
+        with contextlib.nullcontext(path) if compressed else pa.memory_map(str(path)) as source:
+            table = pacsv.read_csv(
+                source,
+                read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=" ", quote_char=False, double_quote=False
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={
+                        name: pa.float64() if name in _NUMERIC else pa.string() for name in wanted
+                    },
+                    include_columns=list(wanted),
+                    strings_can_be_null=False,
+                    null_values=[],
+                ),
+            )
+        return table, _Lines(None)
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        pass
+    return _read_fields_split(path, fields, wanted, extra_allowed=fields == RUN_FIELDS)
+
+
+def _read_fields_split(
+    path: str | Path, fields: Sequence[str], wanted: dict[str, int], extra_allowed: bool
+) -> tuple[pa.Table, _Lines]:
+    try:
+        lines = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=["line"]),
+            parse_options=pacsv.ParseOptions(
+                delimiter="\x1f", quote_char=False, double_quote=False, ignore_empty_lines=False
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={"line": pa.binary()}, strings_can_be_null=False, null_values=[]
+            ),
+        )["line"]
+    except pa.ArrowInvalid as exc:
+        raise DataError(f"{path}: expected whitespace-separated text lines, got {exc}") from None
+    try:
+        text = pc.cast(lines, pa.large_string())
+    except pa.ArrowInvalid:
+        row = _first_non_utf8(lines)
+        raise DataError(
+            f"{path}: line {row + 1}: expected UTF-8 text, got bytes that are not UTF-8"
+        ) from None
+    trimmed = pc.utf8_trim_whitespace(text)
+    blank = pc.equal(pc.binary_length(trimmed), 0).to_numpy(zero_copy_only=False)
+    parts = pc.utf8_split_whitespace(trimmed)
+    counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False).copy()
+    counts[blank] = 0
+    numbers = np.flatnonzero(counts > 0) + 1
+    if numbers.size == 0:
+        raise DataError(f"{path}: expected TREC lines, got an empty file")
+    width = len(fields)
+    # trec_eval ignores anything after a run's sixth field; qrels need exactly four
+    wrong = (counts < width) if extra_allowed else (counts != width)
+    bad = np.flatnonzero(wrong & (counts > 0))
+    if bad.size:
+        row = int(bad[0])
+        expected = " ".join(fields)
+        least = "at least " if extra_allowed else ""
+        raise DataError(
+            f"{path}: line {row + 1}: expected {least}{width} whitespace-separated fields "
+            f"({expected}), got {int(counts[row])}"
+        )
+    parts = parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
+    starts = parts.offsets.to_numpy()[:-1][counts > 0]
+    values = parts.values
+    columns = {name: values.take(pa.array(starts + index)) for name, index in wanted.items()}
+    return pa.table(columns), _Lines(numbers)
+
+
+def _first_non_utf8(lines: pa.ChunkedArray) -> int:
+    """Index of the first line whose bytes are not UTF-8 (one decode call per chunk)."""
+    base = 0
+    for chunk in lines.chunks:
+        chunk = chunk.cast(pa.large_binary())
+        _, offsets_buf, data_buf = chunk.buffers()
+        offsets = np.frombuffer(
+            offsets_buf, dtype=np.int64, count=len(chunk) + 1, offset=chunk.offset * 8
+        )
+        data = (
+            bytes(np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]])
+            if data_buf
+            else b""
+        )
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return base + int(np.searchsorted(offsets - offsets[0], exc.start, side="right")) - 1
+        base += len(chunk)
+    return 0

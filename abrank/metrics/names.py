@@ -1,0 +1,288 @@
+"""Metric names: one registry of families, one parser, the canonical names.
+
+A metric is a small frozen value (:class:`Metric`) whose canonical name (``"ndcg@10"``)
+keys columns and dicts. Every spelling a user may type goes through :func:`parse_metric`:
+abrank's own names, ir_measures' (``RR@10``, ``nDCG@10``, ``P@5``, ``R@100``, ``AP``,
+``Success@3``, ``Judged@10``, with parameters such as ``nDCG(dcg=exp-log2)@10`` or
+``RR(rel=2)``) and trec_eval's (``recip_rank``, ``ndcg_cut.10``, ``P_5``, ``recall.100``,
+``map_cut.100``, ``success.10``).
+
+Conventions are trec_eval 9.x's: binary metrics count a document as relevant when its grade
+is >= the threshold (trec_eval ``-l``, default 1); NDCG uses the raw grades (linear gain by
+default, ``2**grade - 1`` with ``gain="exp"``), grades <= 0 give no gain, and its ideal
+ordering comes from *all* judgments of the query; unjudged documents are not relevant;
+P@k divides by k even when fewer documents were retrieved; only the first ``depth``
+documents of a query count.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from abrank.errors import ConfigError
+
+__all__ = ["FAMILIES", "GAINS", "Metric", "parse_metric", "parse_metrics"]
+
+# family -> (display label, metric is a binary-relevance metric, needs a cutoff)
+FAMILIES: dict[str, tuple[str, bool, bool]] = {
+    "mrr": ("MRR", True, False),
+    "ndcg": ("NDCG", False, False),
+    "dcg": ("DCG", False, False),
+    "recall": ("Recall", True, False),
+    "precision": ("P", True, True),
+    "hit": ("Hit", True, False),
+    "map": ("MAP", True, False),
+    "ap": ("AP", True, True),
+    "judged": ("Judged", False, False),
+}
+
+# every accepted spelling (lowercase) -> family
+_ALIASES: dict[str, str] = {
+    "mrr": "mrr",
+    "rr": "mrr",
+    "recip_rank": "mrr",
+    "reciprocal_rank": "mrr",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+    "dcg": "dcg",
+    "recall": "recall",
+    "r": "recall",
+    "precision": "precision",
+    "p": "precision",
+    "prec": "precision",
+    "hit": "hit",
+    "hits": "hit",
+    "success": "hit",
+    "hitrate": "hit",
+    "hit_rate": "hit",
+    "map": "map",
+    "ap": "map",
+    "map_cut": "map",
+    "judged": "judged",
+}
+
+GAINS = ("linear", "exp")
+_GAIN_ALIASES = {
+    "linear": "linear",
+    "log2": "linear",
+    "exp": "exp",
+    "exp-log2": "exp",
+    "exponential": "exp",
+}
+
+# abrank / ir_measures style: family[(params)][@k]
+_NAME = re.compile(r"^(?P<family>[a-z][a-z_]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>[^@]*))?$")
+# trec_eval style: family.k or family_k (ndcg_cut.10, P_5, recall.100, map_cut_100)
+_TREC_NAME = re.compile(r"^(?P<family>[a-z][a-z_]*?)[._](?P<k>[0-9][^@]*)$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One ranking metric: family, cutoff and optional per-metric parameters.
+
+    ``rel`` overrides the relevance threshold of binary metrics (mrr, recall, precision,
+    hit, map, ap); ``gain`` ("linear" or "exp") overrides the gain of ndcg and dcg. The
+    canonical :attr:`name` is what columns, summary keys and CLI output use.
+    """
+
+    family: str
+    k: int | None
+    rel: float | None = None
+    gain: str | None = None
+
+    def __post_init__(self) -> None:
+        family = str(self.family).lower()
+        if family not in FAMILIES:
+            raise ConfigError(
+                f"metric: family: expected one of {', '.join(FAMILIES)}, got {self.family!r}"
+            )
+        # average precision: "map" without a cutoff, "ap@k" with one
+        if family == "ap" and self.k is None:
+            family = "map"
+        if family == "map" and self.k is not None:
+            family = "ap"
+        object.__setattr__(self, "family", family)
+        if self.k is not None:
+            if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
+                raise ConfigError(
+                    f"metric {family}: cutoff: expected a whole number >= 1, got {self.k!r}"
+                )
+            object.__setattr__(self, "k", int(self.k))
+        elif FAMILIES[family][2]:
+            raise ConfigError(
+                f"metric {family}: cutoff: expected {family}@k (e.g. {family}@10), got no cutoff"
+            )
+        binary = FAMILIES[family][1]
+        if self.rel is not None:
+            if not binary:
+                raise ConfigError(
+                    f"metric {family}: rel: expected no relevance threshold (it applies to "
+                    "mrr, recall, precision, hit, map and ap), got one"
+                )
+            try:
+                rel = float(self.rel)
+            except (TypeError, ValueError):
+                rel = math.nan
+            if not math.isfinite(rel):
+                raise ConfigError(f"metric {family}: rel: expected a number, got {self.rel!r}")
+            object.__setattr__(self, "rel", rel)
+        if self.gain is not None:
+            if family not in ("ndcg", "dcg"):
+                raise ConfigError(
+                    f"metric {family}: gain: expected no gain (it applies to ndcg and dcg), got one"
+                )
+            gain = _GAIN_ALIASES.get(str(self.gain).lower().strip("'\""))
+            if gain is None:
+                raise ConfigError(
+                    f"metric {family}: gain: expected linear or exp, got {self.gain!r}"
+                )
+            object.__setattr__(self, "gain", gain)
+
+    @property
+    def name(self) -> str:
+        """Canonical lowercase name: ``mrr@10``, ``ndcg(gain=exp)@10``, ``map``."""
+        return self._render(self.family)
+
+    @property
+    def label(self) -> str:
+        """Display name: ``MRR@10``, ``NDCG@10``, ``P@5``, ``Recall@100``, ``MAP``."""
+        return self._render(FAMILIES[self.family][0])
+
+    def _render(self, head: str) -> str:
+        params = []
+        if self.gain is not None:
+            params.append(f"gain={self.gain}")
+        if self.rel is not None:
+            params.append(f"rel={self.rel:g}")
+        text = head + (f"({','.join(params)})" if params else "")
+        return text + (f"@{self.k}" if self.k is not None else "")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description: name, label, family, k, rel, gain."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "family": self.family,
+            "k": self.k,
+            "rel": self.rel,
+            "gain": self.gain,
+        }
+
+
+def _known_names() -> str:
+    return (
+        "mrr, mrr@k, ndcg, ndcg@k, dcg, dcg@k, recall@k, precision@k (p@k), hit@k, map, "
+        "ap@k, judged@k; ir_measures and trec_eval spellings such as RR@10, nDCG@10, P@5, "
+        "R@100, AP, Success@3, recip_rank, ndcg_cut.10; parameters as in mrr(rel=2)@10 "
+        "or ndcg(gain=exp)@10"
+    )
+
+
+def _suggest(text: str) -> str:
+    """A close known spelling for a misspelt metric name, keeping its cutoff."""
+    lowered = text.strip().lower()
+    match = re.match(r"^([a-z_]+)(.*)$", lowered)
+    head, rest = (match.group(1), match.group(2)) if match else (lowered, "")
+    close = difflib.get_close_matches(head, [*FAMILIES, *_ALIASES], n=1, cutoff=0.5)
+    if not close:
+        return ""
+    suggestion = _ALIASES.get(close[0], close[0]) + rest
+    return "" if suggestion == lowered else f"; did you mean {suggestion!r}?"
+
+
+def parse_metric(text: str | Metric) -> Metric:
+    """Parse a metric name (any accepted spelling, case-insensitive) into a :class:`Metric`.
+
+    Raises ConfigError naming the known metrics and the closest one for an unknown name.
+    """
+    if isinstance(text, Metric):
+        return text
+    if not isinstance(text, str):
+        raise ConfigError(f"metric: expected a metric name such as 'ndcg@10', got {text!r}")
+    lowered = text.strip().lower()
+    match = _NAME.match(lowered)
+    if match is None or match.group("family") not in _ALIASES:
+        match = _TREC_NAME.match(lowered) or match
+    family = _ALIASES.get(match.group("family")) if match else None
+    if match is None or family is None:
+        raise ConfigError(
+            f"metric: expected a known metric name ({_known_names()}), got {text!r}{_suggest(text)}"
+        )
+    k: int | None = None
+    if match.group("k") is not None:
+        raw = match.group("k").strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 1 and value == int(value)):
+            raise ConfigError(f"metric {text!r}: cutoff: expected a whole number >= 1, got {raw!r}")
+        k = int(value)
+    rel: float | None = None
+    gain: str | None = None
+    params = match.groupdict().get("params")
+    if params is not None and params.strip():
+        for item in params.split(","):
+            key, sep, value = item.partition("=")
+            key, value = key.strip(), value.strip().strip("'\"")
+            if not sep or not value:
+                raise ConfigError(
+                    f"metric {text!r}: parameters: expected name=value, got {item.strip()!r}"
+                )
+            if key == "rel":
+                try:
+                    rel = float(value)
+                except ValueError:
+                    raise ConfigError(
+                        f"metric {text!r}: rel: expected a number, got {value!r}"
+                    ) from None
+            elif key in ("gain", "dcg"):
+                gain = value
+            else:
+                raise ConfigError(
+                    f"metric {text!r}: parameters: expected rel=<number> or gain=linear|exp, "
+                    f"got {key!r}"
+                )
+    try:
+        return Metric(family, k, rel=rel, gain=gain)
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith("metric "):
+            message = message.split(": ", 1)[1]
+        raise ConfigError(f"metric {text!r}: {message}") from None
+
+
+def parse_metrics(texts: Iterable[str | Metric] | str | Metric) -> list[Metric]:
+    """Parse several metric names at once, reporting every bad one in a single ConfigError.
+
+    Duplicates (same canonical name) are dropped; the order of first appearance is kept.
+    """
+    if isinstance(texts, (str, Metric)):
+        texts = [texts]
+    parsed: list[Metric] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        try:
+            metric = parse_metric(text)
+        except ConfigError as exc:
+            errors.append(str(exc))
+            continue
+        if metric.name not in seen:
+            seen.add(metric.name)
+            parsed.append(metric)
+    if errors:
+        raise ConfigError("\n".join(errors))
+    if not parsed:
+        raise ConfigError("metrics: expected at least one metric name, got none")
+    return parsed

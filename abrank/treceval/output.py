@@ -1,0 +1,197 @@
+"""trec_eval's output: ``abrank metrics`` printed as trec_eval prints, from TREC files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from abrank.engines.memory import Prepared
+from abrank.errors import ConfigError, DataError
+from abrank.io.trec import (
+    RUN_FIELDS,
+    open_text,
+    qrels_arrays,
+    read_trec_qrels,
+    read_trec_run,
+    run_arrays,
+)
+from abrank.metrics import Metric
+
+if TYPE_CHECKING:
+    from abrank.treceval import TrecMeasures
+
+
+def trec_eval_text(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    metrics: Sequence[str | Metric],
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    rel_level: float = 1,
+    depth: int | None = 1000,
+    digits: int | None = None,
+) -> str:
+    """What ``abrank metrics`` prints: trec_eval's ``-q`` layout with canonical metric names.
+
+    Rows are ``measure<TAB>query<TAB>value``: one per query and metric when ``per_query``
+    (queries in byte order, as trec_eval prints them), then one ``all`` row per metric with
+    the mean. As in trec_eval, a judged query without any relevant document scores 0 (the
+    metrics engine leaves such values undefined) and counts in the mean; queries in the run
+    but not in the qrels are ignored; with ``complete`` (trec_eval ``-c``) judged queries
+    missing from the run score 0 too. Values are printed at full double precision
+    (``repr``) unless ``digits`` is given (``digits=4`` prints like trec_eval's ``%.4f``).
+    ``depth`` is trec_eval's ``-M``; trec_eval 9 itself sets no limit by default, so for
+    runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
+    """
+    from abrank.engines.memory import check_options, compute, scored_queries
+    from abrank.metrics import parse_metrics
+
+    if digits is not None and (
+        not isinstance(digits, int) or isinstance(digits, bool) or digits < 0
+    ):
+        raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
+    parsed = parse_metrics(metrics)
+    check_options(rel_level, "linear", depth)
+    prep = _prepare_files(qrels_path, run_path, depth)
+    scored = scored_queries(prep, complete)
+    if not scored.any():
+        raise DataError(
+            f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
+        )
+    results = compute(prep, parsed, float(rel_level), "linear")
+    # trec_eval scores an undefined value (no relevant judgment) as 0
+    columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
+    qids = prep.ids.filter(pa.array(scored)).to_pylist()
+    return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
+
+
+def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | None) -> Prepared:
+    """A TREC run joined to its qrels (the metrics engine's arrays), straight from the files."""
+    from abrank.engines.memory import prepare_arrays
+
+    jq, jd, grade = qrels_arrays(qrels_path, check=False)
+    rq, rd, score, _ = run_arrays(run_path)
+    pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
+    # Like trec_eval, refuse a run with a document twice among a query's first `depth`
+    # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
+    # readers' own searches, which name the lines, run only when there is one to report.
+    key = np.negative(score, out=score) if score.flags.writeable else -score  # best first
+    try:
+        return prepare_arrays(rq, rd, key, None, jq, jd, grade, depth, None)
+    except DataError as exc:
+        if str(exc).startswith("rankings: (query_id, doc_id)"):
+            read_trec_run(run_path)
+        if str(exc).startswith("judgments: (query_id, doc_id)"):
+            read_trec_qrels(qrels_path)
+        raise
+
+
+def trec_eval_report(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    measures: TrecMeasures,
+    *,
+    per_query: bool = False,
+    complete: bool = False,
+    rel_level: float = 1,
+    depth: int | None = None,
+    digits: int = 4,
+) -> str:
+    """What trec_eval 9 prints for these measures, options and files, byte for byte.
+
+    ``measures`` come from :func:`abrank.treceval.parse_trec_measures`; the options are
+    trec_eval's ``-q`` (``per_query``), ``-c`` (``complete``), ``-l`` and ``-M`` (whose
+    default, as in trec_eval, is no limit). See :mod:`abrank.treceval` for the layout.
+    """
+    from abrank.engines.memory import check_options
+    from abrank.treceval import format_report
+
+    check_options(rel_level, "linear", depth)
+    prep = _prepare_files(qrels_path, run_path, depth)
+    if not (prep.in_run & prep.in_judgments).any():
+        raise DataError(
+            f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
+        )
+    runid = run_tag(run_path) if "runid" in measures.cutoffs else None
+    return format_report(
+        prep,
+        measures,
+        rel_level=rel_level,
+        complete=complete,
+        per_query=per_query,
+        runid=runid,
+        digits=digits,
+    )
+
+
+def run_tag(path: str | Path) -> str:
+    """The run's name as trec_eval prints it (``runid``): the tag, the sixth field, of the
+    file's last non-blank line."""
+    window = 1 << 16
+    with open_text(path) as handle:
+        if Path(path).suffix == ".gz":  # no seeking back in a stream: keep its last bytes
+            data = b""
+            while chunk := handle.read(1 << 20):
+                data = (data + chunk)[-(1 << 20) :]
+            lines = data.splitlines()
+        else:
+            size = handle.seek(0, 2)
+            while True:
+                handle.seek(max(size - window, 0))
+                lines = handle.read().splitlines()
+                if window >= size or any(line.strip() for line in lines[1:]):
+                    break
+                window *= 4
+    last = next((line for line in reversed(lines) if line.strip()), b"")
+    fields = last.split()
+    if len(fields) < len(RUN_FIELDS):
+        raise DataError(
+            f"{path}: last line: expected {len(RUN_FIELDS)} whitespace-separated fields "
+            f"({' '.join(RUN_FIELDS)}), got {len(fields)}"
+        )
+    return fields[5].decode("utf-8", "replace")
+
+
+def format_trec_eval(
+    qids: Sequence[str],
+    columns: dict[str, np.ndarray],
+    *,
+    per_query: bool = False,
+    digits: int | None = None,
+) -> str:
+    """trec_eval's ``-q`` layout for per-query values (one array per metric, in ``qids`` order).
+
+    Per-query rows group all measures of one query, then the next query; one ``all`` row
+    per metric follows with the mean. Undefined values must already be scored (trec_eval
+    prints 0 for them).
+    """
+
+    def text(value: float) -> str:
+        return repr(value) if digits is None else f"{value:.{digits}f}"
+
+    def texts(column: np.ndarray) -> list[str]:
+        column = np.asarray(column, dtype=np.float64)
+        distinct, index = np.unique(column, return_inverse=True)
+        # (-0.0 equals 0.0 to np.unique but prints apart)
+        if distinct.size * 2 > column.size or np.signbit(column).any():
+            return list(map(text, column.tolist()))
+        # few distinct values (mrr@k takes k + 1): each is formatted once
+        shown = list(map(text, distinct.tolist()))
+        return [shown[i] for i in index.tolist()]
+
+    out: list[str] = []
+    if per_query:
+        blocks = [
+            [f"{name}\t{q}\t{v}" for q, v in zip(qids, texts(column), strict=True)]
+            for name, column in columns.items()
+        ]
+        out = [line for row in zip(*blocks, strict=True) for line in row]
+    for name, column in columns.items():
+        (mean,) = texts(np.array([np.mean(column)]))
+        out.append(f"{name}\tall\t{mean}")
+    return "\n".join(out) + "\n"
