@@ -52,7 +52,10 @@ _BATCH = textwrap.dedent("""\
     except ImportError:  # a copy of abrank without chart workers
         pass
     import abrank
-    from abrank.analysis import write_readout
+    try:
+        from abrank.analysis import write_readout
+    except ImportError:  # a copy of abrank from before its packages per stage
+        from abrank.pipeline import write_readout
     imported = time.perf_counter() - start
     config, out, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     times = []
