@@ -26,6 +26,7 @@ from abrank.engines.arrow import (
     take_rows,
 )
 from abrank.errors import ConfigError, DataError
+from abrank.io.columns import parse_numbers
 from abrank.metrics.names import GAINS, Metric
 from abrank.metrics.registry import FAMILIES
 
@@ -71,16 +72,16 @@ def _columns(frame: pd.DataFrame, what: str, required: Sequence[str]) -> None:
 
 
 def _numbers(series: pd.Series, what: str, allow_nan: bool) -> np.ndarray:
-    try:
-        values = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-    except (TypeError, ValueError):
-        bad = pd.to_numeric(series, errors="coerce").isna() & series.notna()
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise DataError(f"{what}: row {row}: expected a number, got {series.iloc[row]!r}") from None
-    if not allow_nan and np.isnan(values).any():
-        row = int(np.flatnonzero(np.isnan(values))[0])
-        raise DataError(f"{what}: row {row}: expected a number, got a missing value")
-    return values
+    """A frame's numeric column as float64 (True/False as 1/0; infinities allowed): the
+    readers' parser, with errors naming the frame, column and row (``rankings: rank: row 3``)."""
+    return parse_numbers(
+        series,
+        lambda row: f"{what}: row {row}",
+        allow_missing=allow_nan,
+        finite=False,
+        booleans=True,
+        empty="a missing value",
+    )
 
 
 def _rows_per_query(codes: np.ndarray, nq: int) -> np.ndarray:
