@@ -118,3 +118,22 @@ def test_a_family_without_a_kernel_fails_loudly(monkeypatch):
     judgments = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [1.0]})
     with pytest.raises(NotImplementedError, match="'newrank' is in the registry but has no kernel"):
         evaluate(rankings, judgments, [Metric("newrank", None)])
+
+
+def test_trec_eval_measures_name_the_family_the_registry_gives_them():
+    from abrank.treceval import parse_trec_measures
+
+    tokens = ["map", "recip_rank", "P.5", "recall.10", "ndcg", "ndcg_cut.10", "map_cut.100"]
+    named = parse_trec_measures([*tokens, "success.1"]).metrics()
+    assert [printed for printed, _ in named] == [
+        "map",
+        "recip_rank",
+        "P_5",
+        "recall_10",
+        "ndcg",
+        "ndcg_cut_10",
+        "map_cut_100",
+        "success_1",
+    ]
+    for printed, metric in named:
+        assert parse_metric(printed) == metric, printed
