@@ -34,6 +34,11 @@ _LAZY = {
 __all__ = ["AbrankError", "ConfigError", "DataError", "__version__", *_LAZY]
 
 
+def __dir__() -> list[str]:
+    """The public API (what ``dir(abrank)`` and tab completion show), lazy names included."""
+    return sorted(__all__)
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:

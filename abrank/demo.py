@@ -52,7 +52,7 @@ LOCALES: dict[str, float] = {
 DEVICES: dict[str, float] = {"mobile": 0.52, "desktop": 0.38, "tablet": 0.10}
 
 #: Output layouts of :func:`write_demo`: layout -> file names of control, treatment, judgments.
-FORMATS: dict[str, tuple[str, str, str]] = {
+DEMO_LAYOUTS: dict[str, tuple[str, str, str]] = {
     # the bundled demo: three formats on purpose, to exercise the loaders
     "demo": ("demo-control.csv.gz", "demo-treatment.jsonl.gz", "demo-judgments.tsv"),
     "parquet": ("control.parquet", "treatment.parquet", "judgments.parquet"),
@@ -223,19 +223,19 @@ def write_demo(
 
     Files are byte-identical for the same arguments (gzip without name or timestamp).
     """
-    unknown = sorted(set(formats) - set(FORMATS))
+    unknown = sorted(set(formats) - set(DEMO_LAYOUTS))
     if unknown or not formats:
         raise ConfigError(
-            f"formats: expected some of {', '.join(FORMATS)}, got {', '.join(unknown) or 'none'}"
+            f"formats: expected some of {', '.join(DEMO_LAYOUTS)}, got {', '.join(unknown) or 'none'}"
         )
     data = generate_demo(seed=seed, n_queries=n_queries, depth=depth)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for layout in FORMATS:  # a fixed order, whatever the caller's order
+    for layout in DEMO_LAYOUTS:  # a fixed order, whatever the caller's order
         if layout not in formats:
             continue
-        names = FORMATS[layout]
+        names = DEMO_LAYOUTS[layout]
         paths = [folder / name for name in names]
         if layout == "demo":
             _write_gzip(paths[0], data.control.to_csv(index=False).encode())

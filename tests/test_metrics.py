@@ -323,8 +323,8 @@ def test_bad_frames_and_options():
         "rankings: columns: expected a rank or a score column, got query_id, doc_id"
     )
     with pytest.raises(DataError) as info:
-        evaluate(pd.DataFrame({"qid": ["q"], "doc_id": ["a"], "rank": [1]}), qrels([]), ["mrr"])
-    assert str(info.value) == "rankings: columns: expected query_id, doc_id, got qid, doc_id, rank"
+        evaluate(pd.DataFrame({"q_no": ["q"], "doc_id": ["a"], "rank": [1]}), qrels([]), ["mrr"])
+    assert str(info.value) == "rankings: columns: expected query_id, doc_id, got q_no, doc_id, rank"
     with pytest.raises(DataError) as info:
         evaluate(frame([("q", "a", "first")]), qrels([("q", "a", 1)]), ["mrr"])
     assert str(info.value) == "rankings: rank: row 0: expected a number, got 'first'"

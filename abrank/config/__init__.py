@@ -18,7 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from abrank.errors import ConfigError
 
-FORMATS = ("trec", "qrels", "csv", "tsv", "parquet", "jsonl")
+#: Input file formats a config may name (`format:` of a data file).
+INPUT_FORMATS = ("trec", "qrels", "csv", "tsv", "parquet", "jsonl")
 TESTS = ("t", "permutation", "bootstrap", "wilcoxon", "mannwhitney")
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "fdr_by", "hommel", "none")
 
@@ -72,7 +73,7 @@ class ArmConfig(_Strict):
     name: Slug | None = None
     label: str | None = None
     path: str
-    format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
     sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
     decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
@@ -83,7 +84,7 @@ class JudgmentsConfig(_Strict):
     """The relevance judgments (qrels), when the logs carry no labels of their own."""
 
     path: str
-    format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
     sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
     decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
@@ -93,7 +94,7 @@ class AttributesConfig(_Strict):
     """A per-query table of segment columns (locale, device, ...), joined on query_id."""
 
     path: str
-    format: Literal[FORMATS] | None = None  # type: ignore[valid-type]
+    format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
     sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
     decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
+from abrank.io.columns import parse_numbers
 
 # --------------------------------------------------------------------------- ordering
 
@@ -57,15 +58,15 @@ def rank_by_score(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _float_column(series: pd.Series, name: str) -> np.ndarray:
-    """A numeric column as float64, or a DataError naming the first bad row."""
-    try:
-        return pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-    except (TypeError, ValueError):
-        bad = (pd.to_numeric(series, errors="coerce").isna() & series.notna()).to_numpy()
-        row = int(np.flatnonzero(bad)[0])
-        raise DataError(
-            f"rankings: {name}: row {row}: expected a number, got {series.iloc[row]!r}"
-        ) from None
+    """A numeric column as float64 (NaN kept), or a DataError naming the first bad row."""
+    return parse_numbers(
+        series,
+        lambda row: f"rankings: {name}: row {row}",
+        allow_missing=True,
+        finite=False,
+        booleans=True,
+        empty="a missing value",
+    )
 
 
 def order_rows(

@@ -18,7 +18,24 @@ from abrank.engines.memory import (
     query_index,
     scored_queries,
 )
+from abrank.io.columns import alias_renames
 from abrank.metrics.names import Metric, parse_metrics
+
+
+def canonical_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with its columns named canonically, by the spellings the file readers
+    accept (``qid``, ``docid``, ``doc``, ``pos``, ``rel``...: :data:`abrank.io.ALIASES`).
+
+    A column already named canonically wins over its other spellings; the frame is returned
+    as it is (no copy) when nothing needs renaming, and anything but a DataFrame is passed
+    through for the engine to reject.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    renames = {
+        column: canon for column, canon in alias_renames(frame.columns).items() if column != canon
+    }
+    return frame.rename(columns=renames) if renames else frame
 
 
 def evaluate(
@@ -36,7 +53,8 @@ def evaluate(
     ``rankings`` holds ``query_id``, ``doc_id`` and ``rank`` (only its order within a
     query matters; equal ranks are broken by doc id descending) or, without ``rank``,
     ``score`` (ordered as trec_eval orders it). ``judgments`` holds ``query_id``,
-    ``doc_id`` and ``relevance``; when it is None the rankings' own ``relevance`` column
+    ``doc_id`` and ``relevance``. Columns may be spelt as the file readers accept them
+    (``qid``, ``docid``, ``doc``, ``pos``, ``rel``, ``grade``...; :func:`canonical_frame`); when it is None the rankings' own ``relevance`` column
     supplies the labels (missing = unjudged). Only the first ``depth`` documents of each
     query count (None: all; trec_eval's ``-M``, which trec_eval itself leaves unlimited).
 
@@ -57,11 +75,15 @@ def evaluate(
     check_options(rel_level, gain, depth)
     # rows below every requested cutoff cannot change a value: they are not joined
     reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
-    prep = prepare(rankings, judgments, depth, reach)
+    prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach)
     values = compute(prep, parsed, float(rel_level), gain)
     scored = scored_queries(prep, complete)
     index = query_index(prep, scored)
     return pd.DataFrame({name: column[scored] for name, column in values.items()}, index=index)
+
+
+def _judgments(judgments: pd.DataFrame | None) -> pd.DataFrame | None:
+    return None if judgments is None else canonical_frame(judgments)
 
 
 def first_relevant_rank(
@@ -77,7 +99,7 @@ def first_relevant_rank(
     a grade >= ``rel_level`` within the first ``depth`` documents.
     """
     check_options(rel_level, "linear", depth)
-    prep = prepare(rankings, judgments, depth)
+    prep = prepare(canonical_frame(rankings), _judgments(judgments), depth)
     nq = len(prep.ids)
     hit = prep.row_grade >= float(rel_level)
     first = first_per_query(prep.row_code[hit], prep.row_pos[hit] + 1.0, nq)
@@ -127,7 +149,7 @@ def diagnose(
     """
     check_options(rel_level, "linear", depth)
     metric = Metric("judged", k)
-    prep = prepare(rankings, judgments, depth, reach=metric.k)
+    prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach=metric.k)
     scored = scored_queries(prep, False)
     judged_share = compute(prep, [metric], float(rel_level), "linear")[metric.name][scored]
     relevant = np.bincount(

@@ -9,7 +9,7 @@ cutoffs share one pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +26,9 @@ from abrank.engines.arrow import (
     take_rows,
 )
 from abrank.errors import ConfigError, DataError
+from abrank.io.columns import parse_numbers
 from abrank.metrics.names import GAINS, Metric
+from abrank.metrics.registry import FAMILIES
 
 
 @dataclass
@@ -70,16 +72,16 @@ def _columns(frame: pd.DataFrame, what: str, required: Sequence[str]) -> None:
 
 
 def _numbers(series: pd.Series, what: str, allow_nan: bool) -> np.ndarray:
-    try:
-        values = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-    except (TypeError, ValueError):
-        bad = pd.to_numeric(series, errors="coerce").isna() & series.notna()
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise DataError(f"{what}: row {row}: expected a number, got {series.iloc[row]!r}") from None
-    if not allow_nan and np.isnan(values).any():
-        row = int(np.flatnonzero(np.isnan(values))[0])
-        raise DataError(f"{what}: row {row}: expected a number, got a missing value")
-    return values
+    """A frame's numeric column as float64 (True/False as 1/0; infinities allowed): the
+    readers' parser, with errors naming the frame, column and row (``rankings: rank: row 3``)."""
+    return parse_numbers(
+        series,
+        lambda row: f"{what}: row {row}",
+        allow_missing=allow_nan,
+        finite=False,
+        booleans=True,
+        empty="a missing value",
+    )
 
 
 def _rows_per_query(codes: np.ndarray, nq: int) -> np.ndarray:
@@ -338,79 +340,148 @@ def _ideal_dcg(prep: Prepared, kind: str, cutoffs: set[int | None], nq: int) -> 
     return out
 
 
+class _Shared:
+    """What the metrics of one :func:`compute` call share: the judged rows, and the
+    relevant rows, relevant counts and ideal DCGs per threshold or gain, each computed once."""
+
+    def __init__(self, prep: Prepared, metrics: Sequence[Metric], rel_level: float, gain: str):
+        self.prep, self.metrics, self.rel_level, self.gain = prep, metrics, rel_level, gain
+        self.nq = len(prep.ids)
+        self.q, self.p, self.g = prep.row_code, prep.row_pos, prep.row_grade
+        self._num_rel: dict[float, np.ndarray] = {}
+        self._relevant: dict[float, tuple] = {}
+        self._ideal: dict[str, dict] = {}
+
+    def threshold(self, metric: Metric) -> float:
+        return float(metric.rel if metric.rel is not None else self.rel_level)
+
+    def num_rel(self, t: float) -> np.ndarray:
+        """Judgments with a grade >= t, per query."""
+        if t not in self._num_rel:
+            codes = self.prep.judged_code[self.prep.judged_grade >= t]
+            self._num_rel[t] = np.bincount(codes, minlength=self.nq).astype(np.float64)
+        return self._num_rel[t]
+
+    def relevant(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Relevant judged rows (query, position, 1-based rank among relevant rows)."""
+        if t not in self._relevant:
+            mask = self.g >= t
+            rq, rp = self.q[mask], self.p[mask]
+            self._relevant[t] = (rq, rp, positions(rq) + 1.0)
+        return self._relevant[t]
+
+    def count(self, codes: np.ndarray, pos: np.ndarray, k: int | None) -> np.ndarray:
+        sel = codes if k is None else codes[pos < k]
+        return np.bincount(sel, minlength=self.nq).astype(np.float64)
+
+    def ideal(self, kind: str) -> dict:
+        """IDCG per query at every cutoff that an ndcg of this gain asks for, and uncut."""
+        if kind not in self._ideal:
+            wanted = {
+                m.k for m in self.metrics if m.family == "ndcg" and (m.gain or self.gain) == kind
+            }
+            wanted = {None, *wanted}  # the uncut ideal: is any gain to be had at all
+            self._ideal[kind] = _ideal_dcg(self.prep, kind, wanted, self.nq)
+        return self._ideal[kind]
+
+
+def _discounted(s: _Shared, metric: Metric) -> np.ndarray:
+    """dcg and ndcg; undefined where no ranking could score above 0 (no judged gain)."""
+    q, p, k = s.q, s.p, metric.k
+    kind = metric.gain or s.gain
+    gains = _gain(s.g, kind)
+    sel = (gains > 0) if k is None else (gains > 0) & (p < k)
+    dcg = np.bincount(q[sel], weights=gains[sel] / np.log2(p[sel] + 2.0), minlength=s.nq)
+    ideal = s.ideal(kind)
+    if metric.family == "dcg":
+        return np.where(ideal[None] > 0, dcg, np.nan)
+    return np.where(ideal[None] > 0, dcg / ideal[metric.k], np.nan)
+
+
+def _judged(s: _Shared, metric: Metric) -> np.ndarray:
+    k = metric.k
+    hits = s.count(s.q, s.p, k)
+    denominator = float(k) if k is not None else s.prep.retrieved.astype(np.float64)
+    return np.where(denominator > 0, hits / denominator, 0.0)
+
+
+def _binary(
+    values: Callable[[_Shared, Metric, tuple, np.ndarray], np.ndarray],
+) -> Callable[[_Shared, Metric], np.ndarray]:
+    """A binary metric's kernel: ``values`` on the relevant rows, NaN on queries without
+    any relevant judgment (undefined)."""
+
+    def kernel(s: _Shared, metric: Metric) -> np.ndarray:
+        t = s.threshold(metric)
+        rows, nrel = s.relevant(t), s.num_rel(t)
+        return np.where(nrel > 0, values(s, metric, rows, nrel), np.nan)
+
+    kernel.__doc__ = values.__doc__
+    return kernel
+
+
+def _mrr(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    rq, rp, _ = rows
+    first = first_per_query(rq, rp, s.nq)
+    if metric.k is not None:
+        first[first >= metric.k] = np.nan
+    return np.where(np.isnan(first), 0.0, 1.0 / (first + 1.0))
+
+
+def _recall(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    rq, rp, _ = rows
+    return s.count(rq, rp, metric.k) / nrel
+
+
+def _precision(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    rq, rp, _ = rows
+    return s.count(rq, rp, metric.k) / float(metric.k)
+
+
+def _hit(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    rq, rp, _ = rows
+    return (s.count(rq, rp, metric.k) > 0).astype(np.float64)
+
+
+def _average_precision(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    rq, rp, rrank = rows
+    sel = slice(None) if metric.k is None else rp < metric.k
+    sums = np.bincount(rq[sel], weights=rrank[sel] / (rp[sel] + 1.0), minlength=s.nq)
+    return sums / nrel
+
+
+#: The kernel of each metric family of the registry (:data:`abrank.metrics.FAMILIES`).
+KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
+    "mrr": _binary(_mrr),
+    "ndcg": _discounted,
+    "dcg": _discounted,
+    "recall": _binary(_recall),
+    "precision": _binary(_precision),
+    "hit": _binary(_hit),
+    "map": _binary(_average_precision),
+    "ap": _binary(_average_precision),
+    "judged": _judged,
+}
+
+
+def missing_kernels() -> list[str]:
+    """Families of the metric registry that this engine cannot compute (none, normally)."""
+    return [family for family in FAMILIES if family not in KERNELS]
+
+
 def compute(prep: Prepared, metrics: Sequence[Metric], rel_level: float, gain: str) -> dict:
     """Per-query values (length nq arrays) of every metric, NaN where undefined."""
-    nq = len(prep.ids)
-    q, p, g = prep.row_code, prep.row_pos, prep.row_grade
+    shared = _Shared(prep, metrics, rel_level, gain)
     results: dict[str, np.ndarray] = {}
-    num_rel_cache: dict[float, np.ndarray] = {}
-    relevant_cache: dict[float, tuple] = {}
-    ideal_cache: dict[str, dict] = {}
-
-    def num_rel(t: float) -> np.ndarray:
-        if t not in num_rel_cache:
-            hit = prep.judged_grade >= t
-            num_rel_cache[t] = np.bincount(prep.judged_code[hit], minlength=nq).astype(np.float64)
-        return num_rel_cache[t]
-
-    def relevant(t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Relevant judged rows (query, position, 1-based rank among relevant rows)."""
-        if t not in relevant_cache:
-            mask = g >= t
-            rq, rp = q[mask], p[mask]
-            relevant_cache[t] = (rq, rp, positions(rq) + 1.0)
-        return relevant_cache[t]
-
-    def count(codes: np.ndarray, pos: np.ndarray, k: int | None) -> np.ndarray:
-        sel = codes if k is None else codes[pos < k]
-        return np.bincount(sel, minlength=nq).astype(np.float64)
-
     for metric in metrics:
-        t = float(metric.rel if metric.rel is not None else rel_level)
-        k = metric.k
-        family = metric.family
+        kernel = KERNELS.get(metric.family)
+        if kernel is None:
+            raise NotImplementedError(
+                f"memory engine: metric family {metric.family!r} is in the registry but has "
+                "no kernel here"
+            )
         with np.errstate(divide="ignore", invalid="ignore"):
-            if family in ("ndcg", "dcg"):
-                kind = metric.gain or gain
-                gains = _gain(g, kind)
-                sel = (gains > 0) if k is None else (gains > 0) & (p < k)
-                dcg = np.bincount(q[sel], weights=gains[sel] / np.log2(p[sel] + 2.0), minlength=nq)
-                if kind not in ideal_cache:
-                    wanted = {
-                        m.k for m in metrics if m.family == "ndcg" and (m.gain or gain) == kind
-                    }
-                    wanted = {None, *wanted}  # the uncut ideal: is any gain to be had at all
-                    ideal_cache[kind] = _ideal_dcg(prep, kind, wanted, nq)
-                ideal = ideal_cache[kind]
-                # undefined where no ranking could score above 0: no judged gain at all
-                if family == "dcg":
-                    value = np.where(ideal[None] > 0, dcg, np.nan)
-                else:
-                    value = np.where(ideal[None] > 0, dcg / ideal[k], np.nan)
-            elif family == "judged":
-                hits = count(q, p, k)
-                denominator = float(k) if k is not None else prep.retrieved.astype(np.float64)
-                value = np.where(denominator > 0, hits / denominator, 0.0)
-            else:
-                rq, rp, rrank = relevant(t)
-                nrel = num_rel(t)
-                defined = nrel > 0
-                if family == "mrr":
-                    first = first_per_query(rq, rp, nq)
-                    if k is not None:
-                        first[first >= k] = np.nan
-                    value = np.where(np.isnan(first), 0.0, 1.0 / (first + 1.0))
-                    value = np.where(defined, value, np.nan)
-                elif family == "recall":
-                    value = np.where(defined, count(rq, rp, k) / nrel, np.nan)
-                elif family == "precision":
-                    value = np.where(defined, count(rq, rp, k) / float(k), np.nan)
-                elif family == "hit":
-                    value = np.where(defined, (count(rq, rp, k) > 0).astype(np.float64), np.nan)
-                else:  # map / ap@k
-                    sel = slice(None) if k is None else rp < k
-                    sums = np.bincount(rq[sel], weights=rrank[sel] / (rp[sel] + 1.0), minlength=nq)
-                    value = np.where(defined, sums / nrel, np.nan)
+            value = kernel(shared, metric)
         results[metric.name] = value.astype(np.float64)
     return results
 

@@ -10,9 +10,7 @@ vectorized too, and every rejection names the file, the line (or row) and the co
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,15 +18,8 @@ import numpy as np
 
 from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
-
-#: Column names recognised without a mapping, for each canonical column.
-ALIASES: dict[str, tuple[str, ...]] = {
-    "query_id": ("query_id", "qid", "query", "queryid", "topic"),
-    "doc_id": ("doc_id", "docid", "doc", "docno", "document", "item_id", "item"),
-    "rank": ("rank", "position", "pos"),
-    "score": ("score", "sim"),
-    "relevance": ("relevance", "grade", "label", "rel", "judgment"),
-}
+from abrank.io.columns import ALIASES, alias_renames, describe_cell, parse_numbers
+from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, head_bytes, is_gzip
 
 _EXTENSIONS = {
     ".parquet": "parquet",
@@ -44,7 +35,6 @@ _EXTENSIONS = {
     ".txt": "trec",
     ".res": "trec",
 }
-_SNIFF_BYTES = 1 << 16
 
 
 def detect_format(path: str | Path, declared: str | None = None, *, judgments: bool = False) -> str:
@@ -75,12 +65,12 @@ def _sniff_format(path: Path) -> str | None:
     """Guess the format of a file with an unfamiliar extension from its first line."""
     if not path.is_file():
         return None
-    _check_file(path)
+    check_file(path)
     try:
         first = next(
             (
                 line
-                for line in _head_bytes(path).decode("utf-8", "replace").splitlines()
+                for line in head_bytes(path).decode("utf-8", "replace").splitlines()
                 if line.strip()
             ),
             "",
@@ -221,26 +211,11 @@ def read_attributes(
 # --------------------------------------------------------------------------- reading
 
 
-def _check_file(path: Path) -> None:
-    """Reject a path that is missing, a folder, or a file that cannot be opened for reading
-    (permission denied), before a parser meets it and fails with its own, vaguer error."""
-    if not path.exists():
-        raise DataError(f"{path}: expected a data file, got no such file")
-    if path.is_dir():
-        raise DataError(f"{path}: expected a data file, got a folder")
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as exc:
-        reason = (exc.strerror or str(exc) or type(exc).__name__).lower()
-        raise DataError(f"{path}: expected a readable data file, got {reason}") from None
-
-
 def _check_readable(path: str | Path) -> None:
     """Reject missing, unreadable, empty, binary and non-UTF-8 files before a parser sees them."""
     path = Path(path)
-    _check_file(path)
-    head = _head_bytes(path)
+    check_file(path)
+    head = head_bytes(path)
     if not head:
         raise DataError(f"{path}: expected at least one row, got an empty file")
     if b"\x00" in head:
@@ -248,30 +223,11 @@ def _check_readable(path: str | Path) -> None:
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if exc.end < len(head) - 4 or len(head) < _SNIFF_BYTES:  # not just a cut-off character
+        if exc.end < len(head) - 4 or len(head) < SNIFF_BYTES:  # not just a cut-off character
             line = head[: exc.start].count(b"\n") + 1
             raise DataError(
                 f"{path}: line {line}: expected UTF-8 text, got the byte 0x{head[exc.start]:02x}"
             ) from None
-
-
-def _head_bytes(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        magic = handle.read(2)
-    try:
-        if magic == b"\x1f\x8b":
-            with gzip.open(path, "rb") as handle:
-                return handle.read(_SNIFF_BYTES)
-        if str(path).lower().endswith(".gz"):
-            raise DataError(
-                f"{path}: expected gzip-compressed data (.gz), got an uncompressed file"
-            )
-        with open(path, "rb") as handle:
-            return handle.read(_SNIFF_BYTES)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DataError(
-            f"{path}: expected gzip-compressed data, got a damaged file ({exc})"
-        ) from None
 
 
 def _check_table_options(path: str | Path, fmt: str, sep: str | None, decimal: str | None) -> None:
@@ -300,7 +256,7 @@ def _read_table(
     """Parse a CSV/TSV/JSONL/Parquet file; return the frame and the line of its first row."""
     path = Path(path)
     if fmt == "parquet":
-        _check_file(path)
+        check_file(path)
         try:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises several unrelated types for bad files
@@ -319,19 +275,22 @@ def _read_table(
             else:
                 import pyarrow.csv as pc
 
-                table = pc.read_csv(
-                    path,
-                    parse_options=pc.ParseOptions(delimiter=sep or ("\t" if fmt == "tsv" else ",")),
-                    convert_options=pc.ConvertOptions(
-                        decimal_point=decimal or ".",
-                        column_types={
-                            name: pa.string()
-                            for key in ("query_id", "doc_id")
-                            for name in ALIASES[key]
-                        },
-                        strings_can_be_null=True,
-                    ),
-                )
+                with arrow_input(path) as source:
+                    table = pc.read_csv(
+                        source,
+                        parse_options=pc.ParseOptions(
+                            delimiter=sep or ("\t" if fmt == "tsv" else ",")
+                        ),
+                        convert_options=pc.ConvertOptions(
+                            decimal_point=decimal or ".",
+                            column_types={
+                                name: pa.string()
+                                for key in ("query_id", "doc_id")
+                                for name in ALIASES[key]
+                            },
+                            strings_can_be_null=True,
+                        ),
+                    )
                 first_line = 2
                 frame = table.to_pandas()
         except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
@@ -352,7 +311,8 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
     import pyarrow.json as pj
 
     try:
-        return pj.read_json(path).to_pandas()
+        with arrow_input(path) as source:
+            return pj.read_json(source).to_pandas()
     except pa.ArrowInvalid as exc:
         if "changed from" not in str(exc):
             message = re.sub(
@@ -361,7 +321,8 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             raise DataError(
                 f"{path}: expected valid JSONL data, got a parse error ({message})"
             ) from None
-    return pd.read_json(path, lines=True, dtype=False)
+    compression = "gzip" if is_gzip(path) else None
+    return pd.read_json(path, lines=True, dtype=False, compression=compression)
 
 
 def _reason(exc: Exception) -> str:
@@ -393,17 +354,7 @@ def _canonical_columns(
                 f"{path}: columns.{canon}: expected a column named {user!r}, found columns: {_listing(frame)}"
             )
         renames[user] = canon
-    for canon, names in ALIASES.items():
-        if canon in columns or canon in renames.values():
-            continue
-        match = next((name for name in names if name in present and name not in renames), None)
-        if match is None:
-            lowered = {str(c).lower(): c for c in frame.columns}
-            match = next(
-                (lowered[n] for n in names if n in lowered and lowered[n] not in renames), None
-            )
-        if match is not None:
-            renames[match] = canon
+    renames = alias_renames(frame.columns, renames)
     for canon in required:
         if canon not in renames.values():
             raise DataError(
@@ -444,26 +395,13 @@ def _numeric(
 ) -> pd.Series:
     """The column as float64; a non-numeric cell is an error naming its line. ``decimal=","``
     reads ``0,5`` in a text column (the CSV reader already parsed all-numeric columns)."""
-    if pd.api.types.is_bool_dtype(values):
-        _fail_at(path, first_line, values, np.ones(len(values), bool), column, "a number")
-    if pd.api.types.is_numeric_dtype(values):
-        numbers = values.astype(np.float64)
-    else:
-        text = values
-        if decimal == "," and pd.api.types.is_string_dtype(values):
-            text = values.astype("string").str.replace(",", ".", regex=False)
-        numbers = pd.to_numeric(text, errors="coerce").astype(np.float64)
-        bad = numbers.isna().to_numpy() & values.notna().to_numpy()
-        if bad.any():
-            _fail_at(path, first_line, values, bad, column, "a number")
-    if not allow_missing:
-        missing = numbers.isna().to_numpy()
-        if missing.any():
-            _fail_at(path, first_line, values, missing, column, "a number")
-    infinite = np.isinf(numbers.to_numpy())
-    if infinite.any():  # inf sorts, but no score or grade is infinite: a broken export
-        _fail_at(path, first_line, values, infinite, column, "a finite number")
-    return numbers
+    numbers = parse_numbers(
+        values,
+        lambda row: f"{path}: {_where(path, row + first_line)}: {column}",
+        allow_missing=allow_missing,
+        decimal=decimal,
+    )
+    return pd.Series(numbers, index=values.index, name=values.name)
 
 
 def _fail_at(
@@ -477,12 +415,7 @@ def _fail_at(
     row = int(np.flatnonzero(bad)[0])
     count = int(np.count_nonzero(bad))
     where = _where(path, row + first_line)
-    value = values.iloc[row]
-    got = (
-        "an empty value"
-        if pd.isna(value)
-        else repr(value.item() if hasattr(value, "item") else value)
-    )
+    got = describe_cell(values.iloc[row])
     more = f" ({count - 1} more such rows)" if count > 1 else ""
     raise DataError(f"{path}: {where}: {column}: expected {expected}, got {got}{more}")
 

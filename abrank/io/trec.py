@@ -7,8 +7,7 @@ fallback also locates malformed lines for error messages. No Python code runs pe
 
 from __future__ import annotations
 
-import contextlib
-import gzip
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,10 +25,11 @@ from abrank.engines.arrow import (
     query_codes,
 )
 from abrank.errors import ConfigError, DataError
+from abrank.io.columns import parse_numbers
+from abrank.io.files import SNIFF_BYTES, arrow_input, open_bytes
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
-_SNIFF_BYTES = 1 << 16
 _SHOWN = 3  # how many offending items an error message names
 _CSV_BLOCK = 16 << 20
 _NUMERIC = ("score", "relevance")
@@ -54,14 +54,7 @@ def run_arrays(
 ) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray, _Lines]:
     """Query ids, doc ids and scores of a run file, in file order, scores checked."""
     table, lines = _read_fields(path, RUN_FIELDS, {"query_id": 0, "doc_id": 2, "score": 4})
-    score, bad = _parse_floats(table["score"])
-    if bad is not None or np.isnan(score).any():
-        row = bad if bad is not None else int(np.flatnonzero(np.isnan(score))[0])
-        raise DataError(
-            f"{path}: line {lines[row]}: score: expected a number, "
-            f"got {str(table['score'][row].as_py())!r}"
-        )
-    _refuse_infinite(score, table["score"], "score", path, lines)
+    score = parse_numbers(table["score"], lambda row: f"{path}: line {lines[row]}: score")
     return table["query_id"], table["doc_id"], score, lines
 
 
@@ -136,14 +129,7 @@ def qrels_arrays(
     """Query ids, doc ids and grades of a qrels file, checked (numbers; no repeated pair
     unless ``check`` is False)."""
     table, lines = _read_fields(path, QRELS_FIELDS, {"query_id": 0, "doc_id": 2, "relevance": 3})
-    grade, bad = _parse_floats(table["relevance"])
-    if bad is not None or np.isnan(grade).any():
-        row = bad if bad is not None else int(np.flatnonzero(np.isnan(grade))[0])
-        raise DataError(
-            f"{path}: line {lines[row]}: relevance: expected a number, "
-            f"got {str(table['relevance'][row].as_py())!r}"
-        )
-    _refuse_infinite(grade, table["relevance"], "relevance", path, lines)
+    grade = parse_numbers(table["relevance"], lambda row: f"{path}: line {lines[row]}: relevance")
     qid, doc = table["query_id"], table["doc_id"]
     if not check:
         return qid, doc, grade
@@ -156,35 +142,8 @@ def qrels_arrays(
     return qid, doc, grade
 
 
-def _refuse_infinite(
-    values: np.ndarray, texts: pa.ChunkedArray, column: str, path: str | Path, lines: _Lines
-) -> None:
-    """An infinite score or grade is an error naming its line: ``inf`` sorts, so trec_eval
-    would take it, but no retrieval score or grade is infinite; it is a broken export."""
-    infinite = np.isinf(values)
-    if infinite.any():
-        row = int(np.flatnonzero(infinite)[0])
-        raise DataError(
-            f"{path}: line {lines[row]}: {column}: expected a finite number, "
-            f"got {str(texts[row].as_py())!r}"
-        )
-
-
 def _to_str_series(column: pa.ChunkedArray) -> pd.Series:
     return column.to_pandas().astype("str")
-
-
-def _parse_floats(column: pa.ChunkedArray) -> tuple[np.ndarray, int | None]:
-    """Float64 values of a column read as text or numbers; index of the first bad one."""
-    if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
-        return column.to_numpy().astype(np.float64, copy=False), None
-    try:
-        return pc.cast(column, pa.float64()).to_numpy(), None
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        values = pd.to_numeric(pd.Series(column.to_pandas()), errors="coerce").to_numpy(np.float64)
-        lowered = pc.utf8_lower(pc.utf8_trim_whitespace(column)).to_numpy(zero_copy_only=False)
-        bad = np.isnan(values) & (lowered != "nan")
-        return values, int(np.flatnonzero(bad)[0]) if bad.any() else None
 
 
 class _Lines:
@@ -197,13 +156,6 @@ class _Lines:
         return int(self.numbers[row]) if self.numbers is not None else row + 1
 
 
-def open_text(path: str | Path):
-    path = Path(path)
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
 def _sniff(path: str | Path) -> None:
     """Reject missing, empty and binary files before parsing them."""
     p = Path(path)
@@ -212,9 +164,9 @@ def _sniff(path: str | Path) -> None:
     if p.is_dir():
         raise DataError(f"{path}: expected a file, got a folder")
     try:
-        with open_text(p) as handle:
-            head = handle.read(_SNIFF_BYTES)
-    except (OSError, EOFError) as exc:
+        with open_bytes(p) as handle:
+            head = handle.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error) as exc:
         raise DataError(f"{path}: expected a readable (gzip) text file, got {exc}") from None
     if not head.strip():
         raise DataError(f"{path}: expected TREC lines, got an empty file")
@@ -236,10 +188,8 @@ def _read_fields(
     """
     _sniff(path)
     names = list(fields)
-    # an uncompressed file is read through a memory map: no copy of its text in memory
-    compressed = Path(path).suffix.lower() in (".gz", ".bz2", ".lz4", ".zst")
     try:
-        with contextlib.nullcontext(path) if compressed else pa.memory_map(str(path)) as source:
+        with arrow_input(path) as source:
             table = pacsv.read_csv(
                 source,
                 read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
@@ -265,16 +215,17 @@ def _read_fields_split(
     path: str | Path, fields: Sequence[str], wanted: dict[str, int], extra_allowed: bool
 ) -> tuple[pa.Table, _Lines]:
     try:
-        lines = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=["line"]),
-            parse_options=pacsv.ParseOptions(
-                delimiter="\x1f", quote_char=False, double_quote=False, ignore_empty_lines=False
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={"line": pa.binary()}, strings_can_be_null=False, null_values=[]
-            ),
-        )["line"]
+        with arrow_input(path) as source:
+            lines = pacsv.read_csv(
+                source,
+                read_options=pacsv.ReadOptions(column_names=["line"]),
+                parse_options=pacsv.ParseOptions(
+                    delimiter="\x1f", quote_char=False, double_quote=False, ignore_empty_lines=False
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={"line": pa.binary()}, strings_can_be_null=False, null_values=[]
+                ),
+            )["line"]
     except pa.ArrowInvalid as exc:
         raise DataError(f"{path}: expected whitespace-separated text lines, got {exc}") from None
     try:

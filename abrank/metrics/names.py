@@ -1,4 +1,4 @@
-"""Metric names: one registry of families, one parser, the canonical names.
+"""Metric names: the one parser of spellings, and the canonical names.
 
 A metric is a small frozen value (:class:`Metric`) whose canonical name (``"ndcg@10"``)
 keys columns and dicts. Every spelling a user may type goes through :func:`parse_metric`:
@@ -27,46 +27,19 @@ from typing import Any
 import numpy as np
 
 from abrank.errors import ConfigError
+from abrank.metrics.registry import (
+    FAMILIES,
+    binary_families,
+    graded_families,
+    join_names,
+    known_names,
+    spellings,
+)
 
-__all__ = ["FAMILIES", "GAINS", "Metric", "parse_metric", "parse_metrics"]
+__all__ = ["GAINS", "Metric", "parse_metric", "parse_metrics"]
 
-# family -> (display label, metric is a binary-relevance metric, needs a cutoff)
-FAMILIES: dict[str, tuple[str, bool, bool]] = {
-    "mrr": ("MRR", True, False),
-    "ndcg": ("NDCG", False, False),
-    "dcg": ("DCG", False, False),
-    "recall": ("Recall", True, False),
-    "precision": ("P", True, True),
-    "hit": ("Hit", True, False),
-    "map": ("MAP", True, False),
-    "ap": ("AP", True, True),
-    "judged": ("Judged", False, False),
-}
-
-# every accepted spelling (lowercase) -> family
-_ALIASES: dict[str, str] = {
-    "mrr": "mrr",
-    "rr": "mrr",
-    "recip_rank": "mrr",
-    "reciprocal_rank": "mrr",
-    "ndcg": "ndcg",
-    "ndcg_cut": "ndcg",
-    "dcg": "dcg",
-    "recall": "recall",
-    "r": "recall",
-    "precision": "precision",
-    "p": "precision",
-    "prec": "precision",
-    "hit": "hit",
-    "hits": "hit",
-    "success": "hit",
-    "hitrate": "hit",
-    "hit_rate": "hit",
-    "map": "map",
-    "ap": "map",
-    "map_cut": "map",
-    "judged": "judged",
-}
+# every accepted spelling (lowercase, without cutoff or parameters) -> family
+_SPELLINGS: dict[str, str] = spellings()
 
 GAINS = ("linear", "exp")
 _GAIN_ALIASES = {
@@ -103,11 +76,13 @@ class Metric:
             raise ConfigError(
                 f"metric: family: expected one of {', '.join(FAMILIES)}, got {self.family!r}"
             )
-        # average precision: "map" without a cutoff, "ap@k" with one
-        if family == "ap" and self.k is None:
-            family = "map"
-        if family == "map" and self.k is not None:
-            family = "ap"
+        spec = FAMILIES[family]
+        # a family and its twin are one measure with and without a cutoff (map, ap@k)
+        if spec.twin is not None and (
+            (spec.cutoff == "required" and self.k is None)
+            or (spec.cutoff == "none" and self.k is not None)
+        ):
+            family, spec = spec.twin, FAMILIES[spec.twin]
         object.__setattr__(self, "family", family)
         if self.k is not None:
             if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
@@ -115,16 +90,15 @@ class Metric:
                     f"metric {family}: cutoff: expected a whole number >= 1, got {self.k!r}"
                 )
             object.__setattr__(self, "k", int(self.k))
-        elif FAMILIES[family][2]:
+        elif spec.cutoff == "required":
             raise ConfigError(
                 f"metric {family}: cutoff: expected {family}@k (e.g. {family}@10), got no cutoff"
             )
-        binary = FAMILIES[family][1]
         if self.rel is not None:
-            if not binary:
+            if not spec.binary:
                 raise ConfigError(
                     f"metric {family}: rel: expected no relevance threshold (it applies to "
-                    "mrr, recall, precision, hit, map and ap), got one"
+                    f"{join_names(binary_families())}), got one"
                 )
             try:
                 rel = float(self.rel)
@@ -134,9 +108,10 @@ class Metric:
                 raise ConfigError(f"metric {family}: rel: expected a number, got {self.rel!r}")
             object.__setattr__(self, "rel", rel)
         if self.gain is not None:
-            if family not in ("ndcg", "dcg"):
+            if not spec.graded:
                 raise ConfigError(
-                    f"metric {family}: gain: expected no gain (it applies to ndcg and dcg), got one"
+                    f"metric {family}: gain: expected no gain (it applies to "
+                    f"{join_names(graded_families())}), got one"
                 )
             gain = _GAIN_ALIASES.get(str(self.gain).lower().strip("'\""))
             if gain is None:
@@ -153,7 +128,7 @@ class Metric:
     @property
     def label(self) -> str:
         """Display name: ``MRR@10``, ``NDCG@10``, ``P@5``, ``Recall@100``, ``MAP``."""
-        return self._render(FAMILIES[self.family][0])
+        return self._render(FAMILIES[self.family].label)
 
     def _render(self, head: str) -> str:
         params = []
@@ -179,24 +154,15 @@ class Metric:
         }
 
 
-def _known_names() -> str:
-    return (
-        "mrr, mrr@k, ndcg, ndcg@k, dcg, dcg@k, recall@k, precision@k (p@k), hit@k, map, "
-        "ap@k, judged@k; ir_measures and trec_eval spellings such as RR@10, nDCG@10, P@5, "
-        "R@100, AP, Success@3, recip_rank, ndcg_cut.10; parameters as in mrr(rel=2)@10 "
-        "or ndcg(gain=exp)@10"
-    )
-
-
 def _suggest(text: str) -> str:
     """A close known spelling for a misspelt metric name, keeping its cutoff."""
     lowered = text.strip().lower()
     match = re.match(r"^([a-z_]+)(.*)$", lowered)
     head, rest = (match.group(1), match.group(2)) if match else (lowered, "")
-    close = difflib.get_close_matches(head, [*FAMILIES, *_ALIASES], n=1, cutoff=0.5)
+    close = difflib.get_close_matches(head, list(_SPELLINGS), n=1, cutoff=0.5)
     if not close:
         return ""
-    suggestion = _ALIASES.get(close[0], close[0]) + rest
+    suggestion = _SPELLINGS[close[0]] + rest
     return "" if suggestion == lowered else f"; did you mean {suggestion!r}?"
 
 
@@ -211,12 +177,12 @@ def parse_metric(text: str | Metric) -> Metric:
         raise ConfigError(f"metric: expected a metric name such as 'ndcg@10', got {text!r}")
     lowered = text.strip().lower()
     match = _NAME.match(lowered)
-    if match is None or match.group("family") not in _ALIASES:
+    if match is None or match.group("family") not in _SPELLINGS:
         match = _TREC_NAME.match(lowered) or match
-    family = _ALIASES.get(match.group("family")) if match else None
+    family = _SPELLINGS.get(match.group("family")) if match else None
     if match is None or family is None:
         raise ConfigError(
-            f"metric: expected a known metric name ({_known_names()}), got {text!r}{_suggest(text)}"
+            f"metric: expected a known metric name ({known_names()}), got {text!r}{_suggest(text)}"
         )
     k: int | None = None
     if match.group("k") is not None:

@@ -11,9 +11,9 @@ import pyarrow as pa
 
 from abrank.engines.memory import Prepared
 from abrank.errors import ConfigError, DataError
+from abrank.io.files import is_gzip, open_bytes
 from abrank.io.trec import (
     RUN_FIELDS,
-    open_text,
     qrels_arrays,
     read_trec_qrels,
     read_trec_run,
@@ -133,8 +133,9 @@ def run_tag(path: str | Path) -> str:
     """The run's name as trec_eval prints it (``runid``): the tag, the sixth field, of the
     file's last non-blank line."""
     window = 1 << 16
-    with open_text(path) as handle:
-        if Path(path).suffix == ".gz":  # no seeking back in a stream: keep its last bytes
+    compressed = is_gzip(path)
+    with open_bytes(path) as handle:
+        if compressed:  # no seeking back in a stream: keep its last bytes
             data = b""
             while chunk := handle.read(1 << 20):
                 data = (data + chunk)[-(1 << 20) :]

@@ -1,0 +1,139 @@
+"""Columns of user data: the spellings of the canonical columns, and the one numeric parser.
+
+Every reader (tables, TREC files) and every frame given to the Python API goes through
+these, so ``qid`` means ``query_id`` everywhere and a bad number is reported the same way
+everywhere: ``<where>: expected a number, got 'x'``, where ``<where>`` names the file and
+line (or the frame, column and row) and the count of further bad cells follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from abrank._lazy import pandas as pd
+from abrank.errors import DataError
+
+__all__ = ["ALIASES", "alias_renames", "describe_cell", "parse_numbers"]
+
+#: Column names recognised without a mapping, for each canonical column.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "query_id": ("query_id", "qid", "query", "queryid", "topic"),
+    "doc_id": ("doc_id", "docid", "doc", "docno", "document", "item_id", "item"),
+    "rank": ("rank", "position", "pos"),
+    "score": ("score", "sim"),
+    "relevance": ("relevance", "grade", "label", "rel", "judgment"),
+}
+
+
+def alias_renames(columns: Iterable[Any], renames: Mapping[Any, str] | None = None) -> dict:
+    """Column -> canonical name for every canonical column that ``renames`` (an explicit
+    mapping, already checked) leaves out and that one of its :data:`ALIASES` names: the
+    first alias present as written, else the first present in another case."""
+    present = list(columns)
+    out = dict(renames or {})
+    for canon, names in ALIASES.items():
+        if canon in out.values():
+            continue
+        match = next((name for name in names if name in present and name not in out), None)
+        if match is None:
+            lowered = {str(c).lower(): c for c in present}
+            match = next(
+                (lowered[n] for n in names if n in lowered and lowered[n] not in out), None
+            )
+        if match is not None:
+            out[match] = canon
+    return out
+
+
+def describe_cell(value: Any, empty: str = "an empty value") -> str:
+    """A cell as an error message shows it: its repr, or ``empty`` for a missing value."""
+    if value is None or (
+        pd.api.types.is_scalar(value) and not isinstance(value, str) and pd.isna(value)
+    ):
+        return empty
+    return repr(value.item() if hasattr(value, "item") else value)
+
+
+def parse_numbers(
+    values: pd.Series | pa.Array | pa.ChunkedArray,
+    where: Callable[[int], str],
+    *,
+    allow_missing: bool = False,
+    finite: bool = True,
+    booleans: bool = False,
+    decimal: str | None = None,
+    empty: str = "an empty value",
+) -> np.ndarray:
+    """A column of numbers (or of text holding numbers) as float64.
+
+    A cell that is not a number is a DataError ``"{where(row)}: expected a number, got
+    'x'"`` for the first such row (0-based position), with the count of the others; so is a
+    missing cell unless ``allow_missing`` (it is then NaN), an infinite one when ``finite``
+    (no score or grade is infinite: a broken export) and True/False unless ``booleans``.
+    ``decimal=","`` reads ``0,5`` in a text column. ``empty`` is how a missing cell is named.
+    """
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        numbers = _arrow_numbers(values)
+        if numbers is None:  # text that pyarrow cannot cast: find the bad cell with pandas
+            values = pd.Series(values.to_pandas(), copy=False)
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if not isinstance(values, pd.Series):
+            values = pd.Series(values)
+        if pd.api.types.is_bool_dtype(values) and not booleans:
+            _fail(where, values, np.ones(len(values), bool), "a number", empty)
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            text = values
+            if decimal == "," and pd.api.types.is_string_dtype(values):
+                text = values.astype("string").str.replace(",", ".", regex=False)
+            numbers = pd.to_numeric(text, errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
+            bad = np.isnan(numbers) & values.notna().to_numpy()
+            if bad.any():
+                _fail(where, values, bad, "a number", empty)
+    if not allow_missing:
+        missing = np.isnan(numbers)
+        if missing.any():
+            _fail(where, values, missing, "a number", empty)
+    if finite:
+        infinite = np.isinf(numbers)
+        if infinite.any():
+            _fail(where, values, infinite, "a finite number", empty)
+    return numbers
+
+
+def _arrow_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """Float64 values of an Arrow column of numbers or text; None when a cell is no number."""
+    if pa.types.is_floating(values.type) or pa.types.is_integer(values.type):
+        return values.to_numpy().astype(np.float64, copy=False)
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(values, pa.float64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _fail(
+    where: Callable[[int], str],
+    values: pd.Series | pa.Array | pa.ChunkedArray,
+    bad: np.ndarray,
+    expected: str,
+    empty: str,
+) -> None:
+    row = int(np.flatnonzero(bad)[0])
+    count = int(np.count_nonzero(bad))
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        # text files: the cell as written (a float column of a TREC file was parsed from text)
+        cell = values[row].as_py()
+        got = empty if cell is None else repr(str(cell))
+    else:
+        got = describe_cell(values.iloc[row], empty)
+    more = f" ({count - 1} more such rows)" if count > 1 else ""
+    raise DataError(f"{where(row)}: expected {expected}, got {got}{more}")

@@ -1,0 +1,236 @@
+"""The registry of metric families: one spec per family, and everything derived from it.
+
+Each family is described once, by a frozen :class:`MetricSpec`: its canonical name, display
+label, what relevance it reads, whether it takes a cutoff, the spellings other tools use for
+it, and one line saying what it measures. The parser's table of spellings
+(:func:`spellings`), the list of names shown in errors (:func:`known_names`), the wording of
+parameter errors and the metric table of README.md (:func:`markdown_table`) all come from
+:data:`FAMILIES`, so a new family is one entry here (and one kernel in an engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "FAMILIES",
+    "MetricSpec",
+    "binary_families",
+    "graded_families",
+    "join_names",
+    "known_names",
+    "markdown_table",
+    "spellings",
+]
+
+Relevance = Literal["binary", "graded", "judged"]
+Cutoff = Literal["optional", "required", "none"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric family.
+
+    ``relevance`` says what the family reads of a judgment: ``binary`` (grade >= the
+    relevance threshold is relevant; takes ``rel=``), ``graded`` (the grade as a gain;
+    takes ``gain=``) or ``judged`` (only whether a judgment exists). ``cutoff`` is
+    ``optional`` (``name`` or ``name@k``), ``required`` (``name@k`` only) or ``none``; a
+    family with a ``twin`` turns into it when the cutoff is given where it has none, or
+    left out where it needs one (``map`` and ``ap@k``). Other tools' spellings are written
+    as those tools write them, ``@k`` / ``.k`` standing for a cutoff.
+    """
+
+    family: str
+    label: str
+    relevance: Relevance
+    cutoff: Cutoff
+    description: str
+    aliases: tuple[str, ...] = ()
+    ir_measures: tuple[str, ...] = ()
+    trec_eval: tuple[str, ...] = ()
+    twin: str | None = None
+
+    @property
+    def binary(self) -> bool:
+        """The family counts a document as relevant when its grade reaches a threshold."""
+        return self.relevance == "binary"
+
+    @property
+    def graded(self) -> bool:
+        """The family uses grades as gains (linear or exponential)."""
+        return self.relevance == "graded"
+
+    @property
+    def usage(self) -> tuple[str, ...]:
+        """abrank's own forms of the name: ``mrr, mrr@k``, ``precision@k``, ``map``."""
+        plain, cut = self.family, f"{self.family}@k"
+        return {"optional": (plain, cut), "required": (cut,), "none": (plain,)}[self.cutoff]
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every spelling of the family as written: its name, aliases, other tools' names."""
+        return (self.family, *self.aliases, *self.ir_measures, *self.trec_eval)
+
+
+FAMILIES: dict[str, MetricSpec] = {
+    spec.family: spec
+    for spec in (
+        MetricSpec(
+            "mrr",
+            "MRR",
+            "binary",
+            "optional",
+            "reciprocal rank of the first relevant document (0 when none is in the top k)",
+            aliases=("reciprocal_rank",),
+            ir_measures=("RR@k",),
+            trec_eval=("recip_rank",),
+        ),
+        MetricSpec(
+            "ndcg",
+            "NDCG",
+            "graded",
+            "optional",
+            "DCG divided by the DCG of the ideal ordering of all judged documents",
+            ir_measures=("nDCG@k",),
+            trec_eval=("ndcg", "ndcg_cut.k"),
+        ),
+        MetricSpec(
+            "dcg",
+            "DCG",
+            "graded",
+            "optional",
+            "sum of gain(grade) / log2(rank + 1) over the top k",
+        ),
+        MetricSpec(
+            "recall",
+            "Recall",
+            "binary",
+            "optional",
+            "share of the relevant documents found in the top k",
+            ir_measures=("R@k",),
+            trec_eval=("recall.k",),
+        ),
+        MetricSpec(
+            "precision",
+            "P",
+            "binary",
+            "required",
+            "share of the top k that is relevant (divided by k)",
+            aliases=("p", "prec"),
+            ir_measures=("P@k",),
+            trec_eval=("P.k",),
+        ),
+        MetricSpec(
+            "hit",
+            "Hit",
+            "binary",
+            "optional",
+            "1 when a relevant document is in the top k, else 0 (success)",
+            aliases=("hits", "hitrate", "hit_rate"),
+            ir_measures=("Success@k",),
+            trec_eval=("success.k",),
+        ),
+        MetricSpec(
+            "map",
+            "MAP",
+            "binary",
+            "none",
+            "average precision over the whole ranking (mean over queries: MAP)",
+            ir_measures=("AP",),
+            trec_eval=("map",),
+            twin="ap",
+        ),
+        MetricSpec(
+            "ap",
+            "AP",
+            "binary",
+            "required",
+            "average precision over the top k",
+            ir_measures=("AP@k",),
+            trec_eval=("map_cut.k",),
+            twin="map",
+        ),
+        MetricSpec(
+            "judged",
+            "Judged",
+            "judged",
+            "optional",
+            "share of the top k that has a judgment (a diagnostic)",
+            ir_measures=("Judged@k",),
+        ),
+    )
+}
+
+
+def _bare(spelling: str) -> str:
+    """The lowercase name the parser matches: the spelling without its cutoff placeholder."""
+    for placeholder in ("@k", ".k"):
+        if spelling.endswith(placeholder):
+            spelling = spelling[: -len(placeholder)]
+    return spelling.lower()
+
+
+def spellings() -> dict[str, str]:
+    """Every accepted lowercase name (without cutoff or parameters) -> its family.
+
+    A spelling shared by two families is allowed only between twins (``ap`` names both
+    ``map`` and ``ap@k``, which the cutoff tells apart); any other clash is an error in the
+    registry.
+    """
+    table: dict[str, str] = {}
+    for spec in FAMILIES.values():
+        for spelling in spec.spellings:
+            name = _bare(spelling)
+            owner = table.setdefault(name, spec.family)
+            if owner != spec.family and FAMILIES[owner].twin != spec.family:
+                raise RuntimeError(
+                    f"metric registry: spelling {name!r} names both {owner} and {spec.family}"
+                )
+    return table
+
+
+def join_names(names: list[str] | tuple[str, ...]) -> str:
+    """``a, b and c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def binary_families() -> list[str]:
+    """Families that take a relevance threshold (``rel=``), in registry order."""
+    return [spec.family for spec in FAMILIES.values() if spec.binary]
+
+
+def graded_families() -> list[str]:
+    """Families that take a gain (``gain=``), in registry order."""
+    return [spec.family for spec in FAMILIES.values() if spec.graded]
+
+
+def _distinct(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def known_names() -> str:
+    """The names listed when a metric name does not parse."""
+    own = ", ".join(form for spec in FAMILIES.values() for form in spec.usage)
+    ir = ", ".join(_distinct([s for spec in FAMILIES.values() for s in spec.ir_measures]))
+    trec = ", ".join(_distinct([s for spec in FAMILIES.values() for s in spec.trec_eval]))
+    return (
+        f"{own}; ir_measures spellings {ir}; trec_eval spellings {trec}; "
+        "parameters as in mrr(rel=2)@10 or ndcg(gain=exp)@10"
+    )
+
+
+def markdown_table() -> str:
+    """The metric table of README.md (a test keeps the two equal)."""
+    rows = [
+        "| metric | label | relevance | also accepted | what it measures |",
+        "|---|---|---|---|---|",
+    ]
+    for spec in FAMILIES.values():
+        names = ", ".join(f"`{form}`" for form in spec.usage)
+        others = ", ".join(f"`{s}`" for s in spec.spellings if s != spec.family) or "—"
+        rows.append(
+            f"| {names} | {spec.label} | {spec.relevance} | {others} | {spec.description} |"
+        )
+    return "\n".join(rows)
