@@ -1,0 +1,193 @@
+"""Summarising: the readout of one experiment from its data, scores and comparisons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.load import LoadedData, display_path
+from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
+from abrank.config import Experiment
+from abrank.readout import Readout
+
+#: A treatment whose judged@k falls this far below the control's gets a warning.
+JUDGED_GAP_WARNING = 0.05
+
+
+def build_readout(
+    experiment: Experiment, data: LoadedData, scored: ScoredArms, comparisons, too_small
+) -> Readout:
+    from abrank import __version__
+    from abrank.metrics import parse_metric
+
+    analysis = experiment.analysis
+    control = experiment.control.name
+    per_query = []
+    for arm in experiment.arms:
+        table = scored.values[arm.name]
+        table = table.join(data.segments, how="left") if len(data.segments.columns) else table
+        per_query.append(table.reset_index().assign(arm=arm.name))
+    per_query_frame = pd.concat(per_query, ignore_index=True)
+    per_query_frame = per_query_frame[["arm", *per_query_frame.columns.drop("arm")]]
+    first = pd.concat(
+        [
+            s.rename("rank").rename_axis("query_id").reset_index().assign(arm=name)
+            for name, s in scored.first_relevant.items()
+        ],
+        ignore_index=True,
+    )[["arm", "query_id", "rank"]]
+
+    missing = {
+        name: int(scored.universe.difference(index).size) for name, index in scored.present.items()
+    }
+    logged = {
+        name: int(index.size) + scored.unjudged_queries[name]
+        for name, index in scored.present.items()
+    }
+    matched = int(intersection(scored.present.values()).size)
+    warnings = [*_identical_logs(data.inputs), *_warnings(experiment, scored, missing)]
+    overall_notes: dict[str, list[str]] = {}
+    segment_notes: dict[str, int] = {}
+    for comparison in comparisons:
+        for note in comparison.notes:
+            if comparison.segment is None:
+                subject = f"{comparison.metric} ({comparison.treatment})"
+                overall_notes.setdefault(note, []).append(subject)
+            else:
+                segment_notes[note] = segment_notes.get(note, 0) + 1
+    for note, subjects in overall_notes.items():
+        warnings.append(f"{', '.join(subjects)}: {note}")
+    for note, count in segment_notes.items():
+        warnings.append(f"{count} segment comparison{'s' if count > 1 else ''}: {note}")
+    for comparison in comparisons:
+        if comparison.approximation and comparison.segment is None:
+            warnings.append(
+                f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
+                f"{comparison.approximation}"
+            )
+    summary = {
+        "experiment": {
+            "name": experiment.name,
+            "title": experiment.title or experiment.name,
+            "description": experiment.description,
+            "owner": experiment.owner,
+        },
+        "abrank_version": __version__,
+        "config_path": display_path(experiment.source),
+        "design": analysis.design,
+        "seed": analysis.seed,
+        "alpha": analysis.alpha,
+        "confidence_level": analysis.confidence_level,
+        "n_resamples": analysis.resamples,
+        "primary_test": analysis.primary_test,
+        "tests": list(analysis.tests),
+        "correction": {"primary": analysis.correction, "segments": analysis.segment_correction},
+        "relevance_threshold": experiment.relevance_threshold,
+        "no_relevant": experiment.no_relevant,
+        "gain": experiment.gain,
+        "depth": experiment.depth,
+        "metrics": list(experiment.metrics),
+        "metric_labels": {name: parse_metric(name).label for name in experiment.metrics},
+        "primary_metric": experiment.primary_metric,
+        "arms": [
+            {
+                "name": arm.name,
+                "label": arm.label or arm.name,
+                "role": "control" if arm.name == control else "treatment",
+                "queries": logged[arm.name],
+            }
+            for arm in experiment.arms
+        ],
+        "comparisons": [c.to_dict() for c in comparisons],
+        "segments": {
+            "columns": list(experiment.segments.columns),
+            "min_queries": experiment.segments.min_queries,
+            "too_small": too_small,
+        },
+        "diagnostics": {
+            "queries": {name: logged[name] for name, frame in data.rankings.items()},
+            "judged_queries": scored.judged_queries,
+            "analysed_queries": int(scored.universe.size),
+            "matched": matched,
+            "missing": missing,
+            "missing_policy": analysis.missing_queries,
+            "without_relevant": int(scored.without_relevant.size),
+            "undefined": {
+                "policy": experiment.no_relevant,
+                "metrics": dict(scored.undefined),
+            },
+            "unjudged_queries": scored.unjudged_queries,
+            "judged_at_k": {
+                "k": JUDGED_K,
+                "arms": {k: _finite(v) for k, v in scored.judged_at_k.items()},
+            },
+            "warnings": warnings,
+        },
+        "inputs": data.inputs,
+    }
+    resampled = {
+        (c.metric, c.treatment): c.resampled_deltas
+        for c in comparisons
+        if c.segment is None and getattr(c, "resampled_deltas", None) is not None
+    }
+    return Readout(summary, per_query_frame, scored.curves, first, resampled, experiment.text)
+
+
+def _identical_logs(inputs: list[dict[str, Any]]) -> list[str]:
+    """A warning for each treatment whose log holds the control's very bytes (same sha256).
+
+    Comparing a ranker with itself is nearly always a config mistake (a copied path, an
+    export run twice from the same model); the readout would show a zero delta everywhere.
+    """
+    control = next(item for item in inputs if item["role"] == "control")
+    return [
+        f"{item['arm']}: its log {item['path']} has the same content as the control's "
+        f"({control['path']}, sha256 {control['sha256'][:12]}): the arms cannot differ; "
+        "check the treatment's path"
+        for item in inputs
+        if item["role"] == "treatment" and item["sha256"] == control["sha256"]
+    ]
+
+
+def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int]) -> list[str]:
+    control = experiment.control.name
+    notes = []
+    base = scored.judged_at_k.get(control, np.nan)
+    for arm in experiment.treatments:
+        value = scored.judged_at_k.get(arm.name, np.nan)
+        if np.isfinite(base) and np.isfinite(value) and value < base - JUDGED_GAP_WARNING:
+            notes.append(
+                f"{arm.name}: judged@{JUDGED_K} is {value:.3f} against control's {base:.3f}; unjudged "
+                f"documents count as not relevant, which biases the comparison against {arm.name}"
+            )
+    policy = experiment.analysis.missing_queries
+    for name, count in missing.items():
+        if count and experiment.analysis.design == "paired":
+            effect = {"zero": "scored 0", "drop": "left out of every arm"}.get(policy, policy)
+            notes.append(f"{name}: {count} analysed queries are missing from its log ({effect})")
+    for name, count in scored.unjudged_queries.items():
+        if count:
+            notes.append(
+                f"{name}: {count} queries in the log have no judgments and are not analysed"
+            )
+    effect = (
+        "scored 0 (no_relevant: zero)"
+        if experiment.no_relevant == "zero"
+        else "left out of the comparisons (no_relevant: drop)"
+    )
+    by_count: dict[int, list[str]] = {}
+    for metric, count in scored.undefined.items():
+        if count:
+            by_count.setdefault(count, []).append(metric)
+    for count, names in by_count.items():
+        notes.append(
+            f"{', '.join(names)}: undefined on {count} of {scored.universe.size} queries (no "
+            f"judged document could score on {'them' if len(names) > 1 else 'it'}), {effect}"
+        )
+    return notes
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
