@@ -1,11 +1,16 @@
-"""Comparing arms: every metric x treatment comparison, overall and per segment.
+"""Comparing arms: every metric x pair of arms comparison, overall and per segment.
 
-Each comparison runs :func:`abrank.stats.compare_metrics` on its own two arms' per-query
-values (through :mod:`abrank.workers`, in threads where that is safe); the p-values are then
-adjusted per family: the primary family (metrics x treatments) and the segment breakdowns.
+The pairs are each treatment against the control (``comparisons: control``, the default)
+or every pair of arms (``comparisons: all-pairs``: treatments against each other too, the
+later arm of the config against the earlier one). Each comparison runs
+:func:`abrank.stats.compare_metrics` on its own two arms' per-query values (through
+:mod:`abrank.workers`, in threads where that is safe); the p-values are then adjusted per
+family: the primary family (metrics x pairs) and the segment breakdowns.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pandas as pd
 
@@ -16,14 +21,42 @@ from abrank.config import Experiment
 from abrank.errors import DataError
 
 
+@dataclasses.dataclass(frozen=True)
+class ArmPair:
+    """Two arms compared: ``treatment`` against ``control`` (delta = treatment - control).
+
+    ``name`` is what the comparison's ``treatment`` field says: the treatment arm's name
+    against the experiment's control, ``"B vs A"`` for a treatment against another one.
+    """
+
+    treatment: str
+    control: str
+    name: str
+
+
+def arm_pairs(experiment: Experiment) -> list[ArmPair]:
+    """The pairs of arms an experiment compares, in the readout's order: every treatment
+    against the control, then (``all-pairs``) each treatment against each earlier one."""
+    control = experiment.control.name
+    pairs = [ArmPair(t.name, control, t.name) for t in experiment.treatments]
+    if experiment.comparisons == "all-pairs":
+        names = [t.name for t in experiment.treatments]
+        pairs += [
+            ArmPair(later, earlier, f"{later} vs {earlier}")
+            for j, later in enumerate(names)
+            for earlier in names[:j]
+        ]
+    return pairs
+
+
 def compare_arms(
     experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame
 ) -> tuple[list, list[dict]]:
-    """Every metric x treatment comparison, overall and per segment, with adjusted p-values.
+    """Every metric x pair comparison (see :func:`arm_pairs`), overall and per segment, with
+    adjusted p-values: the overall ones form one family, the segment ones another.
 
-    Each comparison depends on its own two arms only: its queries are those the control
-    and that treatment hold (both under ``missing_queries: drop``, either under ``zero``),
-    never those of another treatment.
+    Each comparison depends on its own two arms only: its queries are those both arms hold
+    (under ``missing_queries: drop``) or either holds (``zero``), never those of another arm.
     """
     from abrank.stats import adjust
 
@@ -45,13 +78,12 @@ def compare_arms(
     breakdown: list = []
     too_small: list[tuple[tuple, dict]] = []
     metric_order = {metric: i for i, metric in enumerate(experiment.metrics)}
-    for t_index, treatment in enumerate(experiment.treatments):
-        queries = _pair_queries(experiment, scored, treatment.name)
+    for t_index, arms in enumerate(arm_pairs(experiment)):
+        queries = _pair_queries(experiment, scored, arms)
         pairs = {
-            metric: _pair_values(experiment, scored, treatment.name, metric, queries)
-            for metric in experiment.metrics
+            metric: _pair_values(scored, arms, metric, queries) for metric in experiment.metrics
         }
-        primary.append(_compare_pairs(pairs, treatment.name, None, options))
+        primary.append(_compare_pairs(pairs, arms.name, None, options))
         s_index = 0
         for column, groups in groups_by_column.items():
             for value, members in groups.items():
@@ -63,7 +95,7 @@ def compare_arms(
                     )
                     n = _pair_size(subset, analysis.design)
                     if n < experiment.segments.min_queries:
-                        entry = {"segment": label, "treatment": treatment.name, "metric": metric}
+                        entry = {"segment": label, "treatment": arms.name, "metric": metric}
                         too_small.append(
                             ((t_index, metric_order[metric], s_index), {**entry, "n": n})
                         )
@@ -71,9 +103,7 @@ def compare_arms(
                         subsets[metric] = subset
                 if subsets:
                     order = (t_index, s_index)
-                    breakdown.append(
-                        (order, _compare_pairs(subsets, treatment.name, label, options))
-                    )
+                    breakdown.append((order, _compare_pairs(subsets, arms.name, label, options)))
                 s_index += 1
     primary_results = [c for found in workers.results(primary) for c in found]
     orders = [order for order, _ in breakdown]
@@ -92,12 +122,12 @@ def compare_arms(
     return [*primary, *breakdown], [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
 
 
-def _pair_queries(experiment: Experiment, scored: ScoredArms, treatment: str) -> tuple:
-    """The queries of one control-vs-treatment comparison, by the missing-query policy.
+def _pair_queries(experiment: Experiment, scored: ScoredArms, arms: ArmPair) -> tuple:
+    """The queries of one comparison of two arms, by the missing-query policy.
 
     Paired design: one index shared by both arms. Independent design: each arm's own.
     """
-    control = experiment.control.name
+    control, treatment = arms.control, arms.treatment
     mine, theirs = scored.present[control], scored.present[treatment]
     if experiment.analysis.design != "paired":
         return mine, theirs
@@ -122,12 +152,12 @@ def _pair_queries(experiment: Experiment, scored: ScoredArms, treatment: str) ->
 
 
 def _pair_values(
-    experiment: Experiment, scored: ScoredArms, treatment: str, metric: str, queries: tuple
+    scored: ScoredArms, arms: ArmPair, metric: str, queries: tuple
 ) -> tuple[pd.Series, pd.Series]:
-    control = experiment.control.name
+    """One metric's (control, treatment) values on the comparison's queries."""
     return tuple(
         scored.values[arm][metric].reindex(index)
-        for arm, index in zip((control, treatment), queries, strict=True)
+        for arm, index in zip((arms.control, arms.treatment), queries, strict=True)
     )
 
 

@@ -7,10 +7,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abrank.analysis.compare import ArmPair, arm_pairs
 from abrank.analysis.load import LoadedData, display_path
 from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.config import Experiment
 from abrank.readout import Readout
+from abrank.readout.model import (
+    ArmSummary,
+    ComparedPair,
+    ComparisonSummary,
+    Correction,
+    DiagnosticsSummary,
+    ExperimentInfo,
+    Family,
+    InputFile,
+    JudgedAtK,
+    SegmentsSummary,
+    Summary,
+    TooSmall,
+    Undefined,
+)
 
 #: A treatment whose judged@k falls this far below the control's gets a warning.
 JUDGED_GAP_WARNING = 0.05
@@ -67,72 +83,93 @@ def build_readout(
                 f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
                 f"{comparison.approximation}"
             )
-    summary = {
-        "experiment": {
-            "name": experiment.name,
-            "title": experiment.title or experiment.name,
-            "description": experiment.description,
-            "owner": experiment.owner,
-        },
-        "abrank_version": __version__,
-        "config_path": display_path(experiment.source),
-        "design": analysis.design,
-        "seed": analysis.seed,
-        "alpha": analysis.alpha,
-        "confidence_level": analysis.confidence_level,
-        "n_resamples": analysis.resamples,
-        "primary_test": analysis.primary_test,
-        "tests": list(analysis.tests),
-        "correction": {"primary": analysis.correction, "segments": analysis.segment_correction},
-        "relevance_threshold": experiment.relevance_threshold,
-        "no_relevant": experiment.no_relevant,
-        "gain": experiment.gain,
-        "depth": experiment.depth,
-        "metrics": list(experiment.metrics),
-        "metric_labels": {name: parse_metric(name).label for name in experiment.metrics},
-        "primary_metric": experiment.primary_metric,
-        "arms": [
-            {
-                "name": arm.name,
-                "label": arm.label or arm.name,
-                "role": "control" if arm.name == control else "treatment",
-                "queries": logged[arm.name],
-            }
+    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
+    all_pairs = experiment.comparisons == "all-pairs"
+    summary = Summary(
+        experiment=ExperimentInfo(
+            name=experiment.name,
+            title=experiment.title or experiment.name,
+            description=experiment.description,
+            owner=experiment.owner,
+        ),
+        abrank_version=__version__,
+        config_path=display_path(experiment.source),
+        design=analysis.design,
+        seed=analysis.seed,
+        alpha=analysis.alpha,
+        confidence_level=analysis.confidence_level,
+        n_resamples=analysis.resamples,
+        primary_test=analysis.primary_test,
+        tests=tuple(analysis.tests),
+        correction=Correction(primary=analysis.correction, segments=analysis.segment_correction),
+        relevance_threshold=experiment.relevance_threshold,
+        no_relevant=experiment.no_relevant,
+        gain=experiment.gain,
+        depth=experiment.depth,
+        metrics=tuple(experiment.metrics),
+        metric_labels={name: parse_metric(name).label for name in experiment.metrics},
+        primary_metric=experiment.primary_metric,
+        arms=tuple(
+            ArmSummary(
+                name=arm.name,
+                label=arm.label or arm.name,
+                role="control" if arm.name == control else "treatment",
+                queries=logged[arm.name],
+            )
             for arm in experiment.arms
-        ],
-        "comparisons": [c.to_dict() for c in comparisons],
-        "segments": {
-            "columns": list(experiment.segments.columns),
-            "min_queries": experiment.segments.min_queries,
-            "too_small": too_small,
-        },
-        "diagnostics": {
-            "queries": {name: logged[name] for name, frame in data.rankings.items()},
-            "judged_queries": scored.judged_queries,
-            "analysed_queries": int(scored.universe.size),
-            "matched": matched,
-            "missing": missing,
-            "missing_policy": analysis.missing_queries,
-            "without_relevant": int(scored.without_relevant.size),
-            "undefined": {
-                "policy": experiment.no_relevant,
-                "metrics": dict(scored.undefined),
-            },
-            "unjudged_queries": scored.unjudged_queries,
-            "judged_at_k": {
-                "k": JUDGED_K,
-                "arms": {k: _finite(v) for k, v in scored.judged_at_k.items()},
-            },
-            "warnings": warnings,
-        },
-        "inputs": data.inputs,
-    }
+        ),
+        family=_family(experiment, pairs),
+        comparisons=tuple(_saved(c, pairs, all_pairs) for c in comparisons),
+        segments=SegmentsSummary(
+            columns=tuple(experiment.segments.columns),
+            min_queries=experiment.segments.min_queries,
+            too_small=tuple(TooSmall(**entry) for entry in too_small),
+        ),
+        diagnostics=DiagnosticsSummary(
+            queries={name: logged[name] for name in data.rankings},
+            judged_queries=scored.judged_queries,
+            analysed_queries=int(scored.universe.size),
+            matched=matched,
+            missing=missing,
+            missing_policy=analysis.missing_queries,
+            without_relevant=int(scored.without_relevant.size),
+            undefined=Undefined(policy=experiment.no_relevant, metrics=dict(scored.undefined)),
+            unjudged_queries=dict(scored.unjudged_queries),
+            judged_at_k=JudgedAtK(
+                k=JUDGED_K, arms={k: _finite(v) for k, v in scored.judged_at_k.items()}
+            ),
+            warnings=tuple(warnings),
+        ),
+        inputs=tuple(InputFile(**item) for item in data.inputs),
+    )
     resampled = {
         (c.metric, c.treatment): c.resampled_deltas
         for c in comparisons
         if c.segment is None and getattr(c, "resampled_deltas", None) is not None
     }
-    return Readout(summary, per_query_frame, scored.curves, first, resampled, experiment.text)
+    return Readout.from_summary(
+        summary, per_query_frame, scored.curves, first, resampled, experiment.text
+    )
+
+
+def _family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Family | None:
+    """The primary family when treatments are also compared with each other (``all-pairs``);
+    None for the default family (each treatment against the control), which is not written."""
+    if experiment.comparisons != "all-pairs":
+        return None
+    return Family(
+        comparisons=experiment.comparisons,
+        pairs=tuple(ComparedPair(treatment=p.treatment, control=p.control) for p in pairs.values()),
+        size=len(pairs) * len(experiment.metrics),
+    )
+
+
+def _saved(comparison: Any, pairs: dict[str, ArmPair], all_pairs: bool) -> ComparisonSummary:
+    """A comparison as summary.json holds it; with ``all-pairs`` it names both of its arms."""
+    if not all_pairs:
+        return ComparisonSummary.of(comparison)
+    pair = pairs[comparison.treatment]
+    return ComparisonSummary.of(comparison, control=pair.control, treatment_arm=pair.treatment)
 
 
 def _identical_logs(inputs: list[dict[str, Any]]) -> list[str]:

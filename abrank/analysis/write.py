@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from abrank.errors import ConfigError
-from abrank.readout import Readout
+from abrank.readout import Readout, summary_json, write_chart_data
 
 #: What :func:`write_readout` can write: the two reports, summary.json, per_query.csv.
 FORMATS = ("html", "md", "json", "csv")
@@ -100,9 +100,7 @@ def write_readout(
     try:
         _write_marker(staging, readout, None)
         if "json" in formats:
-            with open(staging / "summary.json", "w", encoding="utf-8") as handle:
-                json.dump(readout.summary, handle, indent=2, allow_nan=False)
-                handle.write("\n")
+            (staging / "summary.json").write_text(summary_json(readout.summary), encoding="utf-8")
         if "csv" in formats:
             _write_csv(readout.per_query, staging / "per_query.csv")
         rendered = [f for f in ("html", "md") if f in formats]
@@ -110,6 +108,7 @@ def write_readout(
             from abrank.render import write_report
 
             write_report(readout, staging, formats=tuple(rendered))
+            write_chart_data(readout, staging)  # so that the folder can be rendered again
         written = [
             p.relative_to(staging).as_posix()
             for p in staging.rglob("*")
