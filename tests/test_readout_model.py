@@ -158,7 +158,7 @@ def test_comparisons_frame_repr_and_html(tiny):
     assert text.startswith("<Readout 'tiny': arms old, new; 2 comparisons (")
     assert len(text) < 200
     page = tiny._repr_html_()
-    assert page.count("<tr>") == 3 and "mrr@10" in page and "ndcg@3" in page
+    assert page.count("<tr>") == 3 and "<td>MRR@10</td>" in page and "<td>NDCG@3</td>" in page
 
 
 def test_write_readout_is_public():

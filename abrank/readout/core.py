@@ -117,6 +117,7 @@ class Readout:
         labels = {
             a.get("name"): a.get("label") or a.get("name") for a in self.summary.get("arms", [])
         }
+        metric_labels = self.summary.get("metric_labels") or {}
         head = ["metric", "treatment", "control → treatment", "Δ", "CI", "p adj.", "verdict"]
         rows = []
         for c in self.summary.get("comparisons", []):
@@ -124,7 +125,7 @@ class Readout:
                 continue
             low, high = c.get("ci") or (None, None)
             cells = [
-                c.get("metric", ""),
+                metric_labels.get(c.get("metric"), c.get("metric", "")),
                 labels.get(c.get("treatment"), c.get("treatment", "")),
                 f"{_number(c.get('control_mean'))} → {_number(c.get('treatment_mean'))}",
                 _number(c.get("delta"), signed=True),
