@@ -68,6 +68,7 @@ def run_experiment(
 
 
 def _timed(progress: Progress | None) -> Progress:
+    """A progress callback that prefixes each message with the seconds since the start."""
     start = time.perf_counter()
 
     def say(message: str) -> None:

@@ -162,6 +162,8 @@ def _pair_values(
 
 
 def _pair_size(pair: tuple[pd.Series, pd.Series], design: str) -> int:
+    """How many queries a comparison would use: defined pairs (paired), the smaller arm's
+    defined values (independent); a segment below the minimum is not tested."""
     control, treatment = pair
     if design == "paired":
         return int((control.notna() & treatment.notna()).sum())

@@ -122,6 +122,7 @@ def _segment_table(
 
 
 def _fingerprint(path: str, role: str, arm: str | None, rows: int) -> dict[str, Any]:
+    """An ``inputs`` entry of summary.json: the file's role, shown path, sha256 and rows."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

@@ -161,4 +161,5 @@ def intersection(indexes: Iterable[pd.Index]) -> pd.Index:
 
 
 def _first_id(frame: pd.DataFrame) -> str:
+    """The first query id of a log, for a message (empty for an empty log)."""
     return str(frame["query_id"].iat[0]) if len(frame) else ""

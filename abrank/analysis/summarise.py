@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,33 +28,31 @@ from abrank.readout.model import (
     Undefined,
 )
 
+if TYPE_CHECKING:
+    from abrank.stats import Comparison
+
 #: A treatment whose judged@k falls this far below the control's gets a warning.
 JUDGED_GAP_WARNING = 0.05
 
 
 def build_readout(
-    experiment: Experiment, data: LoadedData, scored: ScoredArms, comparisons, too_small
+    experiment: Experiment,
+    data: LoadedData,
+    scored: ScoredArms,
+    comparisons: list[Comparison],
+    too_small: list[dict[str, Any]],
 ) -> Readout:
+    """The readout of one experiment: its typed summary (:class:`Summary`, what
+    summary.json holds), the per-query table and what the charts are drawn from.
+
+    ``comparisons`` and ``too_small`` are :func:`~abrank.analysis.compare.compare_arms`'s;
+    nothing is computed here beyond counts and the warnings the readout shows.
+    """
     from abrank import __version__
     from abrank.metrics import parse_metric
 
     analysis = experiment.analysis
     control = experiment.control.name
-    per_query = []
-    for arm in experiment.arms:
-        table = scored.values[arm.name]
-        table = table.join(data.segments, how="left") if len(data.segments.columns) else table
-        per_query.append(table.reset_index().assign(arm=arm.name))
-    per_query_frame = pd.concat(per_query, ignore_index=True)
-    per_query_frame = per_query_frame[["arm", *per_query_frame.columns.drop("arm")]]
-    first = pd.concat(
-        [
-            s.rename("rank").rename_axis("query_id").reset_index().assign(arm=name)
-            for name, s in scored.first_relevant.items()
-        ],
-        ignore_index=True,
-    )[["arm", "query_id", "rank"]]
-
     missing = {
         name: int(scored.universe.difference(index).size) for name, index in scored.present.items()
     }
@@ -64,25 +62,7 @@ def build_readout(
     }
     matched = int(intersection(scored.present.values()).size)
     warnings = [*_identical_logs(data.inputs), *_warnings(experiment, scored, missing)]
-    overall_notes: dict[str, list[str]] = {}
-    segment_notes: dict[str, int] = {}
-    for comparison in comparisons:
-        for note in comparison.notes:
-            if comparison.segment is None:
-                subject = f"{comparison.metric} ({comparison.treatment})"
-                overall_notes.setdefault(note, []).append(subject)
-            else:
-                segment_notes[note] = segment_notes.get(note, 0) + 1
-    for note, subjects in overall_notes.items():
-        warnings.append(f"{', '.join(subjects)}: {note}")
-    for note, count in segment_notes.items():
-        warnings.append(f"{count} segment comparison{'s' if count > 1 else ''}: {note}")
-    for comparison in comparisons:
-        if comparison.approximation and comparison.segment is None:
-            warnings.append(
-                f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
-                f"{comparison.approximation}"
-            )
+    warnings += _comparison_warnings(comparisons)
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
     summary = Summary(
@@ -148,8 +128,61 @@ def build_readout(
         if c.segment is None and getattr(c, "resampled_deltas", None) is not None
     }
     return Readout.from_summary(
-        summary, per_query_frame, scored.curves, first, resampled, experiment.text
+        summary,
+        _per_query_table(experiment, data, scored),
+        scored.curves,
+        _first_relevant_table(scored),
+        resampled,
+        experiment.text,
     )
+
+
+def _per_query_table(experiment: Experiment, data: LoadedData, scored: ScoredArms) -> pd.DataFrame:
+    """per_query.csv: one row per (arm, query), the metrics, then the segment columns."""
+    per_query = []
+    for arm in experiment.arms:
+        table = scored.values[arm.name]
+        table = table.join(data.segments, how="left") if len(data.segments.columns) else table
+        per_query.append(table.reset_index().assign(arm=arm.name))
+    frame = pd.concat(per_query, ignore_index=True)
+    return frame[["arm", *frame.columns.drop("arm")]]
+
+
+def _first_relevant_table(scored: ScoredArms) -> pd.DataFrame:
+    """Where each arm's first relevant document lands: columns arm, query_id, rank."""
+    return pd.concat(
+        [
+            s.rename("rank").rename_axis("query_id").reset_index().assign(arm=name)
+            for name, s in scored.first_relevant.items()
+        ],
+        ignore_index=True,
+    )[["arm", "query_id", "rank"]]
+
+
+def _comparison_warnings(comparisons: list[Comparison]) -> list[str]:
+    """The small-sample notes of the comparisons, each once with what it applies to, and
+    the resampling approximations of the overall comparisons."""
+    warnings: list[str] = []
+    overall_notes: dict[str, list[str]] = {}
+    segment_notes: dict[str, int] = {}
+    for comparison in comparisons:
+        for note in comparison.notes:
+            if comparison.segment is None:
+                subject = f"{comparison.metric} ({comparison.treatment})"
+                overall_notes.setdefault(note, []).append(subject)
+            else:
+                segment_notes[note] = segment_notes.get(note, 0) + 1
+    for note, subjects in overall_notes.items():
+        warnings.append(f"{', '.join(subjects)}: {note}")
+    for note, count in segment_notes.items():
+        warnings.append(f"{count} segment comparison{'s' if count > 1 else ''}: {note}")
+    for comparison in comparisons:
+        if comparison.approximation and comparison.segment is None:
+            warnings.append(
+                f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
+                f"{comparison.approximation}"
+            )
+    return warnings
 
 
 def _family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Family | None:
@@ -227,4 +260,5 @@ def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int
 
 
 def _finite(value: float) -> float | None:
+    """The value, or None (JSON null) when it is not finite."""
     return float(value) if np.isfinite(value) else None

@@ -87,15 +87,13 @@ class Readout:
             {key: tuple(value) if isinstance(value, list) else value for key, value in c.items()}
             for c in self.summary.get("comparisons", [])
         ]
-        names = [f for f in ComparisonSummary.__dataclass_fields__ if f != "extra"]
-        columns = list(
-            dict.fromkeys(
-                [*(n for n in names if any(n in r for r in rows)), *(k for r in rows for k in r)]
-            )
-        )
-        return pd.DataFrame(rows, columns=columns or names)
+        columns = list(dict.fromkeys(key for row in rows for key in row))  # in saved order
+        if not columns:  # no comparison: the columns a comparison would have
+            columns = [f for f in ComparisonSummary.__dataclass_fields__ if f != "extra"]
+        return pd.DataFrame(rows, columns=columns)
 
     def __repr__(self) -> str:
+        """One line: the experiment, its arms and the overall verdicts (not the summary)."""
         experiment = self.summary.get("experiment") or {}
         arms = [a.get("name", "?") for a in self.summary.get("arms", [])]
         comparisons = self.summary.get("comparisons", [])
