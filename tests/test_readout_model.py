@@ -164,3 +164,12 @@ def test_comparisons_frame_repr_and_html(tiny):
 def test_write_readout_is_public():
     assert abrank.write_readout is write_readout
     assert "write_readout" in abrank.__all__
+
+
+def test_the_notebook_table_escapes_user_text(tiny):
+    summary = json.loads(json.dumps(tiny.summary))
+    summary["arms"][1]["label"] = "<script>alert(1)</script>"
+    summary["experiment"]["title"] = "A & B"
+    page = Readout(summary, tiny.per_query, tiny.curves, tiny.first_relevant)._repr_html_()
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "A &amp; B" in page
