@@ -28,7 +28,9 @@ _LAZY = {
     "read_rankings": "abrank.io",
     "read_judgments": "abrank.io",
     "run_experiment": "abrank.analysis",
+    "write_readout": "abrank.analysis",
     "Readout": "abrank.readout",
+    "load_readout": "abrank.readout",
 }
 
 __all__ = ["AbrankError", "ConfigError", "DataError", "__version__", *_LAZY]

@@ -140,6 +140,8 @@ class Experiment(_Strict):
     gain: Literal["linear", "exp"] = "linear"
     depth: int | None = Field(1000, ge=1)
     duplicates: Literal["error", "first"] = "error"
+    #: which arms are compared: each treatment against the control, or every pair of arms
+    comparisons: Literal["control", "all-pairs"] = "control"
     analysis: AnalysisConfig = AnalysisConfig()
     segments: SegmentsConfig = SegmentsConfig()
     output: str | None = None

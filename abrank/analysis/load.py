@@ -1,0 +1,144 @@
+"""Reading an experiment's inputs: every arm's rankings, the judgments, the segment table.
+
+Each file read is fingerprinted (sha256, rows) so that the readout records exactly which
+inputs it was computed from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from abrank.config import Experiment
+from abrank.errors import DataError
+from abrank.io import read_attributes, read_judgments, read_rankings
+
+#: A callback that is told what the run is doing (one line of text at a time).
+Progress = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedData:
+    """The experiment's inputs as canonical frames, with fingerprints of the files read."""
+
+    rankings: dict[str, pd.DataFrame]
+    judgments: pd.DataFrame
+    segments: pd.DataFrame  # index query_id, one column per segment
+    inputs: list[dict[str, Any]]
+
+
+def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData:
+    """Read every file the experiment names; raise DataError on the first bad one."""
+    say = say or (lambda message: None)
+    inputs: list[dict[str, Any]] = []
+    rankings: dict[str, pd.DataFrame] = {}
+    for arm in experiment.arms:
+        say(f"loading {arm.name} ({display_path(arm.path)})")
+        frame = read_rankings(
+            arm.path,
+            format=arm.format,
+            columns=arm.columns.mapping(),
+            duplicates=arm.duplicates or experiment.duplicates,
+            sep=arm.sep,
+            decimal=arm.decimal,
+        )
+        rankings[arm.name] = frame
+        role = "control" if arm is experiment.control else "treatment"
+        inputs.append(_fingerprint(arm.path, role, arm.name, len(frame)))
+
+    if experiment.judgments is not None:
+        say(f"loading judgments ({display_path(experiment.judgments.path)})")
+        judgments = read_judgments(
+            experiment.judgments.path,
+            format=experiment.judgments.format,
+            columns=experiment.judgments.columns.mapping(),
+            sep=experiment.judgments.sep,
+            decimal=experiment.judgments.decimal,
+        )
+        inputs.append(_fingerprint(experiment.judgments.path, "judgments", None, len(judgments)))
+    else:
+        judgments = _inline_judgments(experiment, rankings)
+
+    segments = _segment_table(experiment, rankings, inputs)
+    return LoadedData(rankings, judgments, segments, inputs)
+
+
+def _inline_judgments(experiment: Experiment, rankings: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Judgments carried by the logs themselves (a ``relevance`` column), merged over arms."""
+    parts = []
+    for arm in experiment.arms:
+        frame = rankings[arm.name]
+        if "relevance" not in frame.columns:
+            raise DataError(
+                f"{display_path(arm.path)}: expected a relevance column in the log or a `judgments` "
+                f"file in the config, got neither (columns: {', '.join(map(str, frame.columns))})"
+            )
+        labelled = frame.loc[frame["relevance"].notna(), ["query_id", "doc_id", "relevance"]]
+        parts.append(labelled)
+    merged = pd.concat(parts, ignore_index=True).drop_duplicates(["query_id", "doc_id"])
+    if merged.empty:
+        raise DataError("the logs' relevance columns: expected at least one label, got none")
+    return merged.reset_index(drop=True)
+
+
+def _segment_table(
+    experiment: Experiment, rankings: dict[str, pd.DataFrame], inputs: list
+) -> pd.DataFrame:
+    """One row per query with its segment values, from an attributes file or the logs."""
+    columns = list(experiment.segments.columns)
+    if not columns:
+        return pd.DataFrame(index=pd.Index([], name="query_id", dtype=str))
+    attributes = experiment.segments.attributes
+    if attributes is not None:
+        table = read_attributes(
+            attributes.path,
+            format=attributes.format,
+            columns=attributes.columns.mapping(),
+            sep=attributes.sep,
+            decimal=attributes.decimal,
+        )
+        inputs.append(_fingerprint(attributes.path, "attributes", None, len(table)))
+        source = [(attributes.path, table)]
+    else:
+        source = [(arm.path, rankings[arm.name]) for arm in experiment.arms]
+    parts = []
+    for column in columns:
+        found = [(path, frame) for path, frame in source if column in frame.columns]
+        if not found:
+            path, frame = source[0]
+            raise DataError(
+                f"{display_path(path)}: segments.columns: expected a column {column!r}, "
+                f"found columns: {', '.join(map(str, frame.columns))}"
+            )
+        values = pd.concat([frame[["query_id", column]] for _, frame in found], ignore_index=True)
+        values = values.drop_duplicates("query_id").set_index("query_id")[column]
+        parts.append(values.astype(str).where(values.notna(), "(none)"))
+    return pd.concat(parts, axis=1)
+
+
+def _fingerprint(path: str, role: str, arm: str | None, rows: int) -> dict[str, Any]:
+    """An ``inputs`` entry of summary.json: the file's role, shown path, sha256 and rows."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {
+        "role": role,
+        "arm": arm,
+        "path": display_path(path),
+        "sha256": digest.hexdigest(),
+        "rows": int(rows),
+    }
+
+
+def display_path(path: str | Path) -> str:
+    """A path relative to the working folder when it lies below it (stable across machines)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

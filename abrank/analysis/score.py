@@ -1,0 +1,165 @@
+"""Scoring: per-query metric values of every arm, and what the judgments cover per arm.
+
+The values come from :func:`abrank.engines.evaluate.evaluate`; judged@k from
+:func:`abrank.engines.evaluate.diagnose` and where the first relevant document lands from
+:func:`abrank.engines.evaluate.first_relevant_rank`, so the readout's diagnostics are the
+numbers the Python API gives for the same frames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.load import LoadedData
+from abrank.config import Experiment
+from abrank.errors import DataError
+
+#: judged@k, the diagnostic of judgment coverage, is taken at this cutoff.
+JUDGED_K = 10
+#: The cutoffs drawn on the metric@k chart (up to each metric's own cutoff).
+CURVE_POINTS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 50, 100, 200, 500, 1000)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoredArms:
+    """Per-query metric values of every arm over the analysed queries.
+
+    ``values[arm]`` covers every analysed query (the judged queries that any arm holds):
+    a query the arm's log lacks is scored as an empty ranking (0), and ``present[arm]``
+    tells which queries the log really holds, so that each comparison can apply the
+    missing-query policy to its own two arms only. Undefined values (a metric that no
+    ranking could score above 0 on a query) are NaN, or 0 under ``no_relevant: zero``.
+    """
+
+    values: dict[str, pd.DataFrame]  # arm -> frame indexed by query_id, one column per metric
+    present: dict[str, pd.Index]  # arm -> judged queries the arm's log holds
+    universe: pd.Index  # queries analysed: judged queries held by any arm
+    judged_at_k: dict[str, float]
+    first_relevant: dict[str, pd.Series]
+    curves: pd.DataFrame
+    without_relevant: pd.Index  # analysed queries whose judgments hold no relevant document
+    undefined: dict[str, int]  # metric -> analysed queries on which it is undefined
+    unjudged_queries: dict[str, int]
+    judged_queries: int
+
+
+def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
+    """Score each arm on every analysed query (judged queries that any arm holds)."""
+    from abrank.engines.evaluate import diagnose, evaluate, first_relevant_rank
+    from abrank.metrics import parse_metric
+
+    metrics = [parse_metric(name) for name in experiment.metrics]
+    judged = pd.Index(pd.unique(data.judgments["query_id"]))
+    logged = {name: pd.Index(pd.unique(frame["query_id"])) for name, frame in data.rankings.items()}
+    present = {name: queries.intersection(judged) for name, queries in logged.items()}
+    unjudged = {name: int(logged[name].size - present[name].size) for name in logged}
+    control = experiment.control.name
+    universe = union(present.values())
+    if universe.empty:
+        raise DataError(
+            "the rankings and judgments: expected queries in common, got none "
+            f"(e.g. ranking query {_first_id(data.rankings[control])!r}, judged query {judged[0]!r})"
+        )
+    universe = universe.sort_values().rename("query_id")
+
+    judgments = data.judgments
+    if judged.size != universe.size:
+        judgments = judgments.loc[_member(judgments["query_id"], universe)]
+    best = judgments.groupby("query_id", sort=False)["relevance"].max().reindex(universe)
+    without_relevant = best.index[best.fillna(-np.inf).to_numpy() < experiment.relevance_threshold]
+
+    curve_metrics = _curve_metrics(metrics)
+    requested = {m.name for m in metrics}
+    extra = [m for m in curve_metrics if m.name not in requested]
+    options = dict(
+        rel_level=experiment.relevance_threshold, gain=experiment.gain, depth=experiment.depth
+    )
+    coverage = dict(rel_level=experiment.relevance_threshold, depth=experiment.depth)
+    zero = experiment.no_relevant == "zero"
+    values: dict[str, pd.DataFrame] = {}
+    curves: list[pd.DataFrame] = []
+    judged_at_k: dict[str, float] = {}
+    first_relevant: dict[str, pd.Series] = {}
+    undefined: dict[str, int] = {}
+    for name, frame in data.rankings.items():
+        rankings = frame
+        if logged[name].size != present[name].size:
+            rankings = frame.loc[_member(frame["query_id"], universe)]
+        # complete: a query missing from this log is scored as an empty ranking
+        table = evaluate(rankings, judgments, [*metrics, *extra], complete=True, **options)
+        table = table.reindex(universe).rename_axis("query_id")
+        own = table.loc[present[name]] if present[name].size != universe.size else table
+        judged_at_k[name] = diagnose(rankings, judgments, k=JUDGED_K, **coverage).judged_at_k
+        first = first_relevant_rank(rankings, judgments, **coverage)
+        first_relevant[name] = first.reindex(own.index).rename("rank")
+        if not undefined:  # undefined values depend on the judgments only, not on the arm
+            undefined = {m.name: int(table[m.name].isna().sum()) for m in metrics}
+        scored = table[[m.name for m in metrics]]
+        if zero:  # trec_eval's convention: an undefined value scores 0
+            scored = scored.fillna(0.0)
+        values[name] = scored
+        curve_table = own.fillna(0.0) if zero else own
+        rows = [
+            {"arm": name, "metric": m.family, "k": m.k, "value": float(curve_table[m.name].mean())}
+            for m in curve_metrics
+        ]
+        curves.append(pd.DataFrame(rows, columns=["arm", "metric", "k", "value"]))
+    return ScoredArms(
+        values,
+        present,
+        universe,
+        judged_at_k,
+        first_relevant,
+        pd.concat(curves, ignore_index=True),
+        without_relevant,
+        undefined,
+        unjudged,
+        int(judged.size),
+    )
+
+
+def _curve_metrics(metrics: list) -> list:
+    """metric@k for k = 1..cutoff of every cut-off metric, for the metric@k chart."""
+    curve = []
+    seen = set()
+    for metric in metrics:
+        if metric.k is None or metric.family == "judged":
+            continue
+        for k in CURVE_POINTS:
+            if k > metric.k:
+                break
+            point = dataclasses.replace(metric, k=k)
+            if point.name not in seen:
+                seen.add(point.name)
+                curve.append(point)
+    return curve
+
+
+def _member(values: pd.Series | pd.Index, allowed: pd.Index) -> np.ndarray:
+    """Which values lie in ``allowed``, through Arrow's hash join (pandas' ``isin`` on
+    Arrow strings loops in Python over the allowed values)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = pc.is_in(pa.array(values), value_set=pa.array(allowed))
+    return found.to_numpy(zero_copy_only=False)
+
+
+def union(indexes: Iterable[pd.Index]) -> pd.Index:
+    """The union of several indexes."""
+    return functools.reduce(pd.Index.union, indexes)
+
+
+def intersection(indexes: Iterable[pd.Index]) -> pd.Index:
+    """The queries common to several indexes."""
+    return functools.reduce(pd.Index.intersection, indexes)
+
+
+def _first_id(frame: pd.DataFrame) -> str:
+    """The first query id of a log, for a message (empty for an empty log)."""
+    return str(frame["query_id"].iat[0]) if len(frame) else ""

@@ -1,0 +1,264 @@
+"""Summarising: the readout of one experiment from its data, scores and comparisons."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.compare import ArmPair, arm_pairs
+from abrank.analysis.load import LoadedData, display_path
+from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
+from abrank.config import Experiment
+from abrank.readout import Readout
+from abrank.readout.model import (
+    ArmSummary,
+    ComparedPair,
+    ComparisonSummary,
+    Correction,
+    DiagnosticsSummary,
+    ExperimentInfo,
+    Family,
+    InputFile,
+    JudgedAtK,
+    SegmentsSummary,
+    Summary,
+    TooSmall,
+    Undefined,
+)
+
+if TYPE_CHECKING:
+    from abrank.stats import Comparison
+
+#: A treatment whose judged@k falls this far below the control's gets a warning.
+JUDGED_GAP_WARNING = 0.05
+
+
+def build_readout(
+    experiment: Experiment,
+    data: LoadedData,
+    scored: ScoredArms,
+    comparisons: list[Comparison],
+    too_small: list[dict[str, Any]],
+) -> Readout:
+    """The readout of one experiment: its typed summary (:class:`Summary`, what
+    summary.json holds), the per-query table and what the charts are drawn from.
+
+    ``comparisons`` and ``too_small`` are :func:`~abrank.analysis.compare.compare_arms`'s;
+    nothing is computed here beyond counts and the warnings the readout shows.
+    """
+    from abrank import __version__
+    from abrank.metrics import parse_metric
+
+    analysis = experiment.analysis
+    control = experiment.control.name
+    missing = {
+        name: int(scored.universe.difference(index).size) for name, index in scored.present.items()
+    }
+    logged = {
+        name: int(index.size) + scored.unjudged_queries[name]
+        for name, index in scored.present.items()
+    }
+    matched = int(intersection(scored.present.values()).size)
+    warnings = [*_identical_logs(data.inputs), *_warnings(experiment, scored, missing)]
+    warnings += _comparison_warnings(comparisons)
+    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
+    all_pairs = experiment.comparisons == "all-pairs"
+    summary = Summary(
+        experiment=ExperimentInfo(
+            name=experiment.name,
+            title=experiment.title or experiment.name,
+            description=experiment.description,
+            owner=experiment.owner,
+        ),
+        abrank_version=__version__,
+        config_path=display_path(experiment.source),
+        design=analysis.design,
+        seed=analysis.seed,
+        alpha=analysis.alpha,
+        confidence_level=analysis.confidence_level,
+        n_resamples=analysis.resamples,
+        primary_test=analysis.primary_test,
+        tests=tuple(analysis.tests),
+        correction=Correction(primary=analysis.correction, segments=analysis.segment_correction),
+        relevance_threshold=experiment.relevance_threshold,
+        no_relevant=experiment.no_relevant,
+        gain=experiment.gain,
+        depth=experiment.depth,
+        metrics=tuple(experiment.metrics),
+        metric_labels={name: parse_metric(name).label for name in experiment.metrics},
+        primary_metric=experiment.primary_metric,
+        arms=tuple(
+            ArmSummary(
+                name=arm.name,
+                label=arm.label or arm.name,
+                role="control" if arm.name == control else "treatment",
+                queries=logged[arm.name],
+            )
+            for arm in experiment.arms
+        ),
+        family=_family(experiment, pairs),
+        comparisons=tuple(_saved(c, pairs, all_pairs) for c in comparisons),
+        segments=SegmentsSummary(
+            columns=tuple(experiment.segments.columns),
+            min_queries=experiment.segments.min_queries,
+            too_small=tuple(TooSmall(**entry) for entry in too_small),
+        ),
+        diagnostics=DiagnosticsSummary(
+            queries={name: logged[name] for name in data.rankings},
+            judged_queries=scored.judged_queries,
+            analysed_queries=int(scored.universe.size),
+            matched=matched,
+            missing=missing,
+            missing_policy=analysis.missing_queries,
+            without_relevant=int(scored.without_relevant.size),
+            undefined=Undefined(policy=experiment.no_relevant, metrics=dict(scored.undefined)),
+            unjudged_queries=dict(scored.unjudged_queries),
+            judged_at_k=JudgedAtK(
+                k=JUDGED_K, arms={k: _finite(v) for k, v in scored.judged_at_k.items()}
+            ),
+            warnings=tuple(warnings),
+        ),
+        inputs=tuple(InputFile(**item) for item in data.inputs),
+    )
+    resampled = {
+        (c.metric, c.treatment): c.resampled_deltas
+        for c in comparisons
+        if c.segment is None and getattr(c, "resampled_deltas", None) is not None
+    }
+    return Readout.from_summary(
+        summary,
+        _per_query_table(experiment, data, scored),
+        scored.curves,
+        _first_relevant_table(scored),
+        resampled,
+        experiment.text,
+    )
+
+
+def _per_query_table(experiment: Experiment, data: LoadedData, scored: ScoredArms) -> pd.DataFrame:
+    """per_query.csv: one row per (arm, query), the metrics, then the segment columns."""
+    per_query = []
+    for arm in experiment.arms:
+        table = scored.values[arm.name]
+        table = table.join(data.segments, how="left") if len(data.segments.columns) else table
+        per_query.append(table.reset_index().assign(arm=arm.name))
+    frame = pd.concat(per_query, ignore_index=True)
+    return frame[["arm", *frame.columns.drop("arm")]]
+
+
+def _first_relevant_table(scored: ScoredArms) -> pd.DataFrame:
+    """Where each arm's first relevant document lands: columns arm, query_id, rank."""
+    return pd.concat(
+        [
+            s.rename("rank").rename_axis("query_id").reset_index().assign(arm=name)
+            for name, s in scored.first_relevant.items()
+        ],
+        ignore_index=True,
+    )[["arm", "query_id", "rank"]]
+
+
+def _comparison_warnings(comparisons: list[Comparison]) -> list[str]:
+    """The small-sample notes of the comparisons, each once with what it applies to, and
+    the resampling approximations of the overall comparisons."""
+    warnings: list[str] = []
+    overall_notes: dict[str, list[str]] = {}
+    segment_notes: dict[str, int] = {}
+    for comparison in comparisons:
+        for note in comparison.notes:
+            if comparison.segment is None:
+                subject = f"{comparison.metric} ({comparison.treatment})"
+                overall_notes.setdefault(note, []).append(subject)
+            else:
+                segment_notes[note] = segment_notes.get(note, 0) + 1
+    for note, subjects in overall_notes.items():
+        warnings.append(f"{', '.join(subjects)}: {note}")
+    for note, count in segment_notes.items():
+        warnings.append(f"{count} segment comparison{'s' if count > 1 else ''}: {note}")
+    for comparison in comparisons:
+        if comparison.approximation and comparison.segment is None:
+            warnings.append(
+                f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
+                f"{comparison.approximation}"
+            )
+    return warnings
+
+
+def _family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Family | None:
+    """The primary family when treatments are also compared with each other (``all-pairs``);
+    None for the default family (each treatment against the control), which is not written."""
+    if experiment.comparisons != "all-pairs":
+        return None
+    return Family(
+        comparisons=experiment.comparisons,
+        pairs=tuple(ComparedPair(treatment=p.treatment, control=p.control) for p in pairs.values()),
+        size=len(pairs) * len(experiment.metrics),
+    )
+
+
+def _saved(comparison: Any, pairs: dict[str, ArmPair], all_pairs: bool) -> ComparisonSummary:
+    """A comparison as summary.json holds it; with ``all-pairs`` it names both of its arms."""
+    if not all_pairs:
+        return ComparisonSummary.of(comparison)
+    pair = pairs[comparison.treatment]
+    return ComparisonSummary.of(comparison, control=pair.control, treatment_arm=pair.treatment)
+
+
+def _identical_logs(inputs: list[dict[str, Any]]) -> list[str]:
+    """A warning for each treatment whose log holds the control's very bytes (same sha256).
+
+    Comparing a ranker with itself is nearly always a config mistake (a copied path, an
+    export run twice from the same model); the readout would show a zero delta everywhere.
+    """
+    control = next(item for item in inputs if item["role"] == "control")
+    return [
+        f"{item['arm']}: its log {item['path']} has the same content as the control's "
+        f"({control['path']}, sha256 {control['sha256'][:12]}): the arms cannot differ; "
+        "check the treatment's path"
+        for item in inputs
+        if item["role"] == "treatment" and item["sha256"] == control["sha256"]
+    ]
+
+
+def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int]) -> list[str]:
+    control = experiment.control.name
+    notes = []
+    base = scored.judged_at_k.get(control, np.nan)
+    for arm in experiment.treatments:
+        value = scored.judged_at_k.get(arm.name, np.nan)
+        if np.isfinite(base) and np.isfinite(value) and value < base - JUDGED_GAP_WARNING:
+            notes.append(
+                f"{arm.name}: judged@{JUDGED_K} is {value:.3f} against control's {base:.3f}; unjudged "
+                f"documents count as not relevant, which biases the comparison against {arm.name}"
+            )
+    policy = experiment.analysis.missing_queries
+    for name, count in missing.items():
+        if count and experiment.analysis.design == "paired":
+            effect = {"zero": "scored 0", "drop": "left out of every arm"}.get(policy, policy)
+            notes.append(f"{name}: {count} analysed queries are missing from its log ({effect})")
+    for name, count in scored.unjudged_queries.items():
+        if count:
+            notes.append(
+                f"{name}: {count} queries in the log have no judgments and are not analysed"
+            )
+    effect = (
+        "scored 0 (no_relevant: zero)"
+        if experiment.no_relevant == "zero"
+        else "left out of the comparisons (no_relevant: drop)"
+    )
+    by_count: dict[int, list[str]] = {}
+    for metric, count in scored.undefined.items():
+        if count:
+            by_count.setdefault(count, []).append(metric)
+    for count, names in by_count.items():
+        notes.append(
+            f"{', '.join(names)}: undefined on {count} of {scored.universe.size} queries (no "
+            f"judged document could score on {'them' if len(names) > 1 else 'it'}), {effect}"
+        )
+    return notes
+
+
+def _finite(value: float) -> float | None:
+    """The value, or None (JSON null) when it is not finite."""
+    return float(value) if np.isfinite(value) else None

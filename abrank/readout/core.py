@@ -1,0 +1,154 @@
+"""The in-memory readout: everything `abrank run` writes, before it is written.
+
+The pipeline builds it (computing every number); the report stage only renders it.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.readout.model import ComparisonSummary, Summary
+
+
+@dataclass(frozen=True)
+class Readout:
+    """One experiment's results, ready to render.
+
+    Attributes
+    ----------
+    summary:
+        Exactly the content of ``summary.json`` (JSON-safe builtins only).
+    per_query:
+        The per-query table written to ``per_query.csv``: columns ``arm``, ``query_id``,
+        one column per metric (canonical names), then the segment columns.
+    curves:
+        Mean metric@k per arm for the metric@k chart: columns ``arm``, ``metric``
+        (family, e.g. ``ndcg``), ``k`` (1..max cutoff) and ``value``.
+    first_relevant:
+        Where the first relevant document lands: columns ``arm``, ``query_id``, ``rank``
+        (float; NaN when no relevant document was retrieved).
+    resampled_deltas:
+        For each (metric, treatment) of the overall comparison, the bootstrap draws of
+        the mean delta, for the bootstrap-distribution chart.
+    config_text:
+        The experiment's config as the user wrote it, for the reproducibility section.
+    """
+
+    summary: dict[str, Any]
+    per_query: pd.DataFrame
+    curves: pd.DataFrame
+    first_relevant: pd.DataFrame
+    resampled_deltas: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    config_text: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The machine-readable readout (what ``summary.json`` holds)."""
+        return self.summary
+
+    @classmethod
+    def from_summary(
+        cls,
+        summary: Summary,
+        per_query: pd.DataFrame,
+        curves: pd.DataFrame,
+        first_relevant: pd.DataFrame,
+        resampled_deltas: dict[tuple[str, str], np.ndarray] | None = None,
+        config_text: str = "",
+    ) -> Readout:
+        """A readout whose ``summary`` is the typed ``summary``'s dict."""
+        readout = cls(
+            summary.to_dict(),
+            per_query,
+            curves,
+            first_relevant,
+            dict(resampled_deltas or {}),
+            config_text,
+        )
+        vars(readout)["model"] = summary  # what the cached property would compute
+        return readout
+
+    @functools.cached_property
+    def model(self) -> Summary:
+        """The summary as typed records (:class:`abrank.readout.model.Summary`)."""
+        return Summary.from_dict(self.summary)
+
+    @property
+    def comparisons(self) -> pd.DataFrame:
+        """One row per comparison (overall ones first, then per segment), the fields saved in
+        summary.json as columns; intervals are (low, high) tuples."""
+        rows = [
+            {key: tuple(value) if isinstance(value, list) else value for key, value in c.items()}
+            for c in self.summary.get("comparisons", [])
+        ]
+        columns = list(dict.fromkeys(key for row in rows for key in row))  # in saved order
+        if not columns:  # no comparison: the columns a comparison would have
+            columns = [f for f in ComparisonSummary.__dataclass_fields__ if f != "extra"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def __repr__(self) -> str:
+        """One line: the experiment, its arms and the overall verdicts (not the summary)."""
+        experiment = self.summary.get("experiment") or {}
+        arms = [a.get("name", "?") for a in self.summary.get("arms", [])]
+        comparisons = self.summary.get("comparisons", [])
+        overall = [c for c in comparisons if c.get("segment") is None]
+        verdicts: dict[str, int] = {}
+        for c in overall:
+            verdicts[c.get("verdict", "?")] = verdicts.get(c.get("verdict", "?"), 0) + 1
+        shown = ", ".join(f"{count} {verdict}" for verdict, count in verdicts.items())
+        return (
+            f"<Readout {experiment.get('name', '?')!r}: arms {', '.join(arms)}; "
+            f"{len(overall)} comparisons ({shown or 'none'}), "
+            f"{len(comparisons) - len(overall)} per segment>"
+        )
+
+    def _repr_html_(self) -> str:
+        """The overall comparisons as a small table, for notebooks."""
+        experiment = self.summary.get("experiment") or {}
+        title = experiment.get("title") or experiment.get("name") or "abrank readout"
+        labels = {
+            a.get("name"): a.get("label") or a.get("name") for a in self.summary.get("arms", [])
+        }
+        metric_labels = self.summary.get("metric_labels") or {}
+        head = ["metric", "treatment", "control → treatment", "Δ", "CI", "p adj.", "verdict"]
+        rows = []
+        for c in self.summary.get("comparisons", []):
+            if c.get("segment") is not None:
+                continue
+            low, high = c.get("ci") or (None, None)
+            cells = [
+                metric_labels.get(c.get("metric"), c.get("metric", "")),
+                labels.get(c.get("treatment"), c.get("treatment", "")),
+                f"{_number(c.get('control_mean'))} → {_number(c.get('treatment_mean'))}",
+                _number(c.get("delta"), signed=True),
+                f"[{_number(low, signed=True)}, {_number(high, signed=True)}]",
+                _p_value(c.get("p_adjusted")),
+                c.get("verdict", ""),
+            ]
+            rows.append(
+                "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>"
+            )
+        header = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+        return (
+            f"<div><strong>{html.escape(str(title))}</strong>"
+            f"<table><thead>{header}</thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
+
+
+def _number(value: Any, *, signed: bool = False) -> str:
+    """A mean, delta or bound with three decimals ("n/a" when not computed)."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "n/a"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _p_value(value: Any) -> str:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "n/a"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"

@@ -1,0 +1,150 @@
+"""A readout folder read back: summary.json, per_query.csv and the data behind the charts.
+
+summary.json and per_query.csv hold every number of the report but not everything its
+charts are drawn from: the metric@k curves, where each arm's first relevant document lands,
+the bootstrap draws of each overall delta, and the config text shown in the report. A folder
+holding a report keeps those in :data:`CHART_DATA` (NumPy's ``.npz``, no pickled objects),
+beside the charts, so that :func:`load_readout` gives back a readout that renders the same
+report. A folder written without a report (``--format json,csv``) loads without them, and
+renders without those charts.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from abrank.errors import DataError
+from abrank.readout.core import Readout
+from abrank.readout.model import Summary
+
+#: The chart data file of a readout folder, relative to the folder.
+CHART_DATA = "charts/data.npz"
+
+
+def write_chart_data(readout: Readout, folder: str | Path) -> Path:
+    """Save what the charts are drawn from, beyond summary.json and per_query.csv, into
+    ``folder`` / :data:`CHART_DATA`; returns the path written."""
+    path = Path(folder) / CHART_DATA
+    path.parent.mkdir(parents=True, exist_ok=True)
+    curves = readout.curves if readout.curves is not None else pd.DataFrame()
+    first = readout.first_relevant if readout.first_relevant is not None else pd.DataFrame()
+    keys = list(readout.resampled_deltas)
+    draws = [np.asarray(readout.resampled_deltas[key], dtype=np.float64) for key in keys]
+    arrays = {
+        "curves_arm": _strings(curves, "arm"),
+        "curves_metric": _strings(curves, "metric"),
+        "curves_k": _numbers(curves, "k"),
+        "curves_value": _numbers(curves, "value"),
+        "first_arm": _strings(first, "arm"),
+        "first_query_id": _strings(first, "query_id"),
+        "first_rank": _numbers(first, "rank"),
+        "deltas_metric": np.array([m for m, _ in keys], dtype=str),
+        "deltas_treatment": np.array([t for _, t in keys], dtype=str),
+        "deltas_sizes": np.array([d.size for d in draws], dtype=np.int64),
+        "deltas_values": np.concatenate(draws) if draws else np.zeros(0),
+        "config_text": np.array(readout.config_text, dtype=str),
+    }
+    with open(path, "wb") as handle:
+        np.savez_compressed(handle, **arrays)
+    return path
+
+
+def load_readout(folder: str | Path) -> Readout:
+    """The readout written into ``folder``, ready to render again.
+
+    Reads summary.json (checked against the typed model: a missing or malformed key is a
+    DataError naming it), per_query.csv (ids and segment values as text, metrics as
+    numbers) and, when present, :data:`CHART_DATA`.
+    """
+    folder = Path(folder)
+    summary_path = folder / "summary.json"
+    try:
+        text = summary_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(
+            f"{summary_path}: expected a readout's summary.json, got no such file"
+        ) from None
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise DataError(f"{summary_path}: expected JSON, got {exc}") from None
+    try:
+        summary = Summary.from_dict(raw)
+    except DataError as exc:
+        raise DataError(f"{summary_path}: {exc}") from None
+    per_query = _read_per_query(folder / "per_query.csv", summary)
+    curves, first, deltas, config_text = _read_chart_data(folder / CHART_DATA)
+    return Readout.from_summary(summary, per_query, curves, first, deltas, config_text)
+
+
+def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:
+    """per_query.csv as written: metric columns as float64, every other column as text."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    if not path.is_file():
+        return pd.DataFrame(columns=["arm", "query_id", *summary.metrics])
+    with open(path, encoding="utf-8", newline="") as handle:
+        columns = next(csv.reader(handle), [])
+    metrics = set(summary.metrics)
+    types = {c: (pa.float64() if c in metrics else pa.string()) for c in columns}
+    convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=False)
+    try:
+        table = pcsv.read_csv(path, convert_options=convert)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{path}: expected the per-query table abrank wrote, got {exc}") from None
+    return table.to_pandas()
+
+
+def _read_chart_data(path: Path):
+    """(curves, first_relevant, resampled_deltas, config_text); empty when not saved."""
+    curves = pd.DataFrame(columns=["arm", "metric", "k", "value"])
+    first = pd.DataFrame(columns=["arm", "query_id", "rank"])
+    if not path.is_file():
+        return curves, first, {}, ""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: expected the chart data abrank wrote, got {exc}") from None
+    curves = pd.DataFrame(
+        {
+            "arm": arrays["curves_arm"].astype(object),
+            "metric": arrays["curves_metric"].astype(object),
+            "k": arrays["curves_k"].astype(np.int64),
+            "value": arrays["curves_value"],
+        }
+    )
+    first = pd.DataFrame(
+        {
+            "arm": arrays["first_arm"].astype(object),
+            "query_id": arrays["first_query_id"].astype(object),
+            "rank": arrays["first_rank"],
+        }
+    )
+    ends = np.cumsum(arrays["deltas_sizes"])
+    values = np.split(arrays["deltas_values"], ends[:-1]) if ends.size else []
+    deltas = {
+        (str(metric), str(treatment)): draws
+        for metric, treatment, draws in zip(
+            arrays["deltas_metric"], arrays["deltas_treatment"], values, strict=True
+        )
+    }
+    return curves, first, deltas, str(arrays["config_text"])
+
+
+def _strings(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if column not in frame.columns:
+        return np.array([], dtype=str)
+    return np.array([str(v) for v in frame[column]], dtype=str)
+
+
+def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if column not in frame.columns:
+        return np.zeros(0)
+    return frame[column].to_numpy(dtype=np.float64)

@@ -1,0 +1,387 @@
+"""The typed readout: summary.json as frozen dataclasses, one per section.
+
+:class:`Summary` is what the analysis builds and what ``summary.json`` holds:
+``Summary.to_dict()`` gives exactly the JSON written (keys in the order written), and
+``Summary.from_dict()`` reads a saved summary back, so that a readout folder can be loaded
+and rendered again. Keys of a saved summary that these classes do not name are kept, in
+``extra``, and written back after the named ones (summary.json's stable keys are fixed by
+DESIGN.md; others may be added).
+
+Lists are held as tuples, JSON objects as dicts; ``None`` stands for JSON ``null`` (a value
+that is not finite, or not computed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any, ClassVar, TypeVar, Union
+
+from abrank.errors import DataError
+
+#: How summary.json is written (json.dumps options): indented, no NaN (None instead).
+JSON_OPTIONS: dict[str, Any] = {"indent": 2, "allow_nan": False}
+
+_Record = TypeVar("_Record", bound="Record")
+
+
+def summary_json(summary: dict[str, Any]) -> str:
+    """The text of summary.json for a summary dict (ends with a newline)."""
+    return json.dumps(summary, **JSON_OPTIONS) + "\n"
+
+
+class Record:
+    """A section of the summary: a frozen dataclass whose fields are its JSON keys.
+
+    ``to_dict`` writes the fields in their declared order (then ``extra``), nested records
+    as dicts and tuples as lists; ``from_dict`` converts back by the fields' type hints and
+    raises :class:`DataError` naming the key path when a key is missing or has the wrong kind
+    of value. Fields with a default may be absent from a saved summary; a field listed in
+    ``OMITTED_WHEN_NONE`` is not written while it is None (a key only some readouts have).
+    """
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins, keys in the order summary.json has them."""
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            if field.name == "extra":
+                continue
+            value = getattr(self, field.name)
+            if value is None and field.name in self.OMITTED_WHEN_NONE:
+                continue
+            out[field.name] = _to_json(value)
+        out.update(_to_json(getattr(self, "extra", None) or {}))
+        return out
+
+    @classmethod
+    def from_dict(cls: type[_Record], data: Any, where: str = "summary") -> _Record:
+        """The record that ``data`` (a parsed JSON object) describes; ``where`` names it in
+        errors (``summary.comparisons[3]``)."""
+        if not isinstance(data, dict):
+            raise DataError(f"{where}: expected an object, got {_kind(data)}")
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        named = set()
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if field.name == "extra":
+                continue
+            named.add(field.name)
+            if field.name not in data:
+                if _has_default(field):
+                    continue
+                raise DataError(f"{where}.{field.name}: expected a value, got no such key")
+            values[field.name] = _from_json(
+                data[field.name], hints[field.name], f"{where}.{field.name}"
+            )
+        if any(f.name == "extra" for f in dataclasses.fields(cls)):  # type: ignore[arg-type]
+            values["extra"] = {k: v for k, v in data.items() if k not in named}
+        return cls(**values)
+
+
+def _has_default(field: dataclasses.Field) -> bool:
+    return (
+        field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+    )
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {key: _to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(item) for item in value]
+    return value
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value is called in a message."""
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    names.update({list: "a list", dict: "an object"})
+    return names.get(type(value), type(value).__name__)
+
+
+def _from_json(value: Any, hint: Any, where: str) -> Any:
+    """``value`` converted to the type ``hint`` names (records, tuples, dicts, scalars)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return _from_json(value, options[0], where)
+        for option in options:  # e.g. float | str: the first kind that fits
+            if _fits(value, option):
+                return _from_json(value, option, where)
+        raise DataError(f"{where}: expected {_expected(hint)}, got {_kind(value)}")
+    if isinstance(hint, type) and issubclass(hint, Record):
+        return hint.from_dict(value, where)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise DataError(f"{where}: expected a list, got {_kind(value)}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_json(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise DataError(f"{where}: expected a list of {len(args)}, got {len(value)} items")
+        return tuple(_from_json(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise DataError(f"{where}: expected an object, got {_kind(value)}")
+        return {k: _from_json(v, args[1], f"{where}.{k}") for k, v in value.items()}
+    if not _fits(value, hint):
+        raise DataError(f"{where}: expected {_expected(hint)}, got {_kind(value)}")
+    return value
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if hint is Any:
+        return True
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    origin = typing.get_origin(hint) or hint
+    if isinstance(origin, type) and issubclass(origin, Record):
+        return isinstance(value, dict)
+    if origin is tuple:
+        return isinstance(value, list)
+    return isinstance(value, origin) if isinstance(origin, type) else True
+
+
+def _expected(hint: Any) -> str:
+    if hint is Any:
+        return "a value"
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return " or ".join(_expected(a) for a in typing.get_args(hint))
+    origin = typing.get_origin(hint) or hint
+    if origin is type(None):
+        return "null"
+    if isinstance(origin, type) and issubclass(origin, Record):
+        return "an object"
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    names.update({tuple: "a list", dict: "an object", list: "a list"})
+    return names.get(origin, str(origin))
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentInfo(Record):
+    """``experiment``: what the readout is about."""
+
+    name: str
+    title: str
+    description: str = ""
+    owner: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmSummary(Record):
+    """One entry of ``arms``: a ranker, its role and how many queries its log holds."""
+
+    name: str
+    label: str
+    role: str  # "control" or "treatment"
+    queries: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonSummary(Record):
+    """One entry of ``comparisons``: the saved fields of :class:`abrank.stats.Comparison`.
+
+    ``treatment`` is the arm compared (or ``"B vs A"`` when two treatments are compared,
+    with ``comparisons: all-pairs``); ``control`` and ``treatment_arm`` name the two arms of
+    such a comparison and are written only then. ``delta`` is treatment - control.
+    """
+
+    metric: str
+    treatment: str
+    segment: str | None
+    design: str
+    n: int
+    n_control: int
+    n_treatment: int
+    control_mean: float | None
+    treatment_mean: float | None
+    delta: float | None
+    relative_lift: float | None
+    ci: tuple[float | None, float | None]
+    ci_method: str
+    ci_level: float | None
+    bootstrap_ci: tuple[float | None, float | None] | None
+    relative_ci: tuple[float | None, float | None] | None
+    p_value: float | None
+    p_values: dict[str, float | None]
+    p_adjusted: float | None
+    correction: str | None
+    effect_size: float | None
+    mde: float | None
+    wins: int
+    ties: int
+    losses: int
+    verdict: str
+    primary_test: str
+    alpha: float
+    confidence_level: float
+    n_resamples: int
+    approximation: str | None = None
+    ci_unadjusted: tuple[float | None, float | None] | None = None
+    ci_agrees: bool = True
+    notes: tuple[str, ...] = ()
+    control: str | None = None
+    treatment_arm: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"control", "treatment_arm"})
+
+    @classmethod
+    def of(
+        cls, comparison: Any, *, control: str | None = None, treatment_arm: str | None = None
+    ) -> ComparisonSummary:
+        """The saved form of a :class:`abrank.stats.Comparison` (through its ``to_dict``)."""
+        saved = cls.from_dict(comparison.to_dict(), "comparison")
+        return dataclasses.replace(saved, control=control, treatment_arm=treatment_arm)
+
+
+@dataclasses.dataclass(frozen=True)
+class TooSmall(Record):
+    """One entry of ``segments.too_small``: a segment comparison skipped for size."""
+
+    segment: str
+    treatment: str
+    metric: str
+    n: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentsSummary(Record):
+    """``segments``: the breakdown columns, the size rule and what it skipped."""
+
+    columns: tuple[str, ...] = ()
+    min_queries: int = 30
+    too_small: tuple[TooSmall, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Undefined(Record):
+    """``diagnostics.undefined``: how undefined values were treated, and how many per metric."""
+
+    policy: str
+    metrics: dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgedAtK(Record):
+    """``diagnostics.judged_at_k``: the share of each arm's top k that carries a judgment."""
+
+    k: int
+    arms: dict[str, float | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class DiagnosticsSummary(Record):
+    """``diagnostics``: what the inputs cover, and the warnings shown on every output."""
+
+    queries: dict[str, int]
+    judged_queries: int
+    analysed_queries: int
+    matched: int
+    missing: dict[str, int]
+    missing_policy: str
+    without_relevant: int
+    undefined: Undefined
+    unjudged_queries: dict[str, int]
+    judged_at_k: JudgedAtK
+    warnings: tuple[str, ...] = ()
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFile(Record):
+    """One entry of ``inputs``: a file read, with its fingerprint."""
+
+    role: str  # control, treatment, judgments or attributes
+    arm: str | None
+    path: str
+    sha256: str
+    rows: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Correction(Record):
+    """``correction``: the multiple-testing method of each family."""
+
+    primary: str
+    segments: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparedPair(Record):
+    """One pair of arms compared: ``treatment`` against ``control``."""
+
+    treatment: str
+    control: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Family(Record):
+    """``family``: which arms were compared, hence what the primary correction spans.
+
+    ``comparisons`` is the config's choice (``all-pairs``: every pair of arms, the later arm
+    of the config against the earlier one); ``size`` the number of overall comparisons
+    adjusted together (pairs x metrics).
+    """
+
+    comparisons: str
+    pairs: tuple[ComparedPair, ...]
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary(Record):
+    """The whole ``summary.json`` of a readout."""
+
+    experiment: ExperimentInfo
+    abrank_version: str
+    config_path: str
+    design: str
+    seed: int
+    alpha: float
+    confidence_level: float
+    n_resamples: int
+    primary_test: str
+    tests: tuple[str, ...]
+    correction: Correction
+    relevance_threshold: float
+    no_relevant: str
+    gain: str
+    depth: int | None
+    metrics: tuple[str, ...]
+    metric_labels: dict[str, str]
+    primary_metric: str | None
+    arms: tuple[ArmSummary, ...]
+    family: Family | None = None
+    comparisons: tuple[ComparisonSummary, ...] = ()
+    segments: SegmentsSummary = SegmentsSummary()
+    diagnostics: DiagnosticsSummary | None = None
+    inputs: tuple[InputFile, ...] = ()
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"family", "diagnostics"})
+
+    @property
+    def control(self) -> str | None:
+        """The name of the control arm."""
+        return next((arm.name for arm in self.arms if arm.role == "control"), None)
+
+    def to_json(self) -> str:
+        """The text of summary.json."""
+        return summary_json(self.to_dict())
