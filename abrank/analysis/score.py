@@ -1,9 +1,9 @@
 """Scoring: per-query metric values of every arm, and what the judgments cover per arm.
 
-The values come from :func:`abrank.engines.evaluate.evaluate`; judged@k from
-:func:`abrank.engines.evaluate.diagnose` and where the first relevant document lands from
-:func:`abrank.engines.evaluate.first_relevant_rank`, so the readout's diagnostics are the
-numbers the Python API gives for the same frames.
+The values, judged@k and where the first relevant document lands come from
+:func:`abrank.engines.evaluate.score_arm`, which gives the numbers of the Python API's
+``evaluate``, ``diagnose`` and ``first_relevant_rank`` for the same frames from one
+ordering and join.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class ScoredArms:
 
 def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     """Score each arm on every analysed query (judged queries that any arm holds)."""
-    from abrank.engines.evaluate import diagnose, evaluate, first_relevant_rank
+    from abrank.engines.evaluate import score_arm
     from abrank.metrics import parse_metric
 
     metrics = [parse_metric(name) for name in experiment.metrics]
@@ -79,7 +79,6 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     options = dict(
         rel_level=experiment.relevance_threshold, gain=experiment.gain, depth=experiment.depth
     )
-    coverage = dict(rel_level=experiment.relevance_threshold, depth=experiment.depth)
     zero = experiment.no_relevant == "zero"
     values: dict[str, pd.DataFrame] = {}
     curves: list[pd.DataFrame] = []
@@ -91,12 +90,13 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         if logged[name].size != present[name].size:
             rankings = frame.loc[_member(frame["query_id"], universe)]
         # complete: a query missing from this log is scored as an empty ranking
-        table = evaluate(rankings, judgments, [*metrics, *extra], complete=True, **options)
-        table = table.reindex(universe).rename_axis("query_id")
+        arm = score_arm(
+            rankings, judgments, [*metrics, *extra], complete=True, judged_k=JUDGED_K, **options
+        )
+        table = arm.values.reindex(universe).rename_axis("query_id")
         own = table.loc[present[name]] if present[name].size != universe.size else table
-        judged_at_k[name] = diagnose(rankings, judgments, k=JUDGED_K, **coverage).judged_at_k
-        first = first_relevant_rank(rankings, judgments, **coverage)
-        first_relevant[name] = first.reindex(own.index).rename("rank")
+        judged_at_k[name] = arm.judged_at_k
+        first_relevant[name] = arm.first_relevant.reindex(own.index).rename("rank")
         if not undefined:  # undefined values depend on the judgments only, not on the arm
             undefined = {m.name: int(table[m.name].isna().sum()) for m in metrics}
         scored = table[[m.name for m in metrics]]

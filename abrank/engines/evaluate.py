@@ -82,6 +82,78 @@ def evaluate(
     return pd.DataFrame({name: column[scored] for name, column in values.items()}, index=index)
 
 
+@dataclass(frozen=True)
+class ArmScores:
+    """One arm's per-query values with its coverage diagnostics, from one preparation.
+
+    ``values`` is :func:`evaluate`'s frame; ``judged_at_k`` is :func:`diagnose`'s mean
+    judged@k and ``first_relevant`` :func:`first_relevant_rank`'s series, computed from
+    the same ordering and join instead of three.
+    """
+
+    values: pd.DataFrame
+    judged_at_k: float
+    first_relevant: pd.Series
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins: values per metric by query id, judged@k, first relevant ranks."""
+        return {
+            "values": {
+                column: {str(q): _safe(v) for q, v in self.values[column].items()}
+                for column in self.values.columns
+            },
+            "judged_at_k": _safe(self.judged_at_k),
+            "first_relevant": {str(q): _safe(v) for q, v in self.first_relevant.items()},
+        }
+
+
+def _safe(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def score_arm(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame | None,
+    metrics: Sequence[str | Metric],
+    *,
+    rel_level: float = 1,
+    gain: str = "linear",
+    depth: int | None = 1000,
+    complete: bool = False,
+    judged_k: int = 10,
+) -> ArmScores:
+    """:func:`evaluate`, :func:`diagnose`'s judged@k and :func:`first_relevant_rank` at once.
+
+    The same numbers as the three calls (``complete`` applies to the values only, as in
+    :func:`evaluate`), for a third of the ordering and joining. Every ranked row down to
+    ``depth`` is joined, as :func:`first_relevant_rank` joins them.
+    """
+    parsed = parse_metrics(metrics)
+    check_options(rel_level, gain, depth)
+    judged = Metric("judged", judged_k)
+    prep = prepare(canonical_frame(rankings), _judgments(judgments), depth)
+    values = compute(prep, parsed, float(rel_level), gain)
+    everything = scored_queries(prep, complete)
+    frame = pd.DataFrame(
+        {name: column[everything] for name, column in values.items()},
+        index=query_index(prep, everything),
+    )
+    ranked = scored_queries(prep, False)
+    share = compute(prep, [judged], float(rel_level), "linear")[judged.name][ranked]
+    hit = prep.row_grade >= float(rel_level)
+    first = first_per_query(prep.row_code[hit], prep.row_pos[hit] + 1.0, len(prep.ids))
+    return ArmScores(
+        values=frame,
+        judged_at_k=float(share.mean()) if share.size else math.nan,
+        first_relevant=pd.Series(
+            first[ranked],
+            index=query_index(prep, ranked),
+            name="first_relevant_rank",
+            dtype=np.float64,
+        ),
+    )
+
+
 def _judgments(judgments: pd.DataFrame | None) -> pd.DataFrame | None:
     return None if judgments is None else canonical_frame(judgments)
 
