@@ -81,7 +81,6 @@ class TestOutcome:
 
 
 Sample = TypeVar("Sample")
-TestFunction = Callable[[Any], TestOutcome]
 
 
 class DesignTests(Generic[Sample]):
