@@ -28,6 +28,7 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every verb (also used to check that each verb has help)."""
     from abrank import __version__
+    from abrank.stats import registry as stats_registry
 
     parser = argparse.ArgumentParser(
         prog="abrank",
@@ -140,8 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--test",
         default="t",
-        choices=("t", "permutation", "bootstrap", "wilcoxon"),
-        help="primary test (default t)",
+        help=f"primary test: {' | '.join(stats_registry.test_names('paired'))} (default t)",
+    )
+    compare.add_argument(
+        "--correction",
+        default="holm",
+        help="multiple-testing correction across the metrics: "
+        f"{' | '.join(stats_registry.correction_names())} (default holm)",
     )
     compare.add_argument(
         "--no-relevant",
@@ -546,8 +552,11 @@ def _compare(args: argparse.Namespace) -> int:
     from abrank.analysis import run_experiment
     from abrank.config import build_experiment
     from abrank.render import headline_lines
+    from abrank.stats import registry as stats_registry
     from abrank.treceval import expand_cutoff_lists, split_metric_lists
 
+    primary_test = stats_registry.resolve_test(args.test, "paired", "--test")
+    correction = stats_registry.resolve_correction(args.correction, "--correction")
     config = {
         "name": "compare",
         "title": f"{Path(args.treatment).name} vs {Path(args.control).name}",
@@ -562,7 +571,8 @@ def _compare(args: argparse.Namespace) -> int:
         "analysis": {
             "seed": args.seed,
             "resamples": args.resamples,
-            "primary_test": args.test,
+            "primary_test": primary_test,
+            "correction": correction,
             "missing_queries": args.missing,
         },
     }

@@ -50,19 +50,32 @@ def usable_cores() -> int:
 def start_comparison(compare: Callable, *args: Any, **options: Any) -> Future:
     """``compare(*args, **options)`` in the comparison threads; read it with :func:`results`.
 
-    Only the paired design's t, permutation and bootstrap tests run in threads: the other
-    tests call scipy under ``warnings.catch_warnings``, which is not thread-safe (two
-    threads restoring the warning filters can leave one thread's "ignore" in place), so
-    they run at once in the calling thread, as does everything on a single core.
+    Only paired comparisons whose tests are all ``thread_safe`` in the stats registry run
+    in threads: the others call scipy under ``warnings.catch_warnings``, which is not
+    thread-safe (two threads restoring the warning filters can leave one thread's "ignore"
+    in place), so they run at once in the calling thread, as does everything on a single
+    core.
     """
-    tests = {options.get("primary_test", "t"), *options.get("tests", ())}
-    threaded = options.get("design", "paired") == "paired" and "wilcoxon" not in tests
+    tests = options.get("tests", ())
+    tests = [options.get("primary_test", "t"), *([tests] if isinstance(tests, str) else tests)]
+    threaded = options.get("design", "paired") == "paired" and _thread_safe(tests)
     pool = _comparison_pool() if threaded else None
     if pool is None:
         future: Future = Future()
         future.set_result(compare(*args, **options))
         return future
     return pool.submit(compare, *args, **options)
+
+
+def _thread_safe(tests: Sequence[Any]) -> bool:
+    """Every test may run in a thread (False for a name the registry does not know: the
+    comparison then reports it from the calling thread)."""
+    from abrank.stats.registry import test_spec
+
+    try:
+        return all(test_spec(name).thread_safe for name in tests)
+    except (KeyError, AttributeError):
+        return False
 
 
 def results(futures: list[Future]) -> list:

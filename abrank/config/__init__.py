@@ -17,11 +17,10 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from abrank.errors import ConfigError
+from abrank.stats import registry as stats_registry
 
 #: Input file formats a config may name (`format:` of a data file).
 INPUT_FORMATS = ("trec", "qrels", "csv", "tsv", "parquet", "jsonl")
-TESTS = ("t", "permutation", "bootstrap", "wilcoxon", "mannwhitney")
-CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "fdr_by", "hommel", "none")
 
 #: Deepest YAML nesting a config may use (real configs use four or five levels).
 MAX_DEPTH = 50
@@ -103,15 +102,16 @@ class AttributesConfig(_Strict):
 class AnalysisConfig(_Strict):
     """How the arms are compared (DESIGN.md "Statistics")."""
 
-    design: Literal["paired", "independent"] = "paired"
+    design: Literal[stats_registry.DESIGNS] = "paired"  # type: ignore[valid-type]
     missing_queries: Literal["zero", "drop", "error"] = "zero"
     alpha: float = Field(0.05, gt=0, lt=1)
     confidence_level: float = Field(0.95, gt=0, lt=1)
-    primary_test: Literal["t", "permutation", "bootstrap", "wilcoxon", "mannwhitney"] = "t"
-    tests: list[Literal[TESTS]] = ["t", "permutation", "bootstrap"]  # type: ignore[valid-type]
+    # test and correction names: abrank.stats.registry, checked against the design below
+    primary_test: str = "t"
+    tests: list[str] = ["t", "permutation", "bootstrap"]
     resamples: int = Field(10_000, ge=100, le=10_000_000)
-    correction: Literal[CORRECTIONS] = "holm"  # type: ignore[valid-type]
-    segment_correction: Literal[CORRECTIONS] = "fdr_bh"  # type: ignore[valid-type]
+    correction: str = "holm"
+    segment_correction: str = "fdr_bh"
     seed: int = Field(0, ge=0)
 
 
@@ -405,36 +405,8 @@ def _check_semantics(
     elif canonical:
         primary = canonical[0]
 
-    analysis = exp.analysis
-    if analysis.design == "paired" and analysis.primary_test == "mannwhitney":
-        errors.append(
-            _format(
-                source,
-                lines,
-                ("analysis", "primary_test"),
-                "expected a paired test (t, permutation, bootstrap, wilcoxon), got 'mannwhitney'",
-            )
-        )
-    if analysis.design == "independent" and analysis.primary_test == "wilcoxon":
-        errors.append(
-            _format(
-                source,
-                lines,
-                ("analysis", "primary_test"),
-                "expected an independent-samples test (t, permutation, bootstrap, mannwhitney), got 'wilcoxon'",
-            )
-        )
-    for index, test in enumerate(analysis.tests):
-        wrong = "mannwhitney" if analysis.design == "paired" else "wilcoxon"
-        if test == wrong:
-            errors.append(
-                _format(
-                    source,
-                    lines,
-                    ("analysis", "tests", index),
-                    f"expected a test for the {analysis.design} design, got {test!r}",
-                )
-            )
+    analysis, more = _check_analysis(exp.analysis, source, lines)
+    errors.extend(more)
 
     output = exp.output
     if output is not None:
@@ -447,10 +419,43 @@ def _check_semantics(
             "segments": segments,
             "metrics": canonical or exp.metrics,
             "primary_metric": primary,
+            "analysis": analysis,
             "output": output,
         }
     )
     return resolved, errors
+
+
+def _check_analysis(
+    analysis: AnalysisConfig, source: str, lines: dict
+) -> tuple[AnalysisConfig, list[str]]:
+    """Test and correction names checked against the stats registry (the tests of the
+    design); returns a copy with canonical names (aliases resolved) and the problems."""
+    errors: list[str] = []
+    design = analysis.design
+
+    def test(loc: tuple, value: str) -> str:
+        problem = stats_registry.test_problem(value, design)
+        if problem:
+            errors.append(_format(source, lines, ("analysis", *loc), problem))
+            return value
+        return stats_registry.test_spec(value).name
+
+    def correction(key: str) -> str:
+        value = getattr(analysis, key)
+        problem = stats_registry.correction_problem(value)
+        if problem:
+            errors.append(_format(source, lines, ("analysis", key), problem))
+            return value
+        return stats_registry.correction_spec(value).name
+
+    update = {
+        "primary_test": test(("primary_test",), analysis.primary_test),
+        "tests": [test(("tests", index), name) for index, name in enumerate(analysis.tests)],
+        "correction": correction("correction"),
+        "segment_correction": correction("segment_correction"),
+    }
+    return analysis.model_copy(update=update), errors
 
 
 # --------------------------------------------------------------------------- messages

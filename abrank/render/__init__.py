@@ -42,27 +42,13 @@ from abrank import workers
 from abrank.errors import ConfigError
 from abrank.readout import Readout
 from abrank.render.charts import Chart, arm_labels, control_name, metric_label, plan_charts
+from abrank.stats import registry as stats_registry
 
 REPORT_FORMATS = ("html", "md")
 
-TEST_NAMES = {
-    "t": "t",
-    "welch": "Welch t",
-    "permutation": "permutation",
-    "bootstrap": "bootstrap",
-    "wilcoxon": "Wilcoxon",
-    "mannwhitney": "Mann-Whitney",
-}
-CORRECTION_NAMES = {
-    "holm": "Holm",
-    "bonferroni": "Bonferroni",
-    "fdr_bh": "BH",
-    "fdr_by": "BY",
-    "hommel": "Hommel",
-    "sidak": "Šidák",
-    "holm-sidak": "Holm-Šidák",
-}
-SHORT_TEST_NAMES = {"permutation": "perm.", "bootstrap": "boot.", "mannwhitney": "M-W"}
+TEST_NAMES = stats_registry.test_display_names()
+CORRECTION_NAMES = stats_registry.correction_display_names()
+SHORT_TEST_NAMES = stats_registry.test_labels()
 VERDICT_TEXT = {"win": "wins", "loss": "loses"}
 TOP_QUERIES = 10  # queries listed in "largest losses" / "largest wins"
 

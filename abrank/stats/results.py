@@ -1,0 +1,298 @@
+"""The result of one comparison: :class:`Comparison`, and the one constructor both designs use.
+
+A design measures (means, p-values, intervals as functions of their level); what follows
+from those is the same for every design and is worked out here once, in
+:func:`build_comparison`: the primary interval at the nominal level, the verdict, whether
+interval and verdict agree, the approximation note.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from abrank.stats import resampling as rs
+
+Interval = tuple[float, float]
+IntervalAt = Callable[[float], Interval]
+"""An interval as a function of its confidence level."""
+
+
+@dataclass(frozen=True)
+class Levels:
+    """How to redraw a comparison's intervals and MDE at another level, so that after a
+    multiple-testing correction the interval shown agrees with the adjusted verdict.
+
+    ``primary``: level -> (low, high); ``relative``: level -> (low, high) or None, or None
+    when the comparison has no relative interval; ``mde``: alpha -> float or None.
+    """
+
+    primary: Any
+    relative: Any
+    mde: Any
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One metric x treatment (x segment) comparison against the control arm.
+
+    Attributes follow the ``comparisons`` entries of ``summary.json``. ``delta`` is always
+    treatment - control. ``ci`` is the primary interval: the t-interval (Welch's in the
+    independent design) when the primary test is ``t``, else the (expanded) BCa bootstrap
+    interval. Its level ``ci_level`` is ``confidence_level`` until ``adjust`` widens it
+    by the same factor as the p-value (1 - (1 - level) * p_value / p_adjusted), so that the
+    interval excludes 0 exactly when the adjusted verdict is a win or a loss; the interval
+    at the nominal level is always in ``ci_unadjusted``, and ``relative_ci`` and ``mde``
+    follow the same level. ``ci_agrees`` is False when the interval and the verdict still
+    disagree (a permutation or rank test beside a bootstrap interval), and ``notes`` name
+    every small-sample rule applied. ``p_values`` holds every test that was run (the names
+    of :data:`abrank.stats.registry.TESTS`; None where a test was refused, e.g. the
+    bootstrap below ``MIN_BOOTSTRAP`` queries); ``p_value`` is the primary test's,
+    ``p_adjusted`` its multiplicity-adjusted value (equal to ``p_value`` until ``adjust``).
+    ``relative_lift`` is None when the control mean is below ``MIN_LIFT_SHARE`` of the
+    larger mean, ``relative_ci`` also when the ratio is unbounded. ``p_value`` and
+    ``effect_size`` are None (NaN) with fewer than two queries. For the paired design,
+    ``n_control`` / ``n_treatment`` count pairs whose value was observed in that arm (the
+    rest were scored 0 under ``missing="zero"``); for the independent design they are the
+    arms' sizes. ``approximation`` names a grid-cell resampling approximation and its
+    error bound when one was used (very large samples of mostly distinct values).
+    """
+
+    metric: str
+    treatment: str
+    segment: str | None
+    design: str
+    n: int
+    n_control: int
+    n_treatment: int
+    control_mean: float
+    treatment_mean: float
+    delta: float
+    relative_lift: float | None
+    ci: tuple[float, float]
+    ci_method: str
+    ci_level: float
+    bootstrap_ci: tuple[float, float] | None
+    relative_ci: tuple[float, float] | None
+    p_value: float
+    p_values: dict[str, float]
+    p_adjusted: float
+    correction: str | None
+    effect_size: float
+    mde: float | None
+    wins: int
+    ties: int
+    losses: int
+    verdict: str
+    primary_test: str
+    alpha: float
+    confidence_level: float
+    n_resamples: int
+    approximation: str | None = None
+    ci_unadjusted: tuple[float, float] | None = None
+    ci_agrees: bool = True
+    notes: tuple[str, ...] = ()
+    resampled_deltas: np.ndarray | None = field(default=None, compare=False, repr=False)
+    levels: Levels | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins only: tuples become lists, NaN and infinities become None."""
+        return {
+            f.name: json_safe(getattr(self, f.name))
+            for f in fields(self)
+            if f.name not in _INTERNAL
+        }
+
+    def __repr__(self) -> str:
+        """One line: what was compared, the delta, its interval, p and the verdict."""
+        parts = [
+            f"metric={self.metric!r}",
+            f"treatment={self.treatment!r}",
+            f"segment={self.segment!r}",
+            f"delta={_signed(self.delta)}",
+            f"ci=[{_signed(self.ci[0])}, {_signed(self.ci[1])}]",
+            f"p={_plain(self.p_value)}",
+        ]
+        if self.correction is not None:
+            parts.append(f"p_adjusted={_plain(self.p_adjusted)} ({self.correction})")
+        parts.append(f"verdict={self.verdict!r}")
+        return f"Comparison({', '.join(parts)})"
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks: means, delta, interval, p-values and verdict."""
+        level = f"{self.ci_level * 100:.4g}%"
+        rows = [
+            ("metric", self.metric),
+            ("treatment", self.treatment),
+            ("segment", "all" if self.segment is None else self.segment),
+            ("n", f"{self.n:,}"),
+            ("control mean", _plain(self.control_mean)),
+            ("treatment mean", _plain(self.treatment_mean)),
+            ("delta", _signed(self.delta)),
+            (f"{level} CI ({self.ci_method})", f"[{_signed(self.ci[0])}, {_signed(self.ci[1])}]"),
+            (
+                "relative lift",
+                "n/a" if self.relative_lift is None else f"{self.relative_lift:+.2%}",
+            ),
+            (f"p ({self.primary_test})", _plain(self.p_value)),
+        ]
+        if self.correction is not None:
+            rows.append((f"p adjusted ({self.correction})", _plain(self.p_adjusted)))
+        rows.append(("verdict", self.verdict))
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+            f"<td>{html.escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table class='abrank-comparison'>{body}</table>"
+
+
+_INTERNAL = {"resampled_deltas", "levels"}
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as JSON-safe builtins: tuples become lists, NaN and infinities None."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def _signed(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "nan" if value is None or math.isnan(value) else f"{value:+}"
+    return f"{value:+.4g}"
+
+
+def _plain(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "nan"
+    return f"{value:.4g}"
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def verdict(p: float, alpha: float, delta: float) -> str:
+    """``win`` / ``loss`` when ``p`` is below ``alpha`` in the direction of ``delta``."""
+    if p < alpha and delta > 0:
+        return "win"
+    if p < alpha and delta < 0:
+        return "loss"
+    return "inconclusive"
+
+
+def excludes_zero(ci: tuple[float, float] | None) -> bool:
+    """The interval lies wholly above or below 0."""
+    return ci is not None and (ci[0] > 0 or ci[1] < 0)
+
+
+def agrees(ci: tuple[float, float], verdict: str) -> bool:
+    """The interval excludes 0 exactly when the verdict is a win or a loss."""
+    return excludes_zero(ci) == (verdict != "inconclusive")
+
+
+def approximation_note(parts: Sequence[str]) -> str | None:
+    """The ``approximation`` text naming each grid-cell resampling and its error bound."""
+    if not parts:
+        return None
+    return (
+        "grid-cell resampling for "
+        + "; ".join(parts)
+        + f" (each bound holds per resample with probability >= 1 - {rs.FAILURE_PROB:g})"
+    )
+
+
+# --------------------------------------------------------------------------- constructor
+
+
+def build_comparison(
+    *,
+    metric: str,
+    treatment: str,
+    segment: str | None,
+    design: str,
+    counts: tuple[int, int, int],
+    control_mean: float,
+    treatment_mean: float,
+    delta: float,
+    relative_lift: float | None,
+    p_values: Mapping[str, float],
+    primary_test: str,
+    primary_at: IntervalAt,
+    ci_method: str,
+    bootstrap_at: IntervalAt | None,
+    relative_at: Callable[[float], Interval | None] | None,
+    mde_at: Callable[[float], float | None],
+    effect_size: float,
+    wins_ties_losses: tuple[int, int, int],
+    alpha: float,
+    confidence_level: float,
+    n_resamples: int,
+    approximations: Sequence[str],
+    notes: Sequence[str],
+    resampled_deltas: np.ndarray | None,
+) -> Comparison:
+    """The :class:`Comparison` of what a design measured, before any correction.
+
+    ``counts`` is (n, n_control, n_treatment); the intervals are functions of their level
+    (``mde_at`` of alpha), drawn here at ``confidence_level`` and kept in ``levels`` for
+    :func:`abrank.stats.adjust` to redraw. The verdict is the primary test's at ``alpha``
+    in the direction of ``delta`` (none when the delta is undefined).
+    """
+    n, n_control, n_treatment = counts
+    wins, ties, losses = wins_ties_losses
+    p_value = p_values[primary_test]
+    ci = primary_at(confidence_level)
+    decided = verdict(p_value, alpha, delta if math.isfinite(delta) else 0.0)
+    return Comparison(
+        metric=metric,
+        treatment=treatment,
+        segment=segment,
+        design=design,
+        n=n,
+        n_control=n_control,
+        n_treatment=n_treatment,
+        control_mean=control_mean,
+        treatment_mean=treatment_mean,
+        delta=delta,
+        relative_lift=relative_lift,
+        ci=ci,
+        ci_method=ci_method,
+        ci_level=confidence_level,
+        bootstrap_ci=bootstrap_at(confidence_level) if bootstrap_at else None,
+        relative_ci=relative_at(confidence_level) if relative_at else None,
+        p_value=p_value,
+        p_values=dict(p_values),
+        p_adjusted=p_value,
+        correction=None,
+        effect_size=effect_size,
+        mde=mde_at(alpha),
+        wins=wins,
+        ties=ties,
+        losses=losses,
+        verdict=decided,
+        primary_test=primary_test,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        approximation=approximation_note(approximations),
+        ci_unadjusted=ci,
+        ci_agrees=agrees(ci, decided),
+        notes=tuple(notes),
+        resampled_deltas=resampled_deltas,
+        levels=Levels(primary_at, relative_at, mde_at),
+    )
