@@ -99,9 +99,10 @@ class Alert(_ToDict):
 class Cell(_ToDict):
     """One table cell: its text, and for data cells the key and JSON value behind it.
 
-    ``css`` classes tell the HTML what the cell is (``text``, ``win``, ``wrap``, ``code``,
-    ``hash``, ``secondary``); ``own`` text is shown verbatim in Markdown, ``code`` text in
-    backticks.
+    ``value`` is the JSON value behind the text when ``has_value`` is set (None is a value
+    too: a missing number). ``css`` classes tell the HTML what the cell is (``text``,
+    ``win``, ``wrap``, ``code``, ``hash``, ``secondary``, ``verdict``); ``own`` text is
+    shown verbatim in Markdown, ``code`` text (a fingerprint) in backticks.
     """
 
     text: str

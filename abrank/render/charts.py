@@ -846,13 +846,14 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
     label = metric_label(summary, primary)
 
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, 3.3 * len(order) + 0.3))
+        fig = _mpl().Figure(figsize=(WIDTH, 3.3 * len(order) + 0.6))
         axes = fig.subplots(len(order), 1, squeeze=False)
         tops = [0.0]
+        legend: dict[str, Any] = {}  # label -> handle, for one legend above the panels
         for ax, treatment in zip(axes[:, 0], order, strict=True):
             values = draws[treatment]
             values = values[np.isfinite(values)]
-            tops.append(_bar_histogram(ax, values, f"{values.size:,} resampled mean deltas"))
+            tops.append(_bar_histogram(ax, values, "resampled mean deltas"))
             comp = comps.get(treatment, {})
             interval = comp.get("bootstrap_ci")
             if interval and all(is_number(v) for v in interval):
@@ -866,18 +867,21 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
             ax.axvline(0.0, color=VERMILLION, linewidth=1.0, linestyle=":", label="no change")
             ax.set_xlabel(f"mean delta of {plain(label)} (treatment − control)")
             ax.set_ylabel("resamples")
+            ax.yaxis.set_major_locator(_mpl().MaxNLocator(integer=True))
             _title(
                 ax,
                 plain(
                     f"Bootstrap distribution of the {label} delta: "
-                    f"{labels.get(treatment, treatment)}"
+                    f"{labels.get(treatment, treatment)} ({values.size:,} resamples)"
                 ),
                 fontsize=10,
             )
-            ax.legend(fontsize=7, frameon=False)
+            for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+                legend.setdefault(text, handle)
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
-        _place_grid(fig, len(order), 1, _count_labels(max(tops)), suptitle=False)
+        _figure_legend(fig, list(legend.values()), suptitle=False)
+        _place_grid(fig, len(order), 1, _count_labels(max(tops)), suptitle=False, legend_row=True)
         return fig
 
     return Chart(

@@ -252,7 +252,7 @@ def gloss(summary: dict[str, Any], comps: Sequence[dict[str, Any]]) -> str | Non
         "hit": f"Share of queries with a relevant document in {top}",
         "precision": f"Share of relevant documents in {top}",
     }
-    if family not in leads:
+    if family not in leads or not all(0 <= m <= 1 for m in means):
         return None
     shares = [(a, fmt_share(m)) for a, m in zip(labels, means, strict=True)]
     if len(comps) == 1:

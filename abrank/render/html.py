@@ -91,6 +91,7 @@ th, td { padding: 3px 4px; border-bottom: 1px solid var(--line); text-align: rig
   white-space: nowrap; vertical-align: top; }
 th { background: #f0f0f0; font-weight: 600; white-space: normal; vertical-align: bottom; }
 table.results td.text { min-width: 8ch; white-space: nowrap; }
+table.results td[data-key="treatment"] { min-width: 11ch; white-space: normal; }
 th.text, td.text { text-align: left; white-space: normal; }
 td.win { color: var(--win); font-weight: 700; }
 td.loss { color: var(--loss); font-weight: 700; }

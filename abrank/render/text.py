@@ -72,8 +72,8 @@ def fmt_percent(value: Any) -> str:
 
 
 def fmt_share(value: Any) -> str:
-    """A share as an unsigned percent with one decimal: ``74.8%``."""
-    return f"{value * 100:.1f}%" if is_number(value) else "n/a"
+    """A share as an unsigned percent with one decimal: ``74.8%`` (-0.0 shows as 0.0%)."""
+    return f"{value * 100 + 0.0:.1f}%" if is_number(value) else "n/a"
 
 
 def fmt_p(value: Any) -> str:
