@@ -1030,8 +1030,8 @@ def test_the_page_opens_with_the_sentence_the_reading_and_the_stamp(readout):
         f"({100 * (t / c - 1):+.1f}%, 95% CI [{low:+.3f}, {high:+.3f}]): {verdict}."
     )
     reading = (
-        "1/MRR is the harmonic mean of the first relevant result's position: it moved from "
-        f"about {1 / c:.1f} to about {1 / t:.1f}"
+        f"The first relevant result moved from about position {1 / c:.1f} to about "
+        f"{1 / t:.1f} (1/MRR is the harmonic mean of its position)"
     )
     md = render_markdown(readout)
     paragraphs = md.split("\n\n")
@@ -1076,8 +1076,9 @@ def test_gloss_reads_each_metric_in_its_own_terms():
     mrr = summary["comparisons"][0]
     other = {**mrr, "treatment": "boost", "treatment_mean": 0.625}
     assert gloss(summary, [mrr, other]) == (
-        "1/MRR is the harmonic mean of the first relevant result's position: about 1.8 for "
-        "BM25 (production), 1.3 for Cross-encoder reranker and 1.6 for Boost."
+        "The first relevant result sits at about position 1.8 for BM25 (production), 1.3 "
+        "for Cross-encoder reranker and 1.6 for Boost (1/MRR is the harmonic mean of its "
+        "position)."
     )
     assert gloss(EXAMPLE, [{**mrr, "metric": "map"}]) is None  # no simpler reading
 

@@ -110,8 +110,8 @@ def test_golden_opens_with_the_primary_metric_in_plain_words(demo):
     # 1/MRR: the harmonic mean of the first relevant position; MRR > 0.75 means more than
     # half of the queries have it first (every other query scores at most 1/2)
     reading = (
-        "1/MRR is the harmonic mean of the first relevant result's position: it moved from "
-        f"about {1 / c:.1f} to about {1 / t:.1f} (first for most queries)."
+        f"The first relevant result moved from about position {1 / c:.1f} to about "
+        f"{1 / t:.1f} (1/MRR is the harmonic mean of its position): first for most queries."
     )
     paragraphs = GOLDEN.split("\n\n")
     assert paragraphs[:4] == [
@@ -228,7 +228,7 @@ GOLDEN = r"""
 
 Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98.3% CI [+0.221, +0.271]): a win.
 
-1/MRR is the harmonic mean of the first relevant result's position: it moved from about 1.9 to about 1.3 (first for most queries).
+The first relevant result moved from about position 1.9 to about 1.3 (1/MRR is the harmonic mean of its position): first for most queries.
 
 offline replay · abrank 0.1.0 · seed 7
 

@@ -238,14 +238,16 @@ def gloss(summary: dict[str, Any], comps: Sequence[dict[str, Any]]) -> str | Non
     if family == "mrr":
         if min(means) <= 0:
             return None
-        lead = "1/MRR is the harmonic mean of the first relevant result's position"
+        why = "1/MRR is the harmonic mean of its position"
         if len(comps) == 1:
             c, t = means
             words = _first_position_words(t)
-            return f"{lead}: it moved from about {1 / c:.1f} to about {1 / t:.1f}" + (
-                f" ({words})." if words else "."
+            return (
+                f"The first relevant result moved from about position {1 / c:.1f} to about "
+                f"{1 / t:.1f} ({why})" + (f": {words}." if words else ".")
             )
-        return f"{lead}: about {_listing([(a, f'{1 / m:.1f}') for a, m in zip(labels, means, strict=True)])}."
+        positions = [(a, f"{1 / m:.1f}") for a, m in zip(labels, means, strict=True)]
+        return f"The first relevant result sits at about position {_listing(positions)} ({why})."
     leads = {
         "ndcg": f"Share of the ideal ordering's gain that {top} holds",
         "recall": f"Share of the relevant documents found in {top}",
