@@ -176,3 +176,57 @@ def test_a_dominant_tie_bar_is_cut_so_wins_and_losses_stay_visible():
     assert mrr.get_ylim()[1] == pytest.approx(13.5)  # 1.35 x the tallest non-tie bar
     assert [t.get_text() for t in mrr.texts] == [" ties ↑ (bar cut)"]
     assert not ndcg.texts  # all ties and nothing else: nothing to cut for
+
+
+def test_a_panel_of_ties_only_shows_a_wide_tie_bar():
+    base = build_readout(n=60)
+    n = 42
+    frame = pd.DataFrame(
+        {
+            "arm": ["bm25"] * n + ["reranker"] * n,
+            "query_id": [f"q{i}" for i in range(n)] * 2,
+            "mrr@10": np.full(2 * n, 0.5),  # 42 of 42 queries tie
+            "ndcg@10": np.full(2 * n, 0.5),
+        }
+    )
+    readout = Readout(base.summary, frame, base.curves, base.first_relevant)
+    chart = next(c for c in plan_charts(readout) if c.name == "deltas.png")
+    ax = chart.draw().axes[0]
+    bars = [p for p in ax.patches if p.get_height() > 0]
+    assert [b.get_height() for b in bars] == [42]
+    # the deltas span no range, so the bins run over [-1, 1] (and the axis 5% beyond on
+    # each side): the tie bar covers [-0.1, 0.1], 0.2 of 2.2, instead of a 0.024 sliver
+    # hidden by the zero line
+    assert bars[0].get_x() == pytest.approx(-0.1) and bars[0].get_width() == pytest.approx(0.2)
+    assert ax.get_xlim()[1] - ax.get_xlim()[0] == pytest.approx(2.2)
+    assert bars[0].get_zorder() > ax.lines[0].get_zorder()  # drawn over the zero line
+
+
+def test_metric_at_k_axes_start_at_zero_with_a_log_axis_past_k_100():
+    base = build_readout(n=60)
+    k = np.arange(1, 1001)
+    deep = pd.concat(
+        [
+            pd.DataFrame({"arm": arm, "metric": "recall", "k": k, "value": 0.3 + 0.5 * k / 1000})
+            for arm in ("bm25", "reranker")
+        ]
+    )
+    readout = Readout(
+        base.summary, base.per_query, pd.concat([deep, base.curves]), base.first_relevant
+    )
+    chart = next(c for c in plan_charts(readout) if c.name == "curves.png")
+    fig = chart.draw()
+    recall, ndcg = fig.axes
+    assert recall.get_xscale() == "log" and recall.get_xlim() == (1.0, 1000.0)
+    assert ndcg.get_xscale() == "linear" and ndcg.get_xlim() == (0.0, 10.0)
+    top = deep["value"].max()
+    assert recall.get_ylim() == pytest.approx((0.0, top * 1.05))
+    assert ndcg.get_ylim()[0] == 0.0
+    # one legend for the whole figure, above the panels: none inside an axes
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "BM25 (production)",
+        "Cross-encoder reranker",
+    ]
+    assert "log scale" in chart.caption

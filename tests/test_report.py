@@ -993,3 +993,169 @@ def test_too_small_segments_and_undefined_values_per_metric():
     md = render_markdown(readout)
     assert "Too small to compare: locale=it-IT (n = 10-12 by metric), device=tv (n = 3)." in md
     assert "- undefined values per metric (left out): MRR@10 17, NDCG@10 15" in md
+
+
+# --------------------------------------------------------------------------- opening, legend
+
+
+def test_opening_sentence_says_the_move_in_plain_words():
+    from abrank.render import opening_sentence
+
+    win, flat, loss = EXAMPLE["comparisons"][:3]
+    assert opening_sentence(EXAMPLE, win) == (
+        "Cross-encoder reranker raises MRR@10 from 0.541 to 0.779 (+44.0%, 95% CI "
+        "[+0.221, +0.255]): a win."
+    )
+    assert opening_sentence(EXAMPLE, flat) == (
+        "Cross-encoder reranker raises NDCG@10 from 0.612 to 0.615 (+0.5%, 95% CI "
+        "[-0.008, +0.014]): inconclusive (this experiment could detect deltas of 0.031 or "
+        "more)."
+    )
+    # no relative lift (control mean 0): the delta stands in for it
+    assert opening_sentence(EXAMPLE, loss) == (
+        "Cross-encoder reranker lowers Recall@20 from 0.000 to -0.000 (Δ -0.045, 95% CI "
+        "[-0.060, -0.030]): a loss."
+    )
+
+
+def test_the_page_opens_with_the_sentence_the_reading_and_the_stamp(readout):
+    summary = readout.summary
+    comp = next(c for c in summary["comparisons"] if c["segment"] is None)
+    c, t = comp["control_mean"], comp["treatment_mean"]
+    low, high = comp["ci"]
+    verdict = {"win": "a win", "loss": "a loss"}.get(comp["verdict"])
+    assert verdict  # the fixture's reranker wins on MRR@10
+    sentence = (
+        f"Cross-encoder reranker raises MRR@10 from {c:.3f} to {t:.3f} "
+        f"({100 * (t / c - 1):+.1f}%, 95% CI [{low:+.3f}, {high:+.3f}]): {verdict}."
+    )
+    reading = (
+        f"The first relevant result moved from about position {1 / c:.1f} to about "
+        f"{1 / t:.1f} (1/MRR is the harmonic mean of its position)"
+    )
+    md = render_markdown(readout)
+    paragraphs = md.split("\n\n")
+    assert paragraphs[1] == sentence
+    assert paragraphs[2].startswith(reading)
+    assert paragraphs[3] == "offline replay · abrank 0.1.0 · seed 7"  # no run date recorded
+    assert md.index(sentence) < md.index("## Headline")
+
+    page = render_html(readout)
+    body = page.split("<h1>", 1)[1]
+    assert re.match(r"[^<]*</h1>\n<p class=\"opening\">", body)
+    assert f'<p class="opening">{sentence}</p>' in page.replace("&#x27;", "'")
+    figures = re.findall(r'<div class="means">([^<]*)</div>', page)
+    assert figures == [f"{c:.3f} → {t:.3f}"]  # the big numbers, before the headline
+    assert page.index('class="means"') < page.index('id="headline"')
+
+
+def test_stamp_shows_the_run_date_and_window_when_the_summary_has_them():
+    from abrank.render.headline import stamp
+
+    summary = {"design": "paired", "abrank_version": "0.2.0", "seed": 3}
+    assert stamp(summary) == ["offline replay", "abrank 0.2.0", "seed 3"]
+    dated = {**summary, "design": "independent", "date": "2026-11-30", "window": "daily"}
+    assert stamp(dated) == ["data of 2026-11-30", "window daily", "abrank 0.2.0", "seed 3"]
+
+
+def test_gloss_reads_each_metric_in_its_own_terms():
+    from abrank.render.headline import gloss
+
+    ndcg, recall = EXAMPLE["comparisons"][1], EXAMPLE["comparisons"][2]
+    assert gloss(EXAMPLE, [ndcg]) == (
+        "Share of the ideal ordering's gain that the top 10 holds: 61.5% for Cross-encoder "
+        "reranker, against 61.2% for BM25 (production)."
+    )
+    assert gloss(EXAMPLE, [recall]) == (
+        "Share of the relevant documents found in the top 20: 0.0% for Cross-encoder "
+        "reranker, against 0.0% for BM25 (production)."  # a mean of -0.0 reads as 0.0%
+    )
+    assert gloss(EXAMPLE, [{**recall, "treatment_mean": 1.5}]) is None  # not a share
+    summary = copy.deepcopy(EXAMPLE)
+    summary["arms"].append({"name": "boost", "label": "Boost", "role": "treatment"})
+    mrr = summary["comparisons"][0]
+    other = {**mrr, "treatment": "boost", "treatment_mean": 0.625}
+    assert gloss(summary, [mrr, other]) == (
+        "The first relevant result sits at about position 1.8 for BM25 (production), 1.3 "
+        "for Cross-encoder reranker and 1.6 for Boost (1/MRR is the harmonic mean of its "
+        "position)."
+    )
+    assert gloss(EXAMPLE, [{**mrr, "metric": "map"}]) is None  # no simpler reading
+
+
+def test_legend_explains_the_metrics_terms_and_corrections_shown(readout):
+    md = render_markdown(readout)
+    legend = md.split("**How to read this readout**")[1].split("![")[0]
+    names = re.findall(r"^- \*\*(.+?)\*\*: ", legend, re.MULTILINE)
+    assert names == [
+        "MRR@10",
+        "NDCG@10",
+        "Δ, CI",
+        "W / T / L",
+        "effect size",
+        "MDE",
+        "Holm (metrics × treatments)",
+        "BH (segment breakdowns)",
+    ]
+    assert "first relevant document in the top 10" in legend
+    assert "80% power" in legend
+    page = _parse(render_html(readout))
+    assert page.texts["dt"][: len(names)] == names  # the same legend on the page
+
+    summary = copy.deepcopy(readout.summary)
+    summary["metrics"] = ["recall@20", "p@5"]
+    summary["metric_labels"] = {"recall@20": "Recall@20", "p@5": "P@5"}
+    summary["correction"] = {"primary": "bonferroni", "segments": "none"}
+    for comp in summary["comparisons"]:
+        comp["metric"] = "recall@20" if comp["metric"] == "mrr@10" else "p@5"
+    changed = Readout(summary, readout.per_query.iloc[0:0], readout.curves, readout.first_relevant)
+    legend = render_markdown(changed).split("**How to read this readout**")[1]
+    names = re.findall(r"^- \*\*(.+?)\*\*: ", legend, re.MULTILINE)
+    assert names[:2] == ["Recall@20", "P@5"] and names[-1] == "Bonferroni (metrics × treatments)"
+    assert "the top 20" in legend and "MRR" not in legend
+
+
+def test_both_formats_draw_the_same_sections(readout):
+    from abrank.render import build_document
+    from abrank.render.charts import plan_charts
+
+    charts = plan_charts(readout)
+    document = build_document(readout, charts)
+    headings = [s.heading for s in document.sections]
+    assert re.findall(r"^## (.+)$", render_markdown(readout, charts=charts), re.M) == headings
+    assert _parse(render_html(readout, charts=charts)).texts["h2"] == headings
+    data = document.to_dict()
+    assert [s["id"] for s in data["sections"]] == [
+        "headline",
+        "results",
+        "positions",
+        "segments",
+        "queries",
+        "diagnostics",
+        "reproducibility",
+    ]
+    json.dumps(data, default=str)  # plain data
+
+
+def test_charts_are_placed_by_their_section_not_their_file_name(readout):
+    from dataclasses import replace
+
+    from abrank.render.charts import plan_charts
+
+    charts = plan_charts(readout)
+    renamed = [replace(c, name=f"x-{c.name}") for c in charts]
+    md = render_markdown(readout, charts=renamed)
+    positions = md.split("## Where relevant documents land")[1].split("## ")[0]
+    assert re.findall(r"\]\(charts/([^)]+)\)", positions) == [
+        "x-first_relevant.png",
+        "x-curves.png",
+    ]
+    assert [c.section for c in charts] == [
+        "results",
+        "results",
+        "positions",
+        "positions",
+        "segments",
+        "segments",
+        "results",
+    ]

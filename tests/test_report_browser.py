@@ -6,6 +6,8 @@ Chromium is looked up on PATH. Locally the test is skipped when it is missing; i
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import shutil
@@ -107,3 +109,100 @@ def test_report_prints_to_a_few_pages(tmp_path):
     assert data.startswith(b"%PDF-")
     pages = len(re.findall(rb"/Type\s*/Page(?!s)", data))
     assert 4 <= pages <= 14, pages
+
+
+# Measures the laid-out page in the browser and writes them into the DOM, which
+# ``--dump-dom`` prints once the page has loaded. Added to a copy of the report only.
+MEASURE = """<script>
+(function () {
+  const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.right]; };
+  const h1 = document.querySelector("h1");
+  let next = h1.nextElementSibling;
+  const out = {
+    viewport: window.innerWidth,
+    scrollWidth: document.documentElement.scrollWidth,
+    verdicts: Array.from(document.querySelectorAll(
+      "table.results td[data-key=verdict], table.results th.verdict"
+    )).map((cell) => [...box(cell), ...box(cell.closest(".table-wrap")), cell.textContent]),
+    title: h1.textContent,
+    first: [next.tagName, next.className, next.textContent],
+  };
+  const pre = document.createElement("pre");
+  pre.id = "abrank-measure";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _measure(browser: str, page: Path, profile: Path) -> dict:
+    """The page laid out at 1,280 px in headless Chromium, measured by :data:`MEASURE`."""
+    measured = page.with_name("measure.html")
+    measured.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8"
+    )
+    command = [
+        browser,
+        *HEADLESS_FLAGS,
+        f"--user-data-dir={profile}",
+        f"--window-size={WIDTH},4000",
+        "--dump-dom",
+        measured.as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="abrank-measure">(.*?)</pre>', done.stdout, re.DOTALL)
+    assert found, done.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.mark.slow
+def test_two_treatments_fit_a_laptop_screen_and_open_with_the_sentence(tmp_path):
+    browser = _chromium()
+    readout = build_readout(n=300, treatments=("reranker", "boost"))
+    write_report(readout, tmp_path, formats=("html",))
+    page = tmp_path / "report.html"
+    measured = _measure(browser, page, tmp_path / "profile")
+
+    # The page is no wider than the screen, and every verdict cell (results and segments:
+    # 2 headers + 4 + 16 rows) lies inside the viewport and inside its table's scroll box,
+    # so no verdict is cut off however wide the table is.
+    assert measured["viewport"] == WIDTH
+    assert measured["scrollWidth"] <= WIDTH
+    verdicts = measured["verdicts"]
+    assert len(verdicts) == 2 + 4 + 16
+    for left, right, box_left, box_right, _ in verdicts:
+        assert 0 <= box_left <= left < right <= box_right <= WIDTH, (left, right, box_right)
+    comps = readout.summary["comparisons"]
+    shown = [text for *_, text in verdicts if text != "verdict"]
+    assert shown == [c["verdict"] for c in comps if c["segment"] is None] + [
+        c["verdict"] for c in comps if c["segment"] is not None
+    ]
+
+    # The first text under the title is the opening sentence of the primary metric (MRR@10)
+    # for the first treatment, rebuilt here from its summary numbers.
+    comp = next(c for c in comps if c["segment"] is None and c["treatment"] == "reranker")
+    assert comp["metric"] == "mrr@10" and comp["delta"] > 0
+    low, high = comp["ci"]
+    verdict = {"win": "a win", "loss": "a loss"}[comp["verdict"]]
+    assert measured["title"] == readout.summary["experiment"]["title"]
+    assert measured["first"] == [
+        "P",
+        "opening",
+        f"Cross-encoder reranker raises MRR@10 from {comp['control_mean']:.3f} to "
+        f"{comp['treatment_mean']:.3f} ({100 * comp['relative_lift']:+.1f}%, 95% CI "
+        f"[{low:+.3f}, {high:+.3f}]): {verdict}.",
+    ]
+
+    # The screenshot: the opening sentence sits right under the title, before the headline
+    # band; text in the right margin is the sticky verdict column, not a cut-off table.
+    shot = tmp_path / "shot.png"
+    pixels = _screenshot(browser, page, shot, tmp_path / "profile", 1600)
+    inked = (pixels < 200).any(axis=2)
+    rows = np.flatnonzero(inked[:, : WIDTH // 2].any(axis=1))
+    bands = np.split(rows, np.flatnonzero(np.diff(rows) > 6) + 1)
+    assert len(bands) >= 3  # title, opening sentence, ... (one text line each)
+    title, opening = bands[0], bands[1]
+    assert opening[0] - title[-1] < 40  # the sentence follows the title closely
+    columns = np.flatnonzero(inked.any(axis=0))
+    assert columns[-1] < WIDTH - 10

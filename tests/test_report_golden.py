@@ -91,6 +91,41 @@ def test_golden_headline_is_the_summary_formatted_by_the_rules(demo):
     assert headline_lines(summary) == expected
 
 
+def test_golden_opens_with_the_primary_metric_in_plain_words(demo):
+    """The first text under the title: the primary metric's move, rebuilt from the JSON."""
+    readout, _ = demo
+    comp = next(
+        c
+        for c in readout.summary["comparisons"]
+        if c["segment"] is None and c["metric"] == "mrr@10"
+    )
+    low, high = comp["ci"]
+    c, t = comp["control_mean"], comp["treatment_mean"]
+    assert comp["verdict"] == "win" and comp["p_adjusted"] < 0.05  # hence "a win"
+    sentence = (
+        f"Cross-encoder reranker raises MRR@10 from {c:.3f} to {t:.3f} "
+        f"({100 * comp['relative_lift']:+.1f}%, {_level(comp)} CI [{low:+.3f}, {high:+.3f}]): "
+        "a win."
+    )
+    # 1/MRR: the harmonic mean of the first relevant position; MRR > 0.75 means more than
+    # half of the queries have it first (every other query scores at most 1/2)
+    reading = (
+        f"The first relevant result moved from about position {1 / c:.1f} to about "
+        f"{1 / t:.1f} (1/MRR is the harmonic mean of its position): first for most queries."
+    )
+    paragraphs = GOLDEN.split("\n\n")
+    assert paragraphs[:4] == [
+        "# Cross-encoder reranker vs BM25",
+        sentence,
+        reading,
+        "offline replay · abrank 0.1.0 · seed 7",
+    ]
+    assert sentence == (
+        "Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98.3% CI "
+        "[+0.221, +0.271]): a win."
+    )
+
+
 def test_golden_results_rows_are_the_summary_formatted_by_the_rules(demo):
     readout, _ = demo
     results = GOLDEN.split("## Results")[1].split("## ")[0]
@@ -191,6 +226,12 @@ def test_golden_largest_moves_match_a_plain_reference(demo):
 GOLDEN = r"""
 # Cross-encoder reranker vs BM25
 
+Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98.3% CI [+0.221, +0.271]): a win.
+
+The first relevant result moved from about position 1.9 to about 1.3 (1/MRR is the harmonic mean of its position): first for most queries.
+
+offline replay · abrank 0.1.0 · seed 7
+
 Offline replay of 2,000 product-search queries through the production BM25 ranker and a cross-encoder reranker of its top candidates. Judgments are graded 0-3.
 
 experiment demo-reranker · owner search-relevance · paired design · control BM25 (production)
@@ -217,7 +258,20 @@ Hit@3      0.630 → 0.855  +0.226 (+35.8%)  97.5% CI (Holm) [+0.198, +0.253] / 
 | Recall@20 | 0.959 | 0.951 | -0.009 | [-0.014, -0.003] | -0.9% | [-1.5%, -0.4%] | 0.0017 | 0.0014 | < 0.001 | 0.0017 | -0.07 | 0.008 | 1,910 | 16 / 1,861 / 33 | loss |
 | Hit@3 | 0.630 | 0.855 | +0.226 | [+0.198, +0.253] (97.5%) | +35.8% | [+30.5%, +41.5%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.42 | 0.038 | 1,910 | 540 / 1,261 / 109 | win |
 
-p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05). Δ is treatment − control.
+p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05). Δ is treatment − control; the relative CI is a bootstrap interval of the ratio.
+
+**How to read this readout**
+
+- **MRR@10**: mean reciprocal rank, 1 / the position of the first relevant document in the top 10 (0 when none is there); 1/MRR is the harmonic mean of that position.
+- **NDCG@10**: the gain of the top 10, discounted by log2(position + 1), as a share of the gain of the ideal ordering of all judged documents (1 = the best possible order).
+- **Recall@20**: the share of the query's relevant documents found in the top 20.
+- **Hit@3**: the share of queries with a relevant document in the top 3 (success).
+- **Δ, CI**: the mean difference treatment − control, and the interval that holds it with the stated confidence.
+- **W / T / L**: the queries the treatment scored higher on (wins), equal (ties) and lower (losses) than the control.
+- **effect size**: Cohen's d, the mean delta in standard deviations (of the per-query deltas when paired); by convention 0.2 is small, 0.5 medium, 0.8 large.
+- **MDE**: the minimum detectable effect, the smallest delta this experiment would detect with 80% power for its n and variance.
+- **Holm (metrics × treatments)**: Holm's step-down method keeps the chance of any false win or loss in the family at alpha. Adjusted p-values decide the verdicts.
+- **BH (segment breakdowns)**: Benjamini-Hochberg keeps the expected share of false findings among the family's wins and losses at alpha. Adjusted p-values decide the verdicts.
 
 ![Deltas with confidence intervals](charts/forest.png)
 
@@ -239,7 +293,7 @@ p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05).
 
 ![Metric@k curves](charts/curves.png)
 
-*Mean metric at every cutoff k, per arm.*
+*Mean metric at every cutoff k, per arm; the value axes start at 0.*
 
 ## Segments
 
@@ -340,8 +394,9 @@ Too small to compare: locale=ja-JP (n = 27).
 - undefined values per metric (left out): MRR@10 90, NDCG@10 90, Recall@20 90, Hit@3 90
 - missing-query policy: zero
 
-- **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
-- **Warning:** mrr@10, ndcg@10, recall@20, hit@3: undefined on 90 of 2000 queries (no judged document could score on them), left out of the comparisons (no\_relevant: drop)
+> **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
+
+> **Warning:** mrr@10, ndcg@10, recall@20, hit@3: undefined on 90 of 2000 queries (no judged document could score on them), left out of the comparisons (no\_relevant: drop)
 
 ## Reproducibility
 
@@ -362,13 +417,15 @@ Too small to compare: locale=ja-JP (n = 27).
 - depth: 1000
 - missing queries: zero
 
+**Data files**
+
 | role | arm | path | rows | sha256 |
 |---|---|---|--:|---|
 | control | bm25 | experiments/data/demo-control.csv.gz | 40,000 | `8aee445e87c500f4f4470acb0145d545cb4c6f30e1da0efa2c50c3140006d6e2` |
 | treatment | reranker | experiments/data/demo-treatment.jsonl.gz | 39,600 | `f1a2128b28399b36cd3a0b90623ffa63ffd81ccea5dac20da9a62a16e4a0276e` |
 | judgments |  | experiments/data/demo-judgments.tsv | 44,286 | `1e9ae3713861249234c046e2d51899cf562de5111bcf987b04f2383dc2f25a24` |
 
-Config:
+**Config**
 
 ```yaml
 # A textbook reranker readout: does a cross-encoder reranker on top of BM25 rank better?

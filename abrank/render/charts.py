@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import io
 import math
-import numbers
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property, partial
@@ -27,6 +25,20 @@ import numpy as np
 import pandas as pd
 
 from abrank.readout import Readout
+from abrank.render.text import (
+    arm_labels,
+    control_name,
+    finite_interval,
+    fmt_nominal_level,
+    is_number,
+    metric_label,
+    overall_comparisons,
+    plain,
+    segment_comparisons,
+    several_treatments,
+    slug,
+    treatment_names,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,6 +57,7 @@ BLACK = "#000000"
 ARM_COLOURS = (BLUE, ORANGE, GREEN, PURPLE, SKY, VERMILLION, YELLOW)
 VERDICT_COLOURS = {"win": GREEN, "loss": VERMILLION, "inconclusive": GREY}
 WIN, TIE, LOSS = GREEN, GREY, VERMILLION
+TIE_EDGE = "#555555"  # outline of the tie bar
 
 # Buckets of the first relevant document's rank: 1..10 one by one, then coarser.
 RANK_BUCKETS: tuple[tuple[str, float, float], ...] = (
@@ -54,7 +67,12 @@ RANK_BUCKETS: tuple[tuple[str, float, float], ...] = (
     (">100", 101, math.inf),
 )
 
+# The report sections that show charts: the overall results, where relevant documents
+# land, and the segment breakdowns.
+SECTIONS = ("results", "positions", "segments")
+
 DPI = 100
+LOG_K = 100  # metric@k curves deeper than this get a log x axis
 WIDTH = 9.0  # inches: 900 px, which fits a laptop screen and a printed page
 
 
@@ -65,7 +83,9 @@ class Chart:
     The figure is drawn only when :attr:`png` is first read, so the Markdown report can
     link charts without paying for drawing them; the bytes are then kept.
     ``weight`` is the chart's drawing cost relative to a one-panel chart, for sharing
-    charts among worker processes (:func:`abrank.workers.render_charts`).
+    charts among worker processes (:func:`abrank.workers.render_charts`). ``section``
+    names the report section that shows it (one of :data:`SECTIONS`), so the reports place
+    charts without knowing their file names.
     """
 
     name: str
@@ -73,6 +93,7 @@ class Chart:
     caption: str
     draw: Callable[[], Figure] = field(repr=False, compare=False)
     weight: float = field(default=1.0, compare=False)
+    section: str = "results"
 
     @cached_property
     def png(self) -> bytes:
@@ -129,44 +150,6 @@ def _mpl() -> SimpleNamespace:
     )
 
 
-def plain(text: Any) -> str:
-    """A user text made safe for matplotlib: ``$`` would otherwise switch on mathtext."""
-    return str(text).replace("\\", "\\\\").replace("$", r"\$")
-
-
-def slug(text: str) -> str:
-    """A file-name-safe form of a metric or column name (``ndcg@10`` -> ``ndcg-10``)."""
-    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
-
-
-def metric_label(summary: dict[str, Any], metric: str) -> str:
-    """The display label of a metric (``mrr@10`` -> ``MRR@10``), else its name."""
-    return str((summary.get("metric_labels") or {}).get(metric, metric))
-
-
-def arm_labels(summary: dict[str, Any]) -> dict[str, str]:
-    """Arm name -> display label, in the summary's arm order."""
-    return {str(a["name"]): str(a.get("label") or a["name"]) for a in summary.get("arms", [])}
-
-
-def control_name(summary: dict[str, Any]) -> str | None:
-    """The name of the control arm, or None when the summary has none."""
-    for arm in summary.get("arms", []):
-        if arm.get("role") == "control":
-            return str(arm["name"])
-    return None
-
-
-def treatment_names(summary: dict[str, Any]) -> list[str]:
-    """Treatment arm names in the summary's order."""
-    names = [str(a["name"]) for a in summary.get("arms", []) if a.get("role") == "treatment"]
-    if not names:  # fall back on the comparisons' order
-        for comp in summary.get("comparisons", []):
-            if comp["treatment"] not in names:
-                names.append(comp["treatment"])
-    return names
-
-
 def arm_colour(summary: dict[str, Any], arm: str) -> str:
     """A stable colour per arm: the control first, then the treatments in order."""
     order = list(arm_labels(summary))
@@ -174,19 +157,8 @@ def arm_colour(summary: dict[str, Any], arm: str) -> str:
     return ARM_COLOURS[index % len(ARM_COLOURS)]
 
 
-def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, (bool, np.bool_))
-        and math.isfinite(value)
-    )
-
-
 def _interval(comp: dict[str, Any]) -> tuple[float, float] | None:
-    ci = comp.get("ci")
-    if ci is None or len(ci) != 2 or not all(_finite(v) for v in ci):
-        return None
-    return float(ci[0]), float(ci[1])
+    return finite_interval(comp.get("ci"))
 
 
 def _png(fig: Figure) -> bytes:
@@ -278,6 +250,25 @@ def _place(
     )
 
 
+_LEGEND_ROW = _points(8) * 1.6 + _points(4)  # one row of 8 pt legend entries and a pad
+
+
+def _figure_legend(fig: Figure, handles: Sequence[Any], suptitle: bool) -> None:
+    """One legend for every panel, in a row of its own under the figure's title: outside
+    the axes, so it never hides a curve or a bar."""
+    height = fig.get_figheight() * DPI
+    below = _RIM + (0.02 * height + _TITLE[12] if suptitle else 0.0)
+    fig.legend(
+        handles=list(handles),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1 - below / height),
+        ncol=max(1, len(handles)),
+        fontsize=8,
+        frameon=False,
+        borderaxespad=0.0,
+    )
+
+
 def _count_labels(top: float) -> list[str]:
     """The y tick labels a count axis up to ``top`` may get (for its width)."""
     return [f"{int(top):d}", f"{int(top * 1.35):d}"]
@@ -285,7 +276,7 @@ def _count_labels(top: float) -> list[str]:
 
 def _value_labels(values: Sequence[float]) -> list[str]:
     """The y tick labels an axis over these values may get (for its width)."""
-    finite = [float(v) for v in values if _finite(v)]
+    finite = [float(v) for v in values if is_number(v)]
     if not finite:
         return ["0.0"]
     low, high = min(finite), max(finite)
@@ -334,7 +325,7 @@ def _forest(ax: Any, rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
         interval = _interval(comp)
         if interval is not None:
             ax.hlines(y, interval[0], interval[1], color=colour, linewidth=2.2)
-        if _finite(comp.get("delta")):
+        if is_number(comp.get("delta")):
             ax.plot([comp["delta"]], [y], "o", color=colour, markersize=7, zorder=3)
     ax.axvline(0.0, color=BLACK, linewidth=0.8, linestyle="--")
     ax.set_yticks(positions, [plain(label) for label, _ in rows], fontsize=9)
@@ -366,18 +357,18 @@ def _place_forest(fig: Figure, ax: Any, rows: list[tuple[str, dict[str, Any]]]) 
 
 def forest_chart(summary: dict[str, Any]) -> Chart | None:
     """Forest plot of every metric x treatment: the delta and its CI, coloured by verdict."""
-    overall = [c for c in summary.get("comparisons", []) if c.get("segment") is None]
+    overall = overall_comparisons(summary)
     if not overall:
         return None
     labels = arm_labels(summary)
-    several = len({c["treatment"] for c in overall}) > 1
+    several = several_treatments(overall)
     rows = []
     for comp in overall:
         label = metric_label(summary, comp["metric"])
         if several:
             label += f" · {labels.get(comp['treatment'], comp['treatment'])}"
         rows.append((label, comp))
-    level = _level(overall[0])
+    level = fmt_nominal_level(overall[0])
     corrected = any(
         c.get("ci_level", c.get("confidence_level")) != c.get("confidence_level") for c in overall
     )
@@ -409,11 +400,6 @@ def forest_chart(summary: dict[str, Any]) -> Chart | None:
     )
 
 
-def _level(comp: dict[str, Any]) -> str:
-    level = comp.get("confidence_level")
-    return f"{level * 100:g}%" if _finite(level) else "95%"
-
-
 def paired_deltas(per_query: pd.DataFrame, metric: str, control: str, treatment: str) -> np.ndarray:
     """Per-query deltas (treatment − control) over the queries both arms hold a value for."""
     arms = per_query["arm"]
@@ -438,7 +424,7 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
     """
     summary = readout.summary
     per_query = readout.per_query
-    overall = [c for c in summary.get("comparisons", []) if c.get("segment") is None]
+    overall = overall_comparisons(summary)
     control = control_name(summary)
     if not overall or control is None or per_query is None or per_query.empty:
         return None
@@ -503,18 +489,26 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
 
 
 def _place_grid(
-    fig: Figure, nrows: int, ncols: int, y_labels: Sequence[str], *, suptitle: bool
+    fig: Figure,
+    nrows: int,
+    ncols: int,
+    y_labels: Sequence[str],
+    *,
+    suptitle: bool,
+    legend_row: bool = False,
 ) -> None:
     """Margins and gaps of a grid of panels with 10 pt titles, axis labels and ticks.
 
     A panel title wider than its panel overhangs it evenly on both sides; the margins
     and the gaps between columns widen to keep every title whole and apart, as long as
     the panels keep 60% of their width (a longer title then overlaps, as it would in
-    matplotlib's tight layout).
+    matplotlib's tight layout). ``legend_row`` keeps a row under the figure's title for a
+    legend shared by the panels (:func:`_figure_legend`).
     """
     y_side = _y_furniture(y_labels)
     x_side = _XAXIS + _AXIS_LABEL
     top = _TITLE[10] + (0.02 * fig.get_figheight() * DPI + _TITLE[12] if suptitle else 0.0)
+    top += _LEGEND_ROW if legend_row else 0.0
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
     widest = max((_text_width(t, 10) for t in titles), default=0.0)
     tick = _points(10)  # the last x tick label overhangs the axes by half its width
@@ -565,7 +559,10 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> float
         return 0.0
     span = float(np.max(np.abs(deltas))) or 1.0
     edges = np.linspace(-span, span, 42)  # 41 bins: 0 sits in the middle one ...
-    edges = np.union1d(edges, [-span / 82, span / 82])  # ... cut down to a bin for ties
+    # ... cut down to a bin for ties; when no query moved, the tie bar alone fills a fifth
+    # of the axis, so that a panel of ties only does not look empty
+    tie = span / 82 if (deltas != 0).any() else span / 10
+    edges = np.union1d(edges[np.abs(edges) >= tie], [-tie, tie])
     parts = ((deltas < 0, LOSS, "losses"), (deltas == 0, TIE, "ties"), (deltas > 0, WIN, "wins"))
     counts = {"losses": comp.get("losses"), "ties": comp.get("ties"), "wins": comp.get("wins")}
     lefts, widths = edges[:-1], np.diff(edges)
@@ -581,10 +578,13 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> float
             bottom=bottom[shown],
             align="edge",
             color=colour,
+            edgecolor=TIE_EDGE if key == "ties" else colour,
+            linewidth=0.8 if key == "ties" else 0.0,
+            zorder=2.5,  # above the zero line, so a narrow tie bar stays visible
         )
         bottom += heights
         count = counts[key]
-        known = _finite(count) and float(count).is_integer()
+        known = is_number(count) and float(count).is_integer()
         handles.append(
             _mpl().Patch(color=colour, label=f"{key} ({int(count):,})" if known else key)
         )
@@ -665,6 +665,7 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
         'Share of queries whose first relevant document sits at each rank ("none": '
         "no relevant document retrieved); reciprocal rank rewards the left bars.",
         draw,
+        section="positions",
     )
 
 
@@ -679,10 +680,14 @@ def curves_chart(readout: Readout) -> Chart | None:
     ncols = min(3, len(families))
     nrows = math.ceil(len(families) / ncols)
 
+    deepest = {f: float(curves.loc[curves["metric"] == f, "k"].max()) for f in families}
+    log_x = any(k > LOG_K for k in deepest.values())
+
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, 3.2 * nrows + 0.5))
+        fig = _mpl().Figure(figsize=(WIDTH, 3.2 * nrows + 0.8))
         arms = [a for a in labels if (curves["arm"] == a).any()]
         arms += [a for a in pd.unique(curves["arm"]) if a not in arms]
+        drawn: dict[str, Any] = {}
         for i, family in enumerate(families):
             ax = fig.add_subplot(nrows, ncols, i + 1)
             part = curves[curves["metric"] == family]
@@ -690,7 +695,7 @@ def curves_chart(readout: Readout) -> Chart | None:
                 line = part[part["arm"] == arm].sort_values("k")
                 if line.empty:
                     continue
-                ax.plot(
+                (drawn[arm],) = ax.plot(
                     line["k"].to_numpy(float),
                     line["value"].to_numpy(float),
                     marker="o" if len(line) <= 25 else None,
@@ -699,24 +704,38 @@ def curves_chart(readout: Readout) -> Chart | None:
                     color=arm_colour(summary, arm),
                     label=plain(labels.get(arm, arm)),
                 )
-            ax.xaxis.set_major_locator(_mpl().MaxNLocator(integer=True))
-            ax.set_xlabel("cutoff k")
+            if deepest[family] > LOG_K:  # k = 1..10 would otherwise be squeezed together
+                ax.set_xscale("log")
+                ax.set_xlim(1, deepest[family])
+                ticks = [10**e for e in range(int(math.log10(deepest[family])) + 1)]
+                ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+                ax.minorticks_off()
+            else:
+                ax.xaxis.set_major_locator(_mpl().MaxNLocator(nbins=6, integer=True))
+                ax.set_xlim(0, deepest[family])
+            high = float(np.nanmax(part["value"].to_numpy(float), initial=0.0))
+            ax.set_ylim(0, max(high * 1.05, 1e-9) if high > 0 else 1.0)  # from 0: no zoomed gaps
+            log = deepest[family] > LOG_K
+            ax.set_xlabel("cutoff k" + (" (log scale)" if log else ""))
             ax.set_ylabel(f"mean {plain(family)}@k")
             _title(ax, plain(f"{family}@k"), fontsize=10)
             ax.grid(color="#dddddd", linewidth=0.6)
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
-            ax.legend(fontsize=7, frameon=False)
         fig.suptitle("Metric@k curves per arm", fontsize=12)
-        _place_grid(fig, nrows, ncols, _value_labels(curves["value"]), suptitle=True)
+        _figure_legend(fig, [drawn[a] for a in arms if a in drawn], suptitle=True)
+        values = [0.0, *curves["value"].to_numpy(float)]
+        _place_grid(fig, nrows, ncols, _value_labels(values), suptitle=True, legend_row=True)
         return fig
 
     return Chart(
         "curves.png",
         "Metric@k curves",
-        "Mean metric at every cutoff k, per arm.",
+        "Mean metric at every cutoff k, per arm; the value axes start at 0"
+        + (f", and k is on a log scale (cutoffs past {LOG_K})." if log_x else "."),
         draw,
         weight=0.75 * len(families),
+        section="positions",
     )
 
 
@@ -745,11 +764,11 @@ def _bar_histogram(ax: Any, values: np.ndarray, label: str, bins: int = 60) -> f
 
 def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
     """One forest plot per metric over the segment comparisons (segment x treatment)."""
-    segmented = [c for c in summary.get("comparisons", []) if c.get("segment") is not None]
+    segmented = segment_comparisons(summary)
     if not segmented:
         return []
     labels = arm_labels(summary)
-    several = len({c["treatment"] for c in segmented}) > 1
+    several = several_treatments(segmented)
     charts = []
     names: set[str] = set()
     for metric in dict.fromkeys(c["metric"] for c in segmented):
@@ -763,9 +782,9 @@ def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
         if not several:
             for comp in summary.get("comparisons", []):
                 if comp.get("segment") is None and comp["metric"] == metric:
-                    overall = comp.get("delta") if _finite(comp.get("delta")) else None
+                    overall = comp.get("delta") if is_number(comp.get("delta")) else None
         label = metric_label(summary, metric)
-        level = _level(rows[0][1])
+        level = fmt_nominal_level(rows[0][1])
         name = f"segments-{slug(metric)}"
         while name in names:
             name += "-"
@@ -779,6 +798,7 @@ def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
                 "each segment, coloured by verdict (after the segment family's "
                 "correction).",
                 draw,
+                section="segments",
             )
         )
     return charts
@@ -826,36 +846,42 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
     label = metric_label(summary, primary)
 
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, 3.3 * len(order) + 0.3))
+        fig = _mpl().Figure(figsize=(WIDTH, 3.3 * len(order) + 0.6))
         axes = fig.subplots(len(order), 1, squeeze=False)
         tops = [0.0]
+        legend: dict[str, Any] = {}  # label -> handle, for one legend above the panels
         for ax, treatment in zip(axes[:, 0], order, strict=True):
             values = draws[treatment]
             values = values[np.isfinite(values)]
-            tops.append(_bar_histogram(ax, values, f"{values.size:,} resampled mean deltas"))
+            tops.append(_bar_histogram(ax, values, "resampled mean deltas"))
             comp = comps.get(treatment, {})
             interval = comp.get("bootstrap_ci")
-            if interval and all(_finite(v) for v in interval):
+            if interval and all(is_number(v) for v in interval):
                 for bound in interval:
                     ax.axvline(bound, color=BLUE, linestyle="--", linewidth=1.0)
-                ax.plot([], [], color=BLUE, linestyle="--", label=f"BCa {_level(comp)} CI")
-            if _finite(comp.get("delta")):
+                ax.plot(
+                    [], [], color=BLUE, linestyle="--", label=f"BCa {fmt_nominal_level(comp)} CI"
+                )
+            if is_number(comp.get("delta")):
                 ax.axvline(comp["delta"], color=BLACK, linewidth=1.2, label="observed delta")
             ax.axvline(0.0, color=VERMILLION, linewidth=1.0, linestyle=":", label="no change")
             ax.set_xlabel(f"mean delta of {plain(label)} (treatment − control)")
             ax.set_ylabel("resamples")
+            ax.yaxis.set_major_locator(_mpl().MaxNLocator(integer=True))
             _title(
                 ax,
                 plain(
                     f"Bootstrap distribution of the {label} delta: "
-                    f"{labels.get(treatment, treatment)}"
+                    f"{labels.get(treatment, treatment)} ({values.size:,} resamples)"
                 ),
                 fontsize=10,
             )
-            ax.legend(fontsize=7, frameon=False)
+            for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+                legend.setdefault(text, handle)
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
-        _place_grid(fig, len(order), 1, _count_labels(max(tops)), suptitle=False)
+        _figure_legend(fig, list(legend.values()), suptitle=False)
+        _place_grid(fig, len(order), 1, _count_labels(max(tops)), suptitle=False, legend_row=True)
         return fig
 
     return Chart(

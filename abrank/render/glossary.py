@@ -1,0 +1,127 @@
+"""The readout's legend: what each metric shown, W/T/L, MDE, effect size and the
+multiple-testing correction mean, in a sentence each.
+
+Entries are chosen from the summary: only the metric families it compares, only the
+columns its results table has, only the corrections it applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abrank.errors import ConfigError
+from abrank.metrics.names import parse_metric
+from abrank.render.text import correction_name, metric_label
+
+# metric family -> what it measures, per query (``{k}``: "the top k" or "the ranking")
+METRIC_MEANINGS = {
+    "mrr": "mean reciprocal rank, 1 / the position of the first relevant document in {k} "
+    "(0 when none is there); 1/MRR is the harmonic mean of that position.",
+    "ndcg": "the gain of {k}, discounted by log2(position + 1), as a share of the gain of "
+    "the ideal ordering of all judged documents (1 = the best possible order).",
+    "dcg": "the gain of {k}, each document's grade discounted by log2(position + 1).",
+    "recall": "the share of the query's relevant documents found in {k}.",
+    "hit": "the share of queries with a relevant document in {k} (success).",
+    "precision": "the share of the documents in {k} that are relevant (divided by k even "
+    "when fewer were retrieved).",
+    "map": "mean average precision: the precision at each relevant document's position, "
+    "averaged over all of the query's relevant documents.",
+    "ap": "average precision within {k}: the precision at each relevant document's position, "
+    "averaged over the query's relevant documents.",
+    "judged": "the share of {k} that has a judgment, a diagnostic: unjudged documents count "
+    "as not relevant.",
+}
+
+CORRECTION_MEANINGS = {
+    "holm": "Holm's step-down method keeps the chance of any false win or loss in the "
+    "family at alpha.",
+    "bonferroni": "Bonferroni multiplies each p-value by the number of comparisons in the family.",
+    "fdr_bh": "Benjamini-Hochberg keeps the expected share of false findings among the "
+    "family's wins and losses at alpha.",
+    "fdr_by": "Benjamini-Yekutieli keeps the expected share of false findings at alpha under "
+    "any dependence.",
+    "hommel": "Hommel's method keeps the chance of any false finding in the family at alpha.",
+    "sidak": "Šidák's method adjusts each p-value for the number of independent comparisons.",
+    "holm-sidak": "Holm's step-down method with Šidák's adjustment at each step.",
+}
+
+FAMILY_NAMES = {"primary": "metrics × treatments", "segments": "segment breakdowns"}
+
+
+def metric_entries(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, meaning) for each metric the summary compares, when its family is known."""
+    names = list(summary.get("metrics") or [])
+    names += [c["metric"] for c in summary.get("comparisons", []) if c["metric"] not in names]
+    entries = []
+    for name in names:
+        try:
+            metric = parse_metric(name)
+        except ConfigError:
+            continue
+        meaning = METRIC_MEANINGS.get(metric.family)
+        if meaning:
+            top = f"the top {metric.k}" if metric.k else "the whole ranking"
+            entries.append((metric_label(summary, name), meaning.format(k=top)))
+    return entries
+
+
+def _corrections(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """(family, method) pairs of the corrections applied: from the summary's settings,
+    else from the comparisons."""
+    setting = summary.get("correction")
+    if isinstance(setting, dict):
+        pairs = [(str(k), str(v)) for k, v in setting.items()]
+    elif setting:
+        pairs = [("primary", str(setting))]
+    else:
+        methods = dict.fromkeys(
+            ("segments" if c.get("segment") is not None else "primary", str(c["correction"]))
+            for c in summary.get("comparisons", [])
+            if c.get("correction")
+        )
+        pairs = list(methods)
+    return [(family, method) for family, method in pairs if correction_name(method)]
+
+
+def legend_entries(summary: dict[str, Any], *, paired: bool) -> list[tuple[str, str]]:
+    """The legend: the metrics, then the results table's terms, then the corrections."""
+    entries = metric_entries(summary)
+    entries.append(
+        (
+            "Δ, CI",
+            "the mean difference treatment − control, and the interval that holds it with "
+            "the stated confidence.",
+        )
+    )
+    if paired:
+        entries.append(
+            (
+                "W / T / L",
+                "the queries the treatment scored higher on (wins), equal (ties) and "
+                "lower (losses) than the control.",
+            )
+        )
+    entries.append(
+        (
+            "effect size",
+            "Cohen's d, the mean delta in standard deviations (of the per-query deltas "
+            "when paired); by convention 0.2 is small, 0.5 medium, 0.8 large.",
+        )
+    )
+    entries.append(
+        (
+            "MDE",
+            "the minimum detectable effect, the smallest delta this experiment would detect "
+            "with 80% power for its n and variance.",
+        )
+    )
+    for family, method in _corrections(summary):
+        meaning = CORRECTION_MEANINGS.get(method, "adjusts the p-values for multiple testing.")
+        scope = FAMILY_NAMES.get(family, family)
+        entries.append(
+            (
+                f"{correction_name(method)} ({scope})",
+                f"{meaning} Adjusted p-values decide the verdicts.",
+            )
+        )
+    return entries

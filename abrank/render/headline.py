@@ -1,0 +1,301 @@
+"""The headline of a readout: one line per comparison, and the opening sentences.
+
+The headline grammar, one line per metric x treatment::
+
+    MRR@10  0.541 → 0.779  +0.238 (+44.0%)  95% CI [+0.221, +0.255] / [+39.0%, +49.0%]
+    p < 0.001 (t, Holm)  n = 1,880  W/T/L 1,103/582/195  → Cross-encoder reranker wins
+
+(printed on one line). Inconclusive lines end with what the experiment could have
+detected: ``→ inconclusive (this experiment could detect deltas ≥ 0.031)``.
+
+The opening sentence says the same for the primary metric in plain words, one per
+treatment ("Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98.3% CI
+[+0.221, +0.271]): a win."), and its gloss reads the means in the metric's own terms
+(for MRR, 1/MRR is the harmonic mean of the first relevant result's position).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from abrank.errors import ConfigError
+from abrank.metrics.names import parse_metric
+from abrank.render.text import (
+    VERDICT_TEXT,
+    arm_label,
+    comparison_subject,
+    control_name,
+    correction_name,
+    fmt_count,
+    fmt_interval,
+    fmt_level,
+    fmt_p,
+    fmt_percent,
+    fmt_relative_interval,
+    fmt_share,
+    fmt_signed,
+    fmt_value,
+    is_number,
+    oneline,
+    overall_comparisons,
+    several_treatments,
+    test_name,
+    widened,
+)
+
+
+def interval_phrase(comp: dict[str, Any]) -> str:
+    """``95% CI [+0.226, +0.266] / [+40.8%, +50.6%]``, the level widened and named when a
+    correction applies (``98.8% CI (Holm) ...``), and a remark when the interval and the
+    primary test still disagree, so that no line shows an interval against its verdict."""
+    label = f"{fmt_level(comp)} CI"
+    if widened(comp):
+        label += f" ({correction_name(comp.get('correction'))})"
+    text = f"{label} {fmt_interval(comp.get('ci'))}"
+    if is_number(comp.get("relative_lift")):
+        text += f" / {fmt_relative_interval(comp)}"
+    if comp.get("ci_agrees") is False:
+        test = test_name(comp.get("primary_test", "t"))
+        text += f" (a bootstrap interval; the {test} test decides the verdict)"
+    return text
+
+
+def p_phrase(comp: dict[str, Any]) -> str:
+    """``p < 0.001 (t, Holm)``: the adjusted p-value of the primary test, or the raw one."""
+    correction = correction_name(comp.get("correction"))
+    p = comp.get("p_adjusted") if correction else None
+    if p is None:
+        p, correction = comp.get("p_value"), None
+    shown = fmt_p(p)
+    shown = shown if shown.startswith("<") or shown == "n/a" else f"= {shown}"
+    tags = [test_name(comp.get("primary_test", "t"))] + ([correction] if correction else [])
+    return f"p {shown} ({', '.join(tags)})"
+
+
+def n_phrase(comp: dict[str, Any]) -> str:
+    """``n = 1,880`` (paired) or ``n = 1,000 / 998`` (control / treatment, independent)."""
+    if comp.get("design") == "independent":
+        return f"n = {fmt_count(comp.get('n_control'))} / {fmt_count(comp.get('n_treatment'))}"
+    return f"n = {fmt_count(comp.get('n'))}"
+
+
+def no_query_changed(comp: dict[str, Any]) -> bool:
+    """A paired comparison in which every query tied."""
+    paired = comp.get("design", "paired") == "paired"
+    n = comp.get("n")
+    return paired and is_number(n) and n > 0 and comp.get("ties") == n
+
+
+def verdict_phrase(comp: dict[str, Any], treatment_label: str) -> str:
+    """``Cross-encoder reranker wins`` / ``... loses`` / ``inconclusive (...MDE...)``."""
+    verdict = comp.get("verdict")
+    if verdict in VERDICT_TEXT:
+        return f"{treatment_label} {VERDICT_TEXT[verdict]}"
+    if no_query_changed(comp):
+        return "inconclusive (no query changed)"
+    if is_number(comp.get("mde")) and comp["mde"] > 0:
+        return f"inconclusive (this experiment could detect deltas ≥ {fmt_value(comp['mde'])})"
+    return "inconclusive"
+
+
+def wtl_phrase(comp: dict[str, Any]) -> str | None:
+    """``W/T/L 1,103/582/195`` for a paired comparison with counts, else None."""
+    paired = comp.get("design", "paired") == "paired"
+    counts = [comp.get(k) for k in ("wins", "ties", "losses")]
+    if not paired or not all(is_number(v) for v in counts):
+        return None
+    return "W/T/L " + "/".join(fmt_count(v) for v in counts)
+
+
+def headline_line(
+    summary: dict[str, Any], comp: dict[str, Any], *, subject_width: int = 0, several: bool = False
+) -> str:
+    """One comparison as one line of text, in the grammar of the module docstring."""
+    parts = [
+        oneline(comparison_subject(summary, comp, several)).ljust(subject_width),
+        f"{fmt_value(comp.get('control_mean'))} → {fmt_value(comp.get('treatment_mean'))}",
+        f"{fmt_signed(comp.get('delta'))} ({fmt_percent(comp.get('relative_lift'))})",
+    ]
+    parts += [interval_phrase(comp), p_phrase(comp), n_phrase(comp)]
+    wtl = wtl_phrase(comp)
+    if wtl:
+        parts.append(wtl)
+    treatment = oneline(arm_label(summary, comp["treatment"]))
+    parts.append(f"→ {verdict_phrase(comp, treatment)}")
+    return "  ".join(parts)
+
+
+def headline_lines(summary: dict) -> list[str]:
+    """One line per metric x treatment (overall, not per segment), for terminals and reports.
+
+    Every line follows one grammar so a reader scans them like a table: metric (and the
+    treatment when there are several), control → treatment mean, delta with relative lift,
+    the CI of both, the primary test's adjusted p-value, n, wins/ties/losses and the
+    verdict. The metric column is padded to a common width.
+    """
+    comps = overall_comparisons(summary)
+    several = several_treatments(comps)
+    subjects = [oneline(comparison_subject(summary, c, several)) for c in comps]
+    width = max((len(s) for s in subjects), default=0)
+    return [headline_line(summary, c, subject_width=width, several=several) for c in comps]
+
+
+# --------------------------------------------------------------------------- plain words
+
+
+def primary_comparisons(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The overall comparisons of the primary metric, one per treatment (the first metric's
+    when the summary names no primary metric)."""
+    comps = overall_comparisons(summary)
+    if not comps:
+        return []
+    primary = summary.get("primary_metric")
+    if primary not in {c["metric"] for c in comps}:
+        primary = comps[0]["metric"]
+    return [c for c in comps if c["metric"] == primary]
+
+
+def _verdict_words(comp: dict[str, Any]) -> str:
+    verdict = comp.get("verdict")
+    if verdict == "win":
+        return "a win"
+    if verdict == "loss":
+        return "a loss"
+    if no_query_changed(comp):
+        return "inconclusive, since no query changed"
+    if is_number(comp.get("mde")) and comp["mde"] > 0:
+        return (
+            f"inconclusive (this experiment could detect deltas of {fmt_value(comp['mde'])} "
+            "or more)"
+        )
+    return "inconclusive"
+
+
+def opening_parts(summary: dict[str, Any], comp: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The opening sentence of one comparison as (text, is user text) parts: who moved the
+    metric, from what to what, by how much with which interval, and the verdict."""
+    treatment = arm_label(summary, comp["treatment"])
+    metric = comparison_subject(summary, comp, several=False)
+    control, new = fmt_value(comp.get("control_mean")), fmt_value(comp.get("treatment_mean"))
+    delta = comp.get("delta")
+    if is_number(delta) and delta > 0:
+        verb, figures = "raises", f" from {control} to {new}"
+    elif is_number(delta) and delta < 0:
+        verb, figures = "lowers", f" from {control} to {new}"
+    else:
+        verb, figures = "leaves", f" at {new} (control {control})"
+    size = fmt_percent(comp.get("relative_lift"))
+    if size == "n/a":
+        size = f"Δ {fmt_signed(delta)}"
+    interval = f"{fmt_level(comp)} CI {fmt_interval(comp.get('ci'))}"
+    return [
+        (treatment, True),
+        (f" {verb} ", False),
+        (metric, True),
+        (f"{figures} ({size}, {interval}): {_verdict_words(comp)}.", False),
+    ]
+
+
+def opening_sentence(summary: dict[str, Any], comp: dict[str, Any]) -> str:
+    """The opening sentence of one comparison, as one line of text."""
+    return "".join(text for text, _ in opening_parts(summary, comp))
+
+
+def _first_position_words(mrr: float) -> str:
+    """What an MRR tells of the share of queries answered at rank 1: at least 2·MRR − 1
+    (every other query scores at most 1/2)."""
+    if mrr >= 0.95:
+        return "nearly always first"
+    if mrr > 0.75:
+        return "first for most queries"
+    return ""
+
+
+def _listing(values: list[tuple[str, str]]) -> str:
+    """``2.0 for BM25, 1.6 for Reranker and 2.0 for Boost``."""
+    items = [f"{value} for {label}" for label, value in values]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def gloss(summary: dict[str, Any], comps: Sequence[dict[str, Any]]) -> str | None:
+    """The means of the primary metric read in the metric's own terms (one sentence over
+    the control and every treatment), or None when the metric has no simpler reading
+    (MAP, DCG, judged@k, click metrics) or a mean is missing."""
+    if not comps:
+        return None
+    means = [comps[0].get("control_mean"), *(c.get("treatment_mean") for c in comps)]
+    if not all(is_number(m) for m in means):
+        return None
+    try:
+        metric = parse_metric(comps[0]["metric"])
+    except ConfigError:
+        return None
+    labels = [arm_label(summary, control_name(summary) or "control")]
+    labels += [arm_label(summary, c["treatment"]) for c in comps]
+    top = f"the top {metric.k}" if metric.k else "the ranking"
+    family = metric.family
+    if family == "mrr":
+        if min(means) <= 0:
+            return None
+        why = "1/MRR is the harmonic mean of its position"
+        if len(comps) == 1:
+            c, t = means
+            words = _first_position_words(t)
+            return (
+                f"The first relevant result moved from about position {1 / c:.1f} to about "
+                f"{1 / t:.1f} ({why})" + (f": {words}." if words else ".")
+            )
+        positions = [(a, f"{1 / m:.1f}") for a, m in zip(labels, means, strict=True)]
+        return f"The first relevant result sits at about position {_listing(positions)} ({why})."
+    leads = {
+        "ndcg": f"Share of the ideal ordering's gain that {top} holds",
+        "recall": f"Share of the relevant documents found in {top}",
+        "hit": f"Share of queries with a relevant document in {top}",
+        "precision": f"Share of relevant documents in {top}",
+    }
+    if family not in leads or not all(0 <= m <= 1 for m in means):
+        return None
+    shares = [(a, fmt_share(m)) for a, m in zip(labels, means, strict=True)]
+    if len(comps) == 1:
+        (control, c), (treatment, t) = shares
+        return f"{leads[family]}: {t} for {treatment}, against {c} for {control}."
+    return f"{leads[family]}: {_listing(shares)}."
+
+
+def stamp(summary: dict[str, Any]) -> list[str]:
+    """When and with what the readout was made, as far as the summary tells: the run date,
+    the data window (or "offline replay" for a replayed paired experiment), the abrank
+    version and the seed."""
+    parts = []
+    for key, name in (("run_date", "run"), ("date", "data of")):
+        if summary.get(key):
+            parts.append(f"{name} {summary[key]}")
+    window = summary.get("window")
+    if isinstance(window, dict):
+        window = ", ".join(f"{k} {v}" for k, v in window.items())
+    if window:
+        parts.append(f"window {window}")
+    elif not summary.get("date") and summary.get("design", "paired") == "paired":
+        parts.append("offline replay")
+    if summary.get("abrank_version"):
+        parts.append(f"abrank {summary['abrank_version']}")
+    if summary.get("seed") is not None:
+        parts.append(f"seed {summary['seed']}")
+    return parts
+
+
+def key_figures(summary: dict[str, Any]) -> list[dict[str, str]]:
+    """The big numbers of the primary metric per treatment: what the page shows first."""
+    comps = primary_comparisons(summary)
+    several = several_treatments(comps)
+    return [
+        {
+            "subject": comparison_subject(summary, comp, several),
+            "means": f"{fmt_value(comp.get('control_mean'))} → "
+            f"{fmt_value(comp.get('treatment_mean'))}",
+            "delta": f"{fmt_signed(comp.get('delta'))} ({fmt_percent(comp.get('relative_lift'))})",
+            "verdict": str(comp.get("verdict") or "inconclusive"),
+        }
+        for comp in comps
+    ]

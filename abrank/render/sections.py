@@ -1,0 +1,528 @@
+"""One model of a readout's sections, built once from the summary, drawn by every format.
+
+:func:`build_document` turns a :class:`~abrank.readout.Readout` (and the charts planned
+for it) into a :class:`~abrank.render.blocks.Document`: the title block (opening
+sentences, big numbers, stamp), then the sections Headline, Results (with the legend),
+Where relevant documents land, Segments, Queries that moved most, Diagnostics and
+Reproducibility. Each section is plain data (headings, paragraphs, tables with columns
+and cells, chart references); :mod:`abrank.render.markdown` and :mod:`abrank.render.html`
+only draw it. Every number is a number of the summary formatted by :mod:`.text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from abrank.readout import Readout
+from abrank.render.blocks import (
+    Alert,
+    Block,
+    Cell,
+    ChartRef,
+    Code,
+    Column,
+    Columns,
+    Document,
+    Facts,
+    Figure,
+    Heading,
+    Headline,
+    HeadlineLine,
+    KeyFigures,
+    Paragraph,
+    Section,
+    Table,
+    TitleBlock,
+    own,
+    spans,
+)
+from abrank.render.charts import Chart
+from abrank.render.glossary import legend_entries
+from abrank.render.headline import (
+    gloss,
+    headline_lines,
+    key_figures,
+    opening_parts,
+    primary_comparisons,
+    stamp,
+)
+from abrank.render.moves import largest_moves
+from abrank.render.text import (
+    SHORT_TEST_NAMES,
+    arm_label,
+    control_name,
+    correction_name,
+    experiment_title,
+    fmt_count,
+    fmt_effect,
+    fmt_interval,
+    fmt_level,
+    fmt_p,
+    fmt_percent,
+    fmt_relative_interval,
+    fmt_signed,
+    fmt_value,
+    is_number,
+    metric_label,
+    overall_comparisons,
+    segment_comparisons,
+    several_treatments,
+    test_name,
+    widened,
+)
+
+
+def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
+    """The readout as a :class:`Document`; ``charts`` are placed in their sections."""
+    summary = readout.summary
+    sections = [
+        _headline_section(summary),
+        _results_section(summary, charts),
+        _positions_section(charts),
+        _segments_section(summary, charts),
+        _moves_section(readout),
+        _diagnostics_section(summary),
+        _reproducibility_section(readout),
+    ]
+    experiment = summary.get("experiment") or {}
+    footer = (
+        f"abrank {summary.get('abrank_version', '')}",
+        f"seed {summary.get('seed', '')}",
+        str(experiment.get("name", "")),
+    )
+    return Document(_title_block(summary), tuple(s for s in sections if s is not None), footer)
+
+
+# --------------------------------------------------------------------------- title
+
+
+def _title_block(summary: dict[str, Any]) -> TitleBlock:
+    comps = primary_comparisons(summary)
+    opening: list[Block] = []
+    for comp in comps:
+        parts = [
+            own(text) if not user else spans(text)[0] for text, user in opening_parts(summary, comp)
+        ]
+        opening.append(Paragraph(tuple(parts), role="opening"))
+    figures = key_figures(summary)
+    if figures:
+        opening.append(KeyFigures(tuple(Figure(**f) for f in figures)))
+    reading = gloss(summary, comps)
+    if reading:
+        opening.append(Paragraph(spans(reading), role="gloss"))
+    when = stamp(summary)
+    if when:
+        opening.append(Paragraph(spans(" · ".join(when)), role="stamp"))
+    experiment = summary.get("experiment") or {}
+    meta = [f"experiment {experiment.get('name', '')}"]
+    if experiment.get("owner"):
+        meta.append(f"owner {experiment['owner']}")
+    meta.append(f"{summary.get('design', 'paired')} design")
+    control = control_name(summary)
+    if control:
+        meta.append(f"control {arm_label(summary, control)}")
+    return TitleBlock(
+        experiment_title(summary),
+        tuple(opening),
+        str(experiment.get("description") or ""),
+        tuple(meta),
+    )
+
+
+# --------------------------------------------------------------------------- headline
+
+
+def _warnings(summary: dict[str, Any]) -> list[Alert]:
+    return [Alert(str(w)) for w in (summary.get("diagnostics") or {}).get("warnings", [])]
+
+
+def _headline_section(summary: dict[str, Any]) -> Section:
+    comps = overall_comparisons(summary)
+    lines = headline_lines(summary)
+    blocks: list[Block] = []
+    if lines:
+        blocks.append(
+            Headline(
+                tuple(
+                    HeadlineLine(line, str(c.get("verdict") or "inconclusive"))
+                    for c, line in zip(comps, lines, strict=True)
+                )
+            )
+        )
+    else:
+        blocks.append(Paragraph((own("No comparisons."),)))
+    blocks += _warnings(summary)
+    return Section("headline", "Headline", tuple(blocks))
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _p_columns(comps: Sequence[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(k for c in comps for k in (c.get("p_values") or {})))
+
+
+def _number_columns(comps: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The results table's number columns: (key of the data cell, header)."""
+    levels = {fmt_level(c) for c in comps}
+    level = levels.pop() if len(levels) == 1 else None
+    corrections = {correction_name(c.get("correction")) for c in comps} - {None}
+    adjusted = f"p adj. ({', '.join(sorted(corrections))})" if corrections else "p adj."
+    columns = [
+        ("control_mean", "control mean"),
+        ("treatment_mean", "treatment mean"),
+        ("delta", "Δ"),
+        ("ci", f"{level} CI" if level else "CI (level)"),
+        ("relative_lift", "relative"),
+        ("relative_ci", "relative CI"),
+        *(
+            (f"p_values.{k}", f"p ({SHORT_TEST_NAMES.get(k, test_name(k))})")
+            for k in _p_columns(comps)
+        ),
+        ("p_adjusted", adjusted),
+        ("effect_size", "effect size"),
+        ("mde", "MDE"),
+        ("n", "n"),
+    ]
+    if any(c.get("design", "paired") == "paired" for c in comps):
+        columns.append(("wtl", "W / T / L"))
+    return columns
+
+
+_FORMATTERS = {
+    "control_mean": fmt_value,
+    "treatment_mean": fmt_value,
+    "delta": fmt_signed,
+    "relative_lift": fmt_percent,
+    "p_adjusted": fmt_p,
+    "effect_size": fmt_effect,
+    "mde": fmt_value,
+    "n": fmt_count,
+}
+
+
+def _value_cell(comp: dict[str, Any], key: str, css: str = "") -> Cell:
+    """One number cell of the results table: the text shown and the JSON value behind it."""
+    if key.startswith("p_values."):
+        value = (comp.get("p_values") or {}).get(key.split(".", 1)[1])
+        text = fmt_p(value)
+    elif key == "relative_ci":
+        value, text = comp.get("relative_ci"), fmt_relative_interval(comp)
+    elif key == "wtl":
+        value = [comp.get(k) for k in ("wins", "ties", "losses")]
+        known = all(is_number(v) for v in value)
+        text = " / ".join(fmt_count(v) for v in value) if known else "n/a"
+    elif key == "ci":
+        value, text = comp.get("ci"), fmt_interval(comp.get("ci"))
+        if widened(comp):
+            text += f" ({fmt_level(comp)})"
+    elif key == "n" and comp.get("design") == "independent":
+        value = [comp.get("n_control"), comp.get("n_treatment")]
+        text = " / ".join(fmt_count(v) for v in value)
+    else:
+        value = comp.get(key)
+        text = _FORMATTERS[key](value)
+    return Cell(text, key=key, value=value, has_value=True, css=css, own=True)
+
+
+def results_table(
+    summary: dict[str, Any], comps: Sequence[dict[str, Any]], *, segments: bool
+) -> Table:
+    """The results table of these comparisons: one row each, every number of the summary
+    behind its cell. Several treatments add a treatment column; the verdict comes last."""
+    several = several_treatments(summary.get("comparisons", []))
+    numbers = _number_columns(comps)
+    primary = f"p_values.{comps[0].get('primary_test', 't')}" if comps else ""
+    secondary = {key for key, _ in numbers if key.startswith("p_values.") and key != primary}
+    columns = [Column("segment", "left", "text")] if segments else []
+    columns.append(Column("metric", "left", "text"))
+    if several:
+        columns.append(Column("treatment", "left", "text"))
+    columns += [Column(h, "right", "secondary" if k in secondary else "") for k, h in numbers]
+    columns.append(Column("verdict", "left", "verdict"))
+    rows = []
+    for comp in comps:
+        row = []
+        if segments:
+            row.append(Cell(str(comp["segment"]), "segment", comp["segment"], True, "text"))
+        row.append(
+            Cell(metric_label(summary, comp["metric"]), "metric", comp["metric"], True, "text")
+        )
+        if several:
+            label = arm_label(summary, comp["treatment"])
+            row.append(Cell(label, "treatment", comp["treatment"], True, "text"))
+        for key, _ in numbers:
+            css = (
+                "wrap"
+                if key in ("ci", "relative_ci", "wtl")
+                else "secondary"
+                if key in secondary
+                else ""
+            )
+            row.append(_value_cell(comp, key, css))
+        verdict = comp.get("verdict")
+        row.append(
+            Cell(
+                str(verdict or "inconclusive"), "verdict", verdict, True, f"verdict {verdict}", True
+            )
+        )
+        rows.append(tuple(row))
+    return Table(tuple(columns), tuple(rows), "results segments" if segments else "results")
+
+
+def _charts_of(charts: Sequence[Chart], section: str) -> list[ChartRef]:
+    return [ChartRef(c.name, c.title, c.caption) for c in charts if c.section == section]
+
+
+def _results_section(summary: dict[str, Any], charts: Sequence[Chart]) -> Section:
+    comps = overall_comparisons(summary)
+    blocks: list[Block] = []
+    if comps:
+        paired = any(c.get("design", "paired") == "paired" for c in comps)
+        blocks += [
+            results_table(summary, comps, segments=False),
+            Paragraph(
+                (
+                    own(
+                        "p-values are two-sided; the adjusted p-value decides the verdict "
+                        f"(alpha = {summary.get('alpha', 0.05)}). Δ is treatment − control; "
+                        "the relative CI is a bootstrap interval of the ratio."
+                    ),
+                ),
+                role="note",
+            ),
+            Paragraph(
+                (
+                    own(
+                        "Printed tables leave out the secondary tests' p-values; "
+                        "summary.json and the on-screen page have them."
+                    ),
+                ),
+                role="print-only",
+            ),
+            Heading("How to read this readout"),
+            Facts(tuple(legend_entries(summary, paired=paired)), css="legend"),
+        ]
+    blocks += _charts_of(charts, "results")
+    return Section("results", "Results", tuple(blocks))
+
+
+def _positions_section(charts: Sequence[Chart]) -> Section:
+    shown = _charts_of(charts, "positions")
+    blocks: list[Block] = list(shown) or [Paragraph((own("No rank data in this readout."),))]
+    return Section("positions", "Where relevant documents land", tuple(blocks))
+
+
+# --------------------------------------------------------------------------- segments
+
+
+def _too_small(segments: dict[str, Any]) -> list[tuple[str, str]]:
+    """The segments skipped for size, each once, as (segment, n text): the pipeline lists
+    one per treatment and metric, since a metric's undefined values can make one metric's
+    segment smaller."""
+    sizes: dict[str, list[int]] = {}
+    for entry in segments.get("too_small") or []:
+        if is_number(entry.get("n")):
+            sizes.setdefault(str(entry.get("segment")), []).append(int(entry["n"]))
+    out = []
+    for segment, ns in sizes.items():
+        low, high = min(ns), max(ns)
+        text = fmt_count(low) if low == high else f"{fmt_count(low)}-{fmt_count(high)} by metric"
+        out.append((segment, text))
+    return out
+
+
+def _segments_section(summary: dict[str, Any], charts: Sequence[Chart]) -> Section | None:
+    segments = summary.get("segments") or {}
+    segmented = segment_comparisons(summary)
+    if not segmented and not segments.get("too_small"):
+        return None
+    blocks: list[Block] = []
+    if segments.get("columns"):
+        blocks.append(
+            Paragraph(
+                (
+                    own("Segment columns: "),
+                    *spans(", ".join(map(str, segments["columns"]))),
+                    own(
+                        f"; segments with fewer than {fmt_count(segments.get('min_queries'))} "
+                        "queries are not compared."
+                    ),
+                )
+            )
+        )
+    if segmented:
+        blocks.append(results_table(summary, segmented, segments=True))
+    small = _too_small(segments)
+    if small:
+        content = [own("Too small to compare: ")]
+        for i, (segment, n_text) in enumerate(small):
+            content += [own(", ")] if i else []
+            content += [*spans(segment), own(f" (n = {n_text})")]
+        content.append(own("."))
+        blocks.append(Paragraph(tuple(content), role="note"))
+    blocks += _charts_of(charts, "segments")
+    return Section("segments", "Segments", tuple(blocks))
+
+
+# --------------------------------------------------------------------------- moves
+
+
+def _moves_section(readout: Readout) -> Section | None:
+    moves = largest_moves(readout)
+    if not moves:
+        return None
+    summary = readout.summary
+    columns = (
+        Column("query", "left", "text"),
+        Column("control"),
+        Column("treatment"),
+        Column("Δ"),
+    )
+    blocks: list[Block] = []
+    for move in moves:
+        name = arm_label(summary, move.treatment)
+        label = metric_label(summary, move.metric)
+        parts = []
+        for title, frame in (
+            (f"Largest losses of {name}", move.losses),
+            (f"Largest wins of {name}", move.wins),
+        ):
+            heading = Heading(title, note=label)
+            if frame.empty:
+                parts.append((heading, Paragraph((own("None."),))))
+                continue
+            rows = tuple(
+                (
+                    Cell(str(q), css="text"),
+                    Cell(fmt_value(c), own=True),
+                    Cell(fmt_value(t), own=True),
+                    Cell(fmt_signed(d), own=True),
+                )
+                for q, c, t, d in frame.itertuples(index=False)
+            )
+            parts.append((heading, Table(columns, rows)))
+        blocks.append(Columns(tuple(parts)))
+    return Section("queries", "Queries that moved most", tuple(blocks))
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+
+def _diagnostics_table(summary: dict[str, Any]) -> Table:
+    """The per-arm diagnostics: queries, missing, without judgments, judged@k."""
+    diagnostics = summary.get("diagnostics") or {}
+    judged = diagnostics.get("judged_at_k") or {}
+    unjudged = diagnostics.get("unjudged_queries")
+    columns = [Column(h, "left", "text") for h in ("arm", "label", "role")]
+    columns += [Column("queries"), Column("missing")]
+    if isinstance(unjudged, dict):
+        columns.append(Column("without judgments"))
+    if judged.get("arms"):
+        columns.append(Column(f"judged@{judged.get('k')}"))
+    rows = []
+    for arm in summary.get("arms", []):
+        name = arm["name"]
+        queries = (diagnostics.get("queries") or {}).get(name, arm.get("queries"))
+        row = [
+            Cell(str(name), css="text"),
+            Cell(str(arm.get("label") or name), css="text"),
+            Cell(str(arm.get("role", "")), css="text"),
+            Cell(fmt_count(queries)),
+            Cell(fmt_count((diagnostics.get("missing") or {}).get(name))),
+        ]
+        if isinstance(unjudged, dict):
+            row.append(Cell(fmt_count(unjudged.get(name))))
+        if judged.get("arms"):
+            row.append(Cell(fmt_value(judged["arms"].get(name))))
+        rows.append(tuple(row))
+    return Table(tuple(columns), tuple(rows), "diagnostics")
+
+
+def _diagnostic_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    diagnostics = summary.get("diagnostics") or {}
+    facts = [
+        ("queries analysed", diagnostics.get("analysed_queries")),
+        ("judged queries", diagnostics.get("judged_queries")),
+        ("queries in both arms (matched)", diagnostics.get("matched")),
+        ("queries without a relevant judgment", diagnostics.get("without_relevant")),
+    ]
+    shown = [(name, fmt_count(value)) for name, value in facts if value is not None]
+    undefined = diagnostics.get("undefined") or {}
+    counts = undefined.get("metrics") or {}
+    if counts:
+        effect = "scored 0" if undefined.get("policy") == "zero" else "left out"
+        text = ", ".join(
+            f"{metric_label(summary, name)} {fmt_count(count)}" for name, count in counts.items()
+        )
+        shown.append((f"undefined values per metric ({effect})", text))
+    if diagnostics.get("missing_policy"):
+        shown.append(("missing-query policy", str(diagnostics["missing_policy"])))
+    return shown
+
+
+def _diagnostics_section(summary: dict[str, Any]) -> Section:
+    blocks: list[Block] = [
+        _diagnostics_table(summary),
+        Facts(tuple(_diagnostic_facts(summary))),
+        *_warnings(summary),
+    ]
+    return Section("diagnostics", "Diagnostics", tuple(blocks))
+
+
+# --------------------------------------------------------------------------- reproducibility
+
+
+def _settings(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The analysis settings shown for reproducibility, as (name, text) pairs."""
+    correction = summary.get("correction")
+    if isinstance(correction, dict):
+        correction = ", ".join(f"{k}: {v}" for k, v in correction.items())
+    pairs = [
+        ("abrank version", summary.get("abrank_version")),
+        ("seed", summary.get("seed")),
+        ("config", summary.get("config_path")),
+        ("design", summary.get("design")),
+        ("primary metric", summary.get("primary_metric")),
+        ("metrics", ", ".join(map(str, summary.get("metrics") or [])) or None),
+        ("primary test", summary.get("primary_test")),
+        ("tests", ", ".join(map(str, summary["tests"])) if summary.get("tests") else None),
+        ("alpha", summary.get("alpha")),
+        ("confidence level", summary.get("confidence_level")),
+        ("resamples", fmt_count(summary["n_resamples"]) if "n_resamples" in summary else None),
+        ("multiple-testing correction", correction),
+        ("relevance threshold", summary.get("relevance_threshold")),
+        ("gain", summary.get("gain")),
+        ("depth", summary.get("depth")),
+        ("missing queries", (summary.get("diagnostics") or {}).get("missing_policy")),
+    ]
+    return [(name, str(value)) for name, value in pairs if value is not None]
+
+
+def _reproducibility_section(readout: Readout) -> Section:
+    summary = readout.summary
+    blocks: list[Block] = [Facts(tuple(_settings(summary)))]
+    inputs = summary.get("inputs") or []
+    if inputs:
+        columns = (
+            Column("role", "left", "text"),
+            Column("arm", "left", "text"),
+            Column("path", "left", "text"),
+            Column("rows"),
+            Column("sha256", "left", "text"),
+        )
+        rows = tuple(
+            (
+                Cell(str(i.get("role", "")), css="text"),
+                Cell(str(i.get("arm") or ""), css="text"),
+                Cell(str(i.get("path", "")), css="text code"),
+                Cell(fmt_count(i.get("rows"))),
+                Cell(str(i.get("sha256", "")), css="hash", code=True),
+            )
+            for i in inputs
+        )
+        blocks += [Heading("Data files"), Table(columns, rows, "inputs")]
+    if readout.config_text:
+        blocks += [Heading("Config"), Code(readout.config_text, "yaml")]
+    return Section("reproducibility", "Reproducibility", tuple(blocks))

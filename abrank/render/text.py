@@ -1,0 +1,235 @@
+"""Text shared by every output: number formats, display names and labels of a summary.
+
+The reports (Markdown, HTML, terminal headlines) and the charts format numbers with the
+same rules, so one value reads the same wherever it is shown:
+
+- means, deltas, CI bounds and MDEs: three decimals (deltas and bounds signed);
+- relative lifts: percent with one decimal, signed; "n/a" when the control mean is 0,
+  "unbounded" when the relative interval has no finite bounds;
+- p-values: "< 0.001" below 0.001, else three significant digits;
+- counts: thousands separated by commas;
+- confidence levels: "95%", or "98.8%" once a correction widened them.
+
+The helpers read the summary dict (summary.json) defensively: a readout built by hand in
+a notebook may leave fields out or hold NumPy scalars, NaN and None.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from abrank.stats import registry as stats_registry
+
+TEST_NAMES = stats_registry.test_display_names()
+CORRECTION_NAMES = stats_registry.correction_display_names()
+SHORT_TEST_NAMES = stats_registry.test_labels()
+VERDICT_TEXT = {"win": "wins", "loss": "loses"}
+
+# --------------------------------------------------------------------------- numbers
+
+
+def is_number(value: Any) -> bool:
+    """A finite real number (Python or NumPy scalar), not a boolean."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and math.isfinite(value)
+    )
+
+
+def fmt_value(value: Any, digits: int = 3) -> str:
+    """A mean or a metric value: ``0.540``; ``n/a`` when missing or not finite."""
+    return f"{value:.{digits}f}" if is_number(value) else "n/a"
+
+
+def fmt_signed(value: Any, digits: int = 3) -> str:
+    """A delta or a CI bound, always signed: ``+0.240``, ``-0.012``."""
+    return f"{value:+.{digits}f}" if is_number(value) else "n/a"
+
+
+def fmt_percent(value: Any) -> str:
+    """A relative lift as a signed percent with one decimal: ``+44.4%``."""
+    return f"{value * 100:+.1f}%" if is_number(value) else "n/a"
+
+
+def fmt_share(value: Any) -> str:
+    """A share as an unsigned percent with one decimal: ``74.8%`` (-0.0 shows as 0.0%)."""
+    return f"{value * 100 + 0.0:.1f}%" if is_number(value) else "n/a"
+
+
+def fmt_p(value: Any) -> str:
+    """A p-value: ``< 0.001`` below 0.001, else three significant digits (``0.0342``)."""
+    if not is_number(value):
+        return "n/a"
+    return "< 0.001" if value < 0.001 else f"{value:.3g}"
+
+
+def fmt_count(value: Any) -> str:
+    """A count with thousands separators: ``1,880``."""
+    if not is_number(value):
+        return "n/a"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
+
+
+def fmt_effect(value: Any) -> str:
+    """An effect size (Cohen's d), signed with two decimals: ``+0.54``."""
+    return f"{value:+.2f}" if is_number(value) else "n/a"
+
+
+def fmt_interval(bounds: Any, formatter: Callable[[Any], str] = fmt_signed) -> str:
+    """``[+0.221, +0.255]``; ``n/a`` when the interval is missing."""
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        return "n/a"
+    if not all(is_number(b) for b in bounds):
+        return "unbounded" if any(b is not None for b in bounds) else "n/a"
+    return f"[{formatter(bounds[0])}, {formatter(bounds[1])}]"
+
+
+def finite_interval(bounds: Any) -> tuple[float, float] | None:
+    """An interval's two bounds as floats, or None unless both are finite numbers."""
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        return None
+    if not all(is_number(b) for b in bounds):
+        return None
+    return float(bounds[0]), float(bounds[1])
+
+
+def fmt_relative_interval(comp: dict[str, Any]) -> str:
+    """The relative lift's CI in percent, ``unbounded`` when it has no finite bounds."""
+    if not is_number(comp.get("relative_lift")):
+        return "n/a"
+    if finite_interval(comp.get("relative_ci")) is None:
+        return "unbounded"
+    return fmt_interval(comp.get("relative_ci"), fmt_percent)
+
+
+def fmt_percent_level(level: Any) -> str:
+    """A confidence level as a percent label: 0.95 -> ``95%``, 0.9875 -> ``98.8%``; the
+    decimals grow until the label stays below 100% (0.9996 -> ``99.96%``)."""
+    if not is_number(level):
+        return "95%"
+    percent = 100.0 * float(level)
+    if abs(percent - round(percent)) < 1e-9:
+        return f"{round(percent)}%"
+    digits = 1
+    while digits < 6 and round(percent, digits) >= 100:
+        digits += 1
+    return f"{percent:.{digits}f}%"
+
+
+def fmt_level(comp: dict[str, Any]) -> str:
+    """The level of the interval shown (``ci_level``, widened by a correction, else the
+    nominal ``confidence_level``) as a percent label."""
+    return fmt_percent_level(comp.get("ci_level", comp.get("confidence_level")))
+
+
+def fmt_nominal_level(comp: dict[str, Any]) -> str:
+    """The nominal confidence level of a comparison (before any correction): ``95%``."""
+    return fmt_percent_level(comp.get("confidence_level"))
+
+
+def widened(comp: dict[str, Any]) -> bool:
+    """Whether a correction widened the interval beyond the nominal confidence level."""
+    level, nominal = comp.get("ci_level"), comp.get("confidence_level")
+    return is_number(level) and is_number(nominal) and abs(level - nominal) > 1e-12
+
+
+# --------------------------------------------------------------------------- names
+
+
+def test_name(name: Any) -> str:
+    """Display name of a test (``t``, ``permutation``, ``Wilcoxon``, ...)."""
+    return TEST_NAMES.get(str(name), str(name))
+
+
+def correction_name(name: Any) -> str | None:
+    """Display name of a multiple-testing correction; None when there is none."""
+    if name is None or str(name).lower() == "none":
+        return None
+    return CORRECTION_NAMES.get(str(name), str(name))
+
+
+def oneline(text: Any) -> str:
+    """User text for a terminal line: control characters (escape sequences) blanked."""
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]+", " ", str(text)).strip()
+
+
+def plain(text: Any) -> str:
+    """A user text made safe for matplotlib: ``$`` would otherwise switch on mathtext."""
+    return str(text).replace("\\", "\\\\").replace("$", r"\$")
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a metric or column name (``ndcg@10`` -> ``ndcg-10``)."""
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
+
+
+# --------------------------------------------------------------------------- the summary
+
+
+def experiment_title(summary: dict[str, Any]) -> str:
+    """The readout's title: the experiment's title, else its name."""
+    experiment = summary.get("experiment") or {}
+    return str(experiment.get("title") or experiment.get("name") or "abrank readout")
+
+
+def metric_label(summary: dict[str, Any], metric: str) -> str:
+    """The display label of a metric (``mrr@10`` -> ``MRR@10``), else its name."""
+    return str((summary.get("metric_labels") or {}).get(metric, metric))
+
+
+def arm_labels(summary: dict[str, Any]) -> dict[str, str]:
+    """Arm name -> display label, in the summary's arm order."""
+    return {str(a["name"]): str(a.get("label") or a["name"]) for a in summary.get("arms", [])}
+
+
+def arm_label(summary: dict[str, Any], arm: str) -> str:
+    """The display label of one arm, else its name."""
+    return arm_labels(summary).get(arm, arm)
+
+
+def control_name(summary: dict[str, Any]) -> str | None:
+    """The name of the control arm, or None when the summary has none."""
+    for arm in summary.get("arms", []):
+        if arm.get("role") == "control":
+            return str(arm["name"])
+    return None
+
+
+def treatment_names(summary: dict[str, Any]) -> list[str]:
+    """Treatment arm names in the summary's order."""
+    names = [str(a["name"]) for a in summary.get("arms", []) if a.get("role") == "treatment"]
+    if not names:  # fall back on the comparisons' order
+        for comp in summary.get("comparisons", []):
+            if comp["treatment"] not in names:
+                names.append(comp["treatment"])
+    return names
+
+
+def overall_comparisons(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The comparisons over all queries (not per segment), in the summary's order."""
+    return [c for c in summary.get("comparisons", []) if c.get("segment") is None]
+
+
+def segment_comparisons(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-segment comparisons, in the summary's order."""
+    return [c for c in summary.get("comparisons", []) if c.get("segment") is not None]
+
+
+def several_treatments(comps: Sequence[dict[str, Any]]) -> bool:
+    """Whether these comparisons involve more than one treatment."""
+    return len({c["treatment"] for c in comps}) > 1
+
+
+def comparison_subject(summary: dict[str, Any], comp: dict[str, Any], several: bool) -> str:
+    """``MRR@10``, or ``MRR@10 · Freshness boost`` when several treatments are shown."""
+    subject = metric_label(summary, comp["metric"])
+    if several:
+        subject += f" · {arm_label(summary, comp['treatment'])}"
+    return subject
