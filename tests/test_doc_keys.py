@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abrank.cli import main
-from abrank.engines.arrow import doc_keys, equal_pairs, take_rows
 from abrank.engines.evaluate import evaluate
+from abrank.io.arrow import doc_keys, equal_pairs, take_rows
 from abrank.io.trec import repeated_pairs
 
 # --------------------------------------------------------------------------- the regression

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from abrank.engines.arrow import rank_by_score
 from abrank.errors import ConfigError, DataError
+from abrank.io.arrow import rank_by_score
 from abrank.io.trec import read_trec_qrels, read_trec_run
 from abrank.treceval.output import trec_eval_text
 
@@ -367,7 +367,7 @@ def test_cli_metrics_bad_input_exits_2_with_one_line(tmp_path):
 def test_query_codes_over_several_chunks_grouped_or_not():
     import pyarrow as pa
 
-    from abrank.engines.arrow import query_codes
+    from abrank.io.arrow import query_codes
 
     grouped = pa.chunked_array([["b", "b", "b", "b", "b"], ["b", "a", "a", "a", "a"], ["c"] * 6])
     mixed = pa.chunked_array([["b", "a", "c"], ["a", "b"], ["c", "c", "a"]])

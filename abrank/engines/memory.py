@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from abrank._lazy import pandas as pd
-from abrank.engines.arrow import (
+from abrank.errors import ConfigError, DataError
+from abrank.io.arrow import (
     as_arrow,
     doc_keys,
     equal_pairs,
@@ -25,7 +26,6 @@ from abrank.engines.arrow import (
     query_codes,
     take_rows,
 )
-from abrank.errors import ConfigError, DataError
 from abrank.io.columns import parse_numbers
 from abrank.metrics.names import GAINS, Metric
 from abrank.metrics.registry import FAMILIES

@@ -147,7 +147,7 @@ def read_rankings(
     if "rank" in frame.columns:
         _check_repeated_ranks(frame, path, first_line)
         return frame.reset_index(drop=True)
-    from abrank.engines.arrow import rank_by_score
+    from abrank.io.arrow import rank_by_score
 
     return rank_by_score(frame.reset_index(drop=True))
 
@@ -429,7 +429,7 @@ def _deduplicate(
     what: str = "ranking",
     renumber: bool = True,
 ) -> pd.DataFrame:
-    from abrank.engines.arrow import as_arrow, query_codes
+    from abrank.io.arrow import as_arrow, query_codes
     from abrank.io.trec import name_pairs, repeated_pairs
 
     queries, docs = as_arrow(frame["query_id"]), as_arrow(frame["doc_id"])
@@ -458,7 +458,7 @@ def _check_repeated_ranks(frame: pd.DataFrame, path: str | Path, first_line: int
     logs appended, a page's positions restarting at 1), so it is an error, not a warning.
     ``frame.index`` holds the rows' positions in the file.
     """
-    from abrank.engines.arrow import as_arrow, query_codes
+    from abrank.io.arrow import as_arrow, query_codes
 
     codes = query_codes(as_arrow(frame["query_id"]))[0]
     rank = frame["rank"].to_numpy()

@@ -17,14 +17,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from abrank._lazy import pandas as pd
-from abrank.engines.arrow import (
+from abrank.errors import ConfigError, DataError
+from abrank.io.arrow import (
     doc_keys,
     equal_pairs,
     order_rows,
     positions,
     query_codes,
 )
-from abrank.errors import ConfigError, DataError
 from abrank.io.columns import parse_numbers
 from abrank.io.files import SNIFF_BYTES, arrow_input, open_bytes
 
