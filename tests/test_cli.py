@@ -359,3 +359,21 @@ def test_metrics_verb_reads_tables_like_trec_files(tmp_path, capsys):
     rows = {(m, q): float(v) for m, q, v in (line.split("\t") for line in from_trec.splitlines())}
     assert rows[("mrr", "q4")] == 0.0  # no relevant document: trec_eval prints 0 and counts it
     assert rows[("mrr", "all")] == pytest.approx((1 + 1 / 3 + 1 / 2 + 0) / 4)
+
+
+def test_readme_shows_what_the_demo_run_prints(tmp_path, capsys, monkeypatch):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("$ abrank run experiments/demo-reranker.yaml\n")
+    block = text[start:].split("\n", 1)[1].split("```", 1)[0].splitlines()
+    monkeypatch.chdir(ROOT)
+    code, out, err = run_cli(
+        capsys, "run", "experiments/demo-reranker.yaml", "--out", str(tmp_path / "demo")
+    )
+    assert code == 0
+    printed = out.splitlines() + [line for line in err.splitlines() if line.startswith("note:")]
+    # the README's folder is the default one; the run here writes to a temporary folder
+    expected = [
+        f"readout written to {tmp_path / 'demo'}/" if line.startswith("readout written") else line
+        for line in block
+    ]
+    assert printed == expected
