@@ -15,7 +15,7 @@ from abrank.analysis.load import LoadedData, Progress, display_path, load_data
 from abrank.analysis.score import CURVE_POINTS, JUDGED_K, ScoredArms, score_arms
 from abrank.analysis.summarise import JUDGED_GAP_WARNING, build_readout
 from abrank.analysis.write import (
-    FORMATS,
+    OUTPUT_FORMATS,
     READOUT_MARKER,
     check_output_folder,
     default_folder,
@@ -27,7 +27,7 @@ from abrank.readout import Readout
 
 __all__ = [
     "CURVE_POINTS",
-    "FORMATS",
+    "OUTPUT_FORMATS",
     "JUDGED_GAP_WARNING",
     "JUDGED_K",
     "READOUT_MARKER",

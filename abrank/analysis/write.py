@@ -22,7 +22,7 @@ from abrank.errors import ConfigError
 from abrank.readout import Readout, summary_json, write_chart_data
 
 #: What :func:`write_readout` can write: the two reports, summary.json, per_query.csv.
-FORMATS = ("html", "md", "json", "csv")
+OUTPUT_FORMATS = ("html", "md", "json", "csv")
 
 
 #: The file that marks a folder as an abrank readout: JSON with the abrank version, the
@@ -71,7 +71,7 @@ def check_output_folder(folder: str | Path) -> None:
 
 
 def write_readout(
-    readout: Readout, folder: str | Path, *, formats: Collection[str] = FORMATS
+    readout: Readout, folder: str | Path, *, formats: Collection[str] = OUTPUT_FORMATS
 ) -> list[Path]:
     """Write the readout into ``folder`` atomically: built aside, then swapped into place.
 
@@ -83,10 +83,10 @@ def write_readout(
     place, staging folders left by killed earlier runs are removed, but only those that
     match abrank's own names and hold the marker. Returns the files written.
     """
-    unknown = sorted(set(formats) - set(FORMATS))
+    unknown = sorted(set(formats) - set(OUTPUT_FORMATS))
     if unknown:
         raise ConfigError(
-            f"--format: expected some of {', '.join(FORMATS)}, got {', '.join(unknown)}"
+            f"--format: expected some of {', '.join(OUTPUT_FORMATS)}, got {', '.join(unknown)}"
         )
     folder = Path(folder)
     _output_state(folder)
