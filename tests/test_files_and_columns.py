@@ -106,3 +106,15 @@ def test_numbers_missing_infinite_and_booleans():
     with pytest.raises(DataError) as info:
         parse_numbers(pa.chunked_array([["1", "nan"]]), where)
     assert str(info.value) == "f.csv: line 3: score: expected a number, got 'nan'"
+
+
+def test_every_table_format_has_a_reader_and_every_extension_one_format() -> None:
+    from abrank.io import formats, tables
+
+    assert set(tables.READERS) == set(formats.TABLE_NAMES)
+    suffixes = [suffix for f in formats.FORMATS for suffix in f.suffixes]
+    assert len(suffixes) == len(set(suffixes))
+    # what a config may name is the table of formats, in its order
+    from abrank.config import INPUT_FORMATS
+
+    assert INPUT_FORMATS == ("trec", "qrels", "csv", "tsv", "parquet", "jsonl")

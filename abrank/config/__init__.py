@@ -17,10 +17,11 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from abrank.errors import ConfigError
+from abrank.io import formats as input_formats
 from abrank.stats import registry as stats_registry
 
 #: Input file formats a config may name (`format:` of a data file).
-INPUT_FORMATS = ("trec", "qrels", "csv", "tsv", "parquet", "jsonl")
+INPUT_FORMATS = input_formats.NAMES
 
 #: Deepest YAML nesting a config may use (real configs use four or five levels).
 MAX_DEPTH = 50

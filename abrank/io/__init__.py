@@ -10,7 +10,6 @@ vectorized too, and every rejection names the file, the line (or row) and the co
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,22 +18,9 @@ import numpy as np
 from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 from abrank.io.columns import ALIASES, alias_renames, describe_cell, parse_numbers
-from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, head_bytes, is_gzip
-
-_EXTENSIONS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".qrels": "qrels",
-    ".run": "trec",
-    ".trec": "trec",
-    ".txt": "trec",
-    ".res": "trec",
-}
+from abrank.io.files import check_file, head_bytes
+from abrank.io.formats import BY_NAME, BY_SUFFIX, TABLE_NAMES
+from abrank.io.tables import listing, read_table
 
 
 def detect_format(path: str | Path, declared: str | None = None, *, judgments: bool = False) -> str:
@@ -45,11 +31,11 @@ def detect_format(path: str | Path, declared: str | None = None, *, judgments: b
         suffixes = [s.lower() for s in Path(path).suffixes]
         if suffixes and suffixes[-1] == ".gz":
             suffixes = suffixes[:-1]
-        fmt = _EXTENSIONS.get(suffixes[-1]) if suffixes else None
+        fmt = BY_SUFFIX.get(suffixes[-1]) if suffixes else None
         if fmt is None:
             fmt = _sniff_format(Path(path))
         if fmt is None:
-            known = ", ".join(sorted(_EXTENSIONS))
+            known = ", ".join(sorted(BY_SUFFIX))
             raise DataError(
                 f"{path}: expected a known extension ({known}, optionally .gz) or a `format` "
                 f"in the config, got {''.join(Path(path).suffixes) or 'no extension'}"
@@ -112,12 +98,12 @@ def read_rankings(
         from abrank.io.trec import read_trec_run
 
         return read_trec_run(path, duplicates=duplicates)
-    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id"))
     if "rank" not in frame.columns and "score" not in frame.columns:
         raise DataError(
             f"{path}: expected a rank column ({', '.join(ALIASES['rank'])}) or a score column "
-            f"(set columns.rank or columns.score), found columns: {_listing(frame)}"
+            f"(set columns.rank or columns.score), found columns: {listing(frame)}"
         )
     frame = _ids_as_strings(frame, path, first_line)
     for column in ("score", "relevance"):
@@ -168,7 +154,7 @@ def read_judgments(
         from abrank.io.trec import read_trec_qrels
 
         return read_trec_qrels(path)
-    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))
     frame = _ids_as_strings(frame, path, first_line)
     frame["relevance"] = _numeric(
@@ -190,9 +176,9 @@ def read_attributes(
     and ``decimal`` as for :func:`read_rankings`)."""
     fmt = detect_format(path, format)
     if fmt == "trec":
-        raise DataError(f"{path}: expected a table (csv, tsv, parquet, jsonl), got a TREC file")
+        raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got a TREC file")
     _check_table_options(path, fmt, sep, decimal)
-    frame, first_line = _read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id",))
     frame = _ids_as_strings(frame, path, first_line, ids=("query_id",))
     repeated = frame["query_id"].duplicated()
@@ -208,32 +194,13 @@ def read_attributes(
     return frame
 
 
-# --------------------------------------------------------------------------- reading
-
-
-def _check_readable(path: str | Path) -> None:
-    """Reject missing, unreadable, empty, binary and non-UTF-8 files before a parser sees them."""
-    path = Path(path)
-    check_file(path)
-    head = head_bytes(path)
-    if not head:
-        raise DataError(f"{path}: expected at least one row, got an empty file")
-    if b"\x00" in head:
-        raise DataError(f"{path}: expected a text file, got binary data (NUL bytes)")
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.end < len(head) - 4 or len(head) < SNIFF_BYTES:  # not just a cut-off character
-            line = head[: exc.start].count(b"\n") + 1
-            raise DataError(
-                f"{path}: line {line}: expected UTF-8 text, got the byte 0x{head[exc.start]:02x}"
-            ) from None
+# --------------------------------------------------------------------------- options
 
 
 def _check_table_options(path: str | Path, fmt: str, sep: str | None, decimal: str | None) -> None:
     """``sep`` and ``decimal`` apply to CSV and TSV files only, and must differ."""
     for key, value in (("sep", sep), ("decimal", decimal)):
-        if value is not None and fmt not in ("csv", "tsv"):
+        if value is not None and BY_NAME[fmt].delimiter is None:
             raise ConfigError(
                 f"{path}: {key}: expected a CSV or TSV file for this key, got format {fmt}"
             )
@@ -241,8 +208,8 @@ def _check_table_options(path: str | Path, fmt: str, sep: str | None, decimal: s
         raise ConfigError(f"{path}: sep: expected a single character such as ';', got {sep!r}")
     if decimal is not None and decimal not in (".", ","):
         raise ConfigError(f"{path}: decimal: expected '.' or ',', got {decimal!r}")
-    delimiter = sep or ("\t" if fmt == "tsv" else ",")
-    if decimal == delimiter:
+    delimiter = sep or BY_NAME[fmt].delimiter
+    if decimal is not None and decimal == delimiter:
         hint = "" if sep else "; set sep to the file's field separator (e.g. ';')"
         raise ConfigError(
             f"{path}: decimal: expected a decimal mark other than the field separator, got "
@@ -250,91 +217,7 @@ def _check_table_options(path: str | Path, fmt: str, sep: str | None, decimal: s
         )
 
 
-def _read_table(
-    path: str | Path, fmt: str, *, sep: str | None = None, decimal: str | None = None
-) -> tuple[pd.DataFrame, int]:
-    """Parse a CSV/TSV/JSONL/Parquet file; return the frame and the line of its first row."""
-    path = Path(path)
-    if fmt == "parquet":
-        check_file(path)
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises several unrelated types for bad files
-            raise DataError(
-                f"{path}: expected a Parquet file, got unreadable data ({_reason(exc)})"
-            ) from None
-        first_line = 1  # rows, not lines
-    else:
-        _check_readable(path)
-        import pyarrow as pa
-
-        try:
-            if fmt == "jsonl":
-                frame = _read_jsonl(path)
-                first_line = 1
-            else:
-                import pyarrow.csv as pc
-
-                with arrow_input(path) as source:
-                    table = pc.read_csv(
-                        source,
-                        parse_options=pc.ParseOptions(
-                            delimiter=sep or ("\t" if fmt == "tsv" else ",")
-                        ),
-                        convert_options=pc.ConvertOptions(
-                            decimal_point=decimal or ".",
-                            column_types={
-                                name: pa.string()
-                                for key in ("query_id", "doc_id")
-                                for name in ALIASES[key]
-                            },
-                            strings_can_be_null=True,
-                        ),
-                    )
-                first_line = 2
-                frame = table.to_pandas()
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
-            raise DataError(
-                f"{path}: expected valid {fmt.upper()} data, got a parse error ({_reason(exc)})"
-            ) from None
-    if frame.empty:
-        raise DataError(
-            f"{path}: expected at least one row, got none (columns: {_listing(frame) or 'none'})"
-        )
-    return frame, first_line
-
-
-def _read_jsonl(path: Path) -> pd.DataFrame:
-    """JSON Lines through pyarrow; a column of mixed types goes through pandas instead, so
-    that the offending value is then reported with its line by the column checks."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-
-    try:
-        with arrow_input(path) as source:
-            return pj.read_json(source).to_pandas()
-    except pa.ArrowInvalid as exc:
-        if "changed from" not in str(exc):
-            message = re.sub(
-                r"in row (\d+)", lambda m: f"at line {int(m.group(1)) + 1}", _reason(exc)
-            )
-            raise DataError(
-                f"{path}: expected valid JSONL data, got a parse error ({message})"
-            ) from None
-    compression = "gzip" if is_gzip(path) else None
-    return pd.read_json(path, lines=True, dtype=False, compression=compression)
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 # --------------------------------------------------------------------------- columns
-
-
-def _listing(frame: pd.DataFrame) -> str:
-    return ", ".join(str(c) for c in frame.columns)
 
 
 def _canonical_columns(
@@ -351,7 +234,7 @@ def _canonical_columns(
     for canon, user in columns.items():
         if user not in present:
             raise DataError(
-                f"{path}: columns.{canon}: expected a column named {user!r}, found columns: {_listing(frame)}"
+                f"{path}: columns.{canon}: expected a column named {user!r}, found columns: {listing(frame)}"
             )
         renames[user] = canon
     renames = alias_renames(frame.columns, renames)
@@ -359,7 +242,7 @@ def _canonical_columns(
         if canon not in renames.values():
             raise DataError(
                 f"{path}: expected a {canon} column (one of {', '.join(ALIASES[canon])}, or set "
-                f"columns.{canon} in the config), found columns: {_listing(frame)}"
+                f"columns.{canon} in the config), found columns: {listing(frame)}"
             )
     clashes = [
         c for c in frame.columns if c in ALIASES and c not in renames and c in renames.values()

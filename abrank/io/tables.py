@@ -1,0 +1,157 @@
+"""Table files (CSV, TSV, Parquet, JSON Lines) parsed into frames, one reader per format.
+
+:data:`READERS` maps each table format of :mod:`abrank.io.formats` to its reader; a test
+checks that every table format has one. Readers parse whole files with pyarrow's readers
+and leave the columns' checks to :mod:`abrank.io`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from abrank._lazy import pandas as pd
+from abrank.errors import DataError
+from abrank.io.columns import ALIASES
+from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, head_bytes, is_gzip
+from abrank.io.formats import BY_NAME, TABLE_NAMES
+
+
+def check_readable(path: str | Path) -> None:
+    """Reject missing, unreadable, empty, binary and non-UTF-8 files before a parser sees them."""
+    path = Path(path)
+    check_file(path)
+    head = head_bytes(path)
+    if not head:
+        raise DataError(f"{path}: expected at least one row, got an empty file")
+    if b"\x00" in head:
+        raise DataError(f"{path}: expected a text file, got binary data (NUL bytes)")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.end < len(head) - 4 or len(head) < SNIFF_BYTES:  # not just a cut-off character
+            line = head[: exc.start].count(b"\n") + 1
+            raise DataError(
+                f"{path}: line {line}: expected UTF-8 text, got the byte 0x{head[exc.start]:02x}"
+            ) from None
+
+
+def read_table(
+    path: str | Path, fmt: str, *, sep: str | None = None, decimal: str | None = None
+) -> tuple[pd.DataFrame, int]:
+    """Parse a table file of format ``fmt``; return the frame and the line of its first row
+    (1 for formats without a header line, whose errors count rows)."""
+    path = Path(path)
+    reader = READERS.get(fmt)
+    if reader is None:
+        raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got format {fmt}")
+    if fmt != "parquet":
+        check_readable(path)
+    frame, first_line = reader(path, sep, decimal)
+    if frame.empty:
+        raise DataError(
+            f"{path}: expected at least one row, got none (columns: {listing(frame) or 'none'})"
+        )
+    return frame, first_line
+
+
+def parquet(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+    """Apache Parquet, through pyarrow; errors count rows."""
+    check_file(path)
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for bad files
+        raise DataError(
+            f"{path}: expected a Parquet file, got unreadable data ({reason(exc)})"
+        ) from None
+    return frame, 1
+
+
+def delimited(
+    path: Path, sep: str | None, decimal: str | None, fmt: str
+) -> tuple[pd.DataFrame, int]:
+    """CSV or TSV through pyarrow's reader (ids kept as strings); the header is line 1."""
+    import pyarrow as pa
+    import pyarrow.csv as pc
+
+    try:
+        with arrow_input(path) as source:
+            table = pc.read_csv(
+                source,
+                parse_options=pc.ParseOptions(delimiter=sep or BY_NAME[fmt].delimiter),
+                convert_options=pc.ConvertOptions(
+                    decimal_point=decimal or ".",
+                    column_types={
+                        name: pa.string() for key in ("query_id", "doc_id") for name in ALIASES[key]
+                    },
+                    strings_can_be_null=True,
+                ),
+            )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
+        raise DataError(
+            f"{path}: expected valid {fmt.upper()} data, got a parse error ({reason(exc)})"
+        ) from None
+    return table.to_pandas(), 2
+
+
+def csv(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+    """Comma-separated values (or another ``sep``)."""
+    return delimited(path, sep, decimal, "csv")
+
+
+def tsv(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+    """Tab-separated values (or another ``sep``)."""
+    return delimited(path, sep, decimal, "tsv")
+
+
+def jsonl(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+    """JSON Lines: one object a line."""
+    import pyarrow as pa
+
+    try:
+        return read_json_lines(path), 1
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
+        raise DataError(
+            f"{path}: expected valid JSONL data, got a parse error ({reason(exc)})"
+        ) from None
+
+
+def read_json_lines(path: Path) -> pd.DataFrame:
+    """JSON Lines through pyarrow; a column of mixed types goes through pandas instead, so
+    that the offending value is then reported with its line by the column checks."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    try:
+        with arrow_input(path) as source:
+            return pj.read_json(source).to_pandas()
+    except pa.ArrowInvalid as exc:
+        if "changed from" not in str(exc):
+            message = re.sub(
+                r"in row (\d+)", lambda m: f"at line {int(m.group(1)) + 1}", reason(exc)
+            )
+            raise DataError(
+                f"{path}: expected valid JSONL data, got a parse error ({message})"
+            ) from None
+    compression = "gzip" if is_gzip(path) else None
+    return pd.read_json(path, lines=True, dtype=False, compression=compression)
+
+
+def reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def listing(frame: pd.DataFrame) -> str:
+    """The frame's column names, for messages."""
+    return ", ".join(str(c) for c in frame.columns)
+
+
+#: Table format name -> reader(path, sep, decimal) -> (frame, line of the first row).
+READERS: dict[str, Callable[[Path, str | None, str | None], tuple[pd.DataFrame, int]]] = {
+    "csv": csv,
+    "tsv": tsv,
+    "parquet": parquet,
+    "jsonl": jsonl,
+}
