@@ -1,7 +1,7 @@
 """Charts of a readout, drawn with matplotlib's object API on the Agg canvas.
 
 Every chart only draws numbers the readout already holds: deltas and intervals from
-``summary["comparisons"]``, per-query values from ``per_query``, positions of the first
+the summary's ``comparisons``, per-query values from ``per_query``, positions of the first
 relevant document from ``first_relevant``, metric@k means from ``curves`` and bootstrap
 draws from ``resampled_deltas``. Figures are built with :class:`matplotlib.figure.Figure`
 (no pyplot, so no global figure registry to leak into and nothing to close) and saved as
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from abrank.readout import Readout
+from abrank.readout.model import ComparisonSummary, Summary
 from abrank.render.text import (
     arm_labels,
     control_name,
@@ -39,6 +40,7 @@ from abrank.render.text import (
     slug,
     treatment_names,
 )
+from abrank.render.typed import as_summary, readout_summary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -111,7 +113,7 @@ def plan_charts(readout: Readout) -> list[Chart]:
     Charts whose data is absent (no segments, no curves, no bootstrap draws, ...) are
     left out rather than drawn empty. Nothing is drawn until a chart's ``png`` is read.
     """
-    summary = readout.summary
+    summary = readout_summary(readout)
     charts: list[Chart | None] = [
         forest_chart(summary),
         delta_distribution_chart(readout),
@@ -150,15 +152,15 @@ def _mpl() -> SimpleNamespace:
     )
 
 
-def arm_colour(summary: dict[str, Any], arm: str) -> str:
+def arm_colour(summary: Summary | dict[str, Any], arm: str) -> str:
     """A stable colour per arm: the control first, then the treatments in order."""
     order = list(arm_labels(summary))
     index = order.index(arm) if arm in order else len(order)
     return ARM_COLOURS[index % len(ARM_COLOURS)]
 
 
-def _interval(comp: dict[str, Any]) -> tuple[float, float] | None:
-    return finite_interval(comp.get("ci"))
+def _interval(comp: ComparisonSummary) -> tuple[float, float] | None:
+    return finite_interval(comp.ci)
 
 
 def _png(fig: Figure) -> bytes:
@@ -311,7 +313,7 @@ def _verdict_legend(ax: Any, verdicts: Sequence[str], extra: Sequence[Any] = ())
         )
 
 
-def _forest(ax: Any, rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def _forest(ax: Any, rows: list[tuple[str, ComparisonSummary]]) -> list[str]:
     """Draw one forest: a row per (label, comparison), the delta with its CI, zero line.
 
     Returns the verdicts drawn, for the legend.
@@ -319,14 +321,14 @@ def _forest(ax: Any, rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     positions = np.arange(len(rows))[::-1]
     verdicts = []
     for y, (_, comp) in zip(positions, rows, strict=True):
-        verdict = str(comp.get("verdict", "inconclusive"))
+        verdict = str(comp.verdict if comp.verdict is not None else "inconclusive")
         verdicts.append(verdict)
         colour = VERDICT_COLOURS.get(verdict, GREY)
         interval = _interval(comp)
         if interval is not None:
             ax.hlines(y, interval[0], interval[1], color=colour, linewidth=2.2)
-        if is_number(comp.get("delta")):
-            ax.plot([comp["delta"]], [y], "o", color=colour, markersize=7, zorder=3)
+        if is_number(comp.delta):
+            ax.plot([comp.delta], [y], "o", color=colour, markersize=7, zorder=3)
     ax.axvline(0.0, color=BLACK, linewidth=0.8, linestyle="--")
     ax.set_yticks(positions, [plain(label) for label, _ in rows], fontsize=9)
     ax.set_ylim(-0.7, len(rows) - 0.3)
@@ -338,7 +340,7 @@ def _row_height(n: int) -> float:
     return max(2.4, 0.42 * n + 1.3)
 
 
-def _place_forest(fig: Figure, ax: Any, rows: list[tuple[str, dict[str, Any]]]) -> None:
+def _place_forest(fig: Figure, ax: Any, rows: list[tuple[str, ComparisonSummary]]) -> None:
     """Margins of a forest plot: its row labels on the left, the legend on the right, and
     room on the right for a title wider than the axes (it is centred over them)."""
     width = fig.get_figwidth() * DPI
@@ -355,8 +357,9 @@ def _place_forest(fig: Figure, ax: Any, rows: list[tuple[str, dict[str, Any]]]) 
 # --------------------------------------------------------------------------- charts
 
 
-def forest_chart(summary: dict[str, Any]) -> Chart | None:
+def forest_chart(summary: Summary | dict[str, Any]) -> Chart | None:
     """Forest plot of every metric x treatment: the delta and its CI, coloured by verdict."""
+    summary = as_summary(summary)
     overall = overall_comparisons(summary)
     if not overall:
         return None
@@ -364,13 +367,14 @@ def forest_chart(summary: dict[str, Any]) -> Chart | None:
     several = several_treatments(overall)
     rows = []
     for comp in overall:
-        label = metric_label(summary, comp["metric"])
+        label = metric_label(summary, comp.metric)
         if several:
-            label += f" · {labels.get(comp['treatment'], comp['treatment'])}"
+            label += f" · {labels.get(comp.treatment, comp.treatment)}"
         rows.append((label, comp))
     level = fmt_nominal_level(overall[0])
     corrected = any(
-        c.get("ci_level", c.get("confidence_level")) != c.get("confidence_level") for c in overall
+        (c.ci_level if c.ci_level is not None else c.confidence_level) != c.confidence_level
+        for c in overall
     )
     widened = " (widened by the correction)" if corrected else ""
     control = labels.get(control_name(summary) or "", "control")
@@ -422,19 +426,19 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
     For the independent design there are no per-query deltas; the panels then show each
     arm's per-query values instead.
     """
-    summary = readout.summary
+    summary = readout_summary(readout)
     per_query = readout.per_query
     overall = overall_comparisons(summary)
     control = control_name(summary)
     if not overall or control is None or per_query is None or per_query.empty:
         return None
-    overall = [c for c in overall if c["metric"] in per_query.columns]
+    overall = [c for c in overall if c.metric in per_query.columns]
     if not overall:
         return None
-    paired = summary.get("design", "paired") == "paired"
+    paired = summary.design == "paired"
     labels = arm_labels(summary)
-    metrics = list(dict.fromkeys(c["metric"] for c in overall))
-    treatments = list(dict.fromkeys(c["treatment"] for c in overall))
+    metrics = list(dict.fromkeys(c.metric for c in overall))
+    treatments = list(dict.fromkeys(c.treatment for c in overall))
     ncols = min(3, len(metrics))
     nrows = len(treatments) * math.ceil(len(metrics) / ncols)
     title = "Per-query deltas: wins, ties and losses" if paired else "Per-query values per arm"
@@ -449,21 +453,21 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
         fig = _mpl().Figure(figsize=(WIDTH, 2.9 * nrows + 0.6))
         tops = [0.0]
         for comp in overall:
-            t_index = treatments.index(comp["treatment"])
-            m_index = metrics.index(comp["metric"])
+            t_index = treatments.index(comp.treatment)
+            m_index = metrics.index(comp.metric)
             row = t_index * math.ceil(len(metrics) / ncols) + m_index // ncols
             ax = fig.add_subplot(nrows, ncols, row * ncols + m_index % ncols + 1)
-            name = metric_label(summary, comp["metric"])
-            treatment_label = labels.get(comp["treatment"], comp["treatment"])
+            name = metric_label(summary, comp.metric)
+            treatment_label = labels.get(comp.treatment, comp.treatment)
             if paired:
-                deltas = paired_deltas(per_query, comp["metric"], control, comp["treatment"])
+                deltas = paired_deltas(per_query, comp.metric, control, comp.treatment)
                 tops.append(_delta_histogram(ax, deltas, comp))
                 ax.set_xlabel(f"per-query delta of {plain(name)}")
                 ax.set_ylabel("queries")
                 _title(ax, plain(f"{name}: {treatment_label}"), fontsize=10)
             else:
-                for arm in (control, comp["treatment"]):
-                    values = per_query.loc[per_query["arm"] == arm, comp["metric"]]
+                for arm in (control, comp.treatment):
+                    values = per_query.loc[per_query["arm"] == arm, comp.metric]
                     values = values.to_numpy(float)
                     values = values[np.isfinite(values)]
                     heights = ax.hist(
@@ -547,7 +551,7 @@ def _place_grid(
     )
 
 
-def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> float:
+def _delta_histogram(ax: Any, deltas: np.ndarray, comp: ComparisonSummary) -> float:
     """Stacked histogram of losses, ties and wins; a tie bar that would dwarf the rest is
     cut at the axis top and labelled with its count, so the wins and losses stay legible.
 
@@ -564,7 +568,7 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: dict[str, Any]) -> float
     tie = span / 82 if (deltas != 0).any() else span / 10
     edges = np.union1d(edges[np.abs(edges) >= tie], [-tie, tie])
     parts = ((deltas < 0, LOSS, "losses"), (deltas == 0, TIE, "ties"), (deltas > 0, WIN, "wins"))
-    counts = {"losses": comp.get("losses"), "ties": comp.get("ties"), "wins": comp.get("wins")}
+    counts = {"losses": comp.losses, "ties": comp.ties, "wins": comp.wins}
     lefts, widths = edges[:-1], np.diff(edges)
     bottom = np.zeros(lefts.size)
     handles = []
@@ -625,7 +629,7 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
     frame = readout.first_relevant
     if frame is None or frame.empty:
         return None
-    summary = readout.summary
+    summary = readout_summary(readout)
     labels = arm_labels(summary)
     arms = [a for a in labels if (frame["arm"] == a).any()]
     arms += [a for a in pd.unique(frame["arm"]) if a not in arms]
@@ -674,7 +678,7 @@ def curves_chart(readout: Readout) -> Chart | None:
     curves = readout.curves
     if curves is None or curves.empty:
         return None
-    summary = readout.summary
+    summary = readout_summary(readout)
     labels = arm_labels(summary)
     families = list(pd.unique(curves["metric"]))
     ncols = min(3, len(families))
@@ -762,8 +766,9 @@ def _bar_histogram(ax: Any, values: np.ndarray, label: str, bins: int = 60) -> f
     return float(heights.max())
 
 
-def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
+def segment_forest_charts(summary: Summary | dict[str, Any]) -> list[Chart]:
     """One forest plot per metric over the segment comparisons (segment x treatment)."""
+    summary = as_summary(summary)
     segmented = segment_comparisons(summary)
     if not segmented:
         return []
@@ -771,18 +776,18 @@ def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
     several = several_treatments(segmented)
     charts = []
     names: set[str] = set()
-    for metric in dict.fromkeys(c["metric"] for c in segmented):
+    for metric in dict.fromkeys(c.metric for c in segmented):
         rows = []
-        for comp in (c for c in segmented if c["metric"] == metric):
-            label = str(comp["segment"])
+        for comp in (c for c in segmented if c.metric == metric):
+            label = str(comp.segment)
             if several:
-                label += f" · {labels.get(comp['treatment'], comp['treatment'])}"
+                label += f" · {labels.get(comp.treatment, comp.treatment)}"
             rows.append((label, comp))
         overall = None
         if not several:
-            for comp in summary.get("comparisons", []):
-                if comp.get("segment") is None and comp["metric"] == metric:
-                    overall = comp.get("delta") if is_number(comp.get("delta")) else None
+            for comp in summary.comparisons:
+                if comp.segment is None and comp.metric == metric:
+                    overall = comp.delta if is_number(comp.delta) else None
         label = metric_label(summary, metric)
         level = fmt_nominal_level(rows[0][1])
         name = f"segments-{slug(metric)}"
@@ -805,7 +810,7 @@ def segment_forest_charts(summary: dict[str, Any]) -> list[Chart]:
 
 
 def _draw_segment_forest(
-    rows: list[tuple[str, dict[str, Any]]], overall: float | None, label: str, level: str
+    rows: list[tuple[str, ComparisonSummary]], overall: float | None, label: str, level: str
 ) -> Figure:
     fig = _mpl().Figure(figsize=(WIDTH, _row_height(len(rows))))
     ax = fig.add_subplot()
@@ -826,8 +831,8 @@ def _draw_segment_forest(
 
 def bootstrap_chart(readout: Readout) -> Chart | None:
     """The bootstrap distribution of the primary metric's mean delta, per treatment."""
-    summary = readout.summary
-    primary = summary.get("primary_metric") or (summary.get("metrics") or [None])[0]
+    summary = readout_summary(readout)
+    primary = summary.primary_metric or (summary.metrics or [None])[0]
     draws = {
         t: np.asarray(d, float)
         for (m, t), d in readout.resampled_deltas.items()
@@ -839,9 +844,7 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
     order = [t for t in treatment_names(summary) if t in draws]
     order += [t for t in draws if t not in order]
     comps = {
-        c["treatment"]: c
-        for c in summary.get("comparisons", [])
-        if c.get("segment") is None and c["metric"] == primary
+        c.treatment: c for c in summary.comparisons if c.segment is None and c.metric == primary
     }
     label = metric_label(summary, primary)
 
@@ -854,16 +857,16 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
             values = draws[treatment]
             values = values[np.isfinite(values)]
             tops.append(_bar_histogram(ax, values, "resampled mean deltas"))
-            comp = comps.get(treatment, {})
-            interval = comp.get("bootstrap_ci")
+            comp = comps.get(treatment)
+            interval = comp.bootstrap_ci if comp is not None else None
             if interval and all(is_number(v) for v in interval):
                 for bound in interval:
                     ax.axvline(bound, color=BLUE, linestyle="--", linewidth=1.0)
                 ax.plot(
                     [], [], color=BLUE, linestyle="--", label=f"BCa {fmt_nominal_level(comp)} CI"
                 )
-            if is_number(comp.get("delta")):
-                ax.axvline(comp["delta"], color=BLACK, linewidth=1.2, label="observed delta")
+            if comp is not None and is_number(comp.delta):
+                ax.axvline(comp.delta, color=BLACK, linewidth=1.2, label="observed delta")
             ax.axvline(0.0, color=VERMILLION, linewidth=1.0, linestyle=":", label="no change")
             ax.set_xlabel(f"mean delta of {plain(label)} (treatment − control)")
             ax.set_ylabel("resamples")

@@ -11,7 +11,9 @@ from typing import Any
 
 from abrank.errors import ConfigError
 from abrank.metrics.names import parse_metric
+from abrank.readout.model import Correction, Summary
 from abrank.render.text import correction_name, metric_label
+from abrank.render.typed import as_summary
 
 # metric family -> what it measures, per query (``{k}``: "the top k" or "the ranking")
 METRIC_MEANINGS = {
@@ -48,10 +50,11 @@ CORRECTION_MEANINGS = {
 FAMILY_NAMES = {"primary": "metrics × treatments", "segments": "segment breakdowns"}
 
 
-def metric_entries(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def metric_entries(summary: Summary | dict[str, Any]) -> list[tuple[str, str]]:
     """(label, meaning) for each metric the summary compares, when its family is known."""
-    names = list(summary.get("metrics") or [])
-    names += [c["metric"] for c in summary.get("comparisons", []) if c["metric"] not in names]
+    summary = as_summary(summary)
+    names = list(summary.metrics or [])
+    names += [c.metric for c in summary.comparisons if c.metric not in names]
     entries = []
     for name in names:
         try:
@@ -65,26 +68,29 @@ def metric_entries(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return entries
 
 
-def _corrections(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def _corrections(summary: Summary) -> list[tuple[str, str]]:
     """(family, method) pairs of the corrections applied: from the summary's settings,
     else from the comparisons."""
-    setting = summary.get("correction")
-    if isinstance(setting, dict):
+    setting = summary.correction
+    if isinstance(setting, Correction):
+        pairs = [("primary", str(setting.primary)), ("segments", str(setting.segments))]
+    elif isinstance(setting, dict):
         pairs = [(str(k), str(v)) for k, v in setting.items()]
     elif setting:
         pairs = [("primary", str(setting))]
     else:
         methods = dict.fromkeys(
-            ("segments" if c.get("segment") is not None else "primary", str(c["correction"]))
-            for c in summary.get("comparisons", [])
-            if c.get("correction")
+            ("segments" if c.segment is not None else "primary", str(c.correction))
+            for c in summary.comparisons
+            if c.correction
         )
         pairs = list(methods)
     return [(family, method) for family, method in pairs if correction_name(method)]
 
 
-def legend_entries(summary: dict[str, Any], *, paired: bool) -> list[tuple[str, str]]:
+def legend_entries(summary: Summary | dict[str, Any], *, paired: bool) -> list[tuple[str, str]]:
     """The legend: the metrics, then the results table's terms, then the corrections."""
+    summary = as_summary(summary)
     entries = metric_entries(summary)
     entries.append(
         (

@@ -21,6 +21,7 @@ from typing import Any
 
 from abrank.errors import ConfigError
 from abrank.metrics.names import parse_metric
+from abrank.readout.model import ComparisonSummary, Summary
 from abrank.render.text import (
     VERDICT_TEXT,
     arm_label,
@@ -43,90 +44,102 @@ from abrank.render.text import (
     test_name,
     widened,
 )
+from abrank.render.typed import as_comparison, as_summary
 
 
-def interval_phrase(comp: dict[str, Any]) -> str:
+def interval_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     """``95% CI [+0.226, +0.266] / [+40.8%, +50.6%]``, the level widened and named when a
     correction applies (``98.8% CI (Holm) ...``), and a remark when the interval and the
     primary test still disagree, so that no line shows an interval against its verdict."""
+    comp = as_comparison(comp)
     label = f"{fmt_level(comp)} CI"
     if widened(comp):
-        label += f" ({correction_name(comp.get('correction'))})"
-    text = f"{label} {fmt_interval(comp.get('ci'))}"
-    if is_number(comp.get("relative_lift")):
+        label += f" ({correction_name(comp.correction)})"
+    text = f"{label} {fmt_interval(comp.ci)}"
+    if is_number(comp.relative_lift):
         text += f" / {fmt_relative_interval(comp)}"
-    if comp.get("ci_agrees") is False:
-        test = test_name(comp.get("primary_test", "t"))
+    if comp.ci_agrees is False:
+        test = test_name(comp.primary_test)
         text += f" (a bootstrap interval; the {test} test decides the verdict)"
     return text
 
 
-def p_phrase(comp: dict[str, Any]) -> str:
+def p_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     """``p < 0.001 (t, Holm)``: the adjusted p-value of the primary test, or the raw one."""
-    correction = correction_name(comp.get("correction"))
-    p = comp.get("p_adjusted") if correction else None
+    comp = as_comparison(comp)
+    correction = correction_name(comp.correction)
+    p = comp.p_adjusted if correction else None
     if p is None:
-        p, correction = comp.get("p_value"), None
+        p, correction = comp.p_value, None
     shown = fmt_p(p)
     shown = shown if shown.startswith("<") or shown == "n/a" else f"= {shown}"
-    tags = [test_name(comp.get("primary_test", "t"))] + ([correction] if correction else [])
+    tags = [test_name(comp.primary_test)] + ([correction] if correction else [])
     return f"p {shown} ({', '.join(tags)})"
 
 
-def n_phrase(comp: dict[str, Any]) -> str:
+def n_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     """``n = 1,880`` (paired) or ``n = 1,000 / 998`` (control / treatment, independent)."""
-    if comp.get("design") == "independent":
-        return f"n = {fmt_count(comp.get('n_control'))} / {fmt_count(comp.get('n_treatment'))}"
-    return f"n = {fmt_count(comp.get('n'))}"
+    comp = as_comparison(comp)
+    if comp.design == "independent":
+        return f"n = {fmt_count(comp.n_control)} / {fmt_count(comp.n_treatment)}"
+    return f"n = {fmt_count(comp.n)}"
 
 
-def no_query_changed(comp: dict[str, Any]) -> bool:
+def no_query_changed(comp: ComparisonSummary | dict[str, Any]) -> bool:
     """A paired comparison in which every query tied."""
-    paired = comp.get("design", "paired") == "paired"
-    n = comp.get("n")
-    return paired and is_number(n) and n > 0 and comp.get("ties") == n
+    comp = as_comparison(comp)
+    paired = comp.design == "paired"
+    n = comp.n
+    return paired and is_number(n) and n > 0 and comp.ties == n
 
 
-def verdict_phrase(comp: dict[str, Any], treatment_label: str) -> str:
+def verdict_phrase(comp: ComparisonSummary | dict[str, Any], treatment_label: str) -> str:
     """``Cross-encoder reranker wins`` / ``... loses`` / ``inconclusive (...MDE...)``."""
-    verdict = comp.get("verdict")
+    comp = as_comparison(comp)
+    verdict = comp.verdict
     if verdict in VERDICT_TEXT:
         return f"{treatment_label} {VERDICT_TEXT[verdict]}"
     if no_query_changed(comp):
         return "inconclusive (no query changed)"
-    if is_number(comp.get("mde")) and comp["mde"] > 0:
-        return f"inconclusive (this experiment could detect deltas ≥ {fmt_value(comp['mde'])})"
+    if is_number(comp.mde) and comp.mde > 0:
+        return f"inconclusive (this experiment could detect deltas ≥ {fmt_value(comp.mde)})"
     return "inconclusive"
 
 
-def wtl_phrase(comp: dict[str, Any]) -> str | None:
+def wtl_phrase(comp: ComparisonSummary | dict[str, Any]) -> str | None:
     """``W/T/L 1,103/582/195`` for a paired comparison with counts, else None."""
-    paired = comp.get("design", "paired") == "paired"
-    counts = [comp.get(k) for k in ("wins", "ties", "losses")]
+    comp = as_comparison(comp)
+    paired = comp.design == "paired"
+    counts = [comp.wins, comp.ties, comp.losses]
     if not paired or not all(is_number(v) for v in counts):
         return None
     return "W/T/L " + "/".join(fmt_count(v) for v in counts)
 
 
 def headline_line(
-    summary: dict[str, Any], comp: dict[str, Any], *, subject_width: int = 0, several: bool = False
+    summary: Summary | dict[str, Any],
+    comp: ComparisonSummary | dict[str, Any],
+    *,
+    subject_width: int = 0,
+    several: bool = False,
 ) -> str:
     """One comparison as one line of text, in the grammar of the module docstring."""
+    summary, comp = as_summary(summary), as_comparison(comp)
     parts = [
         oneline(comparison_subject(summary, comp, several)).ljust(subject_width),
-        f"{fmt_value(comp.get('control_mean'))} → {fmt_value(comp.get('treatment_mean'))}",
-        f"{fmt_signed(comp.get('delta'))} ({fmt_percent(comp.get('relative_lift'))})",
+        f"{fmt_value(comp.control_mean)} → {fmt_value(comp.treatment_mean)}",
+        f"{fmt_signed(comp.delta)} ({fmt_percent(comp.relative_lift)})",
     ]
     parts += [interval_phrase(comp), p_phrase(comp), n_phrase(comp)]
     wtl = wtl_phrase(comp)
     if wtl:
         parts.append(wtl)
-    treatment = oneline(arm_label(summary, comp["treatment"]))
+    treatment = oneline(arm_label(summary, comp.treatment))
     parts.append(f"→ {verdict_phrase(comp, treatment)}")
     return "  ".join(parts)
 
 
-def headline_lines(summary: dict) -> list[str]:
+def headline_lines(summary: Summary | dict[str, Any]) -> list[str]:
     """One line per metric x treatment (overall, not per segment), for terminals and reports.
 
     Every line follows one grammar so a reader scans them like a table: metric (and the
@@ -134,6 +147,7 @@ def headline_lines(summary: dict) -> list[str]:
     the CI of both, the primary test's adjusted p-value, n, wins/ties/losses and the
     verdict. The metric column is padded to a common width.
     """
+    summary = as_summary(summary)
     comps = overall_comparisons(summary)
     several = several_treatments(comps)
     subjects = [oneline(comparison_subject(summary, c, several)) for c in comps]
@@ -144,51 +158,54 @@ def headline_lines(summary: dict) -> list[str]:
 # --------------------------------------------------------------------------- plain words
 
 
-def primary_comparisons(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def primary_comparisons(summary: Summary | dict[str, Any]) -> list[ComparisonSummary]:
     """The overall comparisons of the primary metric, one per treatment (the first metric's
     when the summary names no primary metric)."""
+    summary = as_summary(summary)
     comps = overall_comparisons(summary)
     if not comps:
         return []
-    primary = summary.get("primary_metric")
-    if primary not in {c["metric"] for c in comps}:
-        primary = comps[0]["metric"]
-    return [c for c in comps if c["metric"] == primary]
+    primary = summary.primary_metric
+    if primary not in {c.metric for c in comps}:
+        primary = comps[0].metric
+    return [c for c in comps if c.metric == primary]
 
 
-def _verdict_words(comp: dict[str, Any]) -> str:
-    verdict = comp.get("verdict")
+def _verdict_words(comp: ComparisonSummary) -> str:
+    verdict = comp.verdict
     if verdict == "win":
         return "a win"
     if verdict == "loss":
         return "a loss"
     if no_query_changed(comp):
         return "inconclusive, since no query changed"
-    if is_number(comp.get("mde")) and comp["mde"] > 0:
+    if is_number(comp.mde) and comp.mde > 0:
         return (
-            f"inconclusive (this experiment could detect deltas of {fmt_value(comp['mde'])} "
-            "or more)"
+            f"inconclusive (this experiment could detect deltas of {fmt_value(comp.mde)} or more)"
         )
     return "inconclusive"
 
 
-def opening_parts(summary: dict[str, Any], comp: dict[str, Any]) -> list[tuple[str, bool]]:
+def opening_parts(
+    summary: Summary | dict[str, Any], comp: ComparisonSummary | dict[str, Any]
+) -> list[tuple[str, bool]]:
     """The opening sentence of one comparison as (text, is user text) parts: who moved the
     metric, from what to what, by how much with which interval, and the verdict."""
-    treatment = arm_label(summary, comp["treatment"])
+    summary, comp = as_summary(summary), as_comparison(comp)
+    treatment = arm_label(summary, comp.treatment)
     metric = comparison_subject(summary, comp, several=False)
-    control, new = fmt_value(comp.get("control_mean")), fmt_value(comp.get("treatment_mean"))
-    delta = comp.get("delta")
+    control, new = fmt_value(comp.control_mean), fmt_value(comp.treatment_mean)
+    delta = comp.delta
     if is_number(delta) and delta > 0:
         verb, figures = "raises", f" from {control} to {new}"
     elif is_number(delta) and delta < 0:
         verb, figures = "lowers", f" from {control} to {new}"
     else:
         verb, figures = "leaves", f" at {new} (control {control})"
-    size = fmt_percent(comp.get("relative_lift"))
+    size = fmt_percent(comp.relative_lift)
     if size == "n/a":
         size = f"Δ {fmt_signed(delta)}"
-    interval = f"{fmt_level(comp)} CI {fmt_interval(comp.get('ci'))}"
+    interval = f"{fmt_level(comp)} CI {fmt_interval(comp.ci)}"
     return [
         (treatment, True),
         (f" {verb} ", False),
@@ -197,7 +214,9 @@ def opening_parts(summary: dict[str, Any], comp: dict[str, Any]) -> list[tuple[s
     ]
 
 
-def opening_sentence(summary: dict[str, Any], comp: dict[str, Any]) -> str:
+def opening_sentence(
+    summary: Summary | dict[str, Any], comp: ComparisonSummary | dict[str, Any]
+) -> str:
     """The opening sentence of one comparison, as one line of text."""
     return "".join(text for text, _ in opening_parts(summary, comp))
 
@@ -218,21 +237,24 @@ def _listing(values: list[tuple[str, str]]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def gloss(summary: dict[str, Any], comps: Sequence[dict[str, Any]]) -> str | None:
+def gloss(
+    summary: Summary | dict[str, Any], comps: Sequence[ComparisonSummary | dict[str, Any]]
+) -> str | None:
     """The means of the primary metric read in the metric's own terms (one sentence over
     the control and every treatment), or None when the metric has no simpler reading
     (MAP, DCG, judged@k, click metrics) or a mean is missing."""
     if not comps:
         return None
-    means = [comps[0].get("control_mean"), *(c.get("treatment_mean") for c in comps)]
+    summary, comps = as_summary(summary), [as_comparison(c) for c in comps]
+    means = [comps[0].control_mean, *(c.treatment_mean for c in comps)]
     if not all(is_number(m) for m in means):
         return None
     try:
-        metric = parse_metric(comps[0]["metric"])
+        metric = parse_metric(comps[0].metric)
     except ConfigError:
         return None
     labels = [arm_label(summary, control_name(summary) or "control")]
-    labels += [arm_label(summary, c["treatment"]) for c in comps]
+    labels += [arm_label(summary, c.treatment) for c in comps]
     top = f"the top {metric.k}" if metric.k else "the ranking"
     family = metric.family
     if family == "mrr":
@@ -263,39 +285,42 @@ def gloss(summary: dict[str, Any], comps: Sequence[dict[str, Any]]) -> str | Non
     return f"{leads[family]}: {_listing(shares)}."
 
 
-def stamp(summary: dict[str, Any]) -> list[str]:
+def stamp(summary: Summary | dict[str, Any]) -> list[str]:
     """When and with what the readout was made, as far as the summary tells: the run date,
     the data window (or "offline replay" for a replayed paired experiment), the abrank
-    version and the seed."""
+    version and the seed (``run_date``, ``date`` and ``window`` are optional keys, kept in
+    the summary's ``extra``)."""
+    summary = as_summary(summary)
+    extra = summary.extra or {}
     parts = []
     for key, name in (("run_date", "run"), ("date", "data of")):
-        if summary.get(key):
-            parts.append(f"{name} {summary[key]}")
-    window = summary.get("window")
+        if extra.get(key):
+            parts.append(f"{name} {extra[key]}")
+    window = extra.get("window")
     if isinstance(window, dict):
         window = ", ".join(f"{k} {v}" for k, v in window.items())
     if window:
         parts.append(f"window {window}")
-    elif not summary.get("date") and summary.get("design", "paired") == "paired":
+    elif not extra.get("date") and summary.design == "paired":
         parts.append("offline replay")
-    if summary.get("abrank_version"):
-        parts.append(f"abrank {summary['abrank_version']}")
-    if summary.get("seed") is not None:
-        parts.append(f"seed {summary['seed']}")
+    if summary.abrank_version:
+        parts.append(f"abrank {summary.abrank_version}")
+    if summary.seed is not None:
+        parts.append(f"seed {summary.seed}")
     return parts
 
 
-def key_figures(summary: dict[str, Any]) -> list[dict[str, str]]:
+def key_figures(summary: Summary | dict[str, Any]) -> list[dict[str, str]]:
     """The big numbers of the primary metric per treatment: what the page shows first."""
+    summary = as_summary(summary)
     comps = primary_comparisons(summary)
     several = several_treatments(comps)
     return [
         {
             "subject": comparison_subject(summary, comp, several),
-            "means": f"{fmt_value(comp.get('control_mean'))} → "
-            f"{fmt_value(comp.get('treatment_mean'))}",
-            "delta": f"{fmt_signed(comp.get('delta'))} ({fmt_percent(comp.get('relative_lift'))})",
-            "verdict": str(comp.get("verdict") or "inconclusive"),
+            "means": f"{fmt_value(comp.control_mean)} → {fmt_value(comp.treatment_mean)}",
+            "delta": f"{fmt_signed(comp.delta)} ({fmt_percent(comp.relative_lift)})",
+            "verdict": str(comp.verdict or "inconclusive"),
         }
         for comp in comps
     ]

@@ -13,6 +13,7 @@ import pandas as pd
 
 from abrank.readout import Readout
 from abrank.render.text import control_name, overall_comparisons
+from abrank.render.typed import readout_summary
 
 TOP_QUERIES = 10  # queries listed in "largest losses" / "largest wins"
 
@@ -46,12 +47,12 @@ def largest_moves(readout: Readout, top: int = TOP_QUERIES) -> list[Moves]:
     Only the candidates at or beyond the k-th largest move are sorted, so a million
     queries cost one merge.
     """
-    summary = readout.summary
+    summary = readout_summary(readout)
     frame = readout.per_query
-    metric = summary.get("primary_metric")
+    metric = summary.primary_metric
     control = control_name(summary)
     if (
-        summary.get("design", "paired") != "paired"
+        summary.design != "paired"
         or frame is None
         or frame.empty
         or metric not in frame.columns
@@ -60,7 +61,7 @@ def largest_moves(readout: Readout, top: int = TOP_QUERIES) -> list[Moves]:
         return []
     base = frame.loc[frame["arm"] == control, ["query_id", metric]]
     result = []
-    for treatment in dict.fromkeys(c["treatment"] for c in overall_comparisons(summary)):
+    for treatment in dict.fromkeys(c.treatment for c in overall_comparisons(summary)):
         other = frame.loc[frame["arm"] == treatment, ["query_id", metric]]
         joined = base.merge(other, on="query_id", suffixes=("_c", "_t"))
         c = joined[f"{metric}_c"].to_numpy(float)

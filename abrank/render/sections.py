@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from abrank.readout import Readout
+from abrank.readout.model import ComparisonSummary, Correction, SegmentsSummary, Summary
 from abrank.render.blocks import (
     Alert,
     Block,
@@ -71,11 +72,12 @@ from abrank.render.text import (
     test_name,
     widened,
 )
+from abrank.render.typed import as_summary, readout_summary
 
 
 def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
     """The readout as a :class:`Document`; ``charts`` are placed in their sections."""
-    summary = readout.summary
+    summary = readout_summary(readout)
     sections = [
         _headline_section(summary),
         _results_section(summary, charts),
@@ -85,19 +87,24 @@ def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
         _diagnostics_section(summary),
         _reproducibility_section(readout),
     ]
-    experiment = summary.get("experiment") or {}
+    experiment = summary.experiment
     footer = (
-        f"abrank {summary.get('abrank_version', '')}",
-        f"seed {summary.get('seed', '')}",
-        str(experiment.get("name", "")),
+        f"abrank {_or_blank(summary.abrank_version)}",
+        f"seed {_or_blank(summary.seed)}",
+        str(_or_blank(experiment.name if experiment is not None else None)),
     )
     return Document(_title_block(summary), tuple(s for s in sections if s is not None), footer)
+
+
+def _or_blank(value: Any) -> Any:
+    """``value``, or an empty text when the summary does not have it."""
+    return "" if value is None else value
 
 
 # --------------------------------------------------------------------------- title
 
 
-def _title_block(summary: dict[str, Any]) -> TitleBlock:
+def _title_block(summary: Summary) -> TitleBlock:
     comps = primary_comparisons(summary)
     opening: list[Block] = []
     for comp in comps:
@@ -114,18 +121,19 @@ def _title_block(summary: dict[str, Any]) -> TitleBlock:
     when = stamp(summary)
     if when:
         opening.append(Paragraph(spans(" · ".join(when)), role="stamp"))
-    experiment = summary.get("experiment") or {}
-    meta = [f"experiment {experiment.get('name', '')}"]
-    if experiment.get("owner"):
-        meta.append(f"owner {experiment['owner']}")
-    meta.append(f"{summary.get('design', 'paired')} design")
+    experiment = summary.experiment
+    name = experiment.name if experiment is not None else None
+    meta = [f"experiment {_or_blank(name)}"]
+    if experiment is not None and experiment.owner:
+        meta.append(f"owner {experiment.owner}")
+    meta.append(f"{summary.design} design")
     control = control_name(summary)
     if control:
         meta.append(f"control {arm_label(summary, control)}")
     return TitleBlock(
         experiment_title(summary),
         tuple(opening),
-        str(experiment.get("description") or ""),
+        str((experiment.description if experiment is not None else None) or ""),
         tuple(meta),
     )
 
@@ -133,11 +141,12 @@ def _title_block(summary: dict[str, Any]) -> TitleBlock:
 # --------------------------------------------------------------------------- headline
 
 
-def _warnings(summary: dict[str, Any]) -> list[Alert]:
-    return [Alert(str(w)) for w in (summary.get("diagnostics") or {}).get("warnings", [])]
+def _warnings(summary: Summary) -> list[Alert]:
+    diagnostics = summary.diagnostics
+    return [Alert(str(w)) for w in (diagnostics.warnings if diagnostics is not None else ())]
 
 
-def _headline_section(summary: dict[str, Any]) -> Section:
+def _headline_section(summary: Summary) -> Section:
     comps = overall_comparisons(summary)
     lines = headline_lines(summary)
     blocks: list[Block] = []
@@ -145,7 +154,7 @@ def _headline_section(summary: dict[str, Any]) -> Section:
         blocks.append(
             Headline(
                 tuple(
-                    HeadlineLine(line, str(c.get("verdict") or "inconclusive"))
+                    HeadlineLine(line, str(c.verdict or "inconclusive"))
                     for c, line in zip(comps, lines, strict=True)
                 )
             )
@@ -159,15 +168,15 @@ def _headline_section(summary: dict[str, Any]) -> Section:
 # --------------------------------------------------------------------------- results
 
 
-def _p_columns(comps: Sequence[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(k for c in comps for k in (c.get("p_values") or {})))
+def _p_columns(comps: Sequence[ComparisonSummary]) -> list[str]:
+    return list(dict.fromkeys(k for c in comps for k in (c.p_values or {})))
 
 
-def _number_columns(comps: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+def _number_columns(comps: Sequence[ComparisonSummary]) -> list[tuple[str, str]]:
     """The results table's number columns: (key of the data cell, header)."""
     levels = {fmt_level(c) for c in comps}
     level = levels.pop() if len(levels) == 1 else None
-    corrections = {correction_name(c.get("correction")) for c in comps} - {None}
+    corrections = {correction_name(c.correction) for c in comps} - {None}
     adjusted = f"p adj. ({', '.join(sorted(corrections))})" if corrections else "p adj."
     columns = [
         ("control_mean", "control mean"),
@@ -185,7 +194,7 @@ def _number_columns(comps: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
         ("mde", "MDE"),
         ("n", "n"),
     ]
-    if any(c.get("design", "paired") == "paired" for c in comps):
+    if any(c.design == "paired" for c in comps):
         columns.append(("wtl", "W / T / L"))
     return columns
 
@@ -202,38 +211,39 @@ _FORMATTERS = {
 }
 
 
-def _value_cell(comp: dict[str, Any], key: str, css: str = "") -> Cell:
+def _value_cell(comp: ComparisonSummary, key: str, css: str = "") -> Cell:
     """One number cell of the results table: the text shown and the JSON value behind it."""
     if key.startswith("p_values."):
-        value = (comp.get("p_values") or {}).get(key.split(".", 1)[1])
+        value = (comp.p_values or {}).get(key.split(".", 1)[1])
         text = fmt_p(value)
     elif key == "relative_ci":
-        value, text = comp.get("relative_ci"), fmt_relative_interval(comp)
+        value, text = comp.relative_ci, fmt_relative_interval(comp)
     elif key == "wtl":
-        value = [comp.get(k) for k in ("wins", "ties", "losses")]
+        value = [comp.wins, comp.ties, comp.losses]
         known = all(is_number(v) for v in value)
         text = " / ".join(fmt_count(v) for v in value) if known else "n/a"
     elif key == "ci":
-        value, text = comp.get("ci"), fmt_interval(comp.get("ci"))
+        value, text = comp.ci, fmt_interval(comp.ci)
         if widened(comp):
             text += f" ({fmt_level(comp)})"
-    elif key == "n" and comp.get("design") == "independent":
-        value = [comp.get("n_control"), comp.get("n_treatment")]
+    elif key == "n" and comp.design == "independent":
+        value = [comp.n_control, comp.n_treatment]
         text = " / ".join(fmt_count(v) for v in value)
     else:
-        value = comp.get(key)
+        value = getattr(comp, key)
         text = _FORMATTERS[key](value)
     return Cell(text, key=key, value=value, has_value=True, css=css, own=True)
 
 
 def results_table(
-    summary: dict[str, Any], comps: Sequence[dict[str, Any]], *, segments: bool
+    summary: Summary | dict[str, Any], comps: Sequence[ComparisonSummary], *, segments: bool
 ) -> Table:
     """The results table of these comparisons: one row each, every number of the summary
     behind its cell. Several treatments add a treatment column; the verdict comes last."""
-    several = several_treatments(summary.get("comparisons", []))
+    summary = as_summary(summary)
+    several = several_treatments(summary.comparisons)
     numbers = _number_columns(comps)
-    primary = f"p_values.{comps[0].get('primary_test', 't')}" if comps else ""
+    primary = f"p_values.{comps[0].primary_test}" if comps else ""
     secondary = {key for key, _ in numbers if key.startswith("p_values.") and key != primary}
     columns = [Column("segment", "left", "text")] if segments else []
     columns.append(Column("metric", "left", "text"))
@@ -245,13 +255,11 @@ def results_table(
     for comp in comps:
         row = []
         if segments:
-            row.append(Cell(str(comp["segment"]), "segment", comp["segment"], True, "text"))
-        row.append(
-            Cell(metric_label(summary, comp["metric"]), "metric", comp["metric"], True, "text")
-        )
+            row.append(Cell(str(comp.segment), "segment", comp.segment, True, "text"))
+        row.append(Cell(metric_label(summary, comp.metric), "metric", comp.metric, True, "text"))
         if several:
-            label = arm_label(summary, comp["treatment"])
-            row.append(Cell(label, "treatment", comp["treatment"], True, "text"))
+            label = arm_label(summary, comp.treatment)
+            row.append(Cell(label, "treatment", comp.treatment, True, "text"))
         for key, _ in numbers:
             css = (
                 "wrap"
@@ -261,7 +269,7 @@ def results_table(
                 else ""
             )
             row.append(_value_cell(comp, key, css))
-        verdict = comp.get("verdict")
+        verdict = comp.verdict
         row.append(
             Cell(
                 str(verdict or "inconclusive"), "verdict", verdict, True, f"verdict {verdict}", True
@@ -275,18 +283,18 @@ def _charts_of(charts: Sequence[Chart], section: str) -> list[ChartRef]:
     return [ChartRef(c.name, c.title, c.caption) for c in charts if c.section == section]
 
 
-def _results_section(summary: dict[str, Any], charts: Sequence[Chart]) -> Section:
+def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
     comps = overall_comparisons(summary)
     blocks: list[Block] = []
     if comps:
-        paired = any(c.get("design", "paired") == "paired" for c in comps)
+        paired = any(c.design == "paired" for c in comps)
         blocks += [
             results_table(summary, comps, segments=False),
             Paragraph(
                 (
                     own(
                         "p-values are two-sided; the adjusted p-value decides the verdict "
-                        f"(alpha = {summary.get('alpha', 0.05)}). Δ is treatment − control; "
+                        f"(alpha = {0.05 if summary.alpha is None else summary.alpha}). Δ is treatment − control; "
                         "the relative CI is a bootstrap interval of the ratio."
                     ),
                 ),
@@ -317,14 +325,14 @@ def _positions_section(charts: Sequence[Chart]) -> Section:
 # --------------------------------------------------------------------------- segments
 
 
-def _too_small(segments: dict[str, Any]) -> list[tuple[str, str]]:
+def _too_small(segments: SegmentsSummary) -> list[tuple[str, str]]:
     """The segments skipped for size, each once, as (segment, n text): the pipeline lists
     one per treatment and metric, since a metric's undefined values can make one metric's
     segment smaller."""
     sizes: dict[str, list[int]] = {}
-    for entry in segments.get("too_small") or []:
-        if is_number(entry.get("n")):
-            sizes.setdefault(str(entry.get("segment")), []).append(int(entry["n"]))
+    for entry in segments.too_small or ():
+        if is_number(entry.n):
+            sizes.setdefault(str(entry.segment), []).append(int(entry.n))
     out = []
     for segment, ns in sizes.items():
         low, high = min(ns), max(ns)
@@ -333,20 +341,20 @@ def _too_small(segments: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _segments_section(summary: dict[str, Any], charts: Sequence[Chart]) -> Section | None:
-    segments = summary.get("segments") or {}
+def _segments_section(summary: Summary, charts: Sequence[Chart]) -> Section | None:
+    segments = summary.segments if summary.segments is not None else SegmentsSummary()
     segmented = segment_comparisons(summary)
-    if not segmented and not segments.get("too_small"):
+    if not segmented and not segments.too_small:
         return None
     blocks: list[Block] = []
-    if segments.get("columns"):
+    if segments.columns:
         blocks.append(
             Paragraph(
                 (
                     own("Segment columns: "),
-                    *spans(", ".join(map(str, segments["columns"]))),
+                    *spans(", ".join(map(str, segments.columns))),
                     own(
-                        f"; segments with fewer than {fmt_count(segments.get('min_queries'))} "
+                        f"; segments with fewer than {fmt_count(segments.min_queries)} "
                         "queries are not compared."
                     ),
                 )
@@ -373,7 +381,7 @@ def _moves_section(readout: Readout) -> Section | None:
     moves = largest_moves(readout)
     if not moves:
         return None
-    summary = readout.summary
+    summary = readout_summary(readout)
     columns = (
         Column("query", "left", "text"),
         Column("control"),
@@ -410,59 +418,64 @@ def _moves_section(readout: Readout) -> Section | None:
 # --------------------------------------------------------------------------- diagnostics
 
 
-def _diagnostics_table(summary: dict[str, Any]) -> Table:
+def _diagnostics_table(summary: Summary) -> Table:
     """The per-arm diagnostics: queries, missing, without judgments, judged@k."""
-    diagnostics = summary.get("diagnostics") or {}
-    judged = diagnostics.get("judged_at_k") or {}
-    unjudged = diagnostics.get("unjudged_queries")
+    diagnostics = summary.diagnostics
+    judged = diagnostics.judged_at_k if diagnostics is not None else None
+    judged_arms = judged.arms if judged is not None else None
+    unjudged = diagnostics.unjudged_queries if diagnostics is not None else None
+    queries_of = (diagnostics.queries if diagnostics is not None else None) or {}
+    missing_of = (diagnostics.missing if diagnostics is not None else None) or {}
     columns = [Column(h, "left", "text") for h in ("arm", "label", "role")]
     columns += [Column("queries"), Column("missing")]
     if isinstance(unjudged, dict):
         columns.append(Column("without judgments"))
-    if judged.get("arms"):
-        columns.append(Column(f"judged@{judged.get('k')}"))
+    if judged_arms:
+        columns.append(Column(f"judged@{judged.k}"))
     rows = []
-    for arm in summary.get("arms", []):
-        name = arm["name"]
-        queries = (diagnostics.get("queries") or {}).get(name, arm.get("queries"))
+    for arm in summary.arms or ():
+        name = arm.name
+        queries = queries_of.get(name, arm.queries)
         row = [
             Cell(str(name), css="text"),
-            Cell(str(arm.get("label") or name), css="text"),
-            Cell(str(arm.get("role", "")), css="text"),
+            Cell(str(arm.label or name), css="text"),
+            Cell(str(_or_blank(arm.role)), css="text"),
             Cell(fmt_count(queries)),
-            Cell(fmt_count((diagnostics.get("missing") or {}).get(name))),
+            Cell(fmt_count(missing_of.get(name))),
         ]
         if isinstance(unjudged, dict):
             row.append(Cell(fmt_count(unjudged.get(name))))
-        if judged.get("arms"):
-            row.append(Cell(fmt_value(judged["arms"].get(name))))
+        if judged_arms:
+            row.append(Cell(fmt_value(judged_arms.get(name))))
         rows.append(tuple(row))
     return Table(tuple(columns), tuple(rows), "diagnostics")
 
 
-def _diagnostic_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    diagnostics = summary.get("diagnostics") or {}
+def _diagnostic_facts(summary: Summary) -> list[tuple[str, str]]:
+    diagnostics = summary.diagnostics
+    if diagnostics is None:
+        return []
     facts = [
-        ("queries analysed", diagnostics.get("analysed_queries")),
-        ("judged queries", diagnostics.get("judged_queries")),
-        ("queries in both arms (matched)", diagnostics.get("matched")),
-        ("queries without a relevant judgment", diagnostics.get("without_relevant")),
+        ("queries analysed", diagnostics.analysed_queries),
+        ("judged queries", diagnostics.judged_queries),
+        ("queries in both arms (matched)", diagnostics.matched),
+        ("queries without a relevant judgment", diagnostics.without_relevant),
     ]
     shown = [(name, fmt_count(value)) for name, value in facts if value is not None]
-    undefined = diagnostics.get("undefined") or {}
-    counts = undefined.get("metrics") or {}
+    undefined = diagnostics.undefined
+    counts = (undefined.metrics if undefined is not None else None) or {}
     if counts:
-        effect = "scored 0" if undefined.get("policy") == "zero" else "left out"
+        effect = "scored 0" if undefined.policy == "zero" else "left out"
         text = ", ".join(
             f"{metric_label(summary, name)} {fmt_count(count)}" for name, count in counts.items()
         )
         shown.append((f"undefined values per metric ({effect})", text))
-    if diagnostics.get("missing_policy"):
-        shown.append(("missing-query policy", str(diagnostics["missing_policy"])))
+    if diagnostics.missing_policy:
+        shown.append(("missing-query policy", str(diagnostics.missing_policy)))
     return shown
 
 
-def _diagnostics_section(summary: dict[str, Any]) -> Section:
+def _diagnostics_section(summary: Summary) -> Section:
     blocks: list[Block] = [
         _diagnostics_table(summary),
         Facts(tuple(_diagnostic_facts(summary))),
@@ -474,36 +487,39 @@ def _diagnostics_section(summary: dict[str, Any]) -> Section:
 # --------------------------------------------------------------------------- reproducibility
 
 
-def _settings(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def _settings(summary: Summary) -> list[tuple[str, str]]:
     """The analysis settings shown for reproducibility, as (name, text) pairs."""
-    correction = summary.get("correction")
+    correction: Any = summary.correction
+    if isinstance(correction, Correction):
+        correction = correction.to_dict()
     if isinstance(correction, dict):
         correction = ", ".join(f"{k}: {v}" for k, v in correction.items())
+    diagnostics = summary.diagnostics
     pairs = [
-        ("abrank version", summary.get("abrank_version")),
-        ("seed", summary.get("seed")),
-        ("config", summary.get("config_path")),
-        ("design", summary.get("design")),
-        ("primary metric", summary.get("primary_metric")),
-        ("metrics", ", ".join(map(str, summary.get("metrics") or [])) or None),
-        ("primary test", summary.get("primary_test")),
-        ("tests", ", ".join(map(str, summary["tests"])) if summary.get("tests") else None),
-        ("alpha", summary.get("alpha")),
-        ("confidence level", summary.get("confidence_level")),
-        ("resamples", fmt_count(summary["n_resamples"]) if "n_resamples" in summary else None),
+        ("abrank version", summary.abrank_version),
+        ("seed", summary.seed),
+        ("config", summary.config_path),
+        ("design", summary.design),
+        ("primary metric", summary.primary_metric),
+        ("metrics", ", ".join(map(str, summary.metrics or ())) or None),
+        ("primary test", summary.primary_test),
+        ("tests", ", ".join(map(str, summary.tests)) if summary.tests else None),
+        ("alpha", summary.alpha),
+        ("confidence level", summary.confidence_level),
+        ("resamples", fmt_count(summary.n_resamples) if summary.n_resamples is not None else None),
         ("multiple-testing correction", correction),
-        ("relevance threshold", summary.get("relevance_threshold")),
-        ("gain", summary.get("gain")),
-        ("depth", summary.get("depth")),
-        ("missing queries", (summary.get("diagnostics") or {}).get("missing_policy")),
+        ("relevance threshold", summary.relevance_threshold),
+        ("gain", summary.gain),
+        ("depth", summary.depth),
+        ("missing queries", diagnostics.missing_policy if diagnostics is not None else None),
     ]
     return [(name, str(value)) for name, value in pairs if value is not None]
 
 
 def _reproducibility_section(readout: Readout) -> Section:
-    summary = readout.summary
+    summary = readout_summary(readout)
     blocks: list[Block] = [Facts(tuple(_settings(summary)))]
-    inputs = summary.get("inputs") or []
+    inputs = summary.inputs or ()
     if inputs:
         columns = (
             Column("role", "left", "text"),
@@ -514,11 +530,11 @@ def _reproducibility_section(readout: Readout) -> Section:
         )
         rows = tuple(
             (
-                Cell(str(i.get("role", "")), css="text"),
-                Cell(str(i.get("arm") or ""), css="text"),
-                Cell(str(i.get("path", "")), css="text code"),
-                Cell(fmt_count(i.get("rows"))),
-                Cell(str(i.get("sha256", "")), css="hash", code=True),
+                Cell(str(_or_blank(i.role)), css="text"),
+                Cell(str(i.arm or ""), css="text"),
+                Cell(str(_or_blank(i.path)), css="text code"),
+                Cell(fmt_count(i.rows)),
+                Cell(str(_or_blank(i.sha256)), css="hash", code=True),
             )
             for i in inputs
         )

@@ -10,8 +10,9 @@ same rules, so one value reads the same wherever it is shown:
 - counts: thousands separated by commas;
 - confidence levels: "95%", or "98.8%" once a correction widened them.
 
-The helpers read the summary dict (summary.json) defensively: a readout built by hand in
-a notebook may leave fields out or hold NumPy scalars, NaN and None.
+The helpers read the typed summary (:class:`abrank.readout.model.Summary` and its
+records) and accept a summary dict too, converted by :mod:`abrank.render.typed`: a readout
+built by hand in a notebook may leave fields out or hold NumPy scalars, NaN and None.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from abrank.readout.model import ComparisonSummary, Summary
+from abrank.render.typed import as_comparison, as_summary
 from abrank.stats import registry as stats_registry
 
 TEST_NAMES = stats_registry.test_display_names()
@@ -100,13 +103,14 @@ def finite_interval(bounds: Any) -> tuple[float, float] | None:
     return float(bounds[0]), float(bounds[1])
 
 
-def fmt_relative_interval(comp: dict[str, Any]) -> str:
+def fmt_relative_interval(comp: ComparisonSummary | dict[str, Any]) -> str:
     """The relative lift's CI in percent, ``unbounded`` when it has no finite bounds."""
-    if not is_number(comp.get("relative_lift")):
+    comp = as_comparison(comp)
+    if not is_number(comp.relative_lift):
         return "n/a"
-    if finite_interval(comp.get("relative_ci")) is None:
+    if finite_interval(comp.relative_ci) is None:
         return "unbounded"
-    return fmt_interval(comp.get("relative_ci"), fmt_percent)
+    return fmt_interval(comp.relative_ci, fmt_percent)
 
 
 def fmt_percent_level(level: Any) -> str:
@@ -123,20 +127,23 @@ def fmt_percent_level(level: Any) -> str:
     return f"{percent:.{digits}f}%"
 
 
-def fmt_level(comp: dict[str, Any]) -> str:
+def fmt_level(comp: ComparisonSummary | dict[str, Any]) -> str:
     """The level of the interval shown (``ci_level``, widened by a correction, else the
     nominal ``confidence_level``) as a percent label."""
-    return fmt_percent_level(comp.get("ci_level", comp.get("confidence_level")))
+    comp = as_comparison(comp)
+    level = comp.ci_level if comp.ci_level is not None else comp.confidence_level
+    return fmt_percent_level(level)
 
 
-def fmt_nominal_level(comp: dict[str, Any]) -> str:
+def fmt_nominal_level(comp: ComparisonSummary | dict[str, Any]) -> str:
     """The nominal confidence level of a comparison (before any correction): ``95%``."""
-    return fmt_percent_level(comp.get("confidence_level"))
+    return fmt_percent_level(as_comparison(comp).confidence_level)
 
 
-def widened(comp: dict[str, Any]) -> bool:
+def widened(comp: ComparisonSummary | dict[str, Any]) -> bool:
     """Whether a correction widened the interval beyond the nominal confidence level."""
-    level, nominal = comp.get("ci_level"), comp.get("confidence_level")
+    comp = as_comparison(comp)
+    level, nominal = comp.ci_level, comp.confidence_level
     return is_number(level) and is_number(nominal) and abs(level - nominal) > 1e-12
 
 
@@ -173,63 +180,68 @@ def slug(text: str) -> str:
 # --------------------------------------------------------------------------- the summary
 
 
-def experiment_title(summary: dict[str, Any]) -> str:
+def experiment_title(summary: Summary | dict[str, Any]) -> str:
     """The readout's title: the experiment's title, else its name."""
-    experiment = summary.get("experiment") or {}
-    return str(experiment.get("title") or experiment.get("name") or "abrank readout")
+    experiment = as_summary(summary).experiment
+    if experiment is None:
+        return "abrank readout"
+    return str(experiment.title or experiment.name or "abrank readout")
 
 
-def metric_label(summary: dict[str, Any], metric: str) -> str:
+def metric_label(summary: Summary | dict[str, Any], metric: str) -> str:
     """The display label of a metric (``mrr@10`` -> ``MRR@10``), else its name."""
-    return str((summary.get("metric_labels") or {}).get(metric, metric))
+    return str((as_summary(summary).metric_labels or {}).get(metric, metric))
 
 
-def arm_labels(summary: dict[str, Any]) -> dict[str, str]:
+def arm_labels(summary: Summary | dict[str, Any]) -> dict[str, str]:
     """Arm name -> display label, in the summary's arm order."""
-    return {str(a["name"]): str(a.get("label") or a["name"]) for a in summary.get("arms", [])}
+    return {str(a.name): str(a.label or a.name) for a in as_summary(summary).arms or ()}
 
 
-def arm_label(summary: dict[str, Any], arm: str) -> str:
+def arm_label(summary: Summary | dict[str, Any], arm: str) -> str:
     """The display label of one arm, else its name."""
     return arm_labels(summary).get(arm, arm)
 
 
-def control_name(summary: dict[str, Any]) -> str | None:
+def control_name(summary: Summary | dict[str, Any]) -> str | None:
     """The name of the control arm, or None when the summary has none."""
-    for arm in summary.get("arms", []):
-        if arm.get("role") == "control":
-            return str(arm["name"])
+    for arm in as_summary(summary).arms or ():
+        if arm.role == "control":
+            return str(arm.name)
     return None
 
 
-def treatment_names(summary: dict[str, Any]) -> list[str]:
+def treatment_names(summary: Summary | dict[str, Any]) -> list[str]:
     """Treatment arm names in the summary's order."""
-    names = [str(a["name"]) for a in summary.get("arms", []) if a.get("role") == "treatment"]
+    summary = as_summary(summary)
+    names = [str(a.name) for a in summary.arms or () if a.role == "treatment"]
     if not names:  # fall back on the comparisons' order
-        for comp in summary.get("comparisons", []):
-            if comp["treatment"] not in names:
-                names.append(comp["treatment"])
+        for comp in summary.comparisons:
+            if comp.treatment not in names:
+                names.append(comp.treatment)
     return names
 
 
-def overall_comparisons(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def overall_comparisons(summary: Summary | dict[str, Any]) -> list[ComparisonSummary]:
     """The comparisons over all queries (not per segment), in the summary's order."""
-    return [c for c in summary.get("comparisons", []) if c.get("segment") is None]
+    return [c for c in as_summary(summary).comparisons if c.segment is None]
 
 
-def segment_comparisons(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def segment_comparisons(summary: Summary | dict[str, Any]) -> list[ComparisonSummary]:
     """The per-segment comparisons, in the summary's order."""
-    return [c for c in summary.get("comparisons", []) if c.get("segment") is not None]
+    return [c for c in as_summary(summary).comparisons if c.segment is not None]
 
 
-def several_treatments(comps: Sequence[dict[str, Any]]) -> bool:
+def several_treatments(comps: Sequence[ComparisonSummary]) -> bool:
     """Whether these comparisons involve more than one treatment."""
-    return len({c["treatment"] for c in comps}) > 1
+    return len({c.treatment for c in comps}) > 1
 
 
-def comparison_subject(summary: dict[str, Any], comp: dict[str, Any], several: bool) -> str:
+def comparison_subject(
+    summary: Summary | dict[str, Any], comp: ComparisonSummary, several: bool
+) -> str:
     """``MRR@10``, or ``MRR@10 · Freshness boost`` when several treatments are shown."""
-    subject = metric_label(summary, comp["metric"])
+    subject = metric_label(summary, comp.metric)
     if several:
-        subject += f" · {arm_label(summary, comp['treatment'])}"
+        subject += f" · {arm_label(summary, comp.treatment)}"
     return subject
