@@ -48,3 +48,31 @@ def test_stages_depend_on_each_other_one_way_only() -> None:
     assert both == []
     # and the test sees the real graph: the analysis stage uses the stats stage
     assert "abrank.stats" in needs["abrank.analysis"]
+
+
+def test_the_analysis_scores_arms_through_the_engine_table(monkeypatch) -> None:
+    import pandas as pd
+    import pytest
+
+    from abrank import engines
+    from abrank.engines.evaluate import evaluate, first_relevant_rank
+    from abrank.errors import ConfigError
+
+    rankings = pd.DataFrame(
+        {"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "c"], "rank": [1, 2, 1]}
+    )
+    judgments = pd.DataFrame(
+        {"query_id": ["q1", "q2"], "doc_id": ["b", "x"], "relevance": [1.0, 1.0]}
+    )
+    arm = engines.get_engine("memory").score_arm(rankings, judgments, ["mrr@10"], judged_k=2)
+    # by hand: q1's first relevant document is at rank 2, q2 retrieves none
+    assert arm.values["mrr@10"].tolist() == [0.5, 0.0]
+    assert arm.first_relevant.tolist()[0] == 2.0
+    assert arm.judged_at_k == pytest.approx((0.5 + 0.0) / 2)  # judged@2: q1 has 1 of 2 judged, q2 0 of 2
+    assert arm.values.equals(evaluate(rankings, judgments, ["mrr@10"]))
+    assert arm.first_relevant.equals(first_relevant_rank(rankings, judgments))
+    with pytest.raises(
+        ConfigError,
+        match=r"engine: expected one of 'memory', got 'memroy' \(did you mean 'memory'\?\)",
+    ):
+        engines.get_engine("memroy")

@@ -1,7 +1,7 @@
 """Scoring: per-query metric values of every arm, and what the judgments cover per arm.
 
 The values, judged@k and where the first relevant document lands come from
-:func:`abrank.engines.evaluate.score_arm`, which gives the numbers of the Python API's
+the in-memory engine's ``score_arm`` (:func:`abrank.engines.get_engine`), which gives the numbers of the Python API's
 ``evaluate``, ``diagnose`` and ``first_relevant_rank`` for the same frames from one
 ordering and join.
 """
@@ -50,7 +50,7 @@ class ScoredArms:
 
 def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     """Score each arm on every analysed query (judged queries that any arm holds)."""
-    from abrank.engines.evaluate import score_arm
+    from abrank.engines import get_engine
     from abrank.metrics import parse_metric
 
     metrics = [parse_metric(name) for name in experiment.metrics]
@@ -90,7 +90,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         if logged[name].size != present[name].size:
             rankings = frame.loc[_member(frame["query_id"], universe)]
         # complete: a query missing from this log is scored as an empty ranking
-        arm = score_arm(
+        arm = get_engine("memory").score_arm(
             rankings, judgments, [*metrics, *extra], complete=True, judged_k=JUDGED_K, **options
         )
         table = arm.values.reindex(universe).rename_axis("query_id")

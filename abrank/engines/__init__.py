@@ -7,3 +7,29 @@ NumPy, whole columns at once); its vectorized kernels (trec_eval's ordering rule
 64-bit document keys, the sort-based matcher of equal (query, doc) pairs) live in
 :mod:`abrank.io.arrow`, below both the readers and the engines, which share them.
 """
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from types import ModuleType
+
+from abrank.errors import ConfigError
+
+#: Engine name -> the module that implements it. An engine module provides
+#: ``score_arm(rankings, judgments, metrics, *, rel_level, gain, depth, complete, judged_k)``
+#: returning :class:`abrank.engines.evaluate.ArmScores` (per-query values, judged@k and the
+#: first relevant rank of one arm); the analysis asks nothing else of it. A new engine is
+#: one module and one entry here.
+ENGINES: dict[str, str] = {"memory": "abrank.engines.evaluate"}
+
+
+def get_engine(name: str = "memory") -> ModuleType:
+    """The module of engine ``name`` (imported on first use); ConfigError for an unknown one."""
+    module = ENGINES.get(name) if isinstance(name, str) else None
+    if module is None:
+        listed = ", ".join(repr(n) for n in ENGINES)
+        close = difflib.get_close_matches(str(name), list(ENGINES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"engine: expected one of {listed}, got {name!r}{hint}")
+    return importlib.import_module(module)
