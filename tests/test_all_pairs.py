@@ -137,6 +137,11 @@ def test_the_all_pairs_readout_renders(tmp_path):
     assert len(lines) == 3 and "b vs a" in lines[2]
     assert "b vs a" in render_markdown(readout)
     assert list(readout.comparisons["treatment"]) == ["a", "b", "b vs a"]
+    # the report states the family: three pairs of arms, one metric, Holm over the three
+    assert (
+        "Every pair of arms is compared (a vs base, b vs base, b vs a); Holm adjusts these 3 "
+        "comparisons as one family." in render_markdown(readout)
+    )
 
 
 def test_a_wrong_comparisons_value_names_the_field():

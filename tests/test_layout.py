@@ -68,7 +68,8 @@ def test_the_analysis_scores_arms_through_the_engine_table(monkeypatch) -> None:
     # by hand: q1's first relevant document is at rank 2, q2 retrieves none
     assert arm.values["mrr@10"].tolist() == [0.5, 0.0]
     assert arm.first_relevant.tolist()[0] == 2.0
-    assert arm.judged_at_k == pytest.approx((0.5 + 0.0) / 2)  # judged@2: q1 has 1 of 2 judged, q2 0 of 2
+    # judged@2: q1 has 1 of its 2 documents judged, q2 none
+    assert arm.judged_at_k == pytest.approx((0.5 + 0.0) / 2)
     assert arm.values.equals(evaluate(rankings, judgments, ["mrr@10"]))
     assert arm.first_relevant.equals(first_relevant_rank(rankings, judgments))
     with pytest.raises(

@@ -300,6 +300,7 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
                 ),
                 role="note",
             ),
+            *_family_note(summary),
             Paragraph(
                 (
                     own(
@@ -314,6 +315,24 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
         ]
     blocks += _charts_of(charts, "results")
     return Section("results", "Results", tuple(blocks))
+
+
+def _family_note(summary: Summary) -> list[Block]:
+    """Which pairs of arms were compared and what the correction spans (``all-pairs`` only)."""
+    family = summary.family
+    if family is None or family.comparisons == "control":
+        return []
+    pairs = ", ".join(
+        f"{arm_label(summary, pair.treatment)} vs {arm_label(summary, pair.control)}"
+        for pair in family.pairs
+    )
+    method = correction_name(summary.correction.primary) if summary.correction else None
+    spans = f"{method} adjusts" if method else "The verdicts count"
+    text = (
+        f"Every pair of arms is compared ({pairs}); {spans} these "
+        f"{fmt_count(family.size)} comparisons as one family."
+    )
+    return [Paragraph((own(text),), role="note")]
 
 
 def _positions_section(charts: Sequence[Chart]) -> Section:
