@@ -11,6 +11,7 @@ import numpy as np
 
 from abrank._lazy import pandas as pd
 from abrank.engines.memory import (
+    Prepared,
     check_options,
     compute,
     first_per_query,
@@ -76,10 +77,34 @@ def evaluate(
     # rows below every requested cutoff cannot change a value: they are not joined
     reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach)
-    values = compute(prep, parsed, float(rel_level), gain)
+    return _values_frame(prep, parsed, float(rel_level), gain, complete)
+
+
+def _values_frame(
+    prep: Prepared, metrics: Sequence[Metric], rel_level: float, gain: str, complete: bool
+) -> pd.DataFrame:
+    """The metrics' per-query values over the scored queries, indexed by query_id."""
+    values = compute(prep, metrics, rel_level, gain)
     scored = scored_queries(prep, complete)
     index = query_index(prep, scored)
     return pd.DataFrame({name: column[scored] for name, column in values.items()}, index=index)
+
+
+def _first_relevant(prep: Prepared, rel_level: float) -> pd.Series:
+    """Rank of each ranked-and-judged query's first relevant document (NaN: none)."""
+    hit = prep.row_grade >= rel_level
+    first = first_per_query(prep.row_code[hit], prep.row_pos[hit] + 1.0, len(prep.ids))
+    scored = scored_queries(prep, False)
+    return pd.Series(
+        first[scored], index=query_index(prep, scored), name="first_relevant_rank", dtype=np.float64
+    )
+
+
+def _judged_share(prep: Prepared, rel_level: float, k: int) -> np.ndarray:
+    """judged@k of each ranked-and-judged query."""
+    judged = Metric("judged", k)
+    scored = scored_queries(prep, False)
+    return compute(prep, [judged], rel_level, "linear")[judged.name][scored]
 
 
 @dataclass(frozen=True)
@@ -130,27 +155,12 @@ def score_arm(
     """
     parsed = parse_metrics(metrics)
     check_options(rel_level, gain, depth)
-    judged = Metric("judged", judged_k)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth)
-    values = compute(prep, parsed, float(rel_level), gain)
-    everything = scored_queries(prep, complete)
-    frame = pd.DataFrame(
-        {name: column[everything] for name, column in values.items()},
-        index=query_index(prep, everything),
-    )
-    ranked = scored_queries(prep, False)
-    share = compute(prep, [judged], float(rel_level), "linear")[judged.name][ranked]
-    hit = prep.row_grade >= float(rel_level)
-    first = first_per_query(prep.row_code[hit], prep.row_pos[hit] + 1.0, len(prep.ids))
+    share = _judged_share(prep, float(rel_level), judged_k)
     return ArmScores(
-        values=frame,
+        values=_values_frame(prep, parsed, float(rel_level), gain, complete),
         judged_at_k=float(share.mean()) if share.size else math.nan,
-        first_relevant=pd.Series(
-            first[ranked],
-            index=query_index(prep, ranked),
-            name="first_relevant_rank",
-            dtype=np.float64,
-        ),
+        first_relevant=_first_relevant(prep, float(rel_level)),
     )
 
 
@@ -172,13 +182,7 @@ def first_relevant_rank(
     """
     check_options(rel_level, "linear", depth)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth)
-    nq = len(prep.ids)
-    hit = prep.row_grade >= float(rel_level)
-    first = first_per_query(prep.row_code[hit], prep.row_pos[hit] + 1.0, nq)
-    scored = scored_queries(prep, False)
-    return pd.Series(
-        first[scored], index=query_index(prep, scored), name="first_relevant_rank", dtype=np.float64
-    )
+    return _first_relevant(prep, float(rel_level))
 
 
 @dataclass(frozen=True)
@@ -223,7 +227,7 @@ def diagnose(
     metric = Metric("judged", k)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach=metric.k)
     scored = scored_queries(prep, False)
-    judged_share = compute(prep, [metric], float(rel_level), "linear")[metric.name][scored]
+    judged_share = _judged_share(prep, float(rel_level), metric.k)
     relevant = np.bincount(
         prep.judged_code[prep.judged_grade >= float(rel_level)], minlength=len(prep.ids)
     )
