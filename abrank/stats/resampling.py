@@ -185,10 +185,8 @@ def prepare(
     choice (for tests and benchmarks).
     """
     raw = _as_rows(x)
-    n = raw.shape[0]
     atoms = exact_atoms(raw)
-    atom_cost = _NS_PER_ATOM_DRAW * atoms.m * n_resamples
-    index_cost = _NS_PER_INDEX_DRAW * n * raw.shape[1] * n_resamples
+    atom_cost, index_cost = _exact_costs(atoms.m, raw.size, n_resamples)
     if force is None:
         exact_cost = min(atom_cost, index_cost)
         if exact_cost > WORK_BUDGET_NS:
@@ -218,8 +216,12 @@ def index_dtype(n: int) -> type:
 def exact_cost(x: np.ndarray, n_resamples: int) -> float:
     """Estimated cost (ns) of resampling ``x`` on its own by the cheaper exact method."""
     rows = _as_rows(x)
-    atom_cost = _NS_PER_ATOM_DRAW * exact_atoms(rows).m * n_resamples
-    return min(atom_cost, _NS_PER_INDEX_DRAW * rows.size * n_resamples)
+    return min(_exact_costs(exact_atoms(rows).m, rows.size, n_resamples))
+
+
+def _exact_costs(atoms: int, size: int, n_resamples: int) -> tuple[float, float]:
+    """Estimated costs (ns) of the two exact methods: distinct values, then row indices."""
+    return _NS_PER_ATOM_DRAW * atoms * n_resamples, _NS_PER_INDEX_DRAW * size * n_resamples
 
 
 def shared_bootstrap_cost(n: int, n_resamples: int) -> float:
