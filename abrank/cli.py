@@ -72,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated outputs among html, md, json, csv (default: all)",
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress or headlines")
+    run.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        metavar="ALERTS",
+        help="exit 3, after writing the readout, when one of these alerts fires "
+        "(comma-separated: srm, loss, inconclusive)",
+    )
 
     validate = verb(
         "validate",
@@ -360,10 +368,12 @@ def _progress(quiet: bool):
 
 def _run(args: argparse.Namespace) -> int:
     from abrank.analysis import check_output_folder, default_folder, run_experiment, write_readout
+    from abrank.analysis.alerts import EXIT_ALERT, fired_alerts, parse_alerts
     from abrank.config import load_experiment
-    from abrank.render import headline_lines
+    from abrank.render import alarms, headline_lines
     from abrank.workers import start_chart_workers
 
+    fail_on = parse_alerts(args.fail_on)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     if {"html", "md"} & set(formats):
         start_chart_workers()  # they import matplotlib while this process computes
@@ -386,11 +396,20 @@ def _run(args: argparse.Namespace) -> int:
             continue
         if not args.quiet:
             print(f"{readout.summary['experiment']['title']}")
+            for alarm in alarms(readout.summary):
+                print(f"ALARM: {alarm}")
             for line in headline_lines(readout.summary):
                 print(line)
             print(f"readout written to {folder}/")
+            shown = set(alarms(readout.summary))
             for warning in readout.summary["diagnostics"]["warnings"]:
-                print(f"note: {warning}", file=sys.stderr)
+                if warning not in shown:
+                    print(f"note: {warning}", file=sys.stderr)
+        fired = fired_alerts(readout.summary, fail_on)
+        for reason in fired:
+            print(f"abrank: alert: {experiment.name}: {reason}", file=sys.stderr)
+        if fired and status != EXIT_BAD_INPUT:
+            status = EXIT_ALERT
     return status
 
 
@@ -400,6 +419,9 @@ def _validate(args: argparse.Namespace) -> int:
 
     experiments = [load_experiment(path) for path in args.configs]
     for path, experiment in zip(args.configs, experiments):
+        if experiment.online:
+            print(f"{path}: ok: {experiment.name}: {_online_inputs(experiment)}")
+            continue
         data = load_data(experiment)
         queries = {name: int(frame["query_id"].nunique()) for name, frame in data.rankings.items()}
         arms = ", ".join(f"{name} ({count:,} queries)" for name, count in queries.items())
@@ -408,6 +430,21 @@ def _validate(args: argparse.Namespace) -> int:
             f"queries; metrics {', '.join(experiment.metrics)}"
         )
     return EXIT_OK
+
+
+def _online_inputs(experiment) -> str:
+    """What an online experiment's logs hold: impressions and units per arm."""
+    from abrank.analysis.online import load_online
+
+    data = load_online(experiment)
+    unit = experiment.analysis.unit
+    arms = ", ".join(
+        f"{name} ({frame['impression_id'].nunique():,} impressions, "
+        f"{frame[unit].nunique():,} {unit} values)"
+        for name, frame in data.impressions.items()
+    )
+    mixed = f"; {data.mixed.count:,} {unit} values in more than one arm" if data.mixed.count else ""
+    return f"{arms}{mixed}; metrics {', '.join(experiment.metrics)}"
 
 
 # True when the process is the command's own (``console``), not a Python program calling

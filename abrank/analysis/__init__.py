@@ -58,6 +58,8 @@ def run_experiment(
             update={"analysis": experiment.analysis.model_copy(update={"seed": seed})}
         )
     say = _timed(progress)
+    if experiment.online:
+        return _run_online(experiment, say)
     data = load_data(experiment, say)
     say("scoring queries")
     scored = score_arms(experiment, data)
@@ -65,6 +67,22 @@ def run_experiment(
     comparisons, too_small = compare_arms(experiment, scored, data.segments)
     say("summarising")
     return build_readout(experiment, data, scored, comparisons, too_small)
+
+
+def _run_online(experiment: Experiment, say: Progress) -> Readout:
+    """The online path: impression logs, per-unit sums, clustered comparisons."""
+    from abrank.analysis.clustered import compare_online, sample_ratio
+    from abrank.analysis.online import load_online, score_online
+    from abrank.analysis.summarise import build_online_readout
+
+    data = load_online(experiment, say)
+    say("scoring impressions")
+    scores = score_online(experiment, data)
+    say("comparing arms on per-unit sums")
+    comparisons, too_small = compare_online(experiment, data, scores)
+    say("summarising")
+    srm = sample_ratio(experiment, scores)
+    return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
 
 
 def _timed(progress: Progress | None) -> Progress:

@@ -49,7 +49,7 @@ def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData
         )
         rankings[arm.name] = frame
         role = "control" if arm is experiment.control else "treatment"
-        inputs.append(_fingerprint(arm.path, role, arm.name, len(frame)))
+        inputs.append(fingerprint(arm.path, role, arm.name, len(frame)))
 
     if experiment.judgments is not None:
         say(f"loading judgments ({display_path(experiment.judgments.path)})")
@@ -60,7 +60,7 @@ def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData
             sep=experiment.judgments.sep,
             decimal=experiment.judgments.decimal,
         )
-        inputs.append(_fingerprint(experiment.judgments.path, "judgments", None, len(judgments)))
+        inputs.append(fingerprint(experiment.judgments.path, "judgments", None, len(judgments)))
     else:
         judgments = _inline_judgments(experiment, rankings)
 
@@ -102,7 +102,7 @@ def _segment_table(
             sep=attributes.sep,
             decimal=attributes.decimal,
         )
-        inputs.append(_fingerprint(attributes.path, "attributes", None, len(table)))
+        inputs.append(fingerprint(attributes.path, "attributes", None, len(table)))
         source = [(attributes.path, table)]
     else:
         source = [(arm.path, rankings[arm.name]) for arm in experiment.arms]
@@ -121,7 +121,7 @@ def _segment_table(
     return pd.concat(parts, axis=1)
 
 
-def _fingerprint(path: str, role: str, arm: str | None, rows: int) -> dict[str, Any]:
+def fingerprint(path: str, role: str, arm: str | None, rows: int) -> dict[str, Any]:
     """An ``inputs`` entry of summary.json: the file's role, shown path, sha256 and rows."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

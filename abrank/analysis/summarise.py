@@ -262,3 +262,152 @@ def _warnings(experiment: Experiment, scored: ScoredArms, missing: dict[str, int
 def _finite(value: float) -> float | None:
     """The value, or None (JSON null) when it is not finite."""
     return float(value) if np.isfinite(value) else None
+
+
+# --------------------------------------------------------------------------- online
+
+
+def build_online_readout(
+    experiment: Experiment,
+    data: Any,
+    scores: Any,
+    comparisons: list[Comparison],
+    too_small: list[dict[str, Any]],
+    srm: Any,
+) -> Readout:
+    """The readout of an online experiment (:mod:`abrank.analysis.online`): units and
+    impressions per arm, the sample-ratio check, the clustered comparisons, the per-impression
+    table, CTR by position and each unit's mean of the primary metric."""
+    from abrank import __version__
+    from abrank.analysis.online import unit_means
+    from abrank.metrics import parse_metric
+    from abrank.readout.model import MixedUnitsSummary, SampleRatio
+
+    analysis = experiment.analysis
+    control = experiment.control.name
+    unit = analysis.unit or "user_id"
+    check = SampleRatio.from_dict(srm.to_dict(), "srm")
+    mixed = MixedUnitsSummary(
+        column=unit,
+        count=int(data.mixed.count),
+        examples=tuple(str(u) for u in data.mixed.examples),
+        policy=analysis.mixed_units,
+    )
+    warnings = [*srm_warnings(check), *_mixed_warnings(mixed, scores.units)]
+    warnings += _comparison_warnings(comparisons)
+    for metric, count in scores.undefined.items():
+        if count:
+            warnings.append(
+                f"{metric}: no value on {count:,} impressions (their query has no judged "
+                "document that could score), left out of its comparisons"
+            )
+    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
+    all_pairs = experiment.comparisons == "all-pairs"
+    summary = Summary(
+        experiment=ExperimentInfo(
+            name=experiment.name,
+            title=experiment.title or experiment.name,
+            description=experiment.description,
+            owner=experiment.owner,
+        ),
+        abrank_version=__version__,
+        config_path=display_path(experiment.source),
+        design=analysis.design,
+        seed=analysis.seed,
+        alpha=analysis.alpha,
+        confidence_level=analysis.confidence_level,
+        n_resamples=analysis.resamples,
+        primary_test=analysis.primary_test,
+        tests=tuple(analysis.tests),
+        correction=Correction(primary=analysis.correction, segments=analysis.segment_correction),
+        relevance_threshold=experiment.relevance_threshold,
+        no_relevant=experiment.no_relevant,
+        gain=experiment.gain,
+        depth=experiment.depth,
+        metrics=tuple(experiment.metrics),
+        metric_labels={name: parse_metric(name).label for name in experiment.metrics},
+        primary_metric=experiment.primary_metric,
+        arms=tuple(
+            ArmSummary(
+                name=arm.name,
+                label=arm.label or arm.name,
+                role="control" if arm.name == control else "treatment",
+                queries=scores.impressions[arm.name],
+                units=scores.units[arm.name],
+                impressions=scores.impressions[arm.name],
+            )
+            for arm in experiment.arms
+        ),
+        family=_family(experiment, pairs),
+        comparisons=tuple(_saved(c, pairs, all_pairs) for c in comparisons),
+        segments=SegmentsSummary(
+            columns=tuple(experiment.segments.columns),
+            min_queries=experiment.segments.min_queries,
+            too_small=tuple(TooSmall(**entry) for entry in too_small),
+        ),
+        diagnostics=DiagnosticsSummary(
+            queries=dict(scores.impressions),
+            judged_queries=0,
+            analysed_queries=int(sum(scores.impressions.values())),
+            matched=0,
+            missing={},
+            missing_policy=analysis.missing_queries,
+            without_relevant=0,
+            undefined=Undefined(policy=experiment.no_relevant, metrics=dict(scores.undefined)),
+            unjudged_queries={},
+            judged_at_k=JudgedAtK(k=JUDGED_K, arms={}),
+            warnings=tuple(warnings),
+            units=dict(scores.units),
+            impressions=dict(scores.impressions),
+            srm=check,
+            mixed_units=mixed,
+        ),
+        inputs=tuple(InputFile(**item) for item in data.inputs),
+        unit=unit,
+        sat_dwell=float(analysis.sat_dwell),
+    )
+    resampled = {
+        (c.metric, c.treatment): c.resampled_deltas
+        for c in comparisons
+        if c.segment is None and getattr(c, "resampled_deltas", None) is not None
+    }
+    per_impression = pd.concat(
+        [table.reset_index().assign(arm=name) for name, table in scores.values.items()],
+        ignore_index=True,
+    )
+    per_impression = per_impression[["arm", *per_impression.columns.drop("arm")]]
+    values = unit_means(scores, experiment.primary_metric or experiment.metrics[0])
+    return Readout.from_summary(
+        summary,
+        per_impression,
+        pd.DataFrame(columns=["arm", "metric", "k", "value"]),
+        pd.DataFrame(columns=["arm", "query_id", "rank"]),
+        resampled,
+        experiment.text,
+        ctr_by_rank=scores.ctr_by_rank,
+        unit_values=values[["arm", "value"]],
+    )
+
+
+def srm_warnings(srm: Any) -> list[str]:
+    """The sample-ratio-mismatch alarm as the first warning of every output (none when the
+    split is as expected)."""
+    message = srm.message() if srm is not None else None
+    return [message] if message else []
+
+
+def _mixed_warnings(mixed: Any, units: dict[str, int]) -> list[str]:
+    """A warning when units were seen in more than one arm (a leak in assignment or logs)."""
+    if not mixed.count:
+        return []
+    examples = ", ".join(repr(u) for u in mixed.examples[:3])
+    total = sum(units.values())
+    done = (
+        "dropped from every arm (analysis.mixed_units: drop)"
+        if mixed.policy == "drop"
+        else "kept in each arm they appear in (analysis.mixed_units: drop leaves them out)"
+    )
+    return [
+        f"{mixed.count:,} {mixed.column} values appear in more than one arm (e.g. {examples}; "
+        f"{mixed.count / max(total, 1):.2%} of the units analysed); they were {done}"
+    ]

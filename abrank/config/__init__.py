@@ -61,6 +61,14 @@ class Columns(_Strict):
     rank: str | None = None
     score: str | None = None
     relevance: str | None = None
+    # online logs (DESIGN.md "Online logs"): one row per shown result
+    impression_id: str | None = None
+    user_id: str | None = None
+    clicked: str | None = None
+    dwell: str | None = None
+    timestamp: str | None = None
+    query: str | None = None
+    arm: str | None = None
 
     def mapping(self) -> dict[str, str]:
         """Canonical column -> the user's column, for the names that were given."""
@@ -72,12 +80,33 @@ class ArmConfig(_Strict):
 
     name: Slug | None = None
     label: str | None = None
-    path: str
+    path: str | None = None  # required unless the experiment has one `log:` for every arm
     format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
     sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
     decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
     duplicates: Literal["error", "first"] | None = None
+
+
+class LogConfig(_Strict):
+    """One impression log for every arm, whose ``arm`` column names the arm of each row."""
+
+    path: str
+    format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
+    columns: Columns = Columns()
+
+
+class CovariatesConfig(_Strict):
+    """A per-unit table of pre-period values for CUPED: the unit column, an optional
+    ``impressions`` column (the unit's pre-period impressions, default 1) and one column per
+    metric, named as the metric, holding the unit's pre-period mean of it."""
+
+    path: str
+    format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
 
 
 class JudgmentsConfig(_Strict):
@@ -114,6 +143,17 @@ class AnalysisConfig(_Strict):
     correction: str = "holm"
     segment_correction: str = "fdr_bh"
     seed: int = Field(0, ge=0)
+    # online experiments (DESIGN.md "Clustered inference")
+    #: the column whose values are randomized (e.g. user_id): inference clusters on it
+    unit: str | None = Field(None, min_length=1)
+    #: a click with at least this dwell (seconds) is a satisfied click (sat_ctr@k)
+    sat_dwell: float = Field(30.0, ge=0)
+    covariates: CovariatesConfig | None = None
+    #: each arm's expected share of the units (default: equal shares)
+    expected_split: dict[str, float] | None = None
+    srm_alpha: float = Field(0.001, gt=0, lt=1)
+    #: units seen in more than one arm: counted and warned about, or also dropped
+    mixed_units: Literal["warn", "drop"] = "warn"
 
 
 class SegmentsConfig(_Strict):
@@ -133,6 +173,7 @@ class Experiment(_Strict):
     owner: str | None = None
     control: ArmConfig
     treatments: list[ArmConfig] = Field(min_length=1)
+    log: LogConfig | None = None
     judgments: JudgmentsConfig | None = None
     metrics: list[str] = Field(min_length=1)
     primary_metric: str | None = None
@@ -158,6 +199,13 @@ class Experiment(_Strict):
     @property
     def display_title(self) -> str:
         return self.title or self.name
+
+    @property
+    def online(self) -> bool:
+        """The logs are impression logs (one ``log:``, or click metrics to compute)."""
+        from abrank.metrics import parse_metric
+
+        return self.log is not None or any(parse_metric(m).is_click for m in self.metrics)
 
 
 _SOURCE_FIELDS = {"source", "text"}
@@ -331,6 +379,9 @@ def _check_semantics(
             errors.append(_format(source, lines, loc, f"expected a file, got the folder {value!r}"))
         return str(full)
 
+    log = exp.log
+    if log is not None:
+        log = log.model_copy(update={"path": resolve(("log", "path"), log.path)})
     arms = []
     seen: dict[str, tuple] = {}
     for index, arm in enumerate(exp.arms):
@@ -348,15 +399,29 @@ def _check_semantics(
                 )
             )
         seen[name] = loc
-        arms.append(
-            arm.model_copy(
-                update={
-                    "name": name,
-                    "label": arm.label or name,
-                    "path": resolve((*loc, "path"), arm.path),
-                }
+        path = arm.path
+        if path is not None and log is not None:
+            errors.append(
+                _format(
+                    source,
+                    lines,
+                    (*loc, "path"),
+                    "expected no path: the experiment's `log` holds every arm (its arm column "
+                    f"names the arm), got {path!r}",
+                )
             )
-        )
+        elif path is None and log is None:
+            errors.append(
+                _format(
+                    source,
+                    lines,
+                    loc,
+                    "path: expected the arm's log file (or one `log:` for every arm), got nothing",
+                )
+            )
+        elif path is not None:
+            path = resolve((*loc, "path"), path)
+        arms.append(arm.model_copy(update={"name": name, "label": arm.label or name, "path": path}))
 
     judgments = exp.judgments
     if judgments is not None:
@@ -408,6 +473,8 @@ def _check_semantics(
 
     analysis, more = _check_analysis(exp.analysis, source, lines)
     errors.extend(more)
+    analysis, more = _check_online(exp, analysis, [a.name for a in arms], source, lines, resolve)
+    errors.extend(more)
 
     output = exp.output
     if output is not None:
@@ -417,6 +484,7 @@ def _check_semantics(
             "control": arms[0],
             "treatments": arms[1:],
             "judgments": judgments,
+            "log": log,
             "segments": segments,
             "metrics": canonical or exp.metrics,
             "primary_metric": primary,
@@ -457,6 +525,57 @@ def _check_analysis(
         "segment_correction": correction("segment_correction"),
     }
     return analysis.model_copy(update=update), errors
+
+
+def _check_online(
+    exp: Experiment, analysis: AnalysisConfig, arms: list[str], source: str, lines: dict, resolve
+) -> tuple[AnalysisConfig, list[str]]:
+    """The online keys: a unit for impression logs, the independent design, a split over
+    the arms' names, covariates only with a unit; returns a copy with resolved paths."""
+    errors: list[str] = []
+
+    def problem(loc: tuple, message: str) -> None:
+        errors.append(_format(source, lines, ("analysis", *loc), message))
+
+    online = False
+    try:
+        online = exp.online
+    except ConfigError:  # a metric name that does not parse: reported with its own line
+        online = exp.log is not None
+    if analysis.unit is not None and analysis.design != "independent":
+        problem(
+            ("design",),
+            "expected independent with analysis.unit (units are randomized to arms), "
+            f"got {analysis.design!r}",
+        )
+    elif online and analysis.unit is None:
+        problem(
+            ("unit",),
+            "expected the randomization unit of the online log (e.g. user_id, or "
+            "impression_id when impressions were randomized), got none",
+        )
+    elif online and analysis.design != "independent":
+        problem(("design",), f"expected independent for an online log, got {analysis.design!r}")
+    split = analysis.expected_split
+    if split is not None:
+        unknown = [name for name in split if name not in arms]
+        absent = [name for name in arms if name not in split]
+        if unknown or absent:
+            found = ", ".join(split) or "none"
+            problem(
+                ("expected_split",),
+                f"expected a share for each arm ({', '.join(arms)}), got {found}",
+            )
+        for name, share in split.items():
+            if not share > 0 or share != share or share == float("inf"):
+                problem(("expected_split", name), f"expected a share > 0, got {share!r}")
+    update: dict = {}
+    if analysis.covariates is not None:
+        if analysis.unit is None:
+            problem(("covariates",), "expected analysis.unit beside covariates, got no unit")
+        path = resolve(("analysis", "covariates", "path"), analysis.covariates.path)
+        update["covariates"] = analysis.covariates.model_copy(update={"path": path})
+    return (analysis.model_copy(update=update) if update else analysis), errors
 
 
 # --------------------------------------------------------------------------- messages

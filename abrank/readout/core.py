@@ -39,6 +39,12 @@ class Readout:
         the mean delta, for the bootstrap-distribution chart.
     config_text:
         The experiment's config as the user wrote it, for the reproducibility section.
+    ctr_by_rank:
+        Online experiments: the click-through rate by position per arm, columns ``arm``,
+        ``rank``, ``impressions``, ``clicks``, ``ctr`` (None offline).
+    unit_values:
+        Online experiments: each unit's mean of the primary metric per arm, columns ``arm``
+        and ``value``, for the per-unit distribution chart (None offline).
     """
 
     summary: dict[str, Any]
@@ -47,6 +53,8 @@ class Readout:
     first_relevant: pd.DataFrame
     resampled_deltas: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     config_text: str = ""
+    ctr_by_rank: pd.DataFrame | None = None
+    unit_values: pd.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable readout (what ``summary.json`` holds)."""
@@ -61,6 +69,9 @@ class Readout:
         first_relevant: pd.DataFrame,
         resampled_deltas: dict[tuple[str, str], np.ndarray] | None = None,
         config_text: str = "",
+        *,
+        ctr_by_rank: pd.DataFrame | None = None,
+        unit_values: pd.DataFrame | None = None,
     ) -> Readout:
         """A readout whose ``summary`` is the typed ``summary``'s dict."""
         readout = cls(
@@ -70,6 +81,8 @@ class Readout:
             first_relevant,
             dict(resampled_deltas or {}),
             config_text,
+            ctr_by_rank,
+            unit_values,
         )
         vars(readout)["model"] = summary  # what the cached property would compute
         return readout

@@ -49,6 +49,15 @@ def write_chart_data(readout: Readout, folder: str | Path) -> Path:
         "deltas_values": np.concatenate(draws) if draws else np.zeros(0),
         "config_text": np.array(readout.config_text, dtype=str),
     }
+    if readout.ctr_by_rank is not None:
+        ranks = readout.ctr_by_rank
+        arrays.update(
+            {f"rank_{column}": _strings(ranks, column) for column in ("arm",)}
+            | {f"rank_{c}": _numbers(ranks, c) for c in ("rank", "impressions", "clicks", "ctr")}
+        )
+    if readout.unit_values is not None:
+        arrays["units_arm"] = _strings(readout.unit_values, "arm")
+        arrays["units_value"] = _numbers(readout.unit_values, "value")
     with open(path, "wb") as handle:
         np.savez_compressed(handle, **arrays)
     return path
@@ -78,8 +87,8 @@ def load_readout(folder: str | Path) -> Readout:
     except DataError as exc:
         raise DataError(f"{summary_path}: {exc}") from None
     per_query = _read_per_query(folder / "per_query.csv", summary)
-    curves, first, deltas, config_text = _read_chart_data(folder / CHART_DATA)
-    return Readout.from_summary(summary, per_query, curves, first, deltas, config_text)
+    curves, first, deltas, config_text, online = _read_chart_data(folder / CHART_DATA)
+    return Readout.from_summary(summary, per_query, curves, first, deltas, config_text, **online)
 
 
 def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:
@@ -102,11 +111,12 @@ def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:
 
 
 def _read_chart_data(path: Path):
-    """(curves, first_relevant, resampled_deltas, config_text); empty when not saved."""
+    """(curves, first_relevant, resampled_deltas, config_text, online chart frames by
+    keyword); empty when not saved."""
     curves = pd.DataFrame(columns=["arm", "metric", "k", "value"])
     first = pd.DataFrame(columns=["arm", "query_id", "rank"])
     if not path.is_file():
-        return curves, first, {}, ""
+        return curves, first, {}, "", {}
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
@@ -135,7 +145,22 @@ def _read_chart_data(path: Path):
             arrays["deltas_metric"], arrays["deltas_treatment"], values, strict=True
         )
     }
-    return curves, first, deltas, str(arrays["config_text"])
+    online = {}
+    if "rank_arm" in arrays:
+        online["ctr_by_rank"] = pd.DataFrame(
+            {
+                "arm": arrays["rank_arm"].astype(object),
+                "rank": arrays["rank_rank"].astype(np.int64),
+                "impressions": arrays["rank_impressions"].astype(np.int64),
+                "clicks": arrays["rank_clicks"].astype(np.int64),
+                "ctr": arrays["rank_ctr"],
+            }
+        )
+    if "units_arm" in arrays:
+        online["unit_values"] = pd.DataFrame(
+            {"arm": arrays["units_arm"].astype(object), "value": arrays["units_value"]}
+        )
+    return curves, first, deltas, str(arrays["config_text"]), online
 
 
 def _strings(frame: pd.DataFrame, column: str) -> np.ndarray:

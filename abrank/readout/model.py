@@ -190,7 +190,11 @@ class ArmSummary(Record):
     name: str
     label: str
     role: str  # "control" or "treatment"
-    queries: int
+    queries: int  # queries, or impressions of an online log
+    units: int | None = None  # online: the randomized units (analysis.unit) of the arm
+    impressions: int | None = None  # online: the arm's impressions
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"units", "impressions"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,6 +291,45 @@ class JudgedAtK(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class SampleRatio(Record):
+    """``diagnostics.srm``: the units per arm tested against the expected split (chi-square);
+    ``alarm`` when ``p_value`` is below ``alpha`` (``analysis.srm_alpha``)."""
+
+    units: dict[str, int]
+    expected: dict[str, float]
+    chi2: float | None
+    p_value: float | None
+    alarm: bool
+    alpha: float = 0.001
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def message(self) -> str | None:
+        """The alarm as one sentence for the top of every output (None without an alarm)."""
+        if not self.alarm:
+            return None
+        units = " / ".join(f"{arm} {n:,}" for arm, n in self.units.items())
+        shares = " / ".join(f"{share:.1%}" for share in self.expected.values())
+        p = self.p_value
+        shown = "p < 1e-300" if p is not None and p == 0 else f"p = {p:.2g}"
+        chi2 = f"chi-square {self.chi2:.1f}, " if self.chi2 is not None else ""
+        return (
+            f"Sample ratio mismatch: units per arm {units} against an expected split of "
+            f"{shares} ({chi2}{shown} < {self.alpha:g}); assignment or logging lost units, "
+            "so these comparisons are not trustworthy until that is explained"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class MixedUnitsSummary(Record):
+    """``diagnostics.mixed_units``: units seen in more than one arm, and what was done."""
+
+    column: str
+    count: int
+    examples: tuple[str, ...]
+    policy: str  # "warn" (kept) or "drop"
+
+
+@dataclasses.dataclass(frozen=True)
 class DiagnosticsSummary(Record):
     """``diagnostics``: what the inputs cover, and the warnings shown on every output."""
 
@@ -301,7 +344,15 @@ class DiagnosticsSummary(Record):
     unjudged_queries: dict[str, int]
     judged_at_k: JudgedAtK
     warnings: tuple[str, ...] = ()
+    units: dict[str, int] | None = None  # online: randomized units per arm
+    impressions: dict[str, int] | None = None  # online: impressions per arm
+    srm: SampleRatio | None = None
+    mixed_units: MixedUnitsSummary | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"units", "impressions", "srm", "mixed_units"}
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -373,9 +424,19 @@ class Summary(Record):
     segments: SegmentsSummary = SegmentsSummary()
     diagnostics: DiagnosticsSummary | None = None
     inputs: tuple[InputFile, ...] = ()
+    unit: str | None = None  # online: the randomized unit inference clusters on
+    sat_dwell: float | None = None  # online: dwell (s) of a satisfied click
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"family", "diagnostics"})
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"family", "diagnostics", "unit", "sat_dwell"}
+    )
+
+    @property
+    def srm_alarm(self) -> bool:
+        """The sample-ratio check of an online experiment raised its alarm."""
+        srm = self.diagnostics.srm if self.diagnostics is not None else None
+        return bool(srm is not None and srm.alarm)
 
     @property
     def control(self) -> str | None:

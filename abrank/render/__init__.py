@@ -25,6 +25,7 @@ from __future__ import annotations
 from abrank.render.charts import Chart, plan_charts
 from abrank.render.files import REPORT_FORMATS, write_charts, write_report
 from abrank.render.headline import (
+    alarms,
     headline_line,
     headline_lines,
     interval_phrase,
@@ -60,6 +61,7 @@ __all__ = [
     "TEST_NAMES",
     "VERDICT_TEXT",
     "Chart",
+    "alarms",
     "build_document",
     "correction_name",
     "fmt_count",

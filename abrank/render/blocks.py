@@ -90,9 +90,11 @@ class Headline(_ToDict):
 
 @dataclass(frozen=True)
 class Alert(_ToDict):
-    """A warning to put in front of the reader."""
+    """A warning to put in front of the reader; an ``alarm`` (a sample ratio mismatch)
+    is shown as a red banner: the readout's numbers are not to be trusted as they are."""
 
     text: str
+    alarm: bool = False
 
 
 @dataclass(frozen=True)

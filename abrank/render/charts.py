@@ -70,8 +70,8 @@ RANK_BUCKETS: tuple[tuple[str, float, float], ...] = (
 )
 
 # The report sections that show charts: the overall results, where relevant documents
-# land, and the segment breakdowns.
-SECTIONS = ("results", "positions", "segments")
+# land (offline) or where clicks land and how units spread (online), the segment breakdowns.
+SECTIONS = ("results", "positions", "clicks", "segments")
 
 DPI = 100
 LOG_K = 100  # metric@k curves deeper than this get a log x axis
@@ -113,12 +113,16 @@ def plan_charts(readout: Readout) -> list[Chart]:
     Charts whose data is absent (no segments, no curves, no bootstrap draws, ...) are
     left out rather than drawn empty. Nothing is drawn until a chart's ``png`` is read.
     """
+    from abrank.render.online_charts import ctr_by_rank_chart, unit_distribution_chart
+
     summary = readout_summary(readout)
     charts: list[Chart | None] = [
         forest_chart(summary),
         delta_distribution_chart(readout),
         first_relevant_chart(readout),
         curves_chart(readout),
+        ctr_by_rank_chart(readout),
+        unit_distribution_chart(readout),
         *segment_forest_charts(summary),
         bootstrap_chart(readout),
     ]
@@ -129,7 +133,7 @@ def plan_charts(readout: Readout) -> list[Chart]:
 
 
 @cache
-def _mpl() -> SimpleNamespace:
+def mpl_classes() -> SimpleNamespace:
     """matplotlib's classes, imported on the first drawing (0.3 s or more), so that
     planning charts and importing this module or :mod:`abrank.render` cost nothing."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
@@ -170,10 +174,10 @@ def _png(fig: Figure) -> bytes:
     run (matplotlib's constrained and tight layouts each cost a whole extra draw), and
     the opaque white canvas loses nothing without its alpha channel.
     """
-    canvas = _mpl().FigureCanvasAgg(fig)
+    canvas = mpl_classes().FigureCanvasAgg(fig)
     canvas.draw()
     size = canvas.get_width_height()
-    image = _mpl().Image.frombuffer("RGBA", size, canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    image = mpl_classes().Image.frombuffer("RGBA", size, canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="png", compress_level=1)  # 2x faster, ~5% larger
     return buffer.getvalue()
@@ -186,7 +190,7 @@ def warm_up() -> None:
 
 @cache
 def _renderer() -> Any:
-    return _mpl().RendererAgg(1, 1, DPI)
+    return mpl_classes().RendererAgg(1, 1, DPI)
 
 
 def _text_width(text: str, size: float) -> float:
@@ -194,7 +198,7 @@ def _text_width(text: str, size: float) -> float:
     if not text:
         return 0.0
     width, _, _ = _renderer().get_text_width_height_descent(
-        text, _mpl().FontProperties(size=size), ismath=False
+        text, mpl_classes().FontProperties(size=size), ismath=False
     )
     return float(width)
 
@@ -287,7 +291,7 @@ def _value_labels(values: Sequence[float]) -> list[str]:
     return [f"{v:.{digits}f}" for v in (low, high)]
 
 
-def _title(ax: Any, text: str, **options: Any) -> None:
+def chart_title(ax: Any, text: str, **options: Any) -> None:
     """``ax.set_title`` at the axes' top: where matplotlib puts a title when no tick labels
     are above the axes, without its search for them on every draw (~20 ms per axes)."""
     ax.set_title(text, y=1.0, **options)
@@ -302,7 +306,7 @@ def _style(ax: Any) -> None:
 
 def _verdict_legend(ax: Any, verdicts: Sequence[str], extra: Sequence[Any] = ()) -> None:
     handles = [
-        _mpl().Line2D([], [], marker="o", linewidth=2.2, color=VERDICT_COLOURS[v], label=v)
+        mpl_classes().Line2D([], [], marker="o", linewidth=2.2, color=VERDICT_COLOURS[v], label=v)
         for v in ("win", "loss", "inconclusive")
         if v in verdicts
     ]
@@ -380,12 +384,12 @@ def forest_chart(summary: Summary | dict[str, Any]) -> Chart | None:
     control = labels.get(control_name(summary) or "", "control")
 
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, _row_height(len(rows))))
+        fig = mpl_classes().Figure(figsize=(WIDTH, _row_height(len(rows))))
         ax = fig.add_subplot()
         _verdict_legend(ax, _forest(ax, rows))
         ax.set_xlabel(f"delta, treatment − control (mean per query), {level} CI{widened}")
         ax.set_ylabel("metric")
-        _title(ax, plain(f"Deltas against {control}, with confidence intervals"))
+        chart_title(ax, plain(f"Deltas against {control}, with confidence intervals"))
         _place_forest(fig, ax, rows)
         return fig
 
@@ -432,6 +436,8 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
     control = control_name(summary)
     if not overall or control is None or per_query is None or per_query.empty:
         return None
+    if summary.unit is not None:  # online: the per-unit distribution chart shows the spread
+        return None
     overall = [c for c in overall if c.metric in per_query.columns]
     if not overall:
         return None
@@ -450,7 +456,7 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
     )
 
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, 2.9 * nrows + 0.6))
+        fig = mpl_classes().Figure(figsize=(WIDTH, 2.9 * nrows + 0.6))
         tops = [0.0]
         for comp in overall:
             t_index = treatments.index(comp.treatment)
@@ -464,7 +470,7 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
                 tops.append(_delta_histogram(ax, deltas, comp))
                 ax.set_xlabel(f"per-query delta of {plain(name)}")
                 ax.set_ylabel("queries")
-                _title(ax, plain(f"{name}: {treatment_label}"), fontsize=10)
+                chart_title(ax, plain(f"{name}: {treatment_label}"), fontsize=10)
             else:
                 for arm in (control, comp.treatment):
                     values = per_query.loc[per_query["arm"] == arm, comp.metric]
@@ -482,17 +488,17 @@ def delta_distribution_chart(readout: Readout) -> Chart | None:
                 ax.set_xlabel(f"per-query {plain(name)}")
                 ax.set_ylabel("queries")
                 versus = labels.get(control, control)
-                _title(ax, plain(f"{name}: {treatment_label} vs {versus}"), fontsize=10)
+                chart_title(ax, plain(f"{name}: {treatment_label} vs {versus}"), fontsize=10)
                 ax.legend(fontsize=7, frameon=False)
             _style(ax)
         fig.suptitle(title, fontsize=12)
-        _place_grid(fig, nrows, ncols, _count_labels(max(tops)), suptitle=True)
+        place_grid(fig, nrows, ncols, _count_labels(max(tops)), suptitle=True)
         return fig
 
     return Chart("deltas.png", title, caption, draw, weight=float(len(overall)))
 
 
-def _place_grid(
+def place_grid(
     fig: Figure,
     nrows: int,
     ncols: int,
@@ -590,7 +596,7 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: ComparisonSummary) -> fl
         count = counts[key]
         known = is_number(count) and float(count).is_integer()
         handles.append(
-            _mpl().Patch(color=colour, label=f"{key} ({int(count):,})" if known else key)
+            mpl_classes().Patch(color=colour, label=f"{key} ({int(count):,})" if known else key)
         )
     ax.update_datalim([(-span, 0.0), (span, 0.0)])  # the full range of the bins, as hist's
     ax.autoscale_view()
@@ -638,7 +644,7 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
     width = 0.8 / max(len(arms), 1)
 
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, 4.0))
+        fig = mpl_classes().Figure(figsize=(WIDTH, 4.0))
         ax = fig.add_subplot()
         top = 0.0
         for i, arm in enumerate(arms):
@@ -654,13 +660,13 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
         ax.set_xticks(x, names)
         ax.set_xlabel("rank of the first relevant document")
         ax.set_ylabel("share of queries (%)")
-        _title(ax, "Where the first relevant document lands, per arm")
+        chart_title(ax, "Where the first relevant document lands, per arm")
         ax.legend(fontsize=8, frameon=False)
         ax.spines["top"].set_visible(False)
         ax.spines["right"].set_visible(False)
         ax.grid(axis="y", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
-        _place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+        place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
         return fig
 
     return Chart(
@@ -688,7 +694,7 @@ def curves_chart(readout: Readout) -> Chart | None:
     log_x = any(k > LOG_K for k in deepest.values())
 
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, 3.2 * nrows + 0.8))
+        fig = mpl_classes().Figure(figsize=(WIDTH, 3.2 * nrows + 0.8))
         arms = [a for a in labels if (curves["arm"] == a).any()]
         arms += [a for a in pd.unique(curves["arm"]) if a not in arms]
         drawn: dict[str, Any] = {}
@@ -715,21 +721,21 @@ def curves_chart(readout: Readout) -> Chart | None:
                 ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
                 ax.minorticks_off()
             else:
-                ax.xaxis.set_major_locator(_mpl().MaxNLocator(nbins=6, integer=True))
+                ax.xaxis.set_major_locator(mpl_classes().MaxNLocator(nbins=6, integer=True))
                 ax.set_xlim(0, deepest[family])
             high = float(np.nanmax(part["value"].to_numpy(float), initial=0.0))
             ax.set_ylim(0, max(high * 1.05, 1e-9) if high > 0 else 1.0)  # from 0: no zoomed gaps
             log = deepest[family] > LOG_K
             ax.set_xlabel("cutoff k" + (" (log scale)" if log else ""))
             ax.set_ylabel(f"mean {plain(family)}@k")
-            _title(ax, plain(f"{family}@k"), fontsize=10)
+            chart_title(ax, plain(f"{family}@k"), fontsize=10)
             ax.grid(color="#dddddd", linewidth=0.6)
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
         fig.suptitle("Metric@k curves per arm", fontsize=12)
         _figure_legend(fig, [drawn[a] for a in arms if a in drawn], suptitle=True)
         values = [0.0, *curves["value"].to_numpy(float)]
-        _place_grid(fig, nrows, ncols, _value_labels(values), suptitle=True, legend_row=True)
+        place_grid(fig, nrows, ncols, _value_labels(values), suptitle=True, legend_row=True)
         return fig
 
     return Chart(
@@ -812,19 +818,21 @@ def segment_forest_charts(summary: Summary | dict[str, Any]) -> list[Chart]:
 def _draw_segment_forest(
     rows: list[tuple[str, ComparisonSummary]], overall: float | None, label: str, level: str
 ) -> Figure:
-    fig = _mpl().Figure(figsize=(WIDTH, _row_height(len(rows))))
+    fig = mpl_classes().Figure(figsize=(WIDTH, _row_height(len(rows))))
     ax = fig.add_subplot()
     verdicts = _forest(ax, rows)
     extra = []
     if overall is not None:
         ax.axvline(overall, color=BLUE, linewidth=0.9, linestyle=":")
         extra.append(
-            _mpl().Line2D([], [], color=BLUE, linewidth=0.9, linestyle=":", label="all queries")
+            mpl_classes().Line2D(
+                [], [], color=BLUE, linewidth=0.9, linestyle=":", label="all queries"
+            )
         )
     _verdict_legend(ax, verdicts, extra)
     ax.set_xlabel(f"delta of {plain(label)}, treatment − control, {level} CI")
     ax.set_ylabel("segment")
-    _title(ax, plain(f"{label} by segment"))
+    chart_title(ax, plain(f"{label} by segment"))
     _place_forest(fig, ax, rows)
     return fig
 
@@ -849,7 +857,7 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
     label = metric_label(summary, primary)
 
     def draw() -> Figure:
-        fig = _mpl().Figure(figsize=(WIDTH, 3.3 * len(order) + 0.6))
+        fig = mpl_classes().Figure(figsize=(WIDTH, 3.3 * len(order) + 0.6))
         axes = fig.subplots(len(order), 1, squeeze=False)
         tops = [0.0]
         legend: dict[str, Any] = {}  # label -> handle, for one legend above the panels
@@ -870,8 +878,8 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
             ax.axvline(0.0, color=VERMILLION, linewidth=1.0, linestyle=":", label="no change")
             ax.set_xlabel(f"mean delta of {plain(label)} (treatment − control)")
             ax.set_ylabel("resamples")
-            ax.yaxis.set_major_locator(_mpl().MaxNLocator(integer=True))
-            _title(
+            ax.yaxis.set_major_locator(mpl_classes().MaxNLocator(integer=True))
+            chart_title(
                 ax,
                 plain(
                     f"Bootstrap distribution of the {label} delta: "
@@ -884,7 +892,7 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
         _figure_legend(fig, list(legend.values()), suptitle=False)
-        _place_grid(fig, len(order), 1, _count_labels(max(tops)), suptitle=False, legend_row=True)
+        place_grid(fig, len(order), 1, _count_labels(max(tops)), suptitle=False, legend_row=True)
         return fig
 
     return Chart(

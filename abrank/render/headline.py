@@ -73,16 +73,31 @@ def p_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
         p, correction = comp.p_value, None
     shown = fmt_p(p)
     shown = shown if shown.startswith("<") or shown == "n/a" else f"= {shown}"
-    tags = [test_name(comp.primary_test)] + ([correction] if correction else [])
+    test = test_name(comp.primary_test)
+    if comp.unit:  # the clustered method, named on every line
+        test = comp.ci_method if comp.primary_test == "t" else f"{test}, by {comp.unit}"
+    tags = [test] + ([correction] if correction else [])
     return f"p {shown} ({', '.join(tags)})"
 
 
 def n_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     """``n = 1,880`` (paired) or ``n = 1,000 / 998`` (control / treatment, independent)."""
     comp = as_comparison(comp)
+    units = comp.n_units
+    if comp.unit and isinstance(units, dict):
+        return (
+            f"n = {fmt_count(units.get('control'))} / {fmt_count(units.get('treatment'))} "
+            f"{unit_plural(comp.unit)}"
+        )
     if comp.design == "independent":
         return f"n = {fmt_count(comp.n_control)} / {fmt_count(comp.n_treatment)}"
     return f"n = {fmt_count(comp.n)}"
+
+
+def unit_plural(unit: str) -> str:
+    """``users`` for ``user_id``, ``sessions`` for ``session_id``: the unit counted."""
+    name = unit[:-3] if unit.endswith("_id") else unit
+    return name if name.endswith("s") else f"{name}s"
 
 
 def no_query_changed(comp: ComparisonSummary | dict[str, Any]) -> bool:
@@ -137,6 +152,15 @@ def headline_line(
     treatment = oneline(arm_label(summary, comp.treatment))
     parts.append(f"→ {verdict_phrase(comp, treatment)}")
     return "  ".join(parts)
+
+
+def alarms(summary: Summary | dict[str, Any]) -> list[str]:
+    """The alarms that go above everything else (a sample ratio mismatch), as sentences."""
+    summary = as_summary(summary)
+    diagnostics = summary.diagnostics
+    srm = diagnostics.srm if diagnostics is not None else None
+    message = srm.message() if srm is not None else None
+    return [message] if message else []
 
 
 def headline_lines(summary: Summary | dict[str, Any]) -> list[str]:

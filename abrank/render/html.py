@@ -85,6 +85,7 @@ table.results th.verdict, table.results td.verdict { position: sticky; right: 0;
 table.results th.verdict { background: #f0f0f0; }
 .warning { border: 1px solid #e0a040; background: #fff6e5; padding: 8px 12px; margin: 10px 0;
   border-radius: 3px; }
+.warning.alarm { border: 2px solid #b00020; background: #fde7ea; color: #6d0010; }
 .table-wrap { overflow-x: auto; margin: 8px 0 12px; }
 table { border-collapse: collapse; font-size: 0.76rem; }
 th, td { padding: 3px 4px; border-bottom: 1px solid var(--line); text-align: right;
@@ -211,6 +212,10 @@ def _block(block: Block, charts: dict[str, Chart]) -> list[str]:
         ]
         return ['<ol class="headline">', *items, "</ol>"]
     if isinstance(block, Alert):
+        if block.alarm:
+            return [
+                f'<p class="warning alarm" role="alert"><strong>ALARM:</strong> {_e(block.text)}</p>'
+            ]
         return [f'<p class="warning"><strong>Warning:</strong> {_e(block.text)}</p>']
     if isinstance(block, Table):
         return [_table(block)]

@@ -109,7 +109,8 @@ def _block(block: Block) -> list[str]:
         marks = fence("\n".join(lines))
         return [f"{marks}text", *lines, marks, ""]
     if isinstance(block, Alert):
-        return [f"> **Warning:** {md_escape(block.text)}", ""]
+        lead = "ALARM" if block.alarm else "Warning"
+        return [f"> **{lead}:** {md_escape(block.text)}", ""]
     if isinstance(block, Table):
         return _table(block)
     if isinstance(block, Facts):

@@ -41,6 +41,7 @@ from abrank.render.blocks import (
 from abrank.render.charts import Chart
 from abrank.render.glossary import legend_entries
 from abrank.render.headline import (
+    alarms,
     gloss,
     headline_lines,
     key_figures,
@@ -78,12 +79,13 @@ from abrank.render.typed import as_summary, readout_summary
 def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
     """The readout as a :class:`Document`; ``charts`` are placed in their sections."""
     summary = readout_summary(readout)
+    online = summary.unit is not None
     sections = [
         _headline_section(summary),
         _results_section(summary, charts),
-        _positions_section(charts),
+        _clicks_section(charts) if online else _positions_section(charts),
         _segments_section(summary, charts),
-        _moves_section(readout),
+        None if online else _moves_section(readout),
         _diagnostics_section(summary),
         _reproducibility_section(readout),
     ]
@@ -106,7 +108,7 @@ def _or_blank(value: Any) -> Any:
 
 def _title_block(summary: Summary) -> TitleBlock:
     comps = primary_comparisons(summary)
-    opening: list[Block] = []
+    opening: list[Block] = [Alert(text, alarm=True) for text in alarms(summary)]
     for comp in comps:
         parts = [
             own(text) if not user else spans(text)[0] for text, user in opening_parts(summary, comp)
@@ -127,6 +129,8 @@ def _title_block(summary: Summary) -> TitleBlock:
     if experiment is not None and experiment.owner:
         meta.append(f"owner {experiment.owner}")
     meta.append(f"{summary.design} design")
+    if summary.unit is not None:
+        meta.append(f"clustered by {summary.unit}")
     control = control_name(summary)
     if control:
         meta.append(f"control {arm_label(summary, control)}")
@@ -143,7 +147,11 @@ def _title_block(summary: Summary) -> TitleBlock:
 
 def _warnings(summary: Summary) -> list[Alert]:
     diagnostics = summary.diagnostics
-    return [Alert(str(w)) for w in (diagnostics.warnings if diagnostics is not None else ())]
+    shown = alarms(summary)
+    return [
+        Alert(str(w), alarm=str(w) in shown)
+        for w in (diagnostics.warnings if diagnostics is not None else ())
+    ]
 
 
 def _headline_section(summary: Summary) -> Section:
@@ -335,6 +343,12 @@ def _family_note(summary: Summary) -> list[Block]:
     return [Paragraph((own(text),), role="note")]
 
 
+def _clicks_section(charts: Sequence[Chart]) -> Section:
+    shown = _charts_of(charts, "clicks")
+    blocks: list[Block] = list(shown) or [Paragraph((own("No click data in this readout."),))]
+    return Section("clicks", "Clicks by position and per user", tuple(blocks))
+
+
 def _positions_section(charts: Sequence[Chart]) -> Section:
     shown = _charts_of(charts, "positions")
     blocks: list[Block] = list(shown) or [Paragraph((own("No rank data in this readout."),))]
@@ -437,8 +451,79 @@ def _moves_section(readout: Readout) -> Section | None:
 # --------------------------------------------------------------------------- diagnostics
 
 
+def _online_table(summary: Summary) -> Table:
+    """The per-arm diagnostics of an online readout: units, impressions, expected share."""
+    diagnostics = summary.diagnostics
+    srm = diagnostics.srm if diagnostics is not None else None
+    unit = summary.unit or "unit"
+    columns = [Column(h, "left", "text") for h in ("arm", "label", "role")]
+    columns += [Column(f"units ({unit})"), Column("impressions"), Column("impressions per unit")]
+    columns += [Column("share of units"), Column("expected share")]
+    total = sum(arm.units or 0 for arm in summary.arms or ())
+    rows = []
+    for arm in summary.arms or ():
+        units, impressions = arm.units, arm.impressions
+        per_unit = impressions / units if units and impressions is not None else None
+        expected = srm.expected.get(arm.name) if srm is not None else None
+        rows.append(
+            (
+                Cell(str(arm.name), css="text"),
+                Cell(str(arm.label or arm.name), css="text"),
+                Cell(str(_or_blank(arm.role)), css="text"),
+                Cell(fmt_count(units)),
+                Cell(fmt_count(impressions)),
+                Cell(fmt_value(per_unit)),
+                Cell(fmt_share_of(units, total)),
+                Cell(fmt_share_of(expected, 1.0)),
+            )
+        )
+    return Table(tuple(columns), tuple(rows), "diagnostics")
+
+
+def fmt_share_of(part: float | None, whole: float) -> str:
+    """``50.3%``: ``part`` as a share of ``whole`` (n/a when unknown)."""
+    if part is None or not whole:
+        return "n/a"
+    return f"{part / whole:.1%}"
+
+
+def _online_facts(summary: Summary) -> list[tuple[str, str]]:
+    """The sample-ratio check and the units seen in several arms, as facts."""
+    diagnostics = summary.diagnostics
+    if diagnostics is None:
+        return []
+    facts = [("randomization unit", str(summary.unit))]
+    srm = diagnostics.srm
+    if srm is not None:
+        verdict = "ALARM" if srm.alarm else "ok"
+        chi2 = f"{srm.chi2:.2f}" if srm.chi2 is not None else "n/a"
+        facts.append(
+            (
+                "sample ratio check (chi-square)",
+                f"{verdict}: chi-square {chi2}, p = {fmt_p(srm.p_value)} "
+                f"(alarm below {srm.alpha:g})",
+            )
+        )
+    mixed = diagnostics.mixed_units
+    if mixed is not None:
+        done = "dropped" if mixed.policy == "drop" else "kept"
+        facts.append((f"{mixed.column} values in more than one arm", f"{mixed.count:,} ({done})"))
+    if summary.sat_dwell is not None:
+        facts.append(("satisfied click", f"dwell of {summary.sat_dwell:g} s or more"))
+    undefined = diagnostics.undefined
+    counts = {k: v for k, v in ((undefined.metrics if undefined else None) or {}).items() if v}
+    if counts:
+        text = ", ".join(
+            f"{metric_label(summary, name)} {fmt_count(count)}" for name, count in counts.items()
+        )
+        facts.append(("impressions without a judged value, per metric", text))
+    return facts
+
+
 def _diagnostics_table(summary: Summary) -> Table:
     """The per-arm diagnostics: queries, missing, without judgments, judged@k."""
+    if summary.unit is not None:
+        return _online_table(summary)
     diagnostics = summary.diagnostics
     judged = diagnostics.judged_at_k if diagnostics is not None else None
     judged_arms = judged.arms if judged is not None else None
@@ -471,6 +556,8 @@ def _diagnostics_table(summary: Summary) -> Table:
 
 
 def _diagnostic_facts(summary: Summary) -> list[tuple[str, str]]:
+    if summary.unit is not None:
+        return _online_facts(summary)
     diagnostics = summary.diagnostics
     if diagnostics is None:
         return []

@@ -1,0 +1,83 @@
+"""Alerts: conditions of a readout that a scheduled run turns into its exit code.
+
+``abrank run --fail-on srm,loss`` writes the readout as usual and then exits 3 when one of
+the named alerts fires, so that cron or Airflow flags the run without parsing its output.
+Each alert is one entry of :data:`ALERTS`: its name, what it means, and a check of the
+summary that returns the reasons it fired (empty when it did not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from abrank.errors import ConfigError
+
+#: The exit code of a run whose readout was written but an alert named by --fail-on fired.
+EXIT_ALERT = 3
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert: ``check(summary)`` gives the reasons it fired (empty: it did not)."""
+
+    name: str
+    description: str
+    check: Callable[[dict[str, Any]], list[str]]
+
+
+def _srm(summary: dict[str, Any]) -> list[str]:
+    srm = (summary.get("diagnostics") or {}).get("srm")
+    if not srm or not srm.get("alarm"):
+        return []
+    return [f"sample ratio mismatch (p = {srm['p_value']:.2g} < {srm.get('alpha', 0.001):g})"]
+
+
+def _overall(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in summary.get("comparisons", []) if c.get("segment") is None]
+
+
+def _loss(summary: dict[str, Any]) -> list[str]:
+    return [
+        f"{c['metric']} ({c['treatment']}): loss"
+        for c in _overall(summary)
+        if c["verdict"] == "loss"
+    ]
+
+
+def _inconclusive(summary: dict[str, Any]) -> list[str]:
+    primary = summary.get("primary_metric")
+    return [
+        f"{c['metric']} ({c['treatment']}): inconclusive"
+        for c in _overall(summary)
+        if c["metric"] == primary and c["verdict"] == "inconclusive"
+    ]
+
+
+ALERTS: dict[str, Alert] = {
+    alert.name: alert
+    for alert in (
+        Alert("srm", "the units per arm fail the sample-ratio check", _srm),
+        Alert("loss", "an overall comparison is a significant loss", _loss),
+        Alert("inconclusive", "the primary metric's comparison is inconclusive", _inconclusive),
+    )
+}
+
+
+def parse_alerts(values: Sequence[str]) -> tuple[str, ...]:
+    """Alert names from ``--fail-on`` values (comma-separated or repeated); ConfigError
+    naming an unknown one and listing the known ones."""
+    names = [part.strip().lower() for value in values for part in value.split(",")]
+    names = [name for name in names if name]
+    unknown = [name for name in names if name not in ALERTS]
+    if unknown:
+        raise ConfigError(
+            f"--fail-on: expected alerts among {', '.join(ALERTS)}, got {', '.join(unknown)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def fired_alerts(summary: dict[str, Any], names: Sequence[str]) -> list[str]:
+    """``name: reason`` for every reason of every named alert that fired."""
+    return [f"{name}: {reason}" for name in names for reason in ALERTS[name].check(summary)]

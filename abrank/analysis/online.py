@@ -1,0 +1,219 @@
+"""Online experiments: impression logs in, per-impression values and per-unit sums out.
+
+Users (or whatever ``analysis.unit`` names) are randomized to arms, so the statistics run
+on per-unit sums: for each metric, the sum of its values over the unit's impressions and
+how many impressions had a value (DESIGN.md "Clustered inference"). This module reads the
+logs, checks the arms against each other, scores every impression (click metrics, and
+judged metrics when judgments are given) and aggregates per unit, overall and per
+segment; :mod:`abrank.analysis.clustered` compares the arms on those sums.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.load import Progress, display_path, fingerprint
+from abrank.config import Experiment
+from abrank.errors import DataError
+
+
+@dataclasses.dataclass(frozen=True)
+class OnlineData:
+    """An online experiment's inputs: each arm's impressions (canonical frames), the
+    judgments and pre-period covariates when given, and the units seen in several arms."""
+
+    impressions: dict[str, pd.DataFrame]
+    judgments: pd.DataFrame | None
+    covariates: pd.DataFrame | None  # index unit; columns impressions and metrics
+    mixed: Any  # abrank.io.MixedUnits, before any were dropped
+    dropped_units: int
+    inputs: list[dict[str, Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class OnlineScores:
+    """Per-impression values and per-unit sums of every arm.
+
+    ``values[arm]`` is indexed by impression_id with one column per metric (NaN where a
+    judged metric has no value) plus the unit and segment columns; ``sums[arm]`` holds the
+    per-unit sums overall and ``segment_sums[column][arm]`` per (segment value, unit).
+    """
+
+    values: dict[str, pd.DataFrame]
+    sums: dict[str, pd.DataFrame]
+    segment_sums: dict[str, dict[str, pd.DataFrame]]
+    units: dict[str, int]
+    impressions: dict[str, int]
+    ctr_by_rank: pd.DataFrame  # arm, rank, impressions, clicks, ctr
+    undefined: dict[str, int]  # judged metric -> impressions without a value (all arms)
+
+
+def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineData:
+    """Read the impression logs (one ``log:`` split by its arm column, or a file per arm),
+    the judgments and the covariates; check the arms; drop mixed units if asked."""
+    from abrank.io import check_arms, drop_units, read_impressions, read_judgments, split_log
+    from abrank.io.covariates import read_covariates
+
+    say = say or (lambda message: None)
+    unit = experiment.analysis.unit or "user_id"
+    names = [arm.name for arm in experiment.arms]
+    inputs: list[dict[str, Any]] = []
+    if experiment.log is not None:
+        log = experiment.log
+        say(f"loading the log ({display_path(log.path)})")
+        frame = read_impressions(
+            log.path,
+            format=log.format,
+            columns=log.columns.mapping(),
+            sep=log.sep,
+            decimal=log.decimal,
+        )
+        inputs.append(fingerprint(log.path, "log", None, len(frame)))
+        frames = split_log(frame, names, path=display_path(log.path))
+        paths = {name: display_path(log.path) for name in names}
+    else:
+        frames, paths = {}, {}
+        for arm in experiment.arms:
+            say(f"loading {arm.name} ({display_path(arm.path)})")
+            frames[arm.name] = read_impressions(
+                arm.path,
+                format=arm.format,
+                columns=arm.columns.mapping(),
+                sep=arm.sep,
+                decimal=arm.decimal,
+            )
+            role = "control" if arm is experiment.control else "treatment"
+            inputs.append(fingerprint(arm.path, role, arm.name, len(frames[arm.name])))
+            paths[arm.name] = display_path(arm.path)
+    for column in [unit, *experiment.segments.columns]:
+        for name, frame in frames.items():
+            if column not in frame.columns:
+                key = "analysis.unit" if column == unit else "segments.columns"
+                raise DataError(
+                    f"{paths[name]}: {key}: expected a column {column!r}, "
+                    f"found columns: {', '.join(map(str, frame.columns))}"
+                )
+    mixed = check_arms(frames, paths, unit=unit)
+    dropped = 0
+    if mixed.count and experiment.analysis.mixed_units == "drop":
+        frames = drop_units(frames, mixed.units, unit=unit)
+        dropped = int(mixed.count)
+
+    judgments = None
+    if experiment.judgments is not None:
+        source = experiment.judgments
+        say(f"loading judgments ({display_path(source.path)})")
+        judgments = read_judgments(
+            source.path,
+            format=source.format,
+            columns=source.columns.mapping(),
+            sep=source.sep,
+            decimal=source.decimal,
+        )
+        inputs.append(fingerprint(source.path, "judgments", None, len(judgments)))
+    covariates = None
+    if experiment.analysis.covariates is not None:
+        source = experiment.analysis.covariates
+        say(f"loading covariates ({display_path(source.path)})")
+        covariates = read_covariates(
+            source.path,
+            unit=unit,
+            metrics=experiment.metrics,
+            format=source.format,
+            sep=source.sep,
+            decimal=source.decimal,
+        )
+        inputs.append(fingerprint(source.path, "covariates", None, len(covariates)))
+    return OnlineData(frames, judgments, covariates, mixed, dropped, inputs)
+
+
+def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
+    """Every arm's per-impression values and per-unit sums (overall and per segment)."""
+    from abrank.engines.clicks import ctr_by_rank, judged_inputs, score_impressions, unit_sums
+    from abrank.engines.evaluate import evaluate
+    from abrank.metrics import parse_metric
+
+    metrics = [parse_metric(name) for name in experiment.metrics]
+    clicks = [m for m in metrics if m.is_click]
+    judged = [m for m in metrics if not m.is_click]
+    if judged and data.judgments is None:
+        raise DataError(
+            f"metrics {', '.join(m.name for m in judged)}: expected a `judgments` file for "
+            "judged metrics on an online log, got none (or use click metrics only)"
+        )
+    unit = experiment.analysis.unit or "user_id"
+    segments = list(experiment.segments.columns)
+    values: dict[str, pd.DataFrame] = {}
+    sums: dict[str, pd.DataFrame] = {}
+    segment_sums: dict[str, dict[str, pd.DataFrame]] = {column: {} for column in segments}
+    rank_tables = []
+    undefined = {m.name: 0 for m in judged}
+    for name, frame in data.impressions.items():
+        parts = []
+        if clicks:
+            parts.append(score_impressions(frame, clicks, sat_dwell=experiment.analysis.sat_dwell))
+        if judged:
+            rankings, judgments = judged_inputs(frame, data.judgments)
+            scored = evaluate(
+                rankings,
+                judgments,
+                judged,
+                rel_level=experiment.relevance_threshold,
+                gain=experiment.gain,
+                depth=experiment.depth,
+            )
+            if experiment.no_relevant == "zero":
+                scored = scored.fillna(0.0)
+            parts.append(scored)
+        first = frame.drop_duplicates("impression_id").set_index("impression_id")
+        table = pd.concat(parts, axis=1).reindex(first.index.sort_values())
+        table.index.name = "impression_id"
+        for metric in judged:
+            undefined[metric.name] += int(table[metric.name].isna().sum())
+        table = table[[m.name for m in metrics]]
+        attributes = first.loc[table.index, [unit, *[c for c in segments if c != unit]]]
+        values[name] = pd.concat([table, attributes], axis=1)
+        sums[name] = unit_sums(frame, table, unit=unit)
+        for column in segments:
+            segment_sums[column][name] = unit_sums(frame, table, unit=unit, by=column)
+        rank_tables.append(ctr_by_rank(frame).assign(arm=name))
+    ranks = pd.concat(rank_tables, ignore_index=True)
+    ranks = ranks[["arm", *[c for c in ranks.columns if c != "arm"]]]
+    return OnlineScores(
+        values=values,
+        sums=sums,
+        segment_sums=segment_sums,
+        units={name: int(len(table)) for name, table in sums.items()},
+        impressions={name: int(len(table)) for name, table in values.items()},
+        ctr_by_rank=ranks,
+        undefined=undefined,
+    )
+
+
+def unit_columns(sums: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """(numerator, denominator) of one metric from a per-unit sums frame, over the units
+    with at least one value of it."""
+    counts = f"{metric}:n"
+    denominator = sums[counts] if counts in sums.columns else sums["impressions"]
+    numerator = sums[metric].to_numpy(dtype=np.float64)
+    denominator = denominator.to_numpy(dtype=np.float64)
+    keep = denominator > 0
+    return numerator[keep], denominator[keep]
+
+
+def unit_means(scores: OnlineScores, metric: str) -> pd.DataFrame:
+    """Each unit's mean of ``metric`` per arm (columns arm, unit, value): the per-user
+    distribution the readout charts."""
+    parts = []
+    for name, sums in scores.sums.items():
+        counts = f"{metric}:n"
+        denominator = sums[counts] if counts in sums.columns else sums["impressions"]
+        keep = denominator.to_numpy() > 0
+        value = sums[metric].to_numpy(dtype=np.float64)[keep] / denominator.to_numpy()[keep]
+        unit = sums.index.to_numpy()[keep].astype(str)
+        parts.append(pd.DataFrame({"arm": name, "unit": unit, "value": value}))
+    return pd.concat(parts, ignore_index=True)

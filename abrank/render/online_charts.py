@@ -1,0 +1,135 @@
+"""The charts of an online readout: click-through rate by position, and each unit's value.
+
+An online A/B test moves clicks between positions (a better ranker pulls them to the top)
+and is decided over units, not impressions: the first chart shows where each arm's clicks
+land, the second how the primary metric is spread over the units that the statistics
+treat as independent (a few heavy users can dominate an impression-weighted mean).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from abrank.readout import Readout
+from abrank.render.charts import WIDTH, Chart, arm_colour, chart_title, mpl_classes, place_grid
+from abrank.render.text import arm_labels, metric_label, plain
+from abrank.render.typed import readout_summary
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: Bins of the per-unit distribution chart.
+UNIT_BINS = 40
+
+
+def _arms(summary, frame: pd.DataFrame) -> list[str]:
+    labels = arm_labels(summary)
+    arms = [a for a in labels if (frame["arm"] == a).any()]
+    return arms + [a for a in pd.unique(frame["arm"]) if a not in arms]
+
+
+def ctr_by_rank_chart(readout: Readout) -> Chart | None:
+    """Click-through rate at each position, grouped bars per arm."""
+    frame = readout.ctr_by_rank
+    if frame is None or frame.empty:
+        return None
+    summary = readout_summary(readout)
+    labels = arm_labels(summary)
+    arms = _arms(summary, frame)
+    ranks = np.sort(pd.unique(frame["rank"].astype(np.int64)))
+    x = np.arange(ranks.size)
+    width = 0.8 / max(len(arms), 1)
+
+    def draw() -> Figure:
+        fig = mpl_classes().Figure(figsize=(WIDTH, 4.0))
+        ax = fig.add_subplot()
+        top = 0.0
+        for i, arm in enumerate(arms):
+            part = frame[frame["arm"] == arm].set_index("rank")["ctr"]
+            shares = part.reindex(ranks).fillna(0.0).to_numpy(dtype=np.float64) * 100
+            top = max(top, float(shares.max(initial=0)))
+            ax.bar(
+                x - 0.4 + width * (i + 0.5),
+                shares,
+                width=width,
+                color=arm_colour(summary, arm),
+                label=plain(labels.get(arm, arm)),
+            )
+        ax.set_xticks(x, [str(r) for r in ranks])
+        ax.set_xlabel("position (rank) of the result shown")
+        ax.set_ylabel("click-through rate (%)")
+        chart_title(ax, "Click-through rate by position, per arm")
+        ax.legend(fontsize=8, frameon=False)
+        ax.spines["top"].set_visible(False)
+        ax.spines["right"].set_visible(False)
+        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+        return fig
+
+    return Chart(
+        "ctr_by_rank.png",
+        "Click-through rate by position",
+        "Share of impressions whose result at each position was clicked; a better ranker "
+        "moves clicks to the left.",
+        draw,
+        section="clicks",
+    )
+
+
+def unit_distribution_chart(readout: Readout) -> Chart | None:
+    """Histogram of each unit's mean of the primary metric, per arm (shares of units)."""
+    frame = readout.unit_values
+    if frame is None or frame.empty:
+        return None
+    summary = readout_summary(readout)
+    labels = arm_labels(summary)
+    arms = _arms(summary, frame)
+    metric = summary.primary_metric or (summary.metrics[0] if summary.metrics else "")
+    unit = summary.unit or "unit"
+    values = frame["value"].to_numpy(dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return None
+    low, high = float(finite.min()), float(finite.max())
+    edges = np.linspace(low, high if high > low else low + 1.0, UNIT_BINS + 1)
+
+    def draw() -> Figure:
+        fig = mpl_classes().Figure(figsize=(WIDTH, 4.0))
+        ax = fig.add_subplot()
+        top = 0.0
+        for arm in arms:
+            part = frame.loc[frame["arm"] == arm, "value"].to_numpy(dtype=np.float64)
+            part = part[np.isfinite(part)]
+            counts, _ = np.histogram(part, bins=edges)
+            shares = counts / max(part.size, 1) * 100
+            top = max(top, float(shares.max(initial=0)))
+            ax.stairs(
+                shares,
+                edges,
+                color=arm_colour(summary, arm),
+                linewidth=1.6,
+                label=f"{plain(labels.get(arm, arm))} ({part.size:,} {unit} values)",
+            )
+        ax.set_xlabel(f"{plain(metric_label(summary, metric))}: mean per {unit}")
+        ax.set_ylabel(f"share of {unit} values (%)")
+        chart_title(ax, f"{plain(metric_label(summary, metric))} per {unit}, per arm")
+        ax.legend(fontsize=8, frameon=False)
+        ax.spines["top"].set_visible(False)
+        ax.spines["right"].set_visible(False)
+        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+        return fig
+
+    return Chart(
+        "unit_distribution.png",
+        f"Distribution of the primary metric per {unit}",
+        f"Each {unit}'s mean of the primary metric over its impressions; the statistics "
+        f"treat {unit} values, not impressions, as independent.",
+        draw,
+        section="clicks",
+    )
