@@ -20,7 +20,7 @@ from abrank.engines.memory import (
     scored_queries,
 )
 from abrank.io.columns import alias_renames
-from abrank.metrics.names import Metric, parse_metrics
+from abrank.metrics.names import Metric, judged_metrics
 
 
 def canonical_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +72,7 @@ def evaluate(
     some requested metric reads (down to its deepest cutoff) are checked, as those are the
     rows joined to the judgments.
     """
-    parsed = parse_metrics(metrics)
+    parsed = judged_metrics(metrics)
     check_options(rel_level, gain, depth)
     # rows below every requested cutoff cannot change a value: they are not joined
     reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
@@ -153,7 +153,7 @@ def score_arm(
     :func:`evaluate`), for a third of the ordering and joining. Every ranked row down to
     ``depth`` is joined, as :func:`first_relevant_rank` joins them.
     """
-    parsed = parse_metrics(metrics)
+    parsed = judged_metrics(metrics)
     check_options(rel_level, gain, depth)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth)
     share = _judged_share(prep, float(rel_level), judged_k)

@@ -28,7 +28,7 @@ from abrank.io.arrow import (
 )
 from abrank.io.columns import parse_numbers
 from abrank.metrics.names import GAINS, Metric
-from abrank.metrics.registry import FAMILIES
+from abrank.metrics.registry import judged_families
 
 
 @dataclass
@@ -450,7 +450,7 @@ def _average_precision(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray
     return sums / nrel
 
 
-#: The kernel of each metric family of the registry (:data:`abrank.metrics.FAMILIES`).
+#: The kernel of each judged metric family of the registry (:data:`abrank.metrics.FAMILIES`).
 KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "mrr": _binary(_mrr),
     "ndcg": _discounted,
@@ -465,8 +465,9 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
 
 
 def missing_kernels() -> list[str]:
-    """Families of the metric registry that this engine cannot compute (none, normally)."""
-    return [family for family in FAMILIES if family not in KERNELS]
+    """Judged families of the metric registry that this engine cannot compute (none,
+    normally); click families are scored from impression logs (:mod:`abrank.engines.clicks`)."""
+    return [family for family in judged_families() if family not in KERNELS]
 
 
 def compute(prep: Prepared, metrics: Sequence[Metric], rel_level: float, gain: str) -> dict:

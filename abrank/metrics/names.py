@@ -30,13 +30,22 @@ from abrank.errors import ConfigError
 from abrank.metrics.registry import (
     FAMILIES,
     binary_families,
+    click_families,
     graded_families,
     join_names,
+    judged_families,
     known_names,
     spellings,
 )
 
-__all__ = ["GAINS", "Metric", "parse_metric", "parse_metrics"]
+__all__ = [
+    "GAINS",
+    "Metric",
+    "click_metrics",
+    "judged_metrics",
+    "parse_metric",
+    "parse_metrics",
+]
 
 # every accepted spelling (lowercase, without cutoff or parameters) -> family
 _SPELLINGS: dict[str, str] = spellings()
@@ -73,8 +82,11 @@ class Metric:
     def __post_init__(self) -> None:
         family = str(self.family).lower()
         if family not in FAMILIES:
+            # the judged families, as always; the click ones are listed where click
+            # metrics are expected (click_metrics) and by the parser's known_names()
             raise ConfigError(
-                f"metric: family: expected one of {', '.join(FAMILIES)}, got {self.family!r}"
+                f"metric: family: expected one of {', '.join(judged_families())}, "
+                f"got {self.family!r}"
             )
         spec = FAMILIES[family]
         # a family and its twin are one measure with and without a cutoff (map, ap@k)
@@ -93,6 +105,10 @@ class Metric:
         elif spec.cutoff == "required":
             raise ConfigError(
                 f"metric {family}: cutoff: expected {family}@k (e.g. {family}@10), got no cutoff"
+            )
+        if self.k is not None and spec.cutoff == "none":
+            raise ConfigError(
+                f"metric {family}: cutoff: expected no cutoff ({family} takes none), got @{self.k}"
             )
         if self.rel is not None:
             if not spec.binary:
@@ -119,6 +135,11 @@ class Metric:
                     f"metric {family}: gain: expected linear or exp, got {self.gain!r}"
                 )
             object.__setattr__(self, "gain", gain)
+
+    @property
+    def is_click(self) -> bool:
+        """A click metric: scored per impression from an impression log, not from judgments."""
+        return FAMILIES[self.family].click
 
     @property
     def name(self) -> str:
@@ -252,3 +273,31 @@ def parse_metrics(texts: Iterable[str | Metric] | str | Metric) -> list[Metric]:
     if not parsed:
         raise ConfigError("metrics: expected at least one metric name, got none")
     return parsed
+
+
+def judged_metrics(texts: Iterable[str | Metric] | str | Metric) -> list[Metric]:
+    """:func:`parse_metrics` for metrics scored from rankings and judgments: a click metric
+    is a ConfigError naming it (it is scored from an impression log instead)."""
+    metrics = parse_metrics(texts)
+    wrong = [m.name for m in metrics if m.is_click]
+    if wrong:
+        raise ConfigError(
+            f"metric {join_names(wrong)}: expected a judged metric (scored from rankings and "
+            "judgments), got a click metric (scored from an impression log by "
+            "abrank.engines.clicks.score_impressions)"
+        )
+    return metrics
+
+
+def click_metrics(texts: Iterable[str | Metric] | str | Metric) -> list[Metric]:
+    """:func:`parse_metrics` for metrics scored from an impression log: a judged metric is a
+    ConfigError naming it (it needs rankings and judgments instead)."""
+    metrics = parse_metrics(texts)
+    wrong = [m.name for m in metrics if not m.is_click]
+    if wrong:
+        raise ConfigError(
+            f"metric {join_names(wrong)}: expected a click metric "
+            f"({', '.join(click_families())}), got a judged metric (scored from rankings and "
+            "judgments; abrank.engines.clicks.judged_inputs makes those of an impression log)"
+        )
+    return metrics

@@ -17,14 +17,16 @@ __all__ = [
     "FAMILIES",
     "MetricSpec",
     "binary_families",
+    "click_families",
     "graded_families",
+    "judged_families",
     "join_names",
     "known_names",
     "markdown_table",
     "spellings",
 ]
 
-Relevance = Literal["binary", "graded", "judged"]
+Relevance = Literal["binary", "graded", "judged", "click"]
 Cutoff = Literal["optional", "required", "none"]
 
 
@@ -34,7 +36,8 @@ class MetricSpec:
 
     ``relevance`` says what the family reads of a judgment: ``binary`` (grade >= the
     relevance threshold is relevant; takes ``rel=``), ``graded`` (the grade as a gain;
-    takes ``gain=``) or ``judged`` (only whether a judgment exists). ``cutoff`` is
+    takes ``gain=``), ``judged`` (only whether a judgment exists) or ``click`` (no
+    judgment at all: the clicks, and dwell times, of an impression log). ``cutoff`` is
     ``optional`` (``name`` or ``name@k``), ``required`` (``name@k`` only) or ``none``; a
     family with a ``twin`` turns into it when the cutoff is given where it has none, or
     left out where it needs one (``map`` and ``ap@k``). Other tools' spellings are written
@@ -60,6 +63,11 @@ class MetricSpec:
     def graded(self) -> bool:
         """The family uses grades as gains (linear or exponential)."""
         return self.relevance == "graded"
+
+    @property
+    def click(self) -> bool:
+        """The family is scored from the clicks of an impression log, not from judgments."""
+        return self.relevance == "click"
 
     @property
     def usage(self) -> tuple[str, ...]:
@@ -159,6 +167,42 @@ FAMILIES: dict[str, MetricSpec] = {
             "share of the top k that has a judgment (a diagnostic)",
             ir_measures=("Judged@k",),
         ),
+        MetricSpec(
+            "click_rr",
+            "ClickRR",
+            "click",
+            "optional",
+            "1 / rank of the first clicked result in the top k, else 0 (per impression)",
+            aliases=("click_mrr",),
+        ),
+        MetricSpec(
+            "ctr",
+            "CTR",
+            "click",
+            "optional",
+            "1 when a result in the top k was clicked, else 0 (per impression)",
+        ),
+        MetricSpec(
+            "clicks",
+            "Clicks",
+            "click",
+            "optional",
+            "the number of clicked results in the top k (per impression)",
+        ),
+        MetricSpec(
+            "abandonment",
+            "Abandonment",
+            "click",
+            "none",
+            "1 when nothing was clicked, else 0 (per impression)",
+        ),
+        MetricSpec(
+            "sat_ctr",
+            "SatCTR",
+            "click",
+            "optional",
+            "1 when a result in the top k was clicked with dwell >= sat_dwell, else 0",
+        ),
     )
 }
 
@@ -206,17 +250,35 @@ def graded_families() -> list[str]:
     return [spec.family for spec in FAMILIES.values() if spec.graded]
 
 
+def click_families() -> list[str]:
+    """Families scored from impression logs (clicks, dwell), in registry order."""
+    return [spec.family for spec in FAMILIES.values() if spec.click]
+
+
+def judged_families() -> list[str]:
+    """Families scored from rankings and judgments (every family but the click ones)."""
+    return [spec.family for spec in FAMILIES.values() if not spec.click]
+
+
 def _distinct(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
 def known_names() -> str:
-    """The names listed when a metric name does not parse."""
-    own = ", ".join(form for spec in FAMILIES.values() for form in spec.usage)
+    """The names listed when a metric name does not parse: the judged families, other
+    tools' spellings of them, then the click families (scored from impression logs)."""
+    judged = [FAMILIES[family] for family in judged_families()]
+    own = ", ".join(form for spec in judged for form in spec.usage)
     ir = ", ".join(_distinct([s for spec in FAMILIES.values() for s in spec.ir_measures]))
     trec = ", ".join(_distinct([s for spec in FAMILIES.values() for s in spec.trec_eval]))
+    clicks = [
+        form
+        for family in click_families()
+        for form in (*FAMILIES[family].usage, *FAMILIES[family].aliases)
+    ]
+    listed = f"; click metrics {', '.join(clicks)}" if clicks else ""
     return (
-        f"{own}; ir_measures spellings {ir}; trec_eval spellings {trec}; "
+        f"{own}; ir_measures spellings {ir}; trec_eval spellings {trec}{listed}; "
         "parameters as in mrr(rel=2)@10 or ndcg(gain=exp)@10"
     )
 

@@ -204,6 +204,7 @@ class ComparisonSummary(Record):
     ``treatment`` is the arm compared (or ``"B vs A"`` when two treatments are compared,
     with ``comparisons: all-pairs``); ``control`` and ``treatment_arm`` name the two arms of
     such a comparison and are written only then. ``delta`` is treatment - control.
+    ``unit``, ``n_units`` and ``cuped`` are those of a clustered comparison (null otherwise).
     """
 
     metric: str
@@ -240,6 +241,9 @@ class ComparisonSummary(Record):
     ci_unadjusted: tuple[float | None, float | None] | None = None
     ci_agrees: bool = True
     notes: tuple[str, ...] = ()
+    unit: str | None = None
+    n_units: dict[str, int] | None = None
+    cuped: dict[str, Any] | None = None
     control: str | None = None
     treatment_arm: str | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)

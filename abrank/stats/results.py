@@ -61,6 +61,13 @@ class Comparison:
     rest were scored 0 under ``missing="zero"``); for the independent design they are the
     arms' sizes. ``approximation`` names a grid-cell resampling approximation and its
     error bound when one was used (very large samples of mostly distinct values).
+
+    A clustered comparison (:func:`abrank.stats.compare_clustered`: users randomized, the
+    metric a ratio of per-unit sums) also fills ``unit`` (the clustering column),
+    ``n_units`` ({"control": ..., "treatment": ...}; ``n`` is then their total and
+    ``n_control`` / ``n_treatment`` count impressions) and, with a pre-period covariate,
+    ``cuped`` (theta, the variance reduction and the unadjusted comparison); all three
+    are None for the other designs.
     """
 
     metric: str
@@ -99,6 +106,9 @@ class Comparison:
     notes: tuple[str, ...] = ()
     resampled_deltas: np.ndarray | None = field(default=None, compare=False, repr=False)
     levels: Levels | None = field(default=None, compare=False, repr=False)
+    unit: str | None = None
+    n_units: dict[str, int] | None = None
+    cuped: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins only: tuples become lists, NaN and infinities become None."""
