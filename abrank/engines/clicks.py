@@ -25,9 +25,9 @@ import pyarrow.compute as pc
 
 from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
-from abrank.io.arrow import as_arrow, query_codes
+from abrank.io.arrow import as_arrow, query_codes, take_rows
 from abrank.io.columns import parse_numbers
-from abrank.io.online import clicked_flags
+from abrank.io.online import clicked_flags, impression_codes
 from abrank.metrics.names import Metric, click_metrics
 
 __all__ = ["ctr_by_rank", "judged_inputs", "score_impressions", "unit_sums"]
@@ -132,20 +132,29 @@ def unit_sums(
             )
     codes, ids = _impression_codes(impressions)
     n = len(ids)
-    unit_codes, unit_ids = query_codes(as_arrow(impressions[unit], f"impressions: {unit}"))
-    unit_of = _per_impression(codes, unit_codes, n, unit, ids)
+    head = _head_rows(codes, n)
+    units = as_arrow(impressions[unit], f"impressions: {unit}")
+    _check_constant(units, codes, head, unit, ids)
+    unit_of, unit_ids = query_codes(pa.chunked_array([take_rows(units, head)]))
     if by is None:
         group_of, groups = unit_of, len(unit_ids)
         index = _index(unit_ids, unit)
     else:
-        by_codes, by_values = _segment_codes(impressions[by], by)
-        by_of = _per_impression(codes, by_codes, n, by, ids)
+        segment = impressions[by]
+        missing = segment.isna().to_numpy()
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            raise DataError(
+                f"impressions: row {row}: {by}: expected a segment value, got a missing value"
+            )
+        _check_constant(as_arrow(segment, f"impressions: {by}"), codes, head, by, ids)
+        by_of, by_values = pd.factorize(segment.iloc[head], sort=True)
         pair = by_of.astype(np.int64) * len(unit_ids) + unit_of
         present, group_of = np.unique(pair, return_inverse=True)
         groups = present.size
         index = pd.MultiIndex.from_arrays(
             [
-                by_values.take(present // len(unit_ids)),
+                pd.Index(by_values, name=by).take(present // len(unit_ids)),
                 _index(unit_ids, unit).take(present % len(unit_ids)),
             ],
             names=[by, unit],
@@ -268,7 +277,7 @@ def _impression_codes(impressions: pd.DataFrame) -> tuple[np.ndarray, pa.Array]:
                 f"impressions: expected a {column} column, found columns: "
                 f"{', '.join(map(str, impressions.columns))}"
             )
-    return query_codes(as_arrow(impressions["impression_id"], "impressions: impression_id"))
+    return impression_codes(as_arrow(impressions["impression_id"], "impressions: impression_id"))
 
 
 def _rank(impressions: pd.DataFrame) -> np.ndarray:
@@ -302,33 +311,41 @@ def _index(ids: pa.Array, name: str) -> pd.Index:
     return pd.Index(ids.to_pandas().astype("str"), name=name, dtype="str")
 
 
-def _per_impression(
-    codes: np.ndarray, item: np.ndarray, n: int, column: str, ids: pa.Array
-) -> np.ndarray:
-    """Each impression's code of ``column`` (one per impression, or a DataError)."""
-    of = np.zeros(n, dtype=np.int64)
-    of[codes] = item
-    differ = of[codes] != item
-    if differ.any():
-        row = int(np.flatnonzero(differ)[0])
+def _head_rows(codes: np.ndarray, n: int) -> np.ndarray:
+    """One row of each impression (by code): its first row when every impression is one
+    block of rows in code order (a log as the reader sorts it), else some row of it."""
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if bool((codes[1:] >= codes[:-1]).all()):
+        start = np.ones(codes.size, dtype=bool)
+        start[1:] = codes[1:] != codes[:-1]
+        return np.flatnonzero(start)
+    head = np.empty(n, dtype=np.int64)
+    head[codes] = np.arange(codes.size)
+    return head
+
+
+def _check_constant(
+    values: pa.ChunkedArray, codes: np.ndarray, head: np.ndarray, column: str, ids: pa.Array
+) -> None:
+    """Every row of an impression has its head row's value of ``column`` (a DataError
+    naming the impression otherwise): one comparison of neighbours on a sorted log."""
+    if codes.size < 2:
+        return
+    if bool((codes[1:] >= codes[:-1]).all()):
+        same = codes[1:] == codes[:-1]
+        differ = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero(same & differ) + 1
+    else:
+        mates = pa.chunked_array([take_rows(values, head[codes])])
+        bad = np.flatnonzero(pc.not_equal(mates, values).to_numpy(zero_copy_only=False))
+    if bad.size:
+        row = int(bad[0])
         impression = ids[int(codes[row])].as_py()
         raise DataError(
             f"impressions: row {row}: {column}: expected one {column} per impression, got two "
             f"in impression {impression!r}"
         )
-    return of
-
-
-def _segment_codes(values: pd.Series, column: str) -> tuple[np.ndarray, pd.Index]:
-    """Codes of a segment column, ordered by value (its type kept: 2 before 10)."""
-    missing = values.isna().to_numpy()
-    if missing.any():
-        row = int(np.flatnonzero(missing)[0])
-        raise DataError(
-            f"impressions: row {row}: {column}: expected a segment value, got a missing value"
-        )
-    codes, uniques = pd.factorize(values, sort=True)
-    return codes.astype(np.int64), pd.Index(uniques, name=column)
 
 
 def _value_rows(values: pd.DataFrame, ids: pa.Array) -> np.ndarray:
@@ -348,9 +365,8 @@ def _value_rows(values: pd.DataFrame, ids: pa.Array) -> np.ndarray:
             f", which has no row in the impressions ({count} such)"
         )
     rows = rows.astype(np.int64)
-    if np.unique(rows).size != rows.size:
-        seen = pd.Series(rows).duplicated().to_numpy()
-        at = int(np.flatnonzero(seen)[0])
+    if rows.size and np.bincount(rows).max() > 1:
+        at = int(np.flatnonzero(pd.Series(rows).duplicated().to_numpy())[0])
         raise DataError(
             f"values: impression_id: expected each impression once, got {keys[at].as_py()!r} twice"
         )
