@@ -119,6 +119,12 @@ def test_a_mapping_and_common_spellings_name_the_columns(tmp_path):
         f"{path}: columns.user_id: expected a column named 'visitr', found columns: serve, "
         "visitor, position, item_id, click, dwell_time, device, query_text"
     )
+    with pytest.raises(ConfigError) as info:
+        read_impressions(path, columns={"user": "visitor"})
+    assert str(info.value) == (
+        f"{path}: columns.user: expected one of impression_id, user_id, rank, doc_id, clicked, "
+        "dwell, timestamp, query, arm, got 'user'"
+    )
 
 
 def test_int_and_string_ids_are_the_same_ids(tmp_path):

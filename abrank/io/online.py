@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from abrank._lazy import pandas as pd
-from abrank.errors import DataError
+from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import as_arrow, positions, query_codes, take_rows
 from abrank.io.columns import IMPRESSION_ALIASES, alias_renames, describe_cell, parse_numbers
 from abrank.io.detect import check_table_options, detect_format
@@ -160,7 +160,7 @@ def _canonical_columns(
     renames: dict[str, str] = {}
     for canon, user in dict(columns or {}).items():
         if canon not in IMPRESSION_ALIASES:
-            raise DataError(
+            raise ConfigError(
                 f"{path}: columns.{canon}: expected one of {', '.join(IMPRESSION_ALIASES)}, "
                 f"got {canon!r}"
             )
