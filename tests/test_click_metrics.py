@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from abrank.engines.clicks import ctr_by_rank, judged_inputs, score_impressions, unit_sums
+from abrank.engines.clicks import KERNELS, ctr_by_rank, judged_inputs, score_impressions, unit_sums
 from abrank.engines.evaluate import evaluate
 from abrank.errors import ConfigError, DataError
 from abrank.metrics import FAMILIES, Metric, parse_metric
@@ -380,3 +380,7 @@ def test_judged_metrics_on_an_online_log():
         "impressions: expected a query column (the query each impression served), found "
         "columns: impression_id, user_id, rank, doc_id, clicked"
     )
+
+
+def test_every_click_family_has_a_kernel():
+    assert set(KERNELS) == set(click_families())

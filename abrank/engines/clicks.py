@@ -17,7 +17,7 @@ and string ids of the same value are one id.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,7 @@ from abrank.io.columns import parse_numbers
 from abrank.io.online import clicked_flags, impression_codes
 from abrank.metrics.names import Metric, click_metrics
 
-__all__ = ["ctr_by_rank", "judged_inputs", "score_impressions", "unit_sums"]
+__all__ = ["KERNELS", "ctr_by_rank", "judged_inputs", "score_impressions", "unit_sums"]
 
 _NO_CLICK = np.iinfo(np.int64).max  # the "rank" of the first click of an impression without
 
@@ -56,49 +56,88 @@ def score_impressions(
     DataError naming the metric and the column.
     """
     parsed = click_metrics(metrics)
-    sat_dwell = _seconds(sat_dwell)
-    codes, ids = _impression_codes(impressions)
-    rank = _rank(impressions)
-    clicked = clicked_flags(impressions["clicked"], lambda row: f"impressions: row {row}: clicked")
-    hit = clicked.astype(bool)
-    n = len(ids)
-    first = _first_rank(codes[hit], rank[hit], n)
-    sat_first = None
-    if any(m.family == "sat_ctr" for m in parsed):
-        if "dwell" not in impressions.columns:
-            wanted = ", ".join(m.name for m in parsed if m.family == "sat_ctr")
-            raise DataError(
-                f"metric {wanted}: expected a dwell column (seconds) in the impressions, found "
-                f"columns: {', '.join(map(str, impressions.columns))}"
-            )
-        dwell = parse_numbers(
-            impressions["dwell"],
-            lambda row: f"impressions: row {row}: dwell",
-            allow_missing=True,
+    log = _Clicks(impressions, _seconds(sat_dwell))
+    if any(m.family == "sat_ctr" for m in parsed) and "dwell" not in impressions.columns:
+        wanted = ", ".join(m.name for m in parsed if m.family == "sat_ctr")
+        raise DataError(
+            f"metric {wanted}: expected a dwell column (seconds) in the impressions, found "
+            f"columns: {', '.join(map(str, impressions.columns))}"
         )
-        sat = hit & (dwell >= sat_dwell)  # NaN >= x is False: no dwell, no satisfied click
-        sat_first = _first_rank(codes[sat], rank[sat], n)
     values: dict[str, np.ndarray] = {}
     for metric in parsed:
-        k = _NO_CLICK - 1 if metric.k is None else metric.k
-        if metric.family == "click_rr":
-            within = first <= k
-            value = np.zeros(n)
-            value[within] = 1.0 / first[within]
-        elif metric.family == "ctr":
-            value = (first <= k).astype(np.float64)
-        elif metric.family == "clicks":
-            value = np.bincount(codes[hit & (rank <= k)], minlength=n).astype(np.float64)
-        elif metric.family == "abandonment":
-            value = (first == _NO_CLICK).astype(np.float64)
-        elif metric.family == "sat_ctr":
-            value = (sat_first <= k).astype(np.float64)
-        else:  # a click family of the registry without a kernel here
+        kernel = KERNELS.get(metric.family)
+        if kernel is None:
             raise NotImplementedError(
                 f"click metrics: family {metric.family!r} is in the registry but has no kernel"
             )
-        values[metric.name] = value
-    return pd.DataFrame(values, index=_index(ids, "impression_id"))
+        k = _NO_CLICK - 1 if metric.k is None else metric.k
+        values[metric.name] = kernel(log, k).astype(np.float64)
+    return pd.DataFrame(values, index=_index(log.ids, "impression_id"))
+
+
+class _Clicks:
+    """What the kernels read of one impressions frame, each part computed once: the rows'
+    impression codes, ranks and clicks, and per impression the rank of its first click
+    and of its first satisfied click (``_NO_CLICK`` for none)."""
+
+    def __init__(self, impressions: pd.DataFrame, sat_dwell: float):
+        self.impressions = impressions
+        self.sat_dwell = sat_dwell
+        self.codes, self.ids = _impression_codes(impressions)
+        self.n = len(self.ids)
+        self.rank = _rank(impressions)
+        clicked = clicked_flags(
+            impressions["clicked"], lambda row: f"impressions: row {row}: clicked"
+        )
+        self.hit = clicked.astype(bool)
+        self.first = _first_rank(self.codes[self.hit], self.rank[self.hit], self.n)
+        self._sat_first: np.ndarray | None = None
+
+    @property
+    def sat_first(self) -> np.ndarray:
+        if self._sat_first is None:
+            dwell = parse_numbers(
+                self.impressions["dwell"],
+                lambda row: f"impressions: row {row}: dwell",
+                allow_missing=True,
+            )
+            sat = self.hit & (dwell >= self.sat_dwell)  # NaN >= x is False: not satisfied
+            self._sat_first = _first_rank(self.codes[sat], self.rank[sat], self.n)
+        return self._sat_first
+
+
+def _click_rr(log: _Clicks, k: int) -> np.ndarray:
+    within = log.first <= k
+    value = np.zeros(log.n)
+    value[within] = 1.0 / log.first[within]
+    return value
+
+
+def _ctr(log: _Clicks, k: int) -> np.ndarray:
+    return log.first <= k
+
+
+def _clicks(log: _Clicks, k: int) -> np.ndarray:
+    return np.bincount(log.codes[log.hit & (log.rank <= k)], minlength=log.n)
+
+
+def _abandonment(log: _Clicks, k: int) -> np.ndarray:
+    return log.first == _NO_CLICK
+
+
+def _sat_ctr(log: _Clicks, k: int) -> np.ndarray:
+    return log.sat_first <= k
+
+
+#: The kernel of each click family of the registry (:func:`abrank.metrics.registry.
+#: click_families`): per-impression values at cutoff k (the whole list without a cutoff).
+KERNELS: dict[str, Callable[[_Clicks, int], np.ndarray]] = {
+    "click_rr": _click_rr,
+    "ctr": _ctr,
+    "clicks": _clicks,
+    "abandonment": _abandonment,
+    "sat_ctr": _sat_ctr,
+}
 
 
 def unit_sums(
