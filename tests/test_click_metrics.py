@@ -341,6 +341,11 @@ def test_ctr_by_rank_by_hand():
     assert table["ctr"].tolist() == pytest.approx([2 / 3, 0.0, 0.5, 0.0, 0.0])
     top = ctr_by_rank(log, max_rank=2)
     assert top["rank"].tolist() == [1, 2] and top["clicks"].tolist() == [2, 0]
+    deep = pd.concat([log, hand_log([]).assign(impression_id="d", rank=[1, 2, 3, 4, 10**9])])
+    table = ctr_by_rank(deep)
+    assert table["rank"].tolist() == [1, 2, 3, 4, 5, 10**9]
+    assert table["impressions"].tolist() == [4, 4, 3, 2, 1, 1]
+    assert table["clicks"].tolist() == [2, 0, 1, 0, 0, 0]
     with pytest.raises(ConfigError) as info:
         ctr_by_rank(log, max_rank=0)
     assert str(info.value) == "max_rank: expected a whole number >= 1, got 0"

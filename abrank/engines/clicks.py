@@ -228,15 +228,21 @@ def ctr_by_rank(impressions: pd.DataFrame, *, max_rank: int | None = None) -> pd
     if max_rank is not None:
         keep = rank <= max_rank
         rank, clicked = rank[keep], clicked[keep]
-    shown = np.bincount(rank)
-    clicks = np.bincount(rank, weights=clicked)
-    ranks = np.flatnonzero(shown)
+    if rank.size and rank.max() > 2 * rank.size + 1024:  # a few very deep ranks: no huge table
+        ranks, slot = np.unique(rank, return_inverse=True)
+    else:
+        ranks, slot = None, rank
+    shown = np.bincount(slot)
+    clicks = np.bincount(slot, weights=clicked)
+    if ranks is None:
+        ranks = np.flatnonzero(shown)
+        shown, clicks = shown[ranks], clicks[ranks]
     return pd.DataFrame(
         {
             "rank": ranks.astype(np.int64),
-            "impressions": shown[ranks].astype(np.int64),
-            "clicks": clicks[ranks].astype(np.int64),
-            "ctr": clicks[ranks] / shown[ranks],
+            "impressions": shown.astype(np.int64),
+            "clicks": clicks.astype(np.int64),
+            "ctr": clicks / shown,
         }
     )
 
