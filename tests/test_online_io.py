@@ -149,7 +149,11 @@ def test_int_and_string_ids_are_the_same_ids(tmp_path):
         '{"impression_id": 12, "user_id": 7, "rank": 1, "doc_id": 200, "clicked": 0}\n'
         '{"impression_id": "9", "user_id": "70", "rank": 1, "doc_id": "100", "clicked": 0}\n'
     )
-    frames = [read_impressions(p) for p in (parquet, text, strings)]
+    categories = tmp_path / "categories.parquet"
+    ints.assign(
+        impression_id=pd.Categorical(["12", "12", "9"]), user_id=pd.Categorical([7, 7, 70])
+    ).to_parquet(categories)
+    frames = [read_impressions(p) for p in (parquet, text, strings, categories)]
     for frame in frames:
         # byte order of the ids as text: "12" before "9"
         assert frame["impression_id"].tolist() == ["12", "12", "9"]
@@ -157,6 +161,8 @@ def test_int_and_string_ids_are_the_same_ids(tmp_path):
         assert frame["doc_id"].tolist() == ["200", "100", "100"]
         assert frame["rank"].tolist() == [1, 2, 1]
         assert frame["clicked"].tolist() == [0, 1, 0]
+        for column in ("impression_id", "user_id", "doc_id"):
+            assert isinstance(frame[column].dtype, pd.StringDtype), column
     # CSV ids are kept as written: 007 is not 7
     padded = tmp_path / "padded.csv"
     padded.write_text("impression_id,user_id,rank,doc_id,clicked\n007,01,1,0042,0\n")

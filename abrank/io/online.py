@@ -196,7 +196,7 @@ def _ids(values: pd.Series, where: Callable[[int], str]) -> pd.Series:
 
 def _text(values: pd.Series) -> pd.Series:
     """The column as pandas strings (numbers written as text: 12 -> "12"); missing kept."""
-    if pd.api.types.is_string_dtype(values) and not pd.api.types.is_object_dtype(values):
+    if isinstance(values.dtype, pd.StringDtype):
         return values
     try:
         arrow = pc.cast(pa.array(values.array), pa.large_string())
