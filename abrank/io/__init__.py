@@ -3,6 +3,8 @@
 Canonical rankings have ``query_id`` and ``doc_id`` (strings) and ``rank`` (int, 1 = top),
 plus whatever else the log carries (``score``, inline ``relevance``, segment columns).
 Canonical judgments have ``query_id``, ``doc_id`` and ``relevance`` (float grade).
+Impression logs of online experiments (one row per shown result, clicked or not) are read
+by :func:`read_impressions` (:mod:`abrank.io.online`).
 
 Files are parsed by pyarrow or pandas' C readers over whole columns; validation is
 vectorized too, and every rejection names the file, the line (or row) and the column.
@@ -16,62 +18,33 @@ from pathlib import Path
 import numpy as np
 
 from abrank._lazy import pandas as pd
-from abrank.errors import ConfigError, DataError
+from abrank.errors import DataError
 from abrank.io.columns import ALIASES, alias_renames, describe_cell, parse_numbers
-from abrank.io.files import check_file, head_bytes
-from abrank.io.formats import BY_NAME, BY_SUFFIX, TABLE_NAMES
+from abrank.io.detect import check_table_options, detect_format
+from abrank.io.formats import TABLE_NAMES
+from abrank.io.online import (
+    IMPRESSION_COLUMNS,
+    MixedUnits,
+    check_arms,
+    drop_units,
+    read_impressions,
+    split_log,
+)
 from abrank.io.tables import listing, read_table
 
-
-def detect_format(path: str | Path, declared: str | None = None, *, judgments: bool = False) -> str:
-    """The file's format: as declared, else from its extension (``.gz`` looked through)."""
-    if declared:
-        fmt = declared
-    else:
-        suffixes = [s.lower() for s in Path(path).suffixes]
-        if suffixes and suffixes[-1] == ".gz":
-            suffixes = suffixes[:-1]
-        fmt = BY_SUFFIX.get(suffixes[-1]) if suffixes else None
-        if fmt is None:
-            fmt = _sniff_format(Path(path))
-        if fmt is None:
-            known = ", ".join(sorted(BY_SUFFIX))
-            raise DataError(
-                f"{path}: expected a known extension ({known}, optionally .gz) or a `format` "
-                f"in the config, got {''.join(Path(path).suffixes) or 'no extension'}"
-            )
-    if judgments and fmt == "trec":
-        fmt = "qrels"
-    if not judgments and fmt == "qrels":
-        raise DataError(f"{path}: expected a ranking log, got a qrels file (format qrels)")
-    return fmt
-
-
-def _sniff_format(path: Path) -> str | None:
-    """Guess the format of a file with an unfamiliar extension from its first line."""
-    if not path.is_file():
-        return None
-    check_file(path)
-    try:
-        first = next(
-            (
-                line
-                for line in head_bytes(path).decode("utf-8", "replace").splitlines()
-                if line.strip()
-            ),
-            "",
-        )
-    except DataError:
-        return None
-    if first.lstrip().startswith("{"):
-        return "jsonl"
-    if "\t" in first and len(first.split("\t")) not in (4, 6):
-        return "tsv"
-    if "," in first:
-        return "csv"
-    fields = len(first.split())
-    # trec_eval ignores whatever follows a run line's sixth field
-    return "qrels" if fields == 4 else "trec" if fields >= 6 else None
+__all__ = [
+    "ALIASES",
+    "IMPRESSION_COLUMNS",
+    "MixedUnits",
+    "check_arms",
+    "detect_format",
+    "drop_units",
+    "read_attributes",
+    "read_impressions",
+    "read_judgments",
+    "read_rankings",
+    "split_log",
+]
 
 
 def read_rankings(
@@ -93,7 +66,7 @@ def read_rankings(
     spreadsheet's ``;`` and ``0,5``).
     """
     fmt = detect_format(path, format)
-    _check_table_options(path, fmt, sep, decimal)
+    check_table_options(path, fmt, sep, decimal)
     if fmt == "trec":
         from abrank.io.trec import read_trec_run
 
@@ -149,7 +122,7 @@ def read_judgments(
     """Load relevance judgments (TREC qrels, or a table with query, doc and grade columns;
     ``sep`` and ``decimal`` as for :func:`read_rankings`)."""
     fmt = detect_format(path, format, judgments=True)
-    _check_table_options(path, fmt, sep, decimal)
+    check_table_options(path, fmt, sep, decimal)
     if fmt == "qrels":
         from abrank.io.trec import read_trec_qrels
 
@@ -177,7 +150,7 @@ def read_attributes(
     fmt = detect_format(path, format)
     if fmt == "trec":
         raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got a TREC file")
-    _check_table_options(path, fmt, sep, decimal)
+    check_table_options(path, fmt, sep, decimal)
     frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
     frame = _canonical_columns(frame, path, columns, required=("query_id",))
     frame = _ids_as_strings(frame, path, first_line, ids=("query_id",))
@@ -192,29 +165,6 @@ def read_attributes(
             "one row per query",
         )
     return frame
-
-
-# --------------------------------------------------------------------------- options
-
-
-def _check_table_options(path: str | Path, fmt: str, sep: str | None, decimal: str | None) -> None:
-    """``sep`` and ``decimal`` apply to CSV and TSV files only, and must differ."""
-    for key, value in (("sep", sep), ("decimal", decimal)):
-        if value is not None and BY_NAME[fmt].delimiter is None:
-            raise ConfigError(
-                f"{path}: {key}: expected a CSV or TSV file for this key, got format {fmt}"
-            )
-    if sep is not None and (len(sep) != 1 or sep in '"\r\n'):
-        raise ConfigError(f"{path}: sep: expected a single character such as ';', got {sep!r}")
-    if decimal is not None and decimal not in (".", ","):
-        raise ConfigError(f"{path}: decimal: expected '.' or ',', got {decimal!r}")
-    delimiter = sep or BY_NAME[fmt].delimiter
-    if decimal is not None and decimal == delimiter:
-        hint = "" if sep else "; set sep to the file's field separator (e.g. ';')"
-        raise ConfigError(
-            f"{path}: decimal: expected a decimal mark other than the field separator, got "
-            f"{decimal!r} for both{hint}"
-        )
 
 
 # --------------------------------------------------------------------------- columns

@@ -17,7 +17,7 @@ import pyarrow as pa
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
 
-__all__ = ["ALIASES", "alias_renames", "describe_cell", "parse_numbers"]
+__all__ = ["ALIASES", "IMPRESSION_ALIASES", "alias_renames", "describe_cell", "parse_numbers"]
 
 #: Column names recognised without a mapping, for each canonical column.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -28,14 +28,35 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "relevance": ("relevance", "grade", "label", "rel", "judgment"),
 }
 
+#: Column names of an impression log (one row per shown result) recognised without a
+#: mapping. Kept apart from :data:`ALIASES`: in a log, ``query`` is the query the
+#: impression served (its text or id), not the impression's key.
+IMPRESSION_ALIASES: dict[str, tuple[str, ...]] = {
+    "impression_id": ("impression_id", "impression", "request_id", "search_id"),
+    "user_id": ("user_id", "user", "uid", "visitor_id"),
+    "rank": ("rank", "position", "pos"),
+    "doc_id": ALIASES["doc_id"],
+    "clicked": ("clicked", "click", "is_click"),
+    "dwell": ("dwell", "dwell_time", "dwell_seconds"),
+    "timestamp": ("timestamp", "time", "ts", "event_time"),
+    "query": ("query", "query_text", "query_id", "qid"),
+    "arm": ("arm", "variant", "bucket"),
+}
 
-def alias_renames(columns: Iterable[Any], renames: Mapping[Any, str] | None = None) -> dict:
+
+def alias_renames(
+    columns: Iterable[Any],
+    renames: Mapping[Any, str] | None = None,
+    *,
+    aliases: Mapping[str, tuple[str, ...]] = ALIASES,
+) -> dict:
     """Column -> canonical name for every canonical column that ``renames`` (an explicit
-    mapping, already checked) leaves out and that one of its :data:`ALIASES` names: the
-    first alias present as written, else the first present in another case."""
+    mapping, already checked) leaves out and that one of its ``aliases`` (by default
+    :data:`ALIASES`) names: the first alias present as written, else the first present in
+    another case."""
     present = list(columns)
     out = dict(renames or {})
-    for canon, names in ALIASES.items():
+    for canon, names in aliases.items():
         if canon in out.values():
             continue
         match = next((name for name in names if name in present and name not in out), None)

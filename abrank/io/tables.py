@@ -8,7 +8,7 @@ and leave the columns' checks to :mod:`abrank.io`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from abrank._lazy import pandas as pd
@@ -38,17 +38,26 @@ def check_readable(path: str | Path) -> None:
 
 
 def read_table(
-    path: str | Path, fmt: str, *, sep: str | None = None, decimal: str | None = None
+    path: str | Path,
+    fmt: str,
+    *,
+    sep: str | None = None,
+    decimal: str | None = None,
+    text_columns: Collection[str] = (),
 ) -> tuple[pd.DataFrame, int]:
     """Parse a table file of format ``fmt``; return the frame and the line of its first row
-    (1 for formats without a header line, whose errors count rows)."""
+    (1 for formats without a header line, whose errors count rows).
+
+    ``text_columns`` names columns that delimited text keeps as written (ids such as
+    ``007`` that a number parser would turn into 7), besides every spelling of query_id and
+    doc_id; Parquet and JSON Lines carry their own types."""
     path = Path(path)
     reader = READERS.get(fmt)
     if reader is None:
         raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got format {fmt}")
     if fmt != "parquet":
         check_readable(path)
-    frame, first_line = reader(path, sep, decimal)
+    frame, first_line = reader(path, sep, decimal, text_columns)
     if frame.empty:
         raise DataError(
             f"{path}: expected at least one row, got none (columns: {listing(frame) or 'none'})"
@@ -56,7 +65,9 @@ def read_table(
     return frame, first_line
 
 
-def parquet(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+def parquet(
+    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+) -> tuple[pd.DataFrame, int]:
     """Apache Parquet, through pyarrow; errors count rows."""
     check_file(path)
     try:
@@ -69,7 +80,11 @@ def parquet(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFr
 
 
 def delimited(
-    path: Path, sep: str | None, decimal: str | None, fmt: str
+    path: Path,
+    sep: str | None,
+    decimal: str | None,
+    fmt: str,
+    text_columns: Collection[str] = (),
 ) -> tuple[pd.DataFrame, int]:
     """CSV or TSV through pyarrow's reader (ids kept as strings); the header is line 1."""
     import pyarrow as pa
@@ -83,7 +98,8 @@ def delimited(
                 convert_options=pc.ConvertOptions(
                     decimal_point=decimal or ".",
                     column_types={
-                        name: pa.string() for key in ("query_id", "doc_id") for name in ALIASES[key]
+                        name: pa.string()
+                        for name in (*ALIASES["query_id"], *ALIASES["doc_id"], *text_columns)
                     },
                     strings_can_be_null=True,
                 ),
@@ -95,17 +111,23 @@ def delimited(
     return table.to_pandas(), 2
 
 
-def csv(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+def csv(
+    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+) -> tuple[pd.DataFrame, int]:
     """Comma-separated values (or another ``sep``)."""
-    return delimited(path, sep, decimal, "csv")
+    return delimited(path, sep, decimal, "csv", text_columns)
 
 
-def tsv(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+def tsv(
+    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+) -> tuple[pd.DataFrame, int]:
     """Tab-separated values (or another ``sep``)."""
-    return delimited(path, sep, decimal, "tsv")
+    return delimited(path, sep, decimal, "tsv", text_columns)
 
 
-def jsonl(path: Path, sep: str | None, decimal: str | None) -> tuple[pd.DataFrame, int]:
+def jsonl(
+    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+) -> tuple[pd.DataFrame, int]:
     """JSON Lines: one object a line."""
     import pyarrow as pa
 
@@ -148,8 +170,11 @@ def listing(frame: pd.DataFrame) -> str:
     return ", ".join(str(c) for c in frame.columns)
 
 
-#: Table format name -> reader(path, sep, decimal) -> (frame, line of the first row).
-READERS: dict[str, Callable[[Path, str | None, str | None], tuple[pd.DataFrame, int]]] = {
+#: Table format name -> reader(path, sep, decimal, text_columns) -> (frame, line of the first
+#: row).
+READERS: dict[
+    str, Callable[[Path, str | None, str | None, Collection[str]], tuple[pd.DataFrame, int]]
+] = {
     "csv": csv,
     "tsv": tsv,
     "parquet": parquet,

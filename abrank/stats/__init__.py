@@ -15,6 +15,12 @@ Two designs, one module each:
   online A/B test): Welch t-test, label-permutation test, per-arm bootstrap, Mann-Whitney
   U (opt-in).
 
+``compare_clustered`` (:mod:`~abrank.stats.clustered`) is the independent design when
+users, not impressions, are randomized: each arm's value is a ratio of per-unit sums
+(:class:`UnitSums`), tested by the delta method, unit-label permutation and the unit
+bootstrap, optionally CUPED-adjusted. ``sample_ratio_mismatch``
+(:mod:`~abrank.stats.srm`) checks the units per arm against the expected split.
+
 The tests and corrections are listed once, in :mod:`~abrank.stats.registry`
 (:data:`TESTS`, :data:`CORRECTIONS`); each design registers one function per test. The
 rest: :mod:`~abrank.stats.results` (the result and its one constructor),
@@ -54,6 +60,12 @@ _LAZY = {
     "MIN_LIFT_SHARE": "abrank.stats.estimation",
     "POWER": "abrank.stats.power",
     "MISSING": "abrank.stats.validation",
+    "UnitSums": "abrank.stats.clustered",
+    "compare_clustered": "abrank.stats.clustered",
+    "compare_clustered_metrics": "abrank.stats.clustered",
+    "SampleRatioCheck": "abrank.stats.srm",
+    "sample_ratio_mismatch": "abrank.stats.srm",
+    "SRM_ALPHA": "abrank.stats.srm",
 }
 
 __all__ = ["CORRECTIONS", "DESIGNS", "TESTS", "CorrectionSpec", "TestSpec", *_LAZY]

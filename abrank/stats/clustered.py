@@ -1,0 +1,835 @@
+"""Clustered inference: users are randomized, so users (units), not impressions, are independent.
+
+An arm's value is the mean of a metric over its impressions (or queries), written as a
+ratio of per-unit sums R = sum_u M_u / sum_u D_u, where M_u is unit u's sum of the metric
+and D_u its number of impressions with a value (:class:`UnitSums`). The impressions of one
+user are correlated (the same person, the same habits), so a test that treats them as
+independent is far too confident; every test here works on units:
+
+* ``t``: the delta method (Deng, Knoblich & Lu, KDD 2018). Each unit's linearized value
+  L_u = (M_u - R D_u) / mean(D) has mean 0 and sample variance
+  (s_M^2 - 2 R s_MD + R^2 s_D^2) / mean(D)^2 (unbiased per-unit sample (co)variances), so
+  Var(R) ~ var(L) / n; the difference's variance is the sum of the arms'. The test and
+  its interval are Welch-style: t quantiles with Welch-Satterthwaite degrees of freedom
+  from the two arms' linearized variances (at a few hundred units this is the normal
+  test; at a few dozen it is less over-confident). The relative lift R_t / R_c - 1 has a
+  delta-method interval on the log ratio, exp(log(R_t / R_c) +- q se) - 1 with
+  se^2 = Var(R_t) / R_t^2 + Var(R_c) / R_c^2.
+* ``permutation``: unit labels are permuted (a unit keeps all its impressions);
+  p = (b + 1) / (B + 1).
+* ``bootstrap``: units are resampled with replacement within each arm; a BCa interval
+  (Hesterberg's expanded quantiles, as the other designs) and its p-value; left out below
+  ``MIN_BOOTSTRAP`` units per arm.
+
+Resampling never touches rows one by one: the (M_u, D_u) rows go through
+:func:`abrank.stats.resampling.prepare` (distinct rows, index draws, or grid cells with a
+stated error bound) and each resample is a pair of column sums.
+
+CUPED (Deng, Xu, Kohavi & Walker, WSDM 2013) with a pre-period covariate of the same
+metric per unit: both the metric and the covariate are linearized per unit as above, and
+each arm's estimate is adjusted by theta = Cov(L_Y, L_X) / Var(L_X), pooled over both arms
+(within-arm deviations). A unit without pre-period data (numerator and denominator 0)
+has a covariate deviation of exactly 0: it contributes no adjustment (this is the
+covariate's arm mean standing in for it). The adjusted comparison is tested by the delta
+method only; the unit-level resampling tests are reported on the unadjusted data, in
+``cuped["unadjusted"]``, beside the unadjusted delta, interval and p-value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import stdtr, stdtrit
+
+from abrank.errors import ConfigError, DataError
+from abrank.stats import resampling as rs
+from abrank.stats.estimation import (
+    MIN_BOOTSTRAP,
+    NOTE_LIFT,
+    REL_TOL,
+    UNBOUNDED,
+    DesignTests,
+    TestOutcome,
+    count_extreme,
+    lift,
+    primary_interval,
+    t_interval,
+)
+from abrank.stats.power import minimum_detectable_effect
+from abrank.stats.results import Comparison, Interval, build_comparison, json_safe
+from abrank.stats.seeding import generator
+from abrank.stats.validation import validate
+
+DEFAULT_TESTS = ("t", "permutation", "bootstrap")
+CLUSTERED_TEST_NAMES = ("t", "permutation", "bootstrap")
+"""The tests a clustered comparison can run (rank tests of impressions cannot)."""
+
+GRID_BINS_UNIT = (4096, 256)
+"""Most grid cells per column of the (M_u, D_u) rows: D_u (a count of impressions) gets
+enough cells that, up to 256 impressions per unit, every cell holds one value of D_u."""
+
+NOTE_FEW_UNITS = "fewer than 2 units in an arm: no test or interval is possible"
+NOTE_SMALL_UNITS = (
+    f"fewer than {MIN_BOOTSTRAP} units in an arm: the unit bootstrap is left out "
+    "(it is too narrow at this size)"
+)
+NOTE_CUPED = (
+    "CUPED: the delta, interval, p-value and relative lift are adjusted by the pre-period "
+    "covariate (delta method); the permutation and bootstrap tests are not adjusted and "
+    "are reported, with the unadjusted comparison, under cuped.unadjusted"
+)
+NOTE_NO_COVARIATE = (
+    "CUPED: no unit has pre-period data with any variance, so nothing was adjusted (theta 0)"
+)
+
+
+# --------------------------------------------------------------------------- input
+
+
+@dataclass(frozen=True)
+class UnitSums:
+    """One arm's per-unit sums for one metric.
+
+    ``numerator``: M_u, the unit's sum of the metric over its impressions (float64, one
+    per unit); ``denominator``: D_u, its number of impressions (or queries) with a value
+    (> 0 for an arm; a pre-period covariate may have 0 where a unit has no pre-period
+    data, with numerator 0 there). The arm's value is sum(M) / sum(D).
+    """
+
+    numerator: np.ndarray
+    denominator: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("numerator", "denominator"):
+            value = getattr(self, name)
+            try:
+                array = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise DataError(
+                    f"UnitSums.{name}: expected numbers, got values of type {type(value).__name__}"
+                ) from None
+            object.__setattr__(self, name, array)
+
+    @property
+    def n_units(self) -> int:
+        """Number of units."""
+        return int(self.numerator.shape[0]) if self.numerator.ndim == 1 else 0
+
+    @property
+    def ratio(self) -> float:
+        """sum(M) / sum(D): the arm's mean over impressions (NaN with no impression)."""
+        total = float(self.denominator.sum())
+        return float(self.numerator.sum()) / total if total > 0 else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        """{"n_units": n, "sums": {"numerator": sum(M), "denominator": sum(D)}}."""
+        return {
+            "n_units": self.n_units,
+            "sums": {
+                "numerator": json_safe(float(self.numerator.sum())),
+                "denominator": json_safe(float(self.denominator.sum())),
+            },
+        }
+
+
+def checked_sums(argument: str, sums: Any, *, covariate: bool = False) -> UnitSums:
+    """``sums`` when it is a valid :class:`UnitSums`, else DataError / ConfigError naming
+    ``argument``, the first bad unit, what was expected and what was found."""
+    if not isinstance(sums, UnitSums):
+        raise ConfigError(f"{argument}: expected UnitSums, got {type(sums).__name__}")
+    m, d = sums.numerator, sums.denominator
+    if m.ndim != 1 or d.ndim != 1 or m.shape != d.shape:
+        raise DataError(
+            f"{argument}: expected numerator and denominator of one value per unit, "
+            f"got shapes {m.shape} and {d.shape}"
+        )
+    for name, values in (("numerator", m), ("denominator", d)):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise DataError(
+                f"{argument}: {name}[{bad[0]}]: expected a finite number, got {values[bad[0]]}"
+            )
+    if covariate:
+        bad = np.flatnonzero(d < 0)
+        if bad.size:
+            raise DataError(
+                f"{argument}: denominator[{bad[0]}]: expected a number >= 0 (0 for a unit "
+                f"without pre-period data), got {d[bad[0]]:g}"
+            )
+        bad = np.flatnonzero((d == 0) & (m != 0))
+        if bad.size:
+            raise DataError(
+                f"{argument}: numerator[{bad[0]}]: expected 0 where the denominator is 0 "
+                f"(a unit without pre-period data), got {m[bad[0]]:g}"
+            )
+    else:
+        bad = np.flatnonzero(d <= 0)
+        if bad.size:
+            raise DataError(
+                f"{argument}: denominator[{bad[0]}]: expected a positive number of "
+                f"impressions per unit, got {d[bad[0]]:g}"
+            )
+    return sums
+
+
+# --------------------------------------------------------------------------- the sample
+
+
+@dataclass(frozen=True)
+class ArmEstimate:
+    """One arm's estimate and its per-unit linearized deviations (mean 0).
+
+    ``estimate`` is the ratio sum(M) / sum(D) (or its CUPED adjustment); ``deviations``
+    L_u, so that estimate - truth ~ mean(L) and Var(estimate) ~ var(L) / n.
+    """
+
+    estimate: float
+    deviations: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.deviations.size)
+
+    @property
+    def variance(self) -> float:
+        """The delta-method variance of the estimate, var(L, ddof=1) / n (NaN below 2)."""
+        if self.n < 2:
+            return math.nan
+        return float(np.var(self.deviations, ddof=1)) / self.n
+
+
+def linearized(sums: UnitSums) -> ArmEstimate:
+    """The ratio of ``sums`` and its delta-method deviations (M_u - R D_u) / mean(D).
+
+    Units with D_u = 0 (no data: a covariate's units without a pre-period) have M_u = 0
+    and so a deviation of exactly 0. With no data at all the ratio is NaN and every
+    deviation 0.
+    """
+    m, d = sums.numerator, sums.denominator
+    n = m.size
+    total_d = float(d.sum())
+    if n == 0 or total_d <= 0:
+        return ArmEstimate(math.nan, np.zeros(n))
+    ratio = float(m.sum()) / total_d
+    return ArmEstimate(ratio, (m - ratio * d) / (total_d / n))
+
+
+@dataclass(frozen=True)
+class ClusteredSample:
+    """What the tests of one clustered comparison need: the arms' estimates and
+    deviations (adjusted under CUPED), the raw (M, D) rows for resampling, and the
+    comparison's names for its generators."""
+
+    control: ArmEstimate
+    treatment: ArmEstimate
+    rows_c: np.ndarray
+    rows_t: np.ndarray
+    obs: float
+    tol: float
+    n_resamples: int
+    seed: int | None
+    metric: str
+    treatment_name: str
+    segment: str | None
+
+    @property
+    def enough(self) -> bool:
+        """Both arms have at least two units."""
+        return self.control.n >= 2 and self.treatment.n >= 2
+
+    @property
+    def smallest(self) -> int:
+        return min(self.control.n, self.treatment.n)
+
+    def generator(self, stream: str) -> np.random.Generator:
+        """This comparison's own generator for one kind of draw."""
+        return generator(self.seed, self.metric, self.treatment_name, self.segment, stream)
+
+
+def rows_of(sums: UnitSums) -> np.ndarray:
+    """The (n, 2) rows (M_u, D_u) that resampling draws units from."""
+    return np.column_stack([sums.numerator, sums.denominator])
+
+
+def sample_of(
+    c: ArmEstimate,
+    t: ArmEstimate,
+    control: UnitSums,
+    treatment: UnitSums,
+    *,
+    n_resamples: int,
+    seed: int | None,
+    metric: str,
+    treatment_name: str,
+    segment: str | None,
+) -> ClusteredSample:
+    """The sample of two arms' estimates and sums."""
+    both = c.n > 0 and t.n > 0
+    obs = t.estimate - c.estimate if both else math.nan
+    scale = abs(control.ratio) + abs(treatment.ratio) if both else 0.0
+    return ClusteredSample(
+        control=c,
+        treatment=t,
+        rows_c=rows_of(control),
+        rows_t=rows_of(treatment),
+        obs=obs,
+        tol=REL_TOL * (scale + (abs(obs) if both else 0.0)),
+        n_resamples=n_resamples,
+        seed=seed,
+        metric=metric,
+        treatment_name=treatment_name,
+        segment=segment,
+    )
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+CLUSTERED_TESTS: DesignTests[ClusteredSample] = DesignTests("independent")
+
+
+def welch_df(v_c: float, v_t: float, n_c: int, n_t: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of the sum of two variances of means."""
+    denominator = v_c**2 / (n_c - 1) + v_t**2 / (n_t - 1)
+    return (v_c + v_t) ** 2 / denominator if denominator > 0 else math.inf
+
+
+def log_exact_p(n_c: int, n_t: int) -> float:
+    """2 / C(n_c + n_t, n_t), capped at 1: the exact permutation p of two constant arms."""
+    log_comb = math.lgamma(n_c + n_t + 1) - math.lgamma(n_c + 1) - math.lgamma(n_t + 1)
+    return min(1.0, math.exp(math.log(2.0) - log_comb))
+
+
+@CLUSTERED_TESTS.register("t")
+def delta_method_test(s: ClusteredSample) -> TestOutcome:
+    """The delta-method test of the difference of the arms' estimates (Welch-style t).
+
+    When no unit deviates from its arm's ratio (no variance), the exact unit-label
+    permutation test of two constant arms stands in (p = 2 / C(n_c + n_t, n_t)).
+    """
+    if not s.enough:
+        return TestOutcome(math.nan, lambda level: UNBOUNDED, "t")
+    c, t, obs = s.control, s.treatment, s.obs
+    v_c, v_t = c.variance, t.variance
+    se = math.sqrt(v_c + v_t)
+    if se <= s.tol:
+        if abs(obs) <= s.tol:
+            return TestOutcome(1.0, lambda level: (obs, obs), "t")
+        shifted = log_exact_p(c.n, t.n)
+
+        def exact_at(level: float) -> Interval:
+            return (obs, obs) if shifted < 1.0 - level else UNBOUNDED
+
+        return TestOutcome(shifted, exact_at, "t")
+    df = welch_df(v_c, v_t, c.n, t.n)
+    p = float(2.0 * stdtr(df, -abs(obs) / se))
+    return TestOutcome(
+        min(1.0, p),
+        lambda level: t_interval(obs, se, df, level),
+        "t",
+        relative=log_ratio_interval(c, t),
+    )
+
+
+def log_ratio_interval(c: ArmEstimate, t: ArmEstimate) -> Callable[[float], Interval | None] | None:
+    """The delta-method interval of t / c - 1 on the log ratio, as a function of its
+    level; None when the lift is not reported or the ratio is not positive."""
+    rc, rt = c.estimate, t.estimate
+    if lift(rc, rt, True) is None or not rt / rc > 0:
+        return None
+    a, b = t.variance / rt**2, c.variance / rc**2
+    se = math.sqrt(a + b)
+    df = welch_df(b, a, c.n, t.n)
+    centre = math.log(rt / rc)
+
+    def relative(level: float) -> Interval | None:
+        if not math.isfinite(se):
+            return None
+        half = float(stdtrit(df, 0.5 + level / 2.0)) * se if se > 0 else 0.0
+        return (math.expm1(centre - half), math.expm1(centre + half))
+
+    return relative
+
+
+def relabel_row_sums(
+    sample: rs.Prepared, n_first: int, n_resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Column sums of the ``n_first`` rows given the first label in random relabellings of
+    a pooled sample of rows (n, k): (B, k). Exact over distinct rows (a multivariate
+    hypergeometric draw), over raw rows (a permutation), or over grid cells."""
+    n, k = sample.raw.shape
+    out = np.zeros((n_resamples, k))
+    if n == 0 or n_first == 0:
+        return out
+    if sample.method == "index":
+        raw = np.ascontiguousarray(sample.raw)
+        step = max(1, rs.CHUNK_ELEMENTS // max(n * k, 1))
+        for start in range(0, n_resamples, step):
+            b = min(step, n_resamples - start)
+            order = np.tile(np.arange(n), (b, 1))
+            rng.permuted(order, axis=1, out=order)
+            out[start : start + b] = raw[order[:, :n_first]].sum(axis=1)
+        return out
+    atoms = sample.atoms
+    step = max(1, rs.CHUNK_ELEMENTS // max(atoms.m, 1))
+    for start in range(0, n_resamples, step):
+        b = min(step, n_resamples - start)
+        draws = rng.multivariate_hypergeometric(atoms.counts, n_first, size=b)
+        out[start : start + b] = draws @ atoms.values
+    return out
+
+
+def ratio_bound(sample: rs.Prepared, n_draws: int, ratio: float, mean_d: float) -> float:
+    """First-order bound on a grid-cell resampled ratio's error: the bounds of the
+    resampled means of M and D (:func:`abrank.stats.resampling.grid_error_bound`)
+    combined as (b_M + |R| b_D) / mean(D)."""
+    widths = sample.atoms.widths
+    b_m = rs.grid_error_bound(widths[0], n_draws)
+    b_d = rs.grid_error_bound(widths[1], n_draws) if len(widths) > 1 else 0.0
+    return (b_m + abs(ratio) * b_d) / mean_d
+
+
+@CLUSTERED_TESTS.register("permutation")
+def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
+    """Unit-label permutation test of R_t - R_c: a unit moves with all its impressions."""
+    n_c, n_t = s.control.n, s.treatment.n
+    if n_c == 0 or n_t == 0:
+        return TestOutcome(math.nan)
+    pooled = np.concatenate([s.rows_t, s.rows_c])
+    total = pooled.sum(axis=0)
+    sample = rs.prepare(pooled, s.n_resamples, GRID_BINS_UNIT)
+    first = relabel_row_sums(sample, n_t, s.n_resamples, s.generator("permutation"))
+    rest = total - first
+    null = first[:, 0] / first[:, 1] - rest[:, 0] / rest[:, 1]
+    b = count_extreme(null, s.obs, s.tol)
+    approx: tuple[str, ...] = ()
+    if sample.method == "grid":
+        ratio = float(total[0] / total[1])
+        mean_d = float(total[1]) / (n_c + n_t)
+        bound = ratio_bound(sample, n_t, ratio, mean_d) + ratio_bound(sample, n_c, ratio, mean_d)
+        approx = (f"the unit permutation test ({sample.atoms.m} cells, within ±{bound:.2g})",)
+    return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
+
+
+@CLUSTERED_TESTS.register("bootstrap")
+def unit_bootstrap(s: ClusteredSample) -> TestOutcome:
+    """BCa bootstrap of R_t - R_c resampling units within each arm (its p-value and
+    interval); left out below MIN_BOOTSTRAP units per arm."""
+    if s.smallest < MIN_BOOTSTRAP:
+        return TestOutcome(math.nan, notes=(NOTE_SMALL_UNITS,) if s.enough else ())
+    rng = s.generator("bootstrap")
+    ratios, jacks, bounds = [], [], []
+    for rows in (s.rows_c, s.rows_t):
+        total = rows.sum(axis=0)
+        sample = rs.prepare(rows, s.n_resamples, GRID_BINS_UNIT)
+        sums = rs.bootstrap_sums(sample, s.n_resamples, rng)
+        ratios.append(sums[:, 0] / sums[:, 1])
+        if sample.method == "grid":
+            values, weights = rows, np.ones(rows.shape[0])
+            ratio = float(total[0] / total[1])
+            bounds.append(ratio_bound(sample, rows.shape[0], ratio, total[1] / rows.shape[0]))
+        else:
+            values, weights = sample.atoms.values, sample.atoms.counts
+            bounds.append(0.0)
+        # leave-one-unit-out ratios, at each distinct row
+        jacks.append(((total[0] - values[:, 0]) / (total[1] - values[:, 1]), weights))
+    boot_c, boot_t = ratios
+    resampled = boot_t - boot_c
+    (jack_c, wc), (jack_t, wt) = jacks
+    rc, rt = s.control.estimate, s.treatment.estimate
+    corrected = rs.bca(s.obs, resampled, [(rt - jack_c, wc), (jack_t - rc, wt)], s.tol)
+    smallest = s.smallest
+    approx = (f"the unit bootstrap (ratios within ±{sum(bounds):.2g})",) if any(bounds) else ()
+    return TestOutcome(
+        corrected.p_value(0.0, expand=smallest),
+        lambda level: corrected.interval(level, expand=smallest),
+        "bca",
+        resampled=resampled,
+        approximations=approx,
+    )
+
+
+# --------------------------------------------------------------------------- CUPED
+
+
+@dataclass(frozen=True)
+class CupedAdjustment:
+    """The CUPED-adjusted estimates of both arms and what the adjustment did.
+
+    ``theta`` = Cov(L_Y, L_X) / Var(L_X) over both arms' within-arm deviations; each arm's
+    estimate is R_a - theta (Rx_a - Rx), with Rx the pooled covariate ratio, and its
+    deviations L_Y - theta L_X. ``units_with_covariate`` per arm counts units with
+    pre-period data.
+    """
+
+    control: ArmEstimate
+    treatment: ArmEstimate
+    theta: float
+    units_with_covariate: dict[str, int]
+
+
+def cuped_adjustment(
+    y_c: ArmEstimate, y_t: ArmEstimate, x_c: UnitSums, x_t: UnitSums
+) -> CupedAdjustment:
+    """Adjust the arms' linearized estimates ``y_c``, ``y_t`` by the covariate sums."""
+    lx_c, lx_t = linearized(x_c), linearized(x_t)
+    variance = float(lx_c.deviations @ lx_c.deviations + lx_t.deviations @ lx_t.deviations)
+    covariance = float(y_c.deviations @ lx_c.deviations + y_t.deviations @ lx_t.deviations)
+    theta = covariance / variance if variance > 0 else 0.0
+    total_d = float(x_c.denominator.sum() + x_t.denominator.sum())
+    pooled = float(x_c.numerator.sum() + x_t.numerator.sum()) / total_d if total_d > 0 else 0.0
+
+    def adjusted(y: ArmEstimate, x: ArmEstimate) -> ArmEstimate:
+        shift = x.estimate - pooled if math.isfinite(x.estimate) else 0.0
+        return ArmEstimate(y.estimate - theta * shift, y.deviations - theta * x.deviations)
+
+    return CupedAdjustment(
+        control=adjusted(y_c, lx_c),
+        treatment=adjusted(y_t, lx_t),
+        theta=theta,
+        units_with_covariate={
+            "control": int(np.count_nonzero(x_c.denominator > 0)),
+            "treatment": int(np.count_nonzero(x_t.denominator > 0)),
+        },
+    )
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def checked_run(
+    primary_test: Any,
+    tests: Any,
+    alpha: Any,
+    confidence_level: Any,
+    n_resamples: Any,
+    seed: Any,
+    metric: Any,
+    treatment_name: Any,
+    segment: Any,
+    unit: Any,
+    cuped: bool,
+) -> tuple[str, ...]:
+    """The tests to run, primary first (the bootstrap added when the primary test is not
+    t); ConfigError naming the argument for a bad one."""
+    run = validate(
+        "independent",
+        primary_test,
+        tests,
+        alpha,
+        confidence_level,
+        n_resamples,
+        "zero",
+        seed,
+        metric,
+        treatment_name,
+        segment,
+    )
+    for argument, name in (("primary_test", run[0]), *(("tests", name) for name in run[1:])):
+        if name not in CLUSTERED_TEST_NAMES:
+            listed = ", ".join(repr(n) for n in CLUSTERED_TEST_NAMES)
+            raise ConfigError(
+                f"{argument}: expected one of {listed} for a clustered comparison (a rank "
+                f"test of impressions treats them as independent), got {name!r}"
+            )
+    if not isinstance(unit, str) or not unit:
+        raise ConfigError(f"unit: expected the name of the clustering column, got {unit!r}")
+    if cuped and run[0] != "t":
+        raise ConfigError(
+            f"primary_test: expected 't' with a CUPED covariate (the adjustment is a "
+            f"delta-method one), got {run[0]!r}"
+        )
+    if run[0] != "t" and "bootstrap" not in run:
+        run = (*run, "bootstrap")
+    return run
+
+
+def compare_clustered(
+    control: UnitSums,
+    treatment: UnitSums,
+    *,
+    unit: str = "user_id",
+    primary_test: str = "t",
+    tests: Sequence[str] = DEFAULT_TESTS,
+    alpha: float = 0.05,
+    confidence_level: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    metric: str = "",
+    treatment_name: str = "treatment",
+    segment: str | None = None,
+    covariate: tuple[UnitSums, UnitSums] | None = None,
+) -> Comparison:
+    """Compare a treatment's ratio-of-sums metric with the control's, clustered by ``unit``.
+
+    ``control`` and ``treatment`` hold each arm's per-unit sums (:class:`UnitSums`). The
+    result is an ``independent``-design :class:`Comparison` whose ``n`` counts units
+    (``n_units`` per arm), ``n_control`` / ``n_treatment`` impressions (sum of D), and
+    whose means are the arms' ratios. Tests: ``t`` (delta method, Welch-style),
+    ``permutation`` (unit labels), ``bootstrap`` (units within each arm, BCa); see the
+    module's text. ``effect_size`` is the delta over the pooled per-unit standard
+    deviation of the linearized values, sqrt((Var(R_c) + Var(R_t)) / (1/n_c + 1/n_t)) (a
+    Cohen's d on the impression scale); ``mde`` the smallest delta a t-test on this many
+    units with that standard deviation detects with 80% power.
+
+    ``covariate`` = (control's, treatment's) pre-period sums of the same metric, in the
+    same unit order: the main fields are then the CUPED-adjusted ones (the means stay the
+    raw ratios) and ``cuped`` holds theta, the variance reduction of the delta, the units
+    with pre-period data and the unadjusted comparison. Resampling is seeded from (seed,
+    metric, treatment_name, segment). Raises ConfigError / DataError for bad arguments.
+    """
+    run = checked_run(
+        primary_test,
+        tests,
+        alpha,
+        confidence_level,
+        n_resamples,
+        seed,
+        metric,
+        treatment_name,
+        segment,
+        unit,
+        covariate is not None,
+    )
+    control = checked_sums("control", control)
+    treatment = checked_sums("treatment", treatment)
+    pre = checked_covariate(covariate, control, treatment)
+    context = dict(
+        unit=unit,
+        run=run,
+        alpha=float(alpha),
+        confidence_level=float(confidence_level),
+        n_resamples=int(n_resamples),
+        seed=seed,
+        metric=metric,
+        treatment_name=treatment_name,
+        segment=segment,
+    )
+    return clustered_comparison(control, treatment, pre, **context)
+
+
+def checked_covariate(
+    covariate: Any, control: UnitSums, treatment: UnitSums
+) -> tuple[UnitSums, UnitSums] | None:
+    """The (control, treatment) covariate sums, checked against the arms' units."""
+    if covariate is None:
+        return None
+    if not isinstance(covariate, (tuple, list)) or len(covariate) != 2:
+        raise ConfigError(
+            "covariate: expected a (control, treatment) pair of UnitSums, "
+            f"got {type(covariate).__name__}"
+        )
+    pair = []
+    for arm, sums, of in zip(("control", "treatment"), covariate, (control, treatment)):
+        checked = checked_sums(f"covariate[{arm}]", sums, covariate=True)
+        if checked.n_units != of.n_units:
+            raise DataError(
+                f"covariate[{arm}]: expected one value per unit of the {arm} arm "
+                f"({of.n_units} units, same order), got {checked.n_units}"
+            )
+        pair.append(checked)
+    return pair[0], pair[1]
+
+
+def clustered_comparison(
+    control: UnitSums,
+    treatment: UnitSums,
+    covariate: tuple[UnitSums, UnitSums] | None,
+    *,
+    unit: str,
+    run: tuple[str, ...],
+    alpha: float,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int | None,
+    metric: str,
+    treatment_name: str,
+    segment: str | None,
+) -> Comparison:
+    """The comparison of checked arguments (see :func:`compare_clustered`)."""
+    names = dict(n_resamples=n_resamples, seed=seed, metric=metric, segment=segment)
+    y_c, y_t = linearized(control), linearized(treatment)
+    raw = sample_of(y_c, y_t, control, treatment, treatment_name=treatment_name, **names)
+    outcomes = CLUSTERED_TESTS.run(run, raw)
+    labels = dict(
+        unit=unit,
+        run=run,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        metric=metric,
+        treatment_name=treatment_name,
+        segment=segment,
+    )
+    unadjusted = build(raw, outcomes, control, treatment, cuped=False, **labels)
+    if covariate is None:
+        return unadjusted
+    adjustment = cuped_adjustment(y_c, y_t, *covariate)
+    sample = sample_of(
+        adjustment.control,
+        adjustment.treatment,
+        control,
+        treatment,
+        treatment_name=treatment_name,
+        **names,
+    )
+    adjusted_outcomes = {"t": CLUSTERED_TESTS.run(("t",), sample)["t"]}
+    adjusted_outcomes.update(
+        {name: TestOutcome(math.nan) for name in run if name != "t"}
+    )  # resampling tests: unadjusted only
+    adjusted = build(sample, adjusted_outcomes, control, treatment, cuped=True, **labels)
+    var_raw = y_c.variance + y_t.variance
+    var_adj = adjustment.control.variance + adjustment.treatment.variance
+    reduction = 1.0 - var_adj / var_raw if var_raw > 0 else math.nan
+    notes = list(adjusted.notes)
+    if adjustment.theta == 0.0:
+        notes.append(NOTE_NO_COVARIATE)
+    cuped = {
+        "theta": adjustment.theta,
+        "variance_reduction": reduction,
+        "units_with_covariate": adjustment.units_with_covariate,
+        "unadjusted": {
+            "delta": unadjusted.delta,
+            "ci": unadjusted.ci,
+            "p_value": unadjusted.p_value,
+            "relative_lift": unadjusted.relative_lift,
+            "relative_ci": unadjusted.relative_ci,
+            "ci_method": unadjusted.ci_method,
+            "p_values": dict(unadjusted.p_values),
+            "bootstrap_ci": unadjusted.bootstrap_ci,
+            "mde": unadjusted.mde,
+            "effect_size": unadjusted.effect_size,
+        },
+    }
+    return dataclasses.replace(adjusted, cuped=json_safe(cuped), notes=tuple(notes))
+
+
+def build(
+    s: ClusteredSample,
+    outcomes: dict[str, TestOutcome],
+    control: UnitSums,
+    treatment: UnitSums,
+    *,
+    unit: str,
+    run: tuple[str, ...],
+    alpha: float,
+    confidence_level: float,
+    n_resamples: int,
+    metric: str,
+    treatment_name: str,
+    segment: str | None,
+    cuped: bool,
+) -> Comparison:
+    """The :class:`Comparison` of a clustered sample and its tests' outcomes."""
+    c, t = s.control, s.treatment
+    n_c, n_t = c.n, t.n
+    notes: list[str] = []
+    if not s.enough:
+        notes.append(NOTE_FEW_UNITS)
+    if cuped:
+        notes.append(NOTE_CUPED)
+    relative = lift(c.estimate, t.estimate, n_c > 0 and n_t > 0)
+    if n_c > 0 and n_t > 0 and relative is None and c.estimate != 0:
+        notes.append(NOTE_LIFT)
+    for outcome in outcomes.values():
+        notes.extend(outcome.notes)
+    primary_at, method = primary_interval(run[0], outcomes)
+    how = "delta method + CUPED" if cuped else "delta method"
+    if method == "bca":
+        how = "unit bootstrap (BCa)"
+    ci_method = f"{how}, clustered by {unit}"
+    variance = c.variance + t.variance
+    sd = math.sqrt(variance / (1.0 / n_c + 1.0 / n_t)) if s.enough else math.nan
+
+    def mde_at(a: float) -> float | None:
+        return minimum_detectable_effect(n_c, sd, a, ratio=n_t / n_c) if s.enough else None
+
+    boot = outcomes.get("bootstrap")
+    result = build_comparison(
+        metric=metric,
+        treatment=treatment_name,
+        segment=segment,
+        design="independent",
+        counts=(
+            n_c + n_t,
+            int(round(float(control.denominator.sum()))),
+            int(round(float(treatment.denominator.sum()))),
+        ),
+        control_mean=control.ratio,
+        treatment_mean=treatment.ratio,
+        delta=s.obs,
+        relative_lift=relative,
+        p_values={name: outcome.p_value for name, outcome in outcomes.items()},
+        primary_test=run[0],
+        primary_at=primary_at,
+        ci_method=ci_method,
+        bootstrap_at=boot.interval if boot is not None and boot.interval else None,
+        relative_at=outcomes["t"].relative if "t" in outcomes else None,
+        mde_at=mde_at,
+        effect_size=s.obs / sd if s.enough and sd > 0 else math.nan,
+        wins_ties_losses=(0, 0, 0),
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        approximations=[a for outcome in outcomes.values() for a in outcome.approximations],
+        notes=notes,
+        resampled_deltas=boot.resampled if boot is not None else None,
+    )
+    return dataclasses.replace(result, unit=unit, n_units={"control": n_c, "treatment": n_t})
+
+
+def compare_clustered_metrics(
+    controls: Mapping[str, UnitSums],
+    treatments: Mapping[str, UnitSums],
+    *,
+    covariates: Mapping[str, tuple[UnitSums, UnitSums]] | None = None,
+    unit: str = "user_id",
+    primary_test: str = "t",
+    tests: Sequence[str] = DEFAULT_TESTS,
+    alpha: float = 0.05,
+    confidence_level: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int | None = 0,
+    treatment_name: str = "treatment",
+    segment: str | None = None,
+) -> list[Comparison]:
+    """:func:`compare_clustered` for several metrics of the same two arms, in the order of
+    ``controls``; ``covariates`` maps some (or all) metrics to their pre-period sums.
+
+    Each metric's numbers are exactly those of :func:`compare_clustered` on it alone.
+    """
+    if list(controls) != list(treatments):
+        raise ConfigError(
+            f"treatments: expected the metrics of controls ({', '.join(map(str, controls))}), "
+            f"got {', '.join(map(str, treatments))}"
+        )
+    covariates = dict(covariates or {})
+    unknown = [m for m in covariates if m not in controls]
+    if unknown:
+        raise ConfigError(
+            f"covariates: expected metrics of controls ({', '.join(map(str, controls))}), "
+            f"got {', '.join(map(str, unknown))}"
+        )
+    return [
+        compare_clustered(
+            controls[m],
+            treatments[m],
+            unit=unit,
+            primary_test=primary_test,
+            tests=tests,
+            alpha=alpha,
+            confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            seed=seed,
+            metric=m,
+            treatment_name=treatment_name,
+            segment=segment,
+            covariate=covariates.get(m),
+        )
+        for m in controls
+    ]
