@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.compare import arm_pairs
+from abrank.analysis.compare import arm_pairs, orient_verdicts
 from abrank.analysis.online import OnlineData, OnlineScores, unit_columns
 from abrank.config import Experiment
 
@@ -71,7 +71,8 @@ def compare_online(
     breakdown.sort(key=lambda item: item[0])
     primary = adjust(primary, method=analysis.correction)
     segments = adjust([c for _, c in breakdown], method=analysis.segment_correction)
-    return [*primary, *segments], [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
+    comparisons = orient_verdicts([*primary, *segments])
+    return comparisons, [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
 
 
 def sample_ratio(experiment: Experiment, scores: OnlineScores):

@@ -119,7 +119,23 @@ def compare_arms(
     )
     primary = adjust(primary_results, method=analysis.correction)
     breakdown = adjust([c for _, c in ranked], method=analysis.segment_correction)
-    return [*primary, *breakdown], [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
+    comparisons = orient_verdicts([*primary, *breakdown])
+    return comparisons, [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
+
+
+def orient_verdicts(comparisons: list) -> list:
+    """The comparisons with the verdicts of lower-is-better metrics (abandonment) turned
+    around: a significant decrease is the treatment's win. The statistics call a
+    significant increase a win; only the metric knows which direction is better."""
+    from abrank.metrics import parse_metric
+
+    swap = {"win": "loss", "loss": "win"}
+    return [
+        dataclasses.replace(c, verdict=swap[c.verdict])
+        if c.verdict in swap and parse_metric(c.metric).lower_is_better
+        else c
+        for c in comparisons
+    ]
 
 
 def _pair_queries(experiment: Experiment, scored: ScoredArms, arms: ArmPair) -> tuple:

@@ -137,6 +137,11 @@ class Metric:
             object.__setattr__(self, "gain", gain)
 
     @property
+    def lower_is_better(self) -> bool:
+        """A decrease of the metric is the improvement (abandonment)."""
+        return FAMILIES[self.family].lower_is_better
+
+    @property
     def is_click(self) -> bool:
         """A click metric: scored per impression from an impression log, not from judgments."""
         return FAMILIES[self.family].click

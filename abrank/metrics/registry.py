@@ -41,7 +41,9 @@ class MetricSpec:
     ``optional`` (``name`` or ``name@k``), ``required`` (``name@k`` only) or ``none``; a
     family with a ``twin`` turns into it when the cutoff is given where it has none, or
     left out where it needs one (``map`` and ``ap@k``). Other tools' spellings are written
-    as those tools write them, ``@k`` / ``.k`` standing for a cutoff.
+    as those tools write them, ``@k`` / ``.k`` standing for a cutoff. ``lower_is_better``
+    marks a family whose decrease is the improvement (abandonment): its verdicts read
+    ``win`` when it falls significantly.
     """
 
     family: str
@@ -53,6 +55,7 @@ class MetricSpec:
     ir_measures: tuple[str, ...] = ()
     trec_eval: tuple[str, ...] = ()
     twin: str | None = None
+    lower_is_better: bool = False
 
     @property
     def binary(self) -> bool:
@@ -194,7 +197,8 @@ FAMILIES: dict[str, MetricSpec] = {
             "Abandonment",
             "click",
             "none",
-            "1 when nothing was clicked, else 0 (per impression)",
+            "1 when nothing was clicked, else 0 (per impression; lower is better)",
+            lower_is_better=True,
         ),
         MetricSpec(
             "sat_ctr",

@@ -48,6 +48,7 @@ from abrank.render.headline import (
     opening_parts,
     primary_comparisons,
     stamp,
+    unit_plural,
 )
 from abrank.render.moves import largest_moves
 from abrank.render.text import (
@@ -234,6 +235,9 @@ def _value_cell(comp: ComparisonSummary, key: str, css: str = "") -> Cell:
         value, text = comp.ci, fmt_interval(comp.ci)
         if widened(comp):
             text += f" ({fmt_level(comp)})"
+    elif key == "n" and comp.unit and isinstance(comp.n_units, dict):
+        value = [comp.n_units.get("control"), comp.n_units.get("treatment")]
+        text = " / ".join(fmt_count(v) for v in value) + f" {unit_plural(comp.unit)}"
     elif key == "n" and comp.design == "independent":
         value = [comp.n_control, comp.n_treatment]
         text = " / ".join(fmt_count(v) for v in value)
