@@ -64,6 +64,7 @@ from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, Interval, build_comparison, json_safe
 from abrank.stats.seeding import generator
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws
+from abrank.stats.unit_grid import unit_grid
 from abrank.stats.validation import validate
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
@@ -402,6 +403,34 @@ def ratio_bound(sample: rs.Prepared, n_draws: int, ratio: float, mean_d: float) 
     return (b_m + abs(ratio) * b_d) / mean_d
 
 
+RatioBound = Callable[[int, float, float], float]
+"""(units drawn, ratio, mean D) -> bound on a grid-cell resampled ratio's error."""
+
+
+def prepared_units(
+    rows: np.ndarray, n_resamples: int, n_draws: int
+) -> tuple[rs.Prepared, RatioBound | None]:
+    """How to resample (M, D) rows: :func:`abrank.stats.resampling.prepare`'s choice, except
+    that where it chooses grid cells, the unit grid of :mod:`abrank.stats.unit_grid`
+    (D exact, a variance-based bound) is used when it has fewer cells. Returns the sample
+    and its ratio error bound (None for exact resampling)."""
+    sample = rs.prepare(rows, n_resamples, GRID_BINS_UNIT)
+    if sample.method != "grid":
+        return sample, None
+    grid = unit_grid(rows, n_draws)
+    if grid is not None and grid.sample.atoms.m < sample.atoms.m:
+
+        def bound(n: int, ratio: float, mean_d: float) -> float:
+            return grid.bound(n) / mean_d
+
+        return grid.sample, bound
+
+    def hoeffding(n: int, ratio: float, mean_d: float) -> float:
+        return ratio_bound(sample, n, ratio, mean_d)
+
+    return sample, hoeffding
+
+
 def column_exact_in_grid(column: np.ndarray, width: float) -> bool:
     """No grid cell of ``width`` (cells from the column's minimum, as
     :func:`abrank.stats.resampling.grid_atoms` lays them) holds two distinct values."""
@@ -422,21 +451,21 @@ def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
         return TestOutcome(math.nan)
     pooled = np.concatenate([s.rows_t, s.rows_c])
     total = pooled.sum(axis=0)
+    bound = None
     if s.draws.relabel is not None:
-        sample = None
         first = s.draws.relabel
     else:
-        sample = rs.prepare(pooled, s.n_resamples, GRID_BINS_UNIT)
+        sample, bound = prepared_units(pooled, s.n_resamples, min(n_c, n_t))
         first = relabel_row_sums(sample, n_t, s.n_resamples, s.generator("permutation"))
     rest = total - first
     null = first[:, 0] / first[:, 1] - rest[:, 0] / rest[:, 1]
     b = count_extreme(null, s.obs, s.tol)
     approx: tuple[str, ...] = ()
-    if sample is not None and sample.method == "grid":
+    if bound is not None:
         ratio = float(total[0] / total[1])
         mean_d = float(total[1]) / (n_c + n_t)
-        bound = ratio_bound(sample, n_t, ratio, mean_d) + ratio_bound(sample, n_c, ratio, mean_d)
-        approx = (f"the unit permutation test ({sample.atoms.m} cells, within ±{bound:.2g})",)
+        within = bound(n_t, ratio, mean_d) + bound(n_c, ratio, mean_d)
+        approx = (f"the unit permutation test ({sample.atoms.m} cells, within ±{within:.2g})",)
     return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
 
 
@@ -451,17 +480,18 @@ def unit_bootstrap(s: ClusteredSample) -> TestOutcome:
     shared = (s.draws.boot_c, s.draws.boot_t)
     for rows, drawn in zip((s.rows_c, s.rows_t), shared, strict=True):
         total = rows.sum(axis=0)
+        n = rows.shape[0]
+        bound = None
         if drawn is not None:
             sample = rs.Prepared(rows, rs.exact_atoms(rows), "exact")
             sums = drawn
         else:
-            sample = rs.prepare(rows, s.n_resamples, GRID_BINS_UNIT)
+            sample, bound = prepared_units(rows, s.n_resamples, n)
             sums = rs.bootstrap_sums(sample, s.n_resamples, rng)
         ratios.append(sums[:, 0] / sums[:, 1])
-        if sample.method == "grid":
-            values, weights = rows, np.ones(rows.shape[0])
-            ratio = float(total[0] / total[1])
-            bounds.append(ratio_bound(sample, rows.shape[0], ratio, total[1] / rows.shape[0]))
+        if bound is not None:
+            values, weights = rows, np.ones(n)
+            bounds.append(bound(n, float(total[0] / total[1]), float(total[1]) / n))
         else:
             values, weights = sample.atoms.values, sample.atoms.counts
             bounds.append(0.0)
