@@ -515,7 +515,31 @@ def test_bad_arguments() -> None:
         compare_clustered(good, good, covariate=(good, UnitSums([1.0], [1.0])))
     with pytest.raises(DataError, match=r"covariate\[control\]: numerator\[0\]: expected 0"):
         compare_clustered(good, good, covariate=(UnitSums([1.0, 1.0], [0.0, 1.0]), good))
+    with pytest.raises(DataError, match=r"covariate\[treatment\]: denominator\[1\]: expected a"):
+        compare_clustered(good, good, covariate=(good, UnitSums([1.0, 0.0], [1.0, -1.0])))
+    with pytest.raises(ConfigError, match="covariate: expected a .control, treatment. pair"):
+        compare_clustered(good, good, covariate=good)  # type: ignore[arg-type]
+    with pytest.raises(DataError, match="UnitSums.numerator: expected numbers, got values"):
+        UnitSums(["a", "b"], [1.0, 1.0])
+    with pytest.raises(ConfigError, match="primary_test: expected one of 't', 'permutation'"):
+        compare_clustered(good, good, primary_test="mannwhitney")
     with pytest.raises(ConfigError, match="covariates: expected metrics of controls"):
         compare_clustered_metrics({"a": good}, {"a": good}, covariates={"b": (good, good)})
     with pytest.raises(ConfigError, match="treatments: expected the metrics of controls"):
         compare_clustered_metrics({"a": good}, {"b": good})
+
+
+def test_a_clustered_comparison_round_trips_through_the_typed_summary() -> None:
+    from abrank.readout.model import ComparisonSummary
+
+    rng = np.random.default_rng(34)
+    y_c, x_c = _pre_and_post(rng, 120, 0.0)
+    y_t, x_t = _pre_and_post(rng, 110, 0.02)
+    result = compare_clustered(y_c, y_t, metric="m", unit="session_id", covariate=(x_c, x_t))
+    saved = ComparisonSummary.of(result)
+    assert saved.unit == "session_id"
+    assert saved.n_units == {"control": 120, "treatment": 110}
+    assert saved.cuped["theta"] == result.cuped["theta"]
+    assert saved.to_dict() == result.to_dict()
+    text = json.dumps(saved.to_dict(), allow_nan=False)
+    assert ComparisonSummary.from_dict(json.loads(text)).to_dict() == saved.to_dict()
