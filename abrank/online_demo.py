@@ -73,6 +73,7 @@ ONLINE_LOG_FILES: dict[str, str] = {
 }
 ONLINE_PRE_FILE = "demo-online-pre.csv.gz"
 
+MIN_USERS = 100  # the smallest experiment the generator makes
 TOP_K = 10  # results shown per impression
 POOL = 30  # candidate documents per query
 EXPERIMENT_START = 1_793_577_600  # 2026-11-02T00:00:00Z, in seconds since the epoch
@@ -399,7 +400,7 @@ def _pre_frame(
 
 def _check_arguments(users: int, seed: int, impressions_per_user: float) -> None:
     for name, value, low, expected in (
-        ("users", users, 100, "an integer >= 100"),
+        ("users", users, MIN_USERS, f"an integer >= {MIN_USERS}"),
         ("seed", seed, 0, "a non-negative integer"),
     ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
