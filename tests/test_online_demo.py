@@ -26,6 +26,7 @@ from abrank.online_demo import (
     PRE_COLUMNS,
     OnlineDemo,
     make_online_demo,
+    write_log_parquet,
     write_online_demo,
 )
 
@@ -273,6 +274,20 @@ def test_summary_and_defaults() -> None:
     # impressions_per_user sets the mean (the benchmark's 5 per user).
     five = make_online_demo(users=4000, seed=2, impressions_per_user=5)
     assert five.to_dict()["impressions"] / 4000 == pytest.approx(5, abs=0.2)
+
+
+def test_the_log_alone_is_the_same_log_and_writes_at_any_zstd_level(tmp_path: Path) -> None:
+    full = make_online_demo(users=600, seed=6)
+    alone = make_online_demo(users=600, seed=6, pre_period=False)
+    pd.testing.assert_frame_equal(alone.log, full.log)
+    assert alone.pre.empty and list(alone.pre.columns) == list(PRE_COLUMNS)
+    assert len(full.pre) > 0
+    fast = write_log_parquet(tmp_path / "fast.parquet", full.log, compression_level=1)
+    small = write_log_parquet(tmp_path / "small.parquet", full.log)
+    for path in (fast, small):
+        read = pd.read_parquet(path).astype({"device": str, "arm": str})
+        pd.testing.assert_frame_equal(read, full.log.astype({"device": str, "arm": str}))
+    assert fast.read_bytes() != small.read_bytes()
 
 
 def test_bad_arguments_are_rejected_with_clear_messages(tmp_path: Path) -> None:
