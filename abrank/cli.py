@@ -173,12 +173,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = verb(
         "demo-data",
-        "Write the bundled demo experiment's data (a simulated reranker replay).",
+        "Write the bundled demos' data: a simulated offline reranker replay and a simulated "
+        "online A/B test of the same reranker (impressions and clicks).",
         "abrank demo-data --out experiments/data",
     )
     demo.add_argument("--out", default="experiments/data", metavar="DIR")
-    demo.add_argument("--seed", type=int, help="generator seed (default: the demo's own)")
+    demo.add_argument("--seed", type=int, help="generator seed (default: each demo's own)")
     demo.add_argument("--queries", type=int, default=2000, help="number of queries (default 2000)")
+    demo.add_argument(
+        "--users", type=int, default=20_000, help="users of the online demo (default 20000)"
+    )
     return parser
 
 
@@ -628,11 +632,18 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _demo_data(args: argparse.Namespace) -> int:
     from abrank.demo import write_demo
+    from abrank.errors import ConfigError
+    from abrank.online_demo import MIN_USERS, write_online_demo
 
+    if args.users < MIN_USERS:  # checked first, so that a bad option writes nothing
+        raise ConfigError(f"--users: expected a whole number >= {MIN_USERS}, got {args.users}")
     options = {"n_queries": args.queries}
+    online_options = {"users": args.users}
     if args.seed is not None:
-        options["seed"] = args.seed
+        options["seed"] = online_options["seed"] = args.seed
     for path in write_demo(Path(args.out), **options):
+        print(path)
+    for path in write_online_demo(Path(args.out), **online_options):
         print(path)
     return EXIT_OK
 

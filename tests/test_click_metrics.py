@@ -346,6 +346,12 @@ def test_ctr_by_rank_by_hand():
     assert table["rank"].tolist() == [1, 2, 3, 4, 5, 10**9]
     assert table["impressions"].tolist() == [4, 4, 3, 2, 1, 1]
     assert table["clicks"].tolist() == [2, 0, 1, 0, 0, 0]
+    with pytest.raises(DataError) as info:
+        ctr_by_rank(log.drop(columns="clicked"))
+    assert str(info.value) == (
+        "impressions: expected a clicked column, found columns: impression_id, user_id, rank, "
+        "doc_id, dwell"
+    )
     with pytest.raises(ConfigError) as info:
         ctr_by_rank(log, max_rank=0)
     assert str(info.value) == "max_rank: expected a whole number >= 1, got 0"

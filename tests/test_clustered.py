@@ -17,6 +17,7 @@ from statsmodels.stats.multitest import multipletests
 
 from abrank.errors import ConfigError, DataError
 from abrank.stats import UnitSums, adjust, compare_clustered, compare_clustered_metrics
+from abrank.stats.unit_draws import plan_unit_draws
 
 
 def clicks_like(rng: np.random.Generator, n: int, rank_p: float = 0.5) -> UnitSums:
@@ -36,6 +37,10 @@ def impressions(sums: UnitSums, rng: np.random.Generator) -> tuple[np.ndarray, n
     share = rng.random(unit.size) + 0.1  # uneven split of M_u over the unit's impressions
     total = np.bincount(unit, weights=share)
     return sums.numerator[unit] * share / total[unit], unit
+
+
+def rows_of(sums: UnitSums) -> np.ndarray:
+    return np.column_stack([sums.numerator, sums.denominator])
 
 
 def delta_var(sums: UnitSums) -> float:
@@ -170,10 +175,66 @@ def test_delta_method_se_matches_a_slow_unit_bootstrap() -> None:
     assert result.delta == pytest.approx(treatment.ratio - control.ratio)
 
 
-def test_unit_bootstrap_interval_matches_scipy_bca() -> None:
-    rng = np.random.default_rng(22)
-    control, treatment = clicks_like(rng, 250), clicks_like(rng, 200, 0.6)
-    result = compare_clustered(control, treatment, tests=("t", "bootstrap"), seed=4)
+def integer_clicks(rng: np.random.Generator, n: int, p_mean: float) -> UnitSums:
+    """ctr-like sums: clicked impressions of 1-4 per user (few distinct (M, D) rows)."""
+    d = rng.integers(1, 5, n)
+    p = rng.beta(4 * p_mean, 4 * (1 - p_mean), n)
+    return UnitSums(rng.binomial(d, p).astype(np.float64), d.astype(np.float64))
+
+
+def permutation_case(which: str) -> tuple[UnitSums, UnitSums]:
+    if which == "shared draws":  # many distinct rows: index permutations shared by metrics
+        rng = np.random.default_rng(45)
+        control, treatment = clicks_like(rng, 200), clicks_like(rng, 180)
+        return control, UnitSums(treatment.numerator * 1.3, treatment.denominator)
+    rng = np.random.default_rng(46)  # few distinct rows: hypergeometric draws of its own
+    return integer_clicks(rng, 1500, 0.3), integer_clicks(rng, 1400, 0.32)
+
+
+@pytest.mark.parametrize("which", ["shared draws", "own draws"])
+def test_unit_permutation_p_matches_a_slow_permutation_loop(which: str) -> None:
+    control, treatment = permutation_case(which)
+    n_t = treatment.n_units
+    rows = {"m": (rows_of(control), rows_of(treatment))}
+    shared = plan_unit_draws(rows, {"m": ("t", "permutation")}, 10_000, 2, "treatment", None)
+    assert ("m" in shared) == (which == "shared draws")
+    result = compare_clustered(control, treatment, tests=("t", "permutation"), seed=2, metric="m")
+    m = np.concatenate([treatment.numerator, control.numerator])
+    d = np.concatenate([treatment.denominator, control.denominator])
+    observed = treatment.ratio - control.ratio
+    slow = np.random.default_rng(8)
+    count, big_b = 0, 20_000
+    for _ in range(big_b):
+        order = slow.permutation(m.size)
+        first, rest = order[:n_t], order[n_t:]
+        null = m[first].sum() / d[first].sum() - m[rest].sum() / d[rest].sum()
+        count += abs(null) >= abs(observed) - 1e-12
+    reference = (count + 1) / (big_b + 1)
+    p = result.p_values["permutation"]
+    assert 0.01 < reference < 0.5  # a p-value with Monte-Carlo error worth checking
+    mc = math.sqrt(reference * (1 - reference) * (1 / big_b + 1 / 10_000))
+    assert p == pytest.approx(reference, abs=4 * mc)
+
+
+@pytest.mark.parametrize("which", ["shared draws", "own draws"])
+def test_unit_bootstrap_interval_matches_scipy_bca(which: str) -> None:
+    if which == "shared draws":  # many distinct rows: index draws shared by metrics
+        rng = np.random.default_rng(22)
+        control, treatment = clicks_like(rng, 250), clicks_like(rng, 200, 0.6)
+    else:  # few distinct rows: multinomial draws of its own
+        rng = np.random.default_rng(28)
+        control, treatment = integer_clicks(rng, 1500, 0.3), integer_clicks(rng, 1400, 0.32)
+    shared = plan_unit_draws(
+        {"m": (rows_of(control), rows_of(treatment))},
+        {"m": ("t", "bootstrap")},
+        10_000,
+        4,
+        "treatment",
+        None,
+    )
+    assert ("m" in shared) == (which == "shared draws")
+    n_c, n_t = control.n_units, treatment.n_units
+    result = compare_clustered(control, treatment, tests=("t", "bootstrap"), seed=4, metric="m")
 
     def statistic(ic: np.ndarray, it: np.ndarray, axis: int = -1) -> np.ndarray:
         ic, it = ic.astype(int), it.astype(int)
@@ -182,7 +243,7 @@ def test_unit_bootstrap_interval_matches_scipy_bca() -> None:
         return r_t - r_c
 
     reference = sps.bootstrap(
-        (np.arange(250), np.arange(200)),
+        (np.arange(n_c), np.arange(n_t)),
         statistic,
         n_resamples=20_000,
         method="BCa",
@@ -199,28 +260,6 @@ def test_unit_bootstrap_interval_matches_scipy_bca() -> None:
         reference.high - reference.low, rel=0.05
     )
     assert result.p_values["bootstrap"] is not None
-
-
-def test_unit_permutation_p_matches_a_slow_permutation_loop() -> None:
-    rng = np.random.default_rng(45)
-    control, treatment = clicks_like(rng, 200), clicks_like(rng, 180)
-    treatment = UnitSums(treatment.numerator * 1.3, treatment.denominator)
-    result = compare_clustered(control, treatment, tests=("t", "permutation"), seed=2)
-    m = np.concatenate([treatment.numerator, control.numerator])
-    d = np.concatenate([treatment.denominator, control.denominator])
-    observed = treatment.ratio - control.ratio
-    slow = np.random.default_rng(8)
-    count, big_b = 0, 20_000
-    for _ in range(big_b):
-        order = slow.permutation(m.size)
-        first, rest = order[:180], order[180:]
-        null = m[first].sum() / d[first].sum() - m[rest].sum() / d[rest].sum()
-        count += abs(null) >= abs(observed) - 1e-12
-    reference = (count + 1) / (big_b + 1)
-    p = result.p_values["permutation"]
-    assert 0.01 < reference < 0.5  # a p-value with Monte-Carlo error worth checking
-    mc = math.sqrt(reference * (1 - reference) * (1 / big_b + 1 / 10_000))
-    assert p == pytest.approx(reference, abs=4 * mc)
 
 
 def test_same_seed_same_numbers_and_other_seed_other_draws() -> None:
@@ -263,6 +302,19 @@ def test_compare_clustered_metrics_equals_each_metric_alone() -> None:
         )
         assert result.to_dict() == alone.to_dict()
     assert many[0].cuped is None and many[1].cuped is not None
+
+
+def test_metrics_of_the_same_units_share_their_unit_resamples() -> None:
+    # a metric with twice the numerators has exactly twice every resampled ratio when the
+    # two are drawn from the same unit resamples (their own draws are seeded by metric)
+    rng = np.random.default_rng(27)
+    c, t = clicks_like(rng, 200), clicks_like(rng, 180, 0.6)
+    doubled = (UnitSums(2 * c.numerator, c.denominator), UnitSums(2 * t.numerator, t.denominator))
+    one, two = compare_clustered_metrics({"a": c, "b": doubled[0]}, {"a": t, "b": doubled[1]})
+    assert np.allclose(two.resampled_deltas, 2 * one.resampled_deltas, rtol=1e-12, atol=0)
+    assert two.p_values["permutation"] == one.p_values["permutation"]
+    alone = compare_clustered(doubled[0], doubled[1], metric="b")
+    assert np.array_equal(alone.resampled_deltas, two.resampled_deltas)
 
 
 def test_multiple_testing_adjust_redraws_the_delta_method_intervals() -> None:
@@ -463,7 +515,31 @@ def test_bad_arguments() -> None:
         compare_clustered(good, good, covariate=(good, UnitSums([1.0], [1.0])))
     with pytest.raises(DataError, match=r"covariate\[control\]: numerator\[0\]: expected 0"):
         compare_clustered(good, good, covariate=(UnitSums([1.0, 1.0], [0.0, 1.0]), good))
+    with pytest.raises(DataError, match=r"covariate\[treatment\]: denominator\[1\]: expected a"):
+        compare_clustered(good, good, covariate=(good, UnitSums([1.0, 0.0], [1.0, -1.0])))
+    with pytest.raises(ConfigError, match="covariate: expected a .control, treatment. pair"):
+        compare_clustered(good, good, covariate=good)  # type: ignore[arg-type]
+    with pytest.raises(DataError, match="UnitSums.numerator: expected numbers, got values"):
+        UnitSums(["a", "b"], [1.0, 1.0])
+    with pytest.raises(ConfigError, match="primary_test: expected one of 't', 'permutation'"):
+        compare_clustered(good, good, primary_test="mannwhitney")
     with pytest.raises(ConfigError, match="covariates: expected metrics of controls"):
         compare_clustered_metrics({"a": good}, {"a": good}, covariates={"b": (good, good)})
     with pytest.raises(ConfigError, match="treatments: expected the metrics of controls"):
         compare_clustered_metrics({"a": good}, {"b": good})
+
+
+def test_a_clustered_comparison_round_trips_through_the_typed_summary() -> None:
+    from abrank.readout.model import ComparisonSummary
+
+    rng = np.random.default_rng(34)
+    y_c, x_c = _pre_and_post(rng, 120, 0.0)
+    y_t, x_t = _pre_and_post(rng, 110, 0.02)
+    result = compare_clustered(y_c, y_t, metric="m", unit="session_id", covariate=(x_c, x_t))
+    saved = ComparisonSummary.of(result)
+    assert saved.unit == "session_id"
+    assert saved.n_units == {"control": 120, "treatment": 110}
+    assert saved.cuped["theta"] == result.cuped["theta"]
+    assert saved.to_dict() == result.to_dict()
+    text = json.dumps(saved.to_dict(), allow_nan=False)
+    assert ComparisonSummary.from_dict(json.loads(text)).to_dict() == saved.to_dict()

@@ -88,5 +88,7 @@ def test_bad_counts_and_arguments() -> None:
         sample_ratio_mismatch({"control": 0, "treatment": 0})
     with pytest.raises(ConfigError, match="units: expected the units of at least two arms"):
         sample_ratio_mismatch({"control": 10})
+    with pytest.raises(ConfigError, match="expected: expected a mapping of arm -> share"):
+        sample_ratio_mismatch({"control": 10, "treatment": 12}, [0.5, 0.5])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="alpha: expected a number between 0 and 1, got 2"):
         sample_ratio_mismatch({"control": 10, "treatment": 12}, alpha=2)

@@ -163,12 +163,7 @@ def unit_sums(
     impression of ``values`` that is not in the impressions, an impression with two units
     (or two ``by`` values), a missing unit or segment value are DataErrors.
     """
-    for column in ("impression_id", unit, *([by] if by is not None else [])):
-        if column not in impressions.columns:
-            raise DataError(
-                f"impressions: expected a {column} column, found columns: "
-                f"{', '.join(map(str, impressions.columns))}"
-            )
+    _require(impressions, ("impression_id", unit, *([by] if by is not None else [])))
     codes, ids = _impression_codes(impressions)
     n = len(ids)
     head = _head_rows(codes, n)
@@ -223,6 +218,7 @@ def ctr_by_rank(impressions: pd.DataFrame, *, max_rank: int | None = None) -> pd
         isinstance(max_rank, bool) or not isinstance(max_rank, (int, np.integer)) or max_rank < 1
     ):
         raise ConfigError(f"max_rank: expected a whole number >= 1, got {max_rank!r}")
+    _require(impressions, ("rank", "clicked"))
     rank = _rank(impressions)
     clicked = clicked_flags(impressions["clicked"], lambda row: f"impressions: row {row}: clicked")
     if max_rank is not None:
@@ -312,17 +308,21 @@ def _seconds(value: float) -> float:
 
 def _impression_codes(impressions: pd.DataFrame) -> tuple[np.ndarray, pa.Array]:
     """Dense codes of the rows' impressions, and the impression ids in byte order."""
+    _require(impressions, ("impression_id", "rank", "clicked"))
+    return impression_codes(as_arrow(impressions["impression_id"], "impressions: impression_id"))
+
+
+def _require(impressions: pd.DataFrame, columns: Sequence[str]) -> None:
     if not isinstance(impressions, pd.DataFrame):
         raise ConfigError(
             f"impressions: expected a DataFrame of impressions, got {type(impressions).__name__}"
         )
-    for column in ("impression_id", "rank", "clicked"):
+    for column in columns:
         if column not in impressions.columns:
             raise DataError(
                 f"impressions: expected a {column} column, found columns: "
                 f"{', '.join(map(str, impressions.columns))}"
             )
-    return impression_codes(as_arrow(impressions["impression_id"], "impressions: impression_id"))
 
 
 def _rank(impressions: pd.DataFrame) -> np.ndarray:

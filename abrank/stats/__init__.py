@@ -18,8 +18,11 @@ Two designs, one module each:
 ``compare_clustered`` (:mod:`~abrank.stats.clustered`) is the independent design when
 users, not impressions, are randomized: each arm's value is a ratio of per-unit sums
 (:class:`UnitSums`), tested by the delta method, unit-label permutation and the unit
-bootstrap, optionally CUPED-adjusted. ``sample_ratio_mismatch``
-(:mod:`~abrank.stats.srm`) checks the units per arm against the expected split.
+bootstrap, optionally CUPED-adjusted; its metrics share unit resamples
+(:mod:`~abrank.stats.unit_draws`) and, at very many distinct units, resample grid cells
+with a variance-based error bound (:mod:`~abrank.stats.unit_grid`).
+``sample_ratio_mismatch`` (:mod:`~abrank.stats.srm`) checks the units per arm against the
+expected split.
 
 The tests and corrections are listed once, in :mod:`~abrank.stats.registry`
 (:data:`TESTS`, :data:`CORRECTIONS`); each design registers one function per test. The

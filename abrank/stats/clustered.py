@@ -63,6 +63,8 @@ from abrank.stats.estimation import (
 from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, Interval, build_comparison, json_safe
 from abrank.stats.seeding import generator
+from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws
+from abrank.stats.unit_grid import unit_grid
 from abrank.stats.validation import validate
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
@@ -236,6 +238,7 @@ class ClusteredSample:
     metric: str
     treatment_name: str
     segment: str | None
+    draws: SharedUnitDraws = SharedUnitDraws()
 
     @property
     def enough(self) -> bool:
@@ -267,8 +270,10 @@ def sample_of(
     metric: str,
     treatment_name: str,
     segment: str | None,
+    draws: SharedUnitDraws | None = None,
 ) -> ClusteredSample:
-    """The sample of two arms' estimates and sums."""
+    """The sample of two arms' estimates and sums (``draws``: resamples shared with other
+    metrics, see :mod:`abrank.stats.unit_draws`)."""
     both = c.n > 0 and t.n > 0
     obs = t.estimate - c.estimate if both else math.nan
     scale = abs(control.ratio) + abs(treatment.ratio) if both else 0.0
@@ -284,6 +289,7 @@ def sample_of(
         metric=metric,
         treatment_name=treatment_name,
         segment=segment,
+        draws=draws or SharedUnitDraws(),
     )
 
 
@@ -387,11 +393,54 @@ def relabel_row_sums(
 def ratio_bound(sample: rs.Prepared, n_draws: int, ratio: float, mean_d: float) -> float:
     """First-order bound on a grid-cell resampled ratio's error: the bounds of the
     resampled means of M and D (:func:`abrank.stats.resampling.grid_error_bound`)
-    combined as (b_M + |R| b_D) / mean(D)."""
+    combined as (b_M + |R| b_D) / mean(D); b_D is 0 when no cell holds two values of D
+    (counts of impressions usually get one cell each)."""
     widths = sample.atoms.widths
     b_m = rs.grid_error_bound(widths[0], n_draws)
-    b_d = rs.grid_error_bound(widths[1], n_draws) if len(widths) > 1 else 0.0
+    b_d = 0.0
+    if not column_exact_in_grid(sample.raw[:, 1], float(widths[1])):
+        b_d = rs.grid_error_bound(widths[1], n_draws)
     return (b_m + abs(ratio) * b_d) / mean_d
+
+
+RatioBound = Callable[[int, float, float], float]
+"""(units drawn, ratio, mean D) -> bound on a grid-cell resampled ratio's error."""
+
+
+def prepared_units(
+    rows: np.ndarray, n_resamples: int, n_draws: int
+) -> tuple[rs.Prepared, RatioBound | None]:
+    """How to resample (M, D) rows: :func:`abrank.stats.resampling.prepare`'s choice, except
+    that where it chooses grid cells, the unit grid of :mod:`abrank.stats.unit_grid`
+    (D exact, a variance-based bound) is used when it has fewer cells. Returns the sample
+    and its ratio error bound (None for exact resampling)."""
+    sample = rs.prepare(rows, n_resamples, GRID_BINS_UNIT)
+    if sample.method != "grid":
+        return sample, None
+    grid = unit_grid(rows, n_draws)
+    if grid is not None and grid.sample.atoms.m < sample.atoms.m:
+
+        def bound(n: int, ratio: float, mean_d: float) -> float:
+            return grid.bound(n) / mean_d
+
+        return grid.sample, bound
+
+    def hoeffding(n: int, ratio: float, mean_d: float) -> float:
+        return ratio_bound(sample, n, ratio, mean_d)
+
+    return sample, hoeffding
+
+
+def column_exact_in_grid(column: np.ndarray, width: float) -> bool:
+    """No grid cell of ``width`` (cells from the column's minimum, as
+    :func:`abrank.stats.resampling.grid_atoms` lays them) holds two distinct values."""
+    values = np.unique(column)
+    if values.size < 2:
+        return True
+    span = float(values[-1] - values[0])
+    bins = max(1, int(round(span / width)))
+    cells = np.minimum(np.floor((values - values[0]) / width), bins - 1)
+    return bool(np.all(np.diff(cells) > 0))
 
 
 @CLUSTERED_TESTS.register("permutation")
@@ -402,17 +451,21 @@ def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
         return TestOutcome(math.nan)
     pooled = np.concatenate([s.rows_t, s.rows_c])
     total = pooled.sum(axis=0)
-    sample = rs.prepare(pooled, s.n_resamples, GRID_BINS_UNIT)
-    first = relabel_row_sums(sample, n_t, s.n_resamples, s.generator("permutation"))
+    bound = None
+    if s.draws.relabel is not None:
+        first = s.draws.relabel
+    else:
+        sample, bound = prepared_units(pooled, s.n_resamples, min(n_c, n_t))
+        first = relabel_row_sums(sample, n_t, s.n_resamples, s.generator("permutation"))
     rest = total - first
     null = first[:, 0] / first[:, 1] - rest[:, 0] / rest[:, 1]
     b = count_extreme(null, s.obs, s.tol)
     approx: tuple[str, ...] = ()
-    if sample.method == "grid":
+    if bound is not None:
         ratio = float(total[0] / total[1])
         mean_d = float(total[1]) / (n_c + n_t)
-        bound = ratio_bound(sample, n_t, ratio, mean_d) + ratio_bound(sample, n_c, ratio, mean_d)
-        approx = (f"the unit permutation test ({sample.atoms.m} cells, within ±{bound:.2g})",)
+        within = bound(n_t, ratio, mean_d) + bound(n_c, ratio, mean_d)
+        approx = (f"the unit permutation test ({sample.atoms.m} cells, within ±{within:.2g})",)
     return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
 
 
@@ -424,15 +477,21 @@ def unit_bootstrap(s: ClusteredSample) -> TestOutcome:
         return TestOutcome(math.nan, notes=(NOTE_SMALL_UNITS,) if s.enough else ())
     rng = s.generator("bootstrap")
     ratios, jacks, bounds = [], [], []
-    for rows in (s.rows_c, s.rows_t):
+    shared = (s.draws.boot_c, s.draws.boot_t)
+    for rows, drawn in zip((s.rows_c, s.rows_t), shared, strict=True):
         total = rows.sum(axis=0)
-        sample = rs.prepare(rows, s.n_resamples, GRID_BINS_UNIT)
-        sums = rs.bootstrap_sums(sample, s.n_resamples, rng)
+        n = rows.shape[0]
+        bound = None
+        if drawn is not None:
+            sample = rs.Prepared(rows, rs.exact_atoms(rows), "exact")
+            sums = drawn
+        else:
+            sample, bound = prepared_units(rows, s.n_resamples, n)
+            sums = rs.bootstrap_sums(sample, s.n_resamples, rng)
         ratios.append(sums[:, 0] / sums[:, 1])
-        if sample.method == "grid":
-            values, weights = rows, np.ones(rows.shape[0])
-            ratio = float(total[0] / total[1])
-            bounds.append(ratio_bound(sample, rows.shape[0], ratio, total[1] / rows.shape[0]))
+        if bound is not None:
+            values, weights = rows, np.ones(n)
+            bounds.append(bound(n, float(total[0] / total[1]), float(total[1]) / n))
         else:
             values, weights = sample.atoms.values, sample.atoms.counts
             bounds.append(0.0)
@@ -581,8 +640,43 @@ def compare_clustered(
     same unit order: the main fields are then the CUPED-adjusted ones (the means stay the
     raw ratios) and ``cuped`` holds theta, the variance reduction of the delta, the units
     with pre-period data and the unadjusted comparison. Resampling is seeded from (seed,
-    metric, treatment_name, segment). Raises ConfigError / DataError for bad arguments.
+    metric, treatment_name, segment), or, where the unit resamples are shared with other
+    metrics (see :mod:`abrank.stats.unit_draws`), from (seed, units per arm,
+    treatment_name, segment). Raises ConfigError / DataError for bad arguments.
     """
+    return compare_clustered_metrics(
+        {metric: control},
+        {metric: treatment},
+        covariates=None if covariate is None else {metric: covariate},
+        unit=unit,
+        primary_test=primary_test,
+        tests=tests,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        seed=seed,
+        treatment_name=treatment_name,
+        segment=segment,
+    )[0]
+
+
+def checked_arguments(
+    control: Any,
+    treatment: Any,
+    covariate: Any,
+    *,
+    unit: Any,
+    primary_test: Any,
+    tests: Any,
+    alpha: Any,
+    confidence_level: Any,
+    n_resamples: Any,
+    seed: Any,
+    metric: Any,
+    treatment_name: Any,
+    segment: Any,
+) -> tuple[tuple[str, ...], UnitSums, UnitSums, tuple[UnitSums, UnitSums] | None]:
+    """The tests to run and the checked sums of one metric (see :func:`checked_run`)."""
     run = checked_run(
         primary_test,
         tests,
@@ -598,19 +692,7 @@ def compare_clustered(
     )
     control = checked_sums("control", control)
     treatment = checked_sums("treatment", treatment)
-    pre = checked_covariate(covariate, control, treatment)
-    context = dict(
-        unit=unit,
-        run=run,
-        alpha=float(alpha),
-        confidence_level=float(confidence_level),
-        n_resamples=int(n_resamples),
-        seed=seed,
-        metric=metric,
-        treatment_name=treatment_name,
-        segment=segment,
-    )
-    return clustered_comparison(control, treatment, pre, **context)
+    return run, control, treatment, checked_covariate(covariate, control, treatment)
 
 
 def checked_covariate(
@@ -650,11 +732,14 @@ def clustered_comparison(
     metric: str,
     treatment_name: str,
     segment: str | None,
+    draws: SharedUnitDraws | None,
 ) -> Comparison:
     """The comparison of checked arguments (see :func:`compare_clustered`)."""
     names = dict(n_resamples=n_resamples, seed=seed, metric=metric, segment=segment)
     y_c, y_t = linearized(control), linearized(treatment)
-    raw = sample_of(y_c, y_t, control, treatment, treatment_name=treatment_name, **names)
+    raw = sample_of(
+        y_c, y_t, control, treatment, treatment_name=treatment_name, draws=draws, **names
+    )
     outcomes = CLUSTERED_TESTS.run(run, raw)
     labels = dict(
         unit=unit,
@@ -802,6 +887,9 @@ def compare_clustered_metrics(
     ``controls``; ``covariates`` maps some (or all) metrics to their pre-period sums.
 
     Each metric's numbers are exactly those of :func:`compare_clustered` on it alone.
+    Metrics on as many units per arm (the same users) share one set of unit bootstrap
+    draws and one set of unit-label permutations where drawing their own would cost
+    more (:mod:`abrank.stats.unit_draws`): sharing saves time, never changes a result.
     """
     if list(controls) != list(treatments):
         raise ConfigError(
@@ -815,21 +903,51 @@ def compare_clustered_metrics(
             f"covariates: expected metrics of controls ({', '.join(map(str, controls))}), "
             f"got {', '.join(map(str, unknown))}"
         )
+    options = dict(
+        unit=unit,
+        primary_test=primary_test,
+        tests=tests,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        seed=seed,
+        treatment_name=treatment_name,
+        segment=segment,
+    )
+    checked = {
+        m: checked_arguments(controls[m], treatments[m], covariates.get(m), metric=m, **options)
+        for m in controls
+    }
+    groups: dict[tuple[int, int], list[str]] = {}  # metrics on as many units share draws
+    for m, (_, c, t, _) in checked.items():
+        groups.setdefault((c.n_units, t.n_units), []).append(m)
+    draws: dict[str, SharedUnitDraws] = {}
+    for names in groups.values():
+        draws.update(
+            plan_unit_draws(
+                {m: (rows_of(checked[m][1]), rows_of(checked[m][2])) for m in names},
+                {m: checked[m][0] for m in names},
+                int(n_resamples),
+                seed,
+                treatment_name,
+                segment,
+            )
+        )
     return [
-        compare_clustered(
-            controls[m],
-            treatments[m],
+        clustered_comparison(
+            c,
+            t,
+            pre,
             unit=unit,
-            primary_test=primary_test,
-            tests=tests,
-            alpha=alpha,
-            confidence_level=confidence_level,
-            n_resamples=n_resamples,
+            run=run,
+            alpha=float(alpha),
+            confidence_level=float(confidence_level),
+            n_resamples=int(n_resamples),
             seed=seed,
             metric=m,
             treatment_name=treatment_name,
             segment=segment,
-            covariate=covariates.get(m),
+            draws=draws.get(m),
         )
-        for m in controls
+        for m, (run, c, t, pre) in checked.items()
     ]
