@@ -83,11 +83,7 @@ def evaluate(
     if judged_only:
         parsed = as_judged_only(parsed)
     # a judged-only metric may read any judged row down to depth: those are joined too
-    reach = (
-        None
-        if any(m.k is None or m.judged_only for m in parsed)
-        else max(m.k for m in parsed)
-    )
+    reach = None if any(m.k is None or m.judged_only for m in parsed) else max(m.k for m in parsed)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach)
     return _values_frame(prep, parsed, float(rel_level), gain, complete)
 

@@ -98,6 +98,10 @@ class Metric:
         ):
             family, spec = spec.twin, FAMILIES[spec.twin]
         object.__setattr__(self, "family", family)
+        if spec.cutoff == "none" and self.k is not None:
+            raise ConfigError(
+                f"metric {family}: cutoff: expected {family} without a cutoff, got {self.k!r}"
+            )
         if self.k is not None:
             if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
                 raise ConfigError(
@@ -168,16 +172,20 @@ class Metric:
         return self.name
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe description: name, label, family, k, rel, gain, judged_only."""
-        return {
+        """JSON-safe description: name, label, family, k, rel, gain, and for a judged-only
+        metric ``judged_only: True`` (left out otherwise, so plain descriptions keep their
+        keys)."""
+        out: dict[str, Any] = {
             "name": self.name,
             "label": self.label,
             "family": self.family,
             "k": self.k,
             "rel": self.rel,
             "gain": self.gain,
-            "judged_only": self.judged_only,
         }
+        if self.judged_only:
+            out["judged_only"] = True
+        return out
 
 
 def _suggest(text: str) -> str:
