@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from abrank.metrics import Metric
 
 __all__ = [
+    "OFFICIAL",
+    "SETS",
     "TrecMeasures",
     "expand_cutoff_lists",
     "format_report",
@@ -54,7 +56,11 @@ _MEASURES: dict[str, str | None] = {
     "num_rel": None,
     "num_rel_ret": None,
     "map": "map",
+    "gm_map": None,
+    "Rprec": None,
+    "bpref": "bpref",
     "recip_rank": "mrr",
+    "iprec_at_recall": None,
     "P": "precision",
     "recall": "recall",
     "ndcg": "ndcg",
@@ -73,15 +79,42 @@ DEFAULT_CUTOFFS: dict[str, tuple[int, ...]] = {
 }
 # trec_eval's other measures and nicknames (not abrank's dcg): named in errors, not computed
 _OTHER_NAMES = (
-    "gm_map Rprec bpref iprec_at_recall relstring infAP gm_bpref Rprec_mult utility "
+    "relstring infAP gm_bpref Rprec_mult utility "
     "11pt_avg binG G ndcg_rel Rndcg relative_P set_P set_relative_P set_recall set_map "
     "set_F num_nonrel_judged_ret prefs_num_prefs_poss prefs_num_prefs_ful "
     "prefs_num_prefs_ful_ret prefs_simp prefs_pair prefs_avgjg prefs_avgjg_Rnonrel "
     "prefs_simp_ret prefs_pair_ret prefs_avgjg_ret prefs_avgjg_Rnonrel_ret prefs_simp_imp "
     "prefs_pair_imp prefs_avgjg_imp map_avgjg P_avgjg Rprec_mult_avgjg yaap rbp rbp_resid "
-    "ideal_dcg official set all_trec all_prefs prefs qrels_jg"
+    "ideal_dcg set all_prefs prefs qrels_jg unj"
 )
 _OTHERS = frozenset(_OTHER_NAMES.split())
+#: trec_eval's default set (``official``), printed when no measure is named.
+OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
+# trec_eval's all_trec set (trec_eval 10, -m all_trec), in its printing order
+_ALL_TREC_NAMES = (
+    "runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall "
+    "P recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G ndcg ndcg_rel Rndcg ndcg_cut "
+    "map_cut relative_P success set_P set_relative_P set_recall set_map set_F "
+    "num_nonrel_judged_ret rbp unj"
+)
+#: trec_eval's measure sets and what they stand for.
+SETS: dict[str, tuple[str, ...]] = {
+    "official": OFFICIAL,
+    "all_trec": tuple(_ALL_TREC_NAMES.split()),
+}
 _CUTOFF = re.compile(r"^[0-9]+$")
 
 
@@ -154,6 +187,7 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
     """
     if not tokens:
         return None
+    tokens, notes = _expand_sets(tokens)
     heads = [t.partition(".")[0] for t in tokens]
     if not all(h in _MEASURES or h in _OTHERS for h in heads):
         return None
@@ -166,7 +200,6 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
             f"({known}), got {head!r}, which it does not"
         )
     explicit: dict[str, tuple[str, tuple[int, ...]]] = {}
-    notes: list[str] = []
     named: set[str] = set()
     for token, head in zip(tokens, heads, strict=True):
         named.add(head)
@@ -193,6 +226,26 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
             else:
                 cutoffs_of[name] = None
     return TrecMeasures(cutoffs_of, tuple(notes))
+
+
+def _expand_sets(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Tokens with trec_eval's set names (``official``, ``all_trec``) replaced by their
+    measures; of all_trec only those abrank computes, with a note naming the others."""
+    out: list[str] = []
+    notes: list[str] = []
+    for token in tokens:
+        members = SETS.get(token)
+        if members is None:
+            out.append(token)
+            continue
+        out += [m for m in members if m in _MEASURES]
+        left_out = [m for m in members if m not in _MEASURES]
+        if left_out:
+            notes.append(
+                f"-m {token}: left out the trec_eval measures that abrank does not compute: "
+                f"{', '.join(left_out)}"
+            )
+    return out, notes
 
 
 def _cutoffs(token: str, params: str) -> tuple[int, ...]:
@@ -227,6 +280,12 @@ def format_report(
     measure (the run file's last tag).
     """
     from abrank.engines.memory import compute, scored_queries
+    from abrank.metrics import Metric
+    from abrank.treceval.default_set import (
+        geometric_mean,
+        interpolated_precision,
+        r_precision,
+    )
 
     nq = len(prep.ids)
     scored = scored_queries(prep, complete)
@@ -249,6 +308,20 @@ def format_report(
             columns.append(("runid", None, "", "" if runid is None else runid))
         elif name == "num_q":
             columns.append(("num_q", None, "", str(int(scored.sum()))))
+        elif name == "gm_map":  # trec_eval prints it for all only
+            ap = np.nan_to_num(compute(prep, [Metric("map", None)], threshold, "linear")["map"])
+            columns.append(("gm_map", None, "", number.format(geometric_mean(ap[scored]))))
+        elif name in ("Rprec", "iprec_at_recall"):
+            if name == "Rprec":
+                derived = {"Rprec": r_precision(prep, threshold)}
+            else:
+                levels = interpolated_precision(prep, threshold)
+                derived = {f"{name}_{level:3.2f}": v for level, v in levels.items()}
+            for printed, column in derived.items():
+                shown = column[scored]
+                mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
+                per = column[evaluated].tolist() if per_query else None
+                columns.append((printed, per, number, number.format(mean)))
         elif name in counts:
             per = counts[name][evaluated]
             total = int(per.sum())
