@@ -287,6 +287,26 @@ class JudgedAtK(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class UnjudgedCheck(Record):
+    """``diagnostics.unjudged``: the sensitivity check on unjudged documents.
+
+    ``judged_at_k`` is each arm's judged@k (k = ``k``). The check is ``triggered`` when
+    judged@k differs between arms by 2 points or more, or is below 0.9 in any arm (``reason``
+    says which, in words; None when it is not triggered). Then ``condensed`` holds every
+    overall comparison of a metric that reads grades repeated on judged-only values (same
+    keys as ``comparisons`` entries, metric ``ndcg@10(judged)``), and ``verdicts_changed``
+    the metrics whose verdict differs between the two; both are empty otherwise.
+    """
+
+    k: int
+    judged_at_k: dict[str, float | None]
+    condensed: tuple[ComparisonSummary, ...] = ()
+    verdicts_changed: tuple[str, ...] = ()
+    triggered: bool = False
+    reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class DiagnosticsSummary(Record):
     """``diagnostics``: what the inputs cover, and the warnings shown on every output."""
 
@@ -301,7 +321,10 @@ class DiagnosticsSummary(Record):
     unjudged_queries: dict[str, int]
     judged_at_k: JudgedAtK
     warnings: tuple[str, ...] = ()
+    unjudged: UnjudgedCheck | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"unjudged"})
 
 
 @dataclasses.dataclass(frozen=True)
