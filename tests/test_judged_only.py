@@ -55,6 +55,9 @@ def filtered(rankings: pd.DataFrame, judged: dict, depth) -> pd.DataFrame:
         ("ndcg_cut.10(judged)", "ndcg@10(judged)", "NDCG@10(judged)"),
         ("ndcg(gain=exp)@5(judged)", "ndcg(gain=exp)@5(judged)", "NDCG(gain=exp)@5(judged)"),
         ("bpref", "bpref", "bpref"),
+        ("recip_rank(judged)", "mrr(judged)", "MRR(judged)"),
+        ("reciprocal_rank(rel=2)", "mrr(rel=2)", "MRR(rel=2)"),  # parameters, not a suffix
+        ("hit_rate(rel=2)@3", "hit(rel=2)@3", "Hit(rel=2)@3"),
     ],
 )
 def test_judged_only_spellings(text, name, label):

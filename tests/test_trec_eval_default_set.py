@@ -56,23 +56,37 @@ def test_per_query_default_set_equals_trec_eval_lines(shared_data, capsys):
     assert len(expected) == 3 * 27 + 30  # gm_map, runid and num_q: the all rows only
 
 
-def test_all_trec_prints_the_measures_abrank_has_and_names_the_others(shared_data, capsys):
+@pytest.mark.parametrize(
+    ("expected", "options", "qrels", "run"),
+    [
+        ("out.test.aq", ["-q"], "qrels.test", "results.test"),
+        ("out.test.a", [], "qrels.test", "results.test"),
+        ("out.test.aql", ["-q", "-l2"], "qrels.rel_level", "results.test"),
+        # trec_eval 10 adds per-query rows of zeros under -c (9 does not, nor abrank): the
+        # all rows are compared
+        ("out.test.aqc", ["-c"], "qrels.test", "results.trunc"),
+        ("out.test.aqcM", ["-c", "-M100"], "qrels.test", "results.trunc"),
+    ],
+)
+def test_all_trec_prints_the_measures_abrank_has_and_names_the_others(
+    shared_data, capsys, expected, options, qrels, run
+):
     folder = shared_data / TEST
-    code, out, err = run_cli(
-        capsys, "-q", "-m", "all_trec", folder / "qrels.test", folder / "results.test"
-    )
+    code, out, err = run_cli(capsys, *options, "-m", "all_trec", folder / qrels, folder / run)
     assert code == 0
     printed = {line.split()[0] for line in out.splitlines()}
-    assert {"bpref", "Rprec", "gm_map", "ndcg_cut_10", "success_10", "recall_1000"} <= printed
-    assert out.splitlines() == _lines_of(folder / "out.test.aq", printed)
-    expected = folder / "out.test.aq"
-    missing = {line.split()[0] for line in expected.read_text().splitlines()} - printed
-    assert {"infAP", "utility", "set_F", "11pt_avg"} <= missing
+    new = {"bpref", "Rprec", "gm_map", "gm_bpref", "11pt_avg", "set_P", "set_recall"}
+    assert new | {"num_nonrel_judged_ret", "ndcg_cut_10", "success_10"} <= printed
+    theirs = _lines_of(folder / expected, printed)
+    if "-c" in options:
+        theirs = [line for line in theirs if "\tall\t" in line]
+    assert out.splitlines() == theirs
+    missing = {line.split()[0] for line in (folder / expected).read_text().splitlines()}
+    assert {"infAP", "utility", "set_F", "Rprec_mult_0.20"} <= missing - printed
     assert err == (
         "abrank: note: -m all_trec: left out the trec_eval measures that abrank does not "
-        "compute: infAP, gm_bpref, Rprec_mult, utility, 11pt_avg, binG, G, ndcg_rel, Rndcg, "
-        "relative_P, set_P, set_relative_P, set_recall, set_map, set_F, "
-        "num_nonrel_judged_ret, rbp, unj\n"
+        "compute: infAP, Rprec_mult, utility, binG, G, ndcg_rel, Rndcg, relative_P, "
+        "set_relative_P, set_map, set_F, rbp, unj\n"
     )
 
 
@@ -84,7 +98,8 @@ def test_a_trec_eval_measure_abrank_lacks_exits_2(shared_data, capsys, measure):
     assert err.startswith(
         f"abrank: error: -m {measure}: expected a trec_eval measure that abrank computes "
         "(runid, num_q, num_ret, num_rel, num_rel_ret, map, gm_map, Rprec, bpref, recip_rank, "
-        "iprec_at_recall, P, recall, ndcg, ndcg_cut, map_cut, success), got "
+        "iprec_at_recall, P, recall, gm_bpref, 11pt_avg, ndcg, ndcg_cut, map_cut, success, "
+        "set_P, set_recall, num_nonrel_judged_ret), got "
     )
     assert err.endswith(", which it does not\n")
 
@@ -177,3 +192,43 @@ def test_judged_only_with_abrank_names(hand, capsys):
     assert code == 0, err
     # q1 a first either way (1); q2 z first once y and w are gone (1); judged@2 unchanged
     assert out == "mrr(judged)\tall\t1.0\njudged@2\tall\t0.5\n"
+
+
+def test_judged_only_negative_grades(tmp_path, capsys):
+    """trec_eval -J reads a negative grade as "in the pool, not judged" and removes the
+    document; abrank's judged-only metrics keep it, as judged@k counts it as judged."""
+    (tmp_path / "qrels").write_text("q 0 neg -1\nq 0 r 1\n")
+    (tmp_path / "run").write_text("q Q0 neg 1 2.0 s\nq Q0 r 2 1.0 s\n")
+    files = (tmp_path / "qrels", tmp_path / "run")
+    code, out, _ = run_cli(capsys, "-J", "-m", "recip_rank", "-m", "num_ret", *files)
+    assert code == 0
+    assert out == "num_ret               \tall\t1\nrecip_rank            \tall\t1.0000\n"
+    code, out, _ = run_cli(capsys, "-J", "-m", "mrr", *files)
+    assert code == 0
+    assert out == "mrr(judged)\tall\t0.5\n"
+
+
+def test_other_all_trec_measures_by_hand(hand, capsys):
+    measures = ["11pt_avg", "set_P", "set_recall", "num_nonrel_judged_ret", "gm_bpref"]
+    options = [token for m in measures for token in ("-m", m)]
+    code, out, err = run_cli(capsys, "-q", *options, *hand)
+    assert code == 0, err
+    got = values(out)
+
+    def shown(name, query):
+        return got[(f"{name:<22}", query)]
+
+    # 11pt_avg: the mean of q1's eleven iprec values above; q2's are all 1/3
+    assert shown("11pt_avg", "q1") == f"{(5 * 1.0 + 4 * 0.5) / 11:6.4f}"
+    assert shown("11pt_avg", "q2") == f"{1 / 3:6.4f}"
+    # set_P: relevant retrieved / retrieved; set_recall: relevant retrieved / relevant
+    assert (shown("set_P", "q1"), shown("set_P", "q2")) == ("0.4000", "0.3333")
+    assert (shown("set_recall", "q1"), shown("set_recall", "q2")) == ("0.6667", "1.0000")
+    # judged nonrelevant documents retrieved: b in q1; a count, summed in the all row
+    assert (shown("num_nonrel_judged_ret", "q1"), shown("num_nonrel_judged_ret", "all")) == (
+        "1",
+        "1",
+    )
+    # gm_bpref: the geometric mean of bpref (1/3 and 1), all row only
+    assert shown("gm_bpref", "all") == f"{math.sqrt(1 / 3):6.4f}"
+    assert ("gm_bpref              ", "q1") not in got

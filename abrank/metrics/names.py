@@ -59,7 +59,7 @@ _GAIN_ALIASES = {
 # abrank / ir_measures style: family[(params)][@k]
 _NAME = re.compile(r"^(?P<family>[a-z][a-z_]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>[^@]*))?$")
 # a parenthesised suffix after a cutoff: ndcg@10(judged), P_5(judged)
-_SUFFIX = re.compile(r"^(?P<head>.*[@._][^@._()]+)\((?P<suffix>[^()]*)\)$")
+_SUFFIX = re.compile(r"^(?P<head>.*(?:@[^@()]+|[._][0-9][^@._()]*))\((?P<suffix>[^()]*)\)$")
 #: The suffix (and parameter) that makes a metric judged-only.
 JUDGED_ONLY = "judged"
 # trec_eval style: family.k or family_k (ndcg_cut.10, P_5, recall.100, map_cut_100)

@@ -63,10 +63,15 @@ _MEASURES: dict[str, str | None] = {
     "iprec_at_recall": None,
     "P": "precision",
     "recall": "recall",
+    "gm_bpref": None,
+    "11pt_avg": None,
     "ndcg": "ndcg",
     "ndcg_cut": "ndcg",
     "map_cut": "ap",
     "success": "hit",
+    "set_P": None,
+    "set_recall": None,
+    "num_nonrel_judged_ret": None,
 }
 _LONG_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 # families with cutoffs and trec_eval's default cutoffs (m_P.c, m_recall.c, ...)
@@ -79,9 +84,9 @@ DEFAULT_CUTOFFS: dict[str, tuple[int, ...]] = {
 }
 # trec_eval's other measures and nicknames (not abrank's dcg): named in errors, not computed
 _OTHER_NAMES = (
-    "relstring infAP gm_bpref Rprec_mult utility "
-    "11pt_avg binG G ndcg_rel Rndcg relative_P set_P set_relative_P set_recall set_map "
-    "set_F num_nonrel_judged_ret prefs_num_prefs_poss prefs_num_prefs_ful "
+    "relstring infAP Rprec_mult utility "
+    "binG G ndcg_rel Rndcg relative_P set_relative_P set_map "
+    "set_F prefs_num_prefs_poss prefs_num_prefs_ful "
     "prefs_num_prefs_ful_ret prefs_simp prefs_pair prefs_avgjg prefs_avgjg_Rnonrel "
     "prefs_simp_ret prefs_pair_ret prefs_avgjg_ret prefs_avgjg_Rnonrel_ret prefs_simp_imp "
     "prefs_pair_imp prefs_avgjg_imp map_avgjg P_avgjg Rprec_mult_avgjg yaap rbp rbp_resid "
@@ -282,6 +287,7 @@ def format_report(
     from abrank.engines.memory import compute, scored_queries
     from abrank.metrics import Metric
     from abrank.treceval.default_set import (
+        eleven_point_average,
         geometric_mean,
         interpolated_precision,
         r_precision,
@@ -297,6 +303,9 @@ def format_report(
         "num_ret": prep.retrieved.astype(np.int64),
         "num_rel": np.bincount(prep.judged_code[prep.judged_grade >= threshold], minlength=nq),
         "num_rel_ret": np.bincount(prep.row_code[prep.row_grade >= threshold], minlength=nq),
+        "num_nonrel_judged_ret": np.bincount(
+            prep.row_code[(prep.row_grade >= 0) & (prep.row_grade < threshold)], minlength=nq
+        ),
     }
 
     number = f"{{:6.{digits}f}}"
@@ -308,15 +317,24 @@ def format_report(
             columns.append(("runid", None, "", "" if runid is None else runid))
         elif name == "num_q":
             columns.append(("num_q", None, "", str(int(scored.sum()))))
-        elif name == "gm_map":  # trec_eval prints it for all only
-            ap = np.nan_to_num(compute(prep, [Metric("map", None)], threshold, "linear")["map"])
-            columns.append(("gm_map", None, "", number.format(geometric_mean(ap[scored]))))
-        elif name in ("Rprec", "iprec_at_recall"):
-            if name == "Rprec":
-                derived = {"Rprec": r_precision(prep, threshold)}
-            else:
+        elif name in ("gm_map", "gm_bpref"):  # trec_eval prints them for all only
+            family = {"gm_map": "map", "gm_bpref": "bpref"}[name]
+            per = compute(prep, [Metric(family, None)], threshold, "linear")[family]
+            total = number.format(geometric_mean(np.nan_to_num(per)[scored]))
+            columns.append((name, None, "", total))
+        elif name in ("Rprec", "iprec_at_recall", "11pt_avg", "set_P", "set_recall"):
+            if name == "iprec_at_recall":
                 levels = interpolated_precision(prep, threshold)
                 derived = {f"{name}_{level:3.2f}": v for level, v in levels.items()}
+            elif name == "11pt_avg":
+                derived = {name: eleven_point_average(prep, threshold)}
+            elif name == "Rprec":
+                derived = {name: r_precision(prep, threshold)}
+            else:
+                found = counts["num_rel_ret"].astype(np.float64)
+                base = counts["num_ret" if name == "set_P" else "num_rel"].astype(np.float64)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    derived = {name: np.where(base > 0, found / base, 0.0)}
             for printed, column in derived.items():
                 shown = column[scored]
                 mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0

@@ -1,9 +1,10 @@
 """trec_eval's measures that are not metric families of their own: R-precision,
-interpolated precision at recall levels, and the geometric mean of average precision.
+interpolated precision at recall levels (and their 11-point average), and the geometric
+mean that gm_map and gm_bpref take.
 
 They complete trec_eval's default ("official") set, which ``abrank metrics QRELS RUN``
 prints when no ``-m`` is given. Each is computed as trec_eval 10 computes it (``m_Rprec.c``,
-``m_iprec_at_recall.c``, ``m_gm_map.c`` of usnistgov/trec_eval), over whole columns of the
+``m_iprec_at_recall.c``, ``m_11pt_avg.c``, ``m_gm_map.c`` of usnistgov/trec_eval), over whole columns of the
 engine's prepared join, with no loop over queries.
 """
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_GEO_MEAN",
     "RECALL_LEVELS",
+    "eleven_point_average",
     "geometric_mean",
     "interpolated_precision",
     "r_precision",
@@ -95,6 +97,16 @@ def interpolated_precision(
         values[reached] = best_below[row[reached]]
         out[level] = values
     return out
+
+
+def eleven_point_average(prep: Prepared, rel_level: float) -> np.ndarray:
+    """11pt_avg per query code: the mean of iprec_at_recall over its 11 levels, added from
+    the level 1.0 down, in trec_eval's order (``m_11pt_avg.c``)."""
+    levels = interpolated_precision(prep, rel_level)
+    total = np.zeros(len(prep.ids))
+    for level in reversed(RECALL_LEVELS):
+        total += levels[level]
+    return total / len(RECALL_LEVELS)
 
 
 def geometric_mean(values: np.ndarray) -> float:
