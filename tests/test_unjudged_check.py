@@ -18,6 +18,7 @@ from abrank.analysis.unjudged import check_reason, judged_only_names
 from abrank.cli import main
 from abrank.config import build_experiment
 from abrank.engines.evaluate import evaluate
+from abrank.errors import ConfigError
 from abrank.readout.model import Summary
 from abrank.render import render_html, render_markdown
 
@@ -188,3 +189,23 @@ def test_bad_judged_only_metric_in_a_config_exits_2(tmp_path, capsys):
     _, err = capsys.readouterr()
     assert code == 2
     assert "metric 'mrr@10(judge)': suffix: expected (judged) after the cutoff" in err
+
+
+def test_a_config_may_name_judged_only_metrics(tmp_path):
+    write(tmp_path, unjudged_first=True)
+    readout = run_experiment(experiment(tmp_path, ["mrr@10", "RR(judged)@10"]))
+    summary = readout.summary
+    assert summary["metrics"] == ["mrr@10", "mrr@10(judged)"]
+    assert summary["metric_labels"]["mrr@10(judged)"] == "MRR@10(judged)"
+    plain = {c["metric"]: c for c in summary["comparisons"]}
+    assert plain["mrr@10(judged)"]["delta"] == 0.0
+    # a metric that is judged-only already is not repeated
+    condensed = summary["diagnostics"]["unjudged"]["condensed"]
+    assert [c["metric"] for c in condensed] == ["mrr@10(judged)"]
+    assert condensed[0]["delta"] == 0.0
+    with pytest.raises(ConfigError) as info:
+        experiment(tmp_path, ["mrr@10", "mrr@10(judge)"])
+    assert str(info.value) == (
+        "test.yaml: metrics[1]: metric 'mrr@10(judge)': suffix: expected (judged) after the "
+        "cutoff (e.g. ndcg@10(judged)), got (judge)"
+    )
