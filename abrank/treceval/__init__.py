@@ -18,7 +18,14 @@ usnistgov/trec_eval v9.0.8):
   them; counts sum over queries, except that ``num_rel``'s ``all`` row under ``-c`` counts
   every judgment with a grade above 0 whatever ``-l`` says, as trec_eval does;
 - a family named twice with different cutoffs keeps the first list given (trec_eval reads
-  only that one); abrank says so on stderr rather than dropping it silently.
+  only that one); abrank says so on stderr rather than dropping it silently;
+- no measure named means trec_eval's default set (:data:`OFFICIAL`, also ``-m official``);
+  ``-m all_trec`` means every measure of trec_eval's all_trec set that abrank computes, and
+  a note names the others. ``gm_map`` and ``gm_bpref`` have ``all`` rows only;
+  ``iprec_at_recall`` and ``11pt_avg`` follow trec_eval 10 (``m_iprec_at_recall.c``: a
+  recall level c needs round(c x R) relevant documents, where 9 took c x R + 0.9 rounded
+  down), so that the output equals trec_eval 10's test outputs ``out.test`` and
+  ``out.comment.test``.
 """
 
 from __future__ import annotations
