@@ -98,11 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
         "or a bare family P, recall, ndcg_cut, map_cut, success for trec_eval's default\n"
         "cutoffs) it takes trec_eval's own command line and prints exactly what trec_eval 9\n"
         "prints (names, order, layout, 4 decimals; -M unlimited unless given). With abrank's\n"
-        "names (ndcg@10, mrr@10, ...) it prints measure<TAB>query<TAB>value at full precision.",
+        "names (ndcg@10, mrr@10, ...) it prints measure<TAB>query<TAB>value at full precision.\n"
+        "Without -m it prints trec_eval's default measures (-m official); -m all_trec prints\n"
+        "every trec_eval measure abrank computes and names the others on stderr.",
     )
     metrics.add_argument("qrels", metavar="QRELS", help="judgments (TREC qrels or a table)")
     metrics.add_argument("run", metavar="RUN", help="ranking (TREC run or a table)")
-    _metric_option(metrics)
+    _metric_option(metrics, required=False)
+    _judged_only_option(metrics)
     metrics.add_argument("--per-query", "-q", action="store_true", help="print a row per query")
     metrics.add_argument(
         "--complete",
@@ -140,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("control", metavar="CONTROL_RUN", help="the control ranking")
     compare.add_argument("treatment", metavar="TREATMENT_RUN", help="the treatment ranking")
     _metric_option(compare)
+    _judged_only_option(compare)
     compare.add_argument("--json", action="store_true", help="print the comparisons as JSON")
     compare.add_argument("--rel-level", "-l", type=float, default=1, help="lowest relevant grade")
     compare.add_argument("--seed", type=int, default=0, help="resampling seed (default 0)")
@@ -186,13 +190,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _metric_option(parser: argparse.ArgumentParser) -> None:
+def _judged_only_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--judged-only",
+        "-J",
+        action="store_true",
+        help="score every metric on the judged documents only: unjudged ones are removed "
+        "from each ranking first (trec_eval -J; ndcg@10 becomes ndcg@10(judged))",
+    )
+
+
+def _metric_option(parser: argparse.ArgumentParser, required: bool = True) -> None:
     parser.add_argument(
         "-m",
         "--metric",
         dest="metrics",
         action="append",
-        required=True,
+        required=required,
         metavar="METRIC",
         help="metric names: one per -m (-m ndcg@10 -m mrr@10), a comma list (-m P.5,10), "
         "or several after one -m (-m ndcg@10 mrr@10 map)",
@@ -497,7 +511,8 @@ def _metrics(args: argparse.Namespace) -> int:
     _check_metric_options(args)
     if _OWN_PROCESS:
         _reuse_freed_memory()
-    names = split_metric_lists(args.metrics)
+    # no -m: trec_eval's default measures, as trec_eval prints them
+    names = split_metric_lists(args.metrics or ["official"])
     measures = parse_trec_measures(names)  # None: abrank's own names
     for note in measures.notes if measures else ():
         print(f"abrank: note: {note}", file=sys.stderr)
@@ -509,7 +524,7 @@ def _metrics(args: argparse.Namespace) -> int:
     trec_files = (
         detect_format(args.qrels, judgments=True) == "qrels" and detect_format(args.run) == "trec"
     )
-    options = dict(rel_level=args.rel_level, depth=args.depth)
+    options = dict(rel_level=args.rel_level, depth=args.depth, judged_only=args.judged_only)
     if trec_files and measures is not None:
         text = trec_eval_report(
             args.qrels,
@@ -534,12 +549,20 @@ def _metrics(args: argparse.Namespace) -> int:
         from abrank.io import read_judgments, read_rankings
 
         rankings, judgments = read_rankings(args.run), read_judgments(args.qrels)
+        del options["judged_only"]
         if measures is not None:
             text = _trec_eval_report_of_tables(rankings, judgments, measures, args, digits)
         else:
             from abrank.engines.evaluate import evaluate
 
-            table = evaluate(rankings, judgments, names, complete=args.complete, **options)
+            table = evaluate(
+                rankings,
+                judgments,
+                names,
+                complete=args.complete,
+                judged_only=args.judged_only,
+                **options,
+            )
             columns = {name: table[name].fillna(0.0).to_numpy() for name in table.columns}
             text = format_trec_eval(
                 list(table.index), columns, per_query=args.per_query, digits=digits
@@ -575,6 +598,10 @@ def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int
         )
     check_options(args.rel_level, "linear", args.depth)
     prep = prepare(rankings, judgments, args.depth)
+    if args.judged_only:
+        from abrank.engines.condensed import condense
+
+        prep = condense(prep, keep_negative=False)
     if not (prep.in_run & prep.in_judgments).any():
         raise DataError(
             f"{args.run}: query ids: expected queries that are also in {args.qrels}, got none"
@@ -606,7 +633,9 @@ def _compare(args: argparse.Namespace) -> int:
             {"name": "treatment", "label": Path(args.treatment).name, "path": args.treatment}
         ],
         "judgments": {"path": args.qrels},
-        "metrics": expand_cutoff_lists(split_metric_lists(args.metrics)),
+        "metrics": _judged_only_names(
+            expand_cutoff_lists(split_metric_lists(args.metrics)), args.judged_only
+        ),
         "relevance_threshold": args.rel_level,
         "no_relevant": args.no_relevant,
         "analysis": {
@@ -628,6 +657,15 @@ def _compare(args: argparse.Namespace) -> int:
         for warning in readout.summary["diagnostics"]["warnings"]:
             print(f"note: {warning}", file=sys.stderr)
     return EXIT_OK
+
+
+def _judged_only_names(names: list[str], judged_only: bool) -> list[str]:
+    """The metric names, each as its judged-only variant under -J (judged@k stays)."""
+    if not judged_only:
+        return names
+    from abrank.metrics import as_judged_only, parse_metrics
+
+    return [m.name for m in as_judged_only(parse_metrics(names))]
 
 
 def _demo_data(args: argparse.Namespace) -> int:

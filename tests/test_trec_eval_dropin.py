@@ -177,7 +177,7 @@ def test_trec_eval_names_on_tables_print_the_same(tiny, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-m", "bpref"], "-m bpref: expected a trec_eval measure that abrank computes"),
+        (["-m", "infAP"], "-m infAP: expected a trec_eval measure that abrank computes"),
         (["-m", "P.5,5"], "-m P.5,5: cutoffs: expected each cutoff once, got 5 twice"),
         (["-m", "P.0"], "-m P.0: cutoffs: expected whole numbers >= 1 separated by commas"),
         (["-m", "ndcg_cut.23.4"], "got '23.4'"),

@@ -14,6 +14,7 @@ from abrank.analysis.compare import compare_arms
 from abrank.analysis.load import LoadedData, Progress, display_path, load_data
 from abrank.analysis.score import CURVE_POINTS, JUDGED_K, ScoredArms, score_arms
 from abrank.analysis.summarise import JUDGED_GAP_WARNING, build_readout
+from abrank.analysis.unjudged import check_reason, judged_only_comparisons
 from abrank.analysis.write import (
     OUTPUT_FORMATS,
     READOUT_MARKER,
@@ -65,8 +66,12 @@ def run_experiment(
     scored = score_arms(experiment, data)
     say("comparing arms")
     comparisons, too_small = compare_arms(experiment, scored, data.segments)
+    condensed = None
+    if check_reason(scored.judged_at_k) is not None:
+        say("repeating the comparisons on judged documents only")
+        condensed = judged_only_comparisons(experiment, data)
     say("summarising")
-    return build_readout(experiment, data, scored, comparisons, too_small)
+    return build_readout(experiment, data, scored, comparisons, too_small, condensed)
 
 
 def _run_online(experiment: Experiment, say: Progress) -> Readout:

@@ -10,6 +10,7 @@ import pandas as pd
 from abrank.analysis.compare import ArmPair, arm_pairs
 from abrank.analysis.load import LoadedData, display_path
 from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
+from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check
 from abrank.config import Experiment
 from abrank.readout import Readout
 from abrank.readout.model import (
@@ -41,12 +42,15 @@ def build_readout(
     scored: ScoredArms,
     comparisons: list[Comparison],
     too_small: list[dict[str, Any]],
+    condensed: list[Comparison] | None = None,
 ) -> Readout:
     """The readout of one experiment: its typed summary (:class:`Summary`, what
     summary.json holds), the per-query table and what the charts are drawn from.
 
-    ``comparisons`` and ``too_small`` are :func:`~abrank.analysis.compare.compare_arms`'s;
-    nothing is computed here beyond counts and the warnings the readout shows.
+    ``comparisons`` and ``too_small`` are :func:`~abrank.analysis.compare.compare_arms`'s,
+    ``condensed`` the judged-only comparisons of the sensitivity check
+    (:mod:`abrank.analysis.unjudged`; None when it did not run); nothing is computed here
+    beyond counts and the warnings the readout shows.
     """
     from abrank import __version__
     from abrank.metrics import parse_metric
@@ -65,6 +69,9 @@ def build_readout(
     warnings += _comparison_warnings(comparisons)
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
+    saved = tuple(_saved(c, pairs, all_pairs) for c in comparisons)
+    unjudged = unjudged_check(scored, saved, [_saved(c, pairs, all_pairs) for c in condensed or ()])
+    warnings += changed_verdict_notes(unjudged, saved)
     summary = Summary(
         experiment=ExperimentInfo(
             name=experiment.name,
@@ -99,7 +106,7 @@ def build_readout(
             for arm in experiment.arms
         ),
         family=_family(experiment, pairs),
-        comparisons=tuple(_saved(c, pairs, all_pairs) for c in comparisons),
+        comparisons=saved,
         segments=SegmentsSummary(
             columns=tuple(experiment.segments.columns),
             min_queries=experiment.segments.min_queries,
@@ -119,6 +126,7 @@ def build_readout(
                 k=JUDGED_K, arms={k: _finite(v) for k, v in scored.judged_at_k.items()}
             ),
             warnings=tuple(warnings),
+            unjudged=unjudged,
         ),
         inputs=tuple(InputFile(**item) for item in data.inputs),
     )

@@ -20,7 +20,7 @@ from abrank.engines.memory import (
     scored_queries,
 )
 from abrank.io.columns import alias_renames
-from abrank.metrics.names import Metric, judged_metrics
+from abrank.metrics.names import Metric, as_judged_only, judged_metrics
 
 
 def canonical_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -48,6 +48,7 @@ def evaluate(
     gain: str = "linear",
     depth: int | None = 1000,
     complete: bool = False,
+    judged_only: bool = False,
 ) -> pd.DataFrame:
     """Per-query values of every metric, for a whole rankings frame at once.
 
@@ -68,6 +69,10 @@ def evaluate(
     gain above 0 (so at a threshold of 2 a query judged only with grade 1 has an NDCG but no
     MRR). judged@k, a diagnostic, is always defined. trec_eval scores undefined values 0.
 
+    ``judged_only`` makes every metric but judged@k judged-only (``ndcg@10`` is computed,
+    and named, as ``ndcg@10(judged)``): each ranking loses its unjudged documents before it
+    is scored, as with trec_eval ``-J``.
+
     A (query, doc) pair ranked twice, or judged twice, is a DataError; only the rows that
     some requested metric reads (down to its deepest cutoff) are checked, as those are the
     rows joined to the judgments.
@@ -75,7 +80,10 @@ def evaluate(
     parsed = judged_metrics(metrics)
     check_options(rel_level, gain, depth)
     # rows below every requested cutoff cannot change a value: they are not joined
-    reach = None if any(m.k is None for m in parsed) else max(m.k for m in parsed)
+    if judged_only:
+        parsed = as_judged_only(parsed)
+    # a judged-only metric may read any judged row down to depth: those are joined too
+    reach = None if any(m.k is None or m.judged_only for m in parsed) else max(m.k for m in parsed)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach)
     return _values_frame(prep, parsed, float(rel_level), gain, complete)
 
@@ -146,14 +154,17 @@ def score_arm(
     depth: int | None = 1000,
     complete: bool = False,
     judged_k: int = 10,
+    judged_only: bool = False,
 ) -> ArmScores:
     """:func:`evaluate`, :func:`diagnose`'s judged@k and :func:`first_relevant_rank` at once.
 
-    The same numbers as the three calls (``complete`` applies to the values only, as in
-    :func:`evaluate`), for a third of the ordering and joining. Every ranked row down to
-    ``depth`` is joined, as :func:`first_relevant_rank` joins them.
+    The same numbers as the three calls (``complete`` and ``judged_only`` apply to the values
+    only, as in :func:`evaluate`), for a third of the ordering and joining. Every ranked row
+    down to ``depth`` is joined, as :func:`first_relevant_rank` joins them.
     """
     parsed = judged_metrics(metrics)
+    if judged_only:
+        parsed = as_judged_only(parsed)
     check_options(rel_level, gain, depth)
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth)
     share = _judged_share(prep, float(rel_level), judged_k)

@@ -8,6 +8,7 @@ cutoffs share one pass.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from abrank._lazy import pandas as pd
+from abrank.engines.condensed import condense
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import (
     as_arrow,
@@ -450,6 +452,29 @@ def _average_precision(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray
     return sums / nrel
 
 
+def _bpref(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    """bpref as trec_eval 9 computes it (m_bpref.c): for each ranked relevant document,
+    1 - min(n, R) / min(N, R), where n counts the judged nonrelevant documents ranked above
+    it, R the relevant judgments and N the nonrelevant ones (grade >= 0 and below the
+    threshold: trec_eval reads a negative grade as not judged); summed and divided by R."""
+    t = s.threshold(metric)
+    nonrel_judged = (s.prep.judged_grade >= 0) & (s.prep.judged_grade < t)
+    big_n = np.bincount(s.prep.judged_code[nonrel_judged], minlength=s.nq).astype(np.float64)
+    nonrel = ((s.g >= 0) & (s.g < t)).astype(np.int64)
+    relevant = s.g >= t
+    # judged nonrelevant rows ranked above each row of its query
+    above = np.cumsum(nonrel) - nonrel
+    first = np.ones(s.q.size, dtype=bool)
+    first[1:] = s.q[1:] != s.q[:-1]
+    base = np.repeat(above[first], np.diff(np.append(np.flatnonzero(first), s.q.size)))
+    above = (above - base)[relevant].astype(np.float64)
+    rq = s.q[relevant]
+    r = nrel[rq]
+    share = np.minimum(above, r) / np.maximum(np.minimum(big_n[rq], r), 1.0)
+    terms = np.where(above > 0, 1.0 - share, 1.0)
+    return np.bincount(rq, weights=terms, minlength=s.nq) / nrel
+
+
 #: The kernel of each judged metric family of the registry (:data:`abrank.metrics.FAMILIES`).
 KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "mrr": _binary(_mrr),
@@ -460,6 +485,7 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "hit": _binary(_hit),
     "map": _binary(_average_precision),
     "ap": _binary(_average_precision),
+    "bpref": _binary(_bpref),
     "judged": _judged,
 }
 
@@ -471,7 +497,18 @@ def missing_kernels() -> list[str]:
 
 
 def compute(prep: Prepared, metrics: Sequence[Metric], rel_level: float, gain: str) -> dict:
-    """Per-query values (length nq arrays) of every metric, NaN where undefined."""
+    """Per-query values (length nq arrays) of every metric, NaN where undefined.
+
+    Judged-only metrics (``ndcg@10(judged)``) are their plain twins computed on the
+    condensed rankings (:func:`abrank.engines.condensed.condense`), condensed once for all.
+    """
+    condensed = [m for m in metrics if m.judged_only]
+    if condensed:
+        plain = [dataclasses.replace(m, judged_only=False) for m in condensed]
+        on_judged = compute(condense(prep), plain, rel_level, gain)
+        judged_values = {m.name: on_judged[p.name] for m, p in zip(condensed, plain, strict=True)}
+        rest = compute(prep, [m for m in metrics if not m.judged_only], rel_level, gain)
+        return {m.name: (judged_values if m.judged_only else rest)[m.name] for m in metrics}
     shared = _Shared(prep, metrics, rel_level, gain)
     results: dict[str, np.ndarray] = {}
     for metric in metrics:

@@ -7,6 +7,12 @@ abrank's own names, ir_measures' (``RR@10``, ``nDCG@10``, ``P@5``, ``R@100``, ``
 ``RR(rel=2)``) and trec_eval's (``recip_rank``, ``ndcg_cut.10``, ``P_5``, ``recall.100``,
 ``map_cut.100``, ``success.10``).
 
+A judged-only ("condensed") variant of any metric but ``judged`` is written with
+``(judged)`` after the cutoff (``ndcg@10(judged)``, ``mrr(rel=2)@10(judged)``, ``map(judged)``)
+or among the parameters (``ndcg(judged)@10``); its canonical name puts it last. Unjudged
+documents are removed from each ranking before it is scored, so the documents below them
+move up (trec_eval ``-J``; Sakai's condensed lists).
+
 Conventions are trec_eval 9.x's: binary metrics count a document as relevant when its grade
 is >= the threshold (trec_eval ``-l``, default 1); NDCG uses the raw grades (linear gain by
 default, ``2**grade - 1`` with ``gain="exp"``), grades <= 0 give no gain, and its ideal
@@ -21,7 +27,7 @@ import difflib
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,7 +46,9 @@ from abrank.metrics.registry import (
 
 __all__ = [
     "GAINS",
+    "JUDGED_ONLY",
     "Metric",
+    "as_judged_only",
     "click_metrics",
     "judged_metrics",
     "parse_metric",
@@ -61,6 +69,10 @@ _GAIN_ALIASES = {
 
 # abrank / ir_measures style: family[(params)][@k]
 _NAME = re.compile(r"^(?P<family>[a-z][a-z_]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>[^@]*))?$")
+# a parenthesised suffix after a cutoff: ndcg@10(judged), P_5(judged)
+_SUFFIX = re.compile(r"^(?P<head>.*(?:@[^@()]+|[._][0-9][^@._()]*))\((?P<suffix>[^()]*)\)$")
+#: The suffix (and parameter) that makes a metric judged-only.
+JUDGED_ONLY = "judged"
 # trec_eval style: family.k or family_k (ndcg_cut.10, P_5, recall.100, map_cut_100)
 _TREC_NAME = re.compile(r"^(?P<family>[a-z][a-z_]*?)[._](?P<k>[0-9][^@]*)$")
 
@@ -70,14 +82,18 @@ class Metric:
     """One ranking metric: family, cutoff and optional per-metric parameters.
 
     ``rel`` overrides the relevance threshold of binary metrics (mrr, recall, precision,
-    hit, map, ap); ``gain`` ("linear" or "exp") overrides the gain of ndcg and dcg. The
-    canonical :attr:`name` is what columns, summary keys and CLI output use.
+    hit, map, ap, bpref); ``gain`` ("linear" or "exp") overrides the gain of ndcg and dcg. The
+    canonical :attr:`name` is what columns, summary keys and CLI output use. With
+    ``judged_only`` the metric scores each ranking with its unjudged documents removed
+    (name ``ndcg@10(judged)``); ``judged``, which counts unjudged documents, has no such
+    variant.
     """
 
     family: str
     k: int | None
     rel: float | None = None
     gain: str | None = None
+    judged_only: bool = False
 
     def __post_init__(self) -> None:
         family = str(self.family).lower()
@@ -96,6 +112,10 @@ class Metric:
         ):
             family, spec = spec.twin, FAMILIES[spec.twin]
         object.__setattr__(self, "family", family)
+        if spec.cutoff == "none" and self.k is not None:
+            raise ConfigError(
+                f"metric {family}: cutoff: expected {family} without a cutoff, got {self.k!r}"
+            )
         if self.k is not None:
             if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
                 raise ConfigError(
@@ -135,6 +155,16 @@ class Metric:
                     f"metric {family}: gain: expected linear or exp, got {self.gain!r}"
                 )
             object.__setattr__(self, "gain", gain)
+        if not isinstance(self.judged_only, (bool, np.bool_)):
+            raise ConfigError(
+                f"metric {family}: judged_only: expected True or False, got {self.judged_only!r}"
+            )
+        object.__setattr__(self, "judged_only", bool(self.judged_only))
+        if self.judged_only and spec.relevance == "judged":
+            raise ConfigError(
+                f"metric {family}: (judged): expected a metric that reads grades, got "
+                f"{family}, which counts the unjudged documents a judged-only variant removes"
+            )
 
     @property
     def lower_is_better(self) -> bool:
@@ -163,14 +193,17 @@ class Metric:
         if self.rel is not None:
             params.append(f"rel={self.rel:g}")
         text = head + (f"({','.join(params)})" if params else "")
-        return text + (f"@{self.k}" if self.k is not None else "")
+        text += f"@{self.k}" if self.k is not None else ""
+        return text + (f"({JUDGED_ONLY})" if self.judged_only else "")
 
     def __str__(self) -> str:
         return self.name
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe description: name, label, family, k, rel, gain."""
-        return {
+        """JSON-safe description: name, label, family, k, rel, gain, and for a judged-only
+        metric ``judged_only: True`` (left out otherwise, so plain descriptions keep their
+        keys)."""
+        out: dict[str, Any] = {
             "name": self.name,
             "label": self.label,
             "family": self.family,
@@ -178,6 +211,9 @@ class Metric:
             "rel": self.rel,
             "gain": self.gain,
         }
+        if self.judged_only:
+            out["judged_only"] = True
+        return out
 
 
 def _suggest(text: str) -> str:
@@ -202,6 +238,16 @@ def parse_metric(text: str | Metric) -> Metric:
     if not isinstance(text, str):
         raise ConfigError(f"metric: expected a metric name such as 'ndcg@10', got {text!r}")
     lowered = text.strip().lower()
+    judged_only = False
+    suffixed = _SUFFIX.match(lowered)
+    if suffixed is not None and "(" not in suffixed.group("head").rpartition("@")[2]:
+        suffix = suffixed.group("suffix").strip()
+        if suffix != JUDGED_ONLY:
+            raise ConfigError(
+                f"metric {text!r}: suffix: expected ({JUDGED_ONLY}) after the cutoff "
+                f"(e.g. ndcg@10({JUDGED_ONLY})), got ({suffix})"
+            )
+        judged_only, lowered = True, suffixed.group("head")
     match = _NAME.match(lowered)
     if match is None or match.group("family") not in _SPELLINGS:
         match = _TREC_NAME.match(lowered) or match
@@ -227,6 +273,9 @@ def parse_metric(text: str | Metric) -> Metric:
         for item in params.split(","):
             key, sep, value = item.partition("=")
             key, value = key.strip(), value.strip().strip("'\"")
+            if key == JUDGED_ONLY and not sep:
+                judged_only = True
+                continue
             if not sep or not value:
                 raise ConfigError(
                     f"metric {text!r}: parameters: expected name=value, got {item.strip()!r}"
@@ -246,12 +295,21 @@ def parse_metric(text: str | Metric) -> Metric:
                     f"got {key!r}"
                 )
     try:
-        return Metric(family, k, rel=rel, gain=gain)
+        return Metric(family, k, rel=rel, gain=gain, judged_only=judged_only)
     except ConfigError as exc:
         message = str(exc)
         if message.startswith("metric "):
             message = message.split(": ", 1)[1]
         raise ConfigError(f"metric {text!r}: {message}") from None
+
+
+def as_judged_only(metrics: Iterable[Metric]) -> list[Metric]:
+    """Every metric of relevance as its judged-only variant (``ndcg@10`` ->
+    ``ndcg@10(judged)``); judged@k, the coverage diagnostic, stays as it is."""
+    return [
+        m if FAMILIES[m.family].relevance == "judged" else replace(m, judged_only=True)
+        for m in metrics
+    ]
 
 
 def parse_metrics(texts: Iterable[str | Metric] | str | Metric) -> list[Metric]:

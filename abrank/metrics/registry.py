@@ -163,6 +163,15 @@ FAMILIES: dict[str, MetricSpec] = {
             twin="map",
         ),
         MetricSpec(
+            "bpref",
+            "bpref",
+            "binary",
+            "none",
+            "share of the judged nonrelevant documents (at most R) ranked below each relevant "
+            "one; unjudged documents are ignored (Buckley & Voorhees 2004)",
+            trec_eval=("bpref",),
+        ),
+        MetricSpec(
             "judged",
             "Judged",
             "judged",

@@ -295,6 +295,26 @@ class JudgedAtK(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class UnjudgedCheck(Record):
+    """``diagnostics.unjudged``: the sensitivity check on unjudged documents.
+
+    ``judged_at_k`` is each arm's judged@k (k = ``k``). The check is ``triggered`` when
+    judged@k differs between arms by 2 points or more, or is below 0.9 in any arm (``reason``
+    says which, in words; None when it is not triggered). Then ``condensed`` holds every
+    overall comparison of a metric that reads grades repeated on judged-only values (same
+    keys as ``comparisons`` entries, metric ``ndcg@10(judged)``), and ``verdicts_changed``
+    the metrics whose verdict differs between the two; both are empty otherwise.
+    """
+
+    k: int
+    judged_at_k: dict[str, float | None]
+    condensed: tuple[ComparisonSummary, ...] = ()
+    verdicts_changed: tuple[str, ...] = ()
+    triggered: bool = False
+    reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class SampleRatio(Record):
     """``diagnostics.srm``: the units per arm tested against the expected split (chi-square);
     ``alarm`` when ``p_value`` is below ``alpha`` (``analysis.srm_alpha``)."""
@@ -348,6 +368,7 @@ class DiagnosticsSummary(Record):
     unjudged_queries: dict[str, int]
     judged_at_k: JudgedAtK
     warnings: tuple[str, ...] = ()
+    unjudged: UnjudgedCheck | None = None
     units: dict[str, int] | None = None  # online: randomized units per arm
     impressions: dict[str, int] | None = None  # online: impressions per arm
     srm: SampleRatio | None = None
@@ -355,7 +376,7 @@ class DiagnosticsSummary(Record):
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"units", "impressions", "srm", "mixed_units"}
+        {"unjudged", "units", "impressions", "srm", "mixed_units"}
     )
 
 

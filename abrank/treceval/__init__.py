@@ -18,7 +18,14 @@ usnistgov/trec_eval v9.0.8):
   them; counts sum over queries, except that ``num_rel``'s ``all`` row under ``-c`` counts
   every judgment with a grade above 0 whatever ``-l`` says, as trec_eval does;
 - a family named twice with different cutoffs keeps the first list given (trec_eval reads
-  only that one); abrank says so on stderr rather than dropping it silently.
+  only that one); abrank says so on stderr rather than dropping it silently;
+- no measure named means trec_eval's default set (:data:`OFFICIAL`, also ``-m official``);
+  ``-m all_trec`` means every measure of trec_eval's all_trec set that abrank computes, and
+  a note names the others. ``gm_map`` and ``gm_bpref`` have ``all`` rows only;
+  ``iprec_at_recall`` and ``11pt_avg`` follow trec_eval 10 (``m_iprec_at_recall.c``: a
+  recall level c needs round(c x R) relevant documents, where 9 took c x R + 0.9 rounded
+  down), so that the output equals trec_eval 10's test outputs ``out.test`` and
+  ``out.comment.test``.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ if TYPE_CHECKING:
     from abrank.metrics import Metric
 
 __all__ = [
+    "OFFICIAL",
+    "SETS",
     "TrecMeasures",
     "expand_cutoff_lists",
     "format_report",
@@ -54,13 +63,22 @@ _MEASURES: dict[str, str | None] = {
     "num_rel": None,
     "num_rel_ret": None,
     "map": "map",
+    "gm_map": None,
+    "Rprec": None,
+    "bpref": "bpref",
     "recip_rank": "mrr",
+    "iprec_at_recall": None,
     "P": "precision",
     "recall": "recall",
+    "gm_bpref": None,
+    "11pt_avg": None,
     "ndcg": "ndcg",
     "ndcg_cut": "ndcg",
     "map_cut": "ap",
     "success": "hit",
+    "set_P": None,
+    "set_recall": None,
+    "num_nonrel_judged_ret": None,
 }
 _LONG_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 # families with cutoffs and trec_eval's default cutoffs (m_P.c, m_recall.c, ...)
@@ -73,15 +91,42 @@ DEFAULT_CUTOFFS: dict[str, tuple[int, ...]] = {
 }
 # trec_eval's other measures and nicknames (not abrank's dcg): named in errors, not computed
 _OTHER_NAMES = (
-    "gm_map Rprec bpref iprec_at_recall relstring infAP gm_bpref Rprec_mult utility "
-    "11pt_avg binG G ndcg_rel Rndcg relative_P set_P set_relative_P set_recall set_map "
-    "set_F num_nonrel_judged_ret prefs_num_prefs_poss prefs_num_prefs_ful "
+    "relstring infAP Rprec_mult utility "
+    "binG G ndcg_rel Rndcg relative_P set_relative_P set_map "
+    "set_F prefs_num_prefs_poss prefs_num_prefs_ful "
     "prefs_num_prefs_ful_ret prefs_simp prefs_pair prefs_avgjg prefs_avgjg_Rnonrel "
     "prefs_simp_ret prefs_pair_ret prefs_avgjg_ret prefs_avgjg_Rnonrel_ret prefs_simp_imp "
     "prefs_pair_imp prefs_avgjg_imp map_avgjg P_avgjg Rprec_mult_avgjg yaap rbp rbp_resid "
-    "ideal_dcg official set all_trec all_prefs prefs qrels_jg"
+    "ideal_dcg set all_prefs prefs qrels_jg unj"
 )
 _OTHERS = frozenset(_OTHER_NAMES.split())
+#: trec_eval's default set (``official``), printed when no measure is named.
+OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
+# trec_eval's all_trec set (trec_eval 10, -m all_trec), in its printing order
+_ALL_TREC_NAMES = (
+    "runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall "
+    "P recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G ndcg ndcg_rel Rndcg ndcg_cut "
+    "map_cut relative_P success set_P set_relative_P set_recall set_map set_F "
+    "num_nonrel_judged_ret rbp unj"
+)
+#: trec_eval's measure sets and what they stand for.
+SETS: dict[str, tuple[str, ...]] = {
+    "official": OFFICIAL,
+    "all_trec": tuple(_ALL_TREC_NAMES.split()),
+}
 _CUTOFF = re.compile(r"^[0-9]+$")
 
 
@@ -154,6 +199,7 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
     """
     if not tokens:
         return None
+    tokens, notes = _expand_sets(tokens)
     heads = [t.partition(".")[0] for t in tokens]
     if not all(h in _MEASURES or h in _OTHERS for h in heads):
         return None
@@ -166,7 +212,6 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
             f"({known}), got {head!r}, which it does not"
         )
     explicit: dict[str, tuple[str, tuple[int, ...]]] = {}
-    notes: list[str] = []
     named: set[str] = set()
     for token, head in zip(tokens, heads, strict=True):
         named.add(head)
@@ -193,6 +238,26 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
             else:
                 cutoffs_of[name] = None
     return TrecMeasures(cutoffs_of, tuple(notes))
+
+
+def _expand_sets(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Tokens with trec_eval's set names (``official``, ``all_trec``) replaced by their
+    measures; of all_trec only those abrank computes, with a note naming the others."""
+    out: list[str] = []
+    notes: list[str] = []
+    for token in tokens:
+        members = SETS.get(token)
+        if members is None:
+            out.append(token)
+            continue
+        out += [m for m in members if m in _MEASURES]
+        left_out = [m for m in members if m not in _MEASURES]
+        if left_out:
+            notes.append(
+                f"-m {token}: left out the trec_eval measures that abrank does not compute: "
+                f"{', '.join(left_out)}"
+            )
+    return out, notes
 
 
 def _cutoffs(token: str, params: str) -> tuple[int, ...]:
@@ -227,6 +292,13 @@ def format_report(
     measure (the run file's last tag).
     """
     from abrank.engines.memory import compute, scored_queries
+    from abrank.metrics import Metric
+    from abrank.treceval.default_set import (
+        eleven_point_average,
+        geometric_mean,
+        interpolated_precision,
+        r_precision,
+    )
 
     nq = len(prep.ids)
     scored = scored_queries(prep, complete)
@@ -238,6 +310,9 @@ def format_report(
         "num_ret": prep.retrieved.astype(np.int64),
         "num_rel": np.bincount(prep.judged_code[prep.judged_grade >= threshold], minlength=nq),
         "num_rel_ret": np.bincount(prep.row_code[prep.row_grade >= threshold], minlength=nq),
+        "num_nonrel_judged_ret": np.bincount(
+            prep.row_code[(prep.row_grade >= 0) & (prep.row_grade < threshold)], minlength=nq
+        ),
     }
 
     number = f"{{:6.{digits}f}}"
@@ -249,6 +324,29 @@ def format_report(
             columns.append(("runid", None, "", "" if runid is None else runid))
         elif name == "num_q":
             columns.append(("num_q", None, "", str(int(scored.sum()))))
+        elif name in ("gm_map", "gm_bpref"):  # trec_eval prints them for all only
+            family = {"gm_map": "map", "gm_bpref": "bpref"}[name]
+            per = compute(prep, [Metric(family, None)], threshold, "linear")[family]
+            total = number.format(geometric_mean(np.nan_to_num(per)[scored]))
+            columns.append((name, None, "", total))
+        elif name in ("Rprec", "iprec_at_recall", "11pt_avg", "set_P", "set_recall"):
+            if name == "iprec_at_recall":
+                levels = interpolated_precision(prep, threshold)
+                derived = {f"{name}_{level:3.2f}": v for level, v in levels.items()}
+            elif name == "11pt_avg":
+                derived = {name: eleven_point_average(prep, threshold)}
+            elif name == "Rprec":
+                derived = {name: r_precision(prep, threshold)}
+            else:
+                found = counts["num_rel_ret"].astype(np.float64)
+                base = counts["num_ret" if name == "set_P" else "num_rel"].astype(np.float64)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    derived = {name: np.where(base > 0, found / base, 0.0)}
+            for printed, column in derived.items():
+                shown = column[scored]
+                mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
+                per = column[evaluated].tolist() if per_query else None
+                columns.append((printed, per, number, number.format(mean)))
         elif name in counts:
             per = counts[name][evaluated]
             total = int(per.sum())

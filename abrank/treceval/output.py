@@ -35,6 +35,7 @@ def trec_eval_text(
     rel_level: float = 1,
     depth: int | None = 1000,
     digits: int | None = None,
+    judged_only: bool = False,
 ) -> str:
     """What ``abrank metrics`` prints: trec_eval's ``-q`` layout with canonical metric names.
 
@@ -47,15 +48,18 @@ def trec_eval_text(
     (``repr``) unless ``digits`` is given (``digits=4`` prints like trec_eval's ``%.4f``).
     ``depth`` is trec_eval's ``-M``; trec_eval 9 itself sets no limit by default, so for
     runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
+    ``judged_only`` makes every metric but judged@k judged-only (``ndcg@10(judged)``).
     """
     from abrank.engines.memory import check_options, compute, scored_queries
-    from abrank.metrics import parse_metrics
+    from abrank.metrics import as_judged_only, parse_metrics
 
     if digits is not None and (
         not isinstance(digits, int) or isinstance(digits, bool) or digits < 0
     ):
         raise ConfigError(f"digits: expected a whole number >= 0, got {digits!r}")
     parsed = parse_metrics(metrics)
+    if judged_only:
+        parsed = as_judged_only(parsed)
     check_options(rel_level, "linear", depth)
     prep = _prepare_files(qrels_path, run_path, depth)
     scored = scored_queries(prep, complete)
@@ -101,18 +105,24 @@ def trec_eval_report(
     rel_level: float = 1,
     depth: int | None = None,
     digits: int = 4,
+    judged_only: bool = False,
 ) -> str:
-    """What trec_eval 9 prints for these measures, options and files, byte for byte.
+    """What trec_eval prints for these measures, options and files, byte for byte.
 
     ``measures`` come from :func:`abrank.treceval.parse_trec_measures`; the options are
-    trec_eval's ``-q`` (``per_query``), ``-c`` (``complete``), ``-l`` and ``-M`` (whose
-    default, as in trec_eval, is no limit). See :mod:`abrank.treceval` for the layout.
+    trec_eval's ``-q`` (``per_query``), ``-c`` (``complete``), ``-l``, ``-M`` (whose
+    default, as in trec_eval, is no limit) and ``-J`` (``judged_only``: unjudged documents,
+    and as in trec_eval those judged with a negative grade, leave each ranking before any
+    measure reads it). See :mod:`abrank.treceval` for the layout.
     """
+    from abrank.engines.condensed import condense
     from abrank.engines.memory import check_options
     from abrank.treceval import format_report
 
     check_options(rel_level, "linear", depth)
     prep = _prepare_files(qrels_path, run_path, depth)
+    if judged_only:
+        prep = condense(prep, keep_negative=False)
     if not (prep.in_run & prep.in_judgments).any():
         raise DataError(
             f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
