@@ -46,7 +46,7 @@ def test_every_click_spelling_resolves(text, family, k, name, label):
 def test_click_families_are_a_kind_of_the_one_registry():
     assert click_families() == ["click_rr", "ctr", "clicks", "abandonment", "sat_ctr"]
     assert judged_families() == [
-        "mrr", "ndcg", "dcg", "recall", "precision", "hit", "map", "ap", "judged"
+        "mrr", "ndcg", "dcg", "recall", "precision", "hit", "map", "ap", "bpref", "judged"
     ]  # fmt: skip
     assert all(FAMILIES[f].relevance == "click" for f in click_families())
     assert not any(parse_metric(name).is_click for name in ("mrr@10", "ndcg", "map", "judged@5"))
@@ -57,13 +57,13 @@ def test_click_families_are_a_kind_of_the_one_registry():
 
 
 BAD = [
-    ("abandonment@5", "metric 'abandonment@5': cutoff: expected no cutoff (abandonment takes "
-     "none), got @5"),
+    ("abandonment@5", "metric 'abandonment@5': cutoff: expected abandonment without a cutoff, "
+     "got 5"),
     ("ctr@0", "metric 'ctr@0': cutoff: expected a whole number >= 1, got '0'"),
     ("click_rr@x", "metric 'click_rr@x': cutoff: expected a whole number >= 1, got 'x'"),
     ("clicks@2.5", "metric 'clicks@2.5': cutoff: expected a whole number >= 1, got '2.5'"),
     ("ctr(rel=2)@3", "metric 'ctr(rel=2)@3': rel: expected no relevance threshold (it applies "
-     "to mrr, recall, precision, hit, map and ap), got one"),
+     "to mrr, recall, precision, hit, map, ap and bpref), got one"),
     ("sat_ctr(gain=exp)", "metric 'sat_ctr(gain=exp)': gain: expected no gain (it applies to "
      "ndcg and dcg), got one"),
 ]  # fmt: skip
@@ -83,7 +83,7 @@ def test_a_misspelt_click_name_suggests_the_click_family():
     with pytest.raises(ConfigError) as info:
         Metric("abandonment", 3)
     assert str(info.value) == (
-        "metric abandonment: cutoff: expected no cutoff (abandonment takes none), got @3"
+        "metric abandonment: cutoff: expected abandonment without a cutoff, got 3"
     )
 
 
