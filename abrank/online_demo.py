@@ -118,8 +118,8 @@ class OnlineDemo:
         One row per shown result, columns :data:`LOG_COLUMNS`: ``impression_id`` (int, in time
         order), ``user_id`` (int), ``rank`` (1..10), ``doc_id`` (int), ``clicked`` (0/1),
         ``dwell`` (seconds, NaN when not clicked), ``timestamp`` (int seconds since the
-        epoch), ``query`` (int query id), ``device`` and ``arm`` (strings). Rows are sorted by
-        impression, then rank; every impression has all its ranks.
+        epoch), ``query`` (int query id), ``device`` and ``arm`` (categoricals of strings).
+        Rows are sorted by impression, then rank; every impression has all its ranks.
     pre:
         One row per user seen in the pre-period, columns :data:`PRE_COLUMNS`: the user's
         pre-period impression count and mean of each metric of :data:`PRE_METRICS`, sorted
