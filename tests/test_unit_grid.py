@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from abrank.stats import resampling as rs
-from abrank.stats.clustered import prepared_units, relabel_row_sums
-from abrank.stats.unit_grid import bernstein_bound, unit_grid
+from abrank.stats.unit_draws import relabel_row_sums
+from abrank.stats.unit_grid import bernstein_bound, prepared_units, unit_grid
 
 
 def many_distinct_rows(n: int, seed: int) -> np.ndarray:

@@ -18,7 +18,8 @@ Two designs, one module each:
 ``compare_clustered`` (:mod:`~abrank.stats.clustered`) is the independent design when
 users, not impressions, are randomized: each arm's value is a ratio of per-unit sums
 (:class:`UnitSums`), tested by the delta method, unit-label permutation and the unit
-bootstrap, optionally CUPED-adjusted; its metrics share unit resamples
+bootstrap, optionally CUPED-adjusted (:mod:`~abrank.stats.cuped`), on the per-unit sums
+and linearization of :mod:`~abrank.stats.unit_sums`; its metrics share unit resamples
 (:mod:`~abrank.stats.unit_draws`) and, at very many distinct units, resample grid cells
 with a variance-based error bound (:mod:`~abrank.stats.unit_grid`).
 ``sample_ratio_mismatch`` (:mod:`~abrank.stats.srm`) checks the units per arm against the

@@ -46,8 +46,9 @@ from typing import Any
 import numpy as np
 from scipy.special import stdtr, stdtrit
 
-from abrank.errors import ConfigError, DataError
+from abrank.errors import ConfigError
 from abrank.stats import resampling as rs
+from abrank.stats.cuped import checked_covariate, cuped_adjustment
 from abrank.stats.estimation import (
     MIN_BOOTSTRAP,
     NOTE_LIFT,
@@ -63,17 +64,14 @@ from abrank.stats.estimation import (
 from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, Interval, build_comparison, json_safe
 from abrank.stats.seeding import generator
-from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws
-from abrank.stats.unit_grid import unit_grid
+from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws, relabel_row_sums
+from abrank.stats.unit_grid import prepared_units
+from abrank.stats.unit_sums import ArmEstimate, UnitSums, checked_sums, linearized, rows_of
 from abrank.stats.validation import validate
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
 CLUSTERED_TEST_NAMES = ("t", "permutation", "bootstrap")
 """The tests a clustered comparison can run (rank tests of impressions cannot)."""
-
-GRID_BINS_UNIT = (4096, 256)
-"""Most grid cells per column of the (M_u, D_u) rows: D_u (a count of impressions) gets
-enough cells that, up to 256 impressions per unit, every cell holds one value of D_u."""
 
 NOTE_FEW_UNITS = "fewer than 2 units in an arm: no test or interval is possible"
 NOTE_SMALL_UNITS = (
@@ -90,135 +88,7 @@ NOTE_NO_COVARIATE = (
 )
 
 
-# --------------------------------------------------------------------------- input
-
-
-@dataclass(frozen=True)
-class UnitSums:
-    """One arm's per-unit sums for one metric.
-
-    ``numerator``: M_u, the unit's sum of the metric over its impressions (float64, one
-    per unit); ``denominator``: D_u, its number of impressions (or queries) with a value
-    (> 0 for an arm; a pre-period covariate may have 0 where a unit has no pre-period
-    data, with numerator 0 there). The arm's value is sum(M) / sum(D).
-    """
-
-    numerator: np.ndarray
-    denominator: np.ndarray
-
-    def __post_init__(self) -> None:
-        for name in ("numerator", "denominator"):
-            value = getattr(self, name)
-            try:
-                array = np.asarray(value, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise DataError(
-                    f"UnitSums.{name}: expected numbers, got values of type {type(value).__name__}"
-                ) from None
-            object.__setattr__(self, name, array)
-
-    @property
-    def n_units(self) -> int:
-        """Number of units."""
-        return int(self.numerator.shape[0]) if self.numerator.ndim == 1 else 0
-
-    @property
-    def ratio(self) -> float:
-        """sum(M) / sum(D): the arm's mean over impressions (NaN with no impression)."""
-        total = float(self.denominator.sum())
-        return float(self.numerator.sum()) / total if total > 0 else math.nan
-
-    def to_dict(self) -> dict[str, Any]:
-        """{"n_units": n, "sums": {"numerator": sum(M), "denominator": sum(D)}}."""
-        return {
-            "n_units": self.n_units,
-            "sums": {
-                "numerator": json_safe(float(self.numerator.sum())),
-                "denominator": json_safe(float(self.denominator.sum())),
-            },
-        }
-
-
-def checked_sums(argument: str, sums: Any, *, covariate: bool = False) -> UnitSums:
-    """``sums`` when it is a valid :class:`UnitSums`, else DataError / ConfigError naming
-    ``argument``, the first bad unit, what was expected and what was found."""
-    if not isinstance(sums, UnitSums):
-        raise ConfigError(f"{argument}: expected UnitSums, got {type(sums).__name__}")
-    m, d = sums.numerator, sums.denominator
-    if m.ndim != 1 or d.ndim != 1 or m.shape != d.shape:
-        raise DataError(
-            f"{argument}: expected numerator and denominator of one value per unit, "
-            f"got shapes {m.shape} and {d.shape}"
-        )
-    for name, values in (("numerator", m), ("denominator", d)):
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            raise DataError(
-                f"{argument}: {name}[{bad[0]}]: expected a finite number, got {values[bad[0]]}"
-            )
-    if covariate:
-        bad = np.flatnonzero(d < 0)
-        if bad.size:
-            raise DataError(
-                f"{argument}: denominator[{bad[0]}]: expected a number >= 0 (0 for a unit "
-                f"without pre-period data), got {d[bad[0]]:g}"
-            )
-        bad = np.flatnonzero((d == 0) & (m != 0))
-        if bad.size:
-            raise DataError(
-                f"{argument}: numerator[{bad[0]}]: expected 0 where the denominator is 0 "
-                f"(a unit without pre-period data), got {m[bad[0]]:g}"
-            )
-    else:
-        bad = np.flatnonzero(d <= 0)
-        if bad.size:
-            raise DataError(
-                f"{argument}: denominator[{bad[0]}]: expected a positive number of "
-                f"impressions per unit, got {d[bad[0]]:g}"
-            )
-    return sums
-
-
 # --------------------------------------------------------------------------- the sample
-
-
-@dataclass(frozen=True)
-class ArmEstimate:
-    """One arm's estimate and its per-unit linearized deviations (mean 0).
-
-    ``estimate`` is the ratio sum(M) / sum(D) (or its CUPED adjustment); ``deviations``
-    L_u, so that estimate - truth ~ mean(L) and Var(estimate) ~ var(L) / n.
-    """
-
-    estimate: float
-    deviations: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return int(self.deviations.size)
-
-    @property
-    def variance(self) -> float:
-        """The delta-method variance of the estimate, var(L, ddof=1) / n (NaN below 2)."""
-        if self.n < 2:
-            return math.nan
-        return float(np.var(self.deviations, ddof=1)) / self.n
-
-
-def linearized(sums: UnitSums) -> ArmEstimate:
-    """The ratio of ``sums`` and its delta-method deviations (M_u - R D_u) / mean(D).
-
-    Units with D_u = 0 (no data: a covariate's units without a pre-period) have M_u = 0
-    and so a deviation of exactly 0. With no data at all the ratio is NaN and every
-    deviation 0.
-    """
-    m, d = sums.numerator, sums.denominator
-    n = m.size
-    total_d = float(d.sum())
-    if n == 0 or total_d <= 0:
-        return ArmEstimate(math.nan, np.zeros(n))
-    ratio = float(m.sum()) / total_d
-    return ArmEstimate(ratio, (m - ratio * d) / (total_d / n))
 
 
 @dataclass(frozen=True)
@@ -252,11 +122,6 @@ class ClusteredSample:
     def generator(self, stream: str) -> np.random.Generator:
         """This comparison's own generator for one kind of draw."""
         return generator(self.seed, self.metric, self.treatment_name, self.segment, stream)
-
-
-def rows_of(sums: UnitSums) -> np.ndarray:
-    """The (n, 2) rows (M_u, D_u) that resampling draws units from."""
-    return np.column_stack([sums.numerator, sums.denominator])
 
 
 def sample_of(
@@ -362,87 +227,6 @@ def log_ratio_interval(c: ArmEstimate, t: ArmEstimate) -> Callable[[float], Inte
     return relative
 
 
-def relabel_row_sums(
-    sample: rs.Prepared, n_first: int, n_resamples: int, rng: np.random.Generator
-) -> np.ndarray:
-    """Column sums of the ``n_first`` rows given the first label in random relabellings of
-    a pooled sample of rows (n, k): (B, k). Exact over distinct rows (a multivariate
-    hypergeometric draw), over raw rows (a permutation), or over grid cells."""
-    n, k = sample.raw.shape
-    out = np.zeros((n_resamples, k))
-    if n == 0 or n_first == 0:
-        return out
-    if sample.method == "index":
-        raw = np.ascontiguousarray(sample.raw)
-        step = max(1, rs.CHUNK_ELEMENTS // max(n * k, 1))
-        for start in range(0, n_resamples, step):
-            b = min(step, n_resamples - start)
-            order = np.tile(np.arange(n), (b, 1))
-            rng.permuted(order, axis=1, out=order)
-            out[start : start + b] = raw[order[:, :n_first]].sum(axis=1)
-        return out
-    atoms = sample.atoms
-    step = max(1, rs.CHUNK_ELEMENTS // max(atoms.m, 1))
-    for start in range(0, n_resamples, step):
-        b = min(step, n_resamples - start)
-        draws = rng.multivariate_hypergeometric(atoms.counts, n_first, size=b)
-        out[start : start + b] = draws @ atoms.values
-    return out
-
-
-def ratio_bound(sample: rs.Prepared, n_draws: int, ratio: float, mean_d: float) -> float:
-    """First-order bound on a grid-cell resampled ratio's error: the bounds of the
-    resampled means of M and D (:func:`abrank.stats.resampling.grid_error_bound`)
-    combined as (b_M + |R| b_D) / mean(D); b_D is 0 when no cell holds two values of D
-    (counts of impressions usually get one cell each)."""
-    widths = sample.atoms.widths
-    b_m = rs.grid_error_bound(widths[0], n_draws)
-    b_d = 0.0
-    if not column_exact_in_grid(sample.raw[:, 1], float(widths[1])):
-        b_d = rs.grid_error_bound(widths[1], n_draws)
-    return (b_m + abs(ratio) * b_d) / mean_d
-
-
-RatioBound = Callable[[int, float, float], float]
-"""(units drawn, ratio, mean D) -> bound on a grid-cell resampled ratio's error."""
-
-
-def prepared_units(
-    rows: np.ndarray, n_resamples: int, n_draws: int
-) -> tuple[rs.Prepared, RatioBound | None]:
-    """How to resample (M, D) rows: :func:`abrank.stats.resampling.prepare`'s choice, except
-    that where it chooses grid cells, the unit grid of :mod:`abrank.stats.unit_grid`
-    (D exact, a variance-based bound) is used when it has fewer cells. Returns the sample
-    and its ratio error bound (None for exact resampling)."""
-    sample = rs.prepare(rows, n_resamples, GRID_BINS_UNIT)
-    if sample.method != "grid":
-        return sample, None
-    grid = unit_grid(rows, n_draws)
-    if grid is not None and grid.sample.atoms.m < sample.atoms.m:
-
-        def bound(n: int, ratio: float, mean_d: float) -> float:
-            return grid.bound(n) / mean_d
-
-        return grid.sample, bound
-
-    def hoeffding(n: int, ratio: float, mean_d: float) -> float:
-        return ratio_bound(sample, n, ratio, mean_d)
-
-    return sample, hoeffding
-
-
-def column_exact_in_grid(column: np.ndarray, width: float) -> bool:
-    """No grid cell of ``width`` (cells from the column's minimum, as
-    :func:`abrank.stats.resampling.grid_atoms` lays them) holds two distinct values."""
-    values = np.unique(column)
-    if values.size < 2:
-        return True
-    span = float(values[-1] - values[0])
-    bins = max(1, int(round(span / width)))
-    cells = np.minimum(np.floor((values - values[0]) / width), bins - 1)
-    return bool(np.all(np.diff(cells) > 0))
-
-
 @CLUSTERED_TESTS.register("permutation")
 def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
     """Unit-label permutation test of R_t - R_c: a unit moves with all its impressions."""
@@ -510,51 +294,6 @@ def unit_bootstrap(s: ClusteredSample) -> TestOutcome:
         "bca",
         resampled=resampled,
         approximations=approx,
-    )
-
-
-# --------------------------------------------------------------------------- CUPED
-
-
-@dataclass(frozen=True)
-class CupedAdjustment:
-    """The CUPED-adjusted estimates of both arms and what the adjustment did.
-
-    ``theta`` = Cov(L_Y, L_X) / Var(L_X) over both arms' within-arm deviations; each arm's
-    estimate is R_a - theta (Rx_a - Rx), with Rx the pooled covariate ratio, and its
-    deviations L_Y - theta L_X. ``units_with_covariate`` per arm counts units with
-    pre-period data.
-    """
-
-    control: ArmEstimate
-    treatment: ArmEstimate
-    theta: float
-    units_with_covariate: dict[str, int]
-
-
-def cuped_adjustment(
-    y_c: ArmEstimate, y_t: ArmEstimate, x_c: UnitSums, x_t: UnitSums
-) -> CupedAdjustment:
-    """Adjust the arms' linearized estimates ``y_c``, ``y_t`` by the covariate sums."""
-    lx_c, lx_t = linearized(x_c), linearized(x_t)
-    variance = float(lx_c.deviations @ lx_c.deviations + lx_t.deviations @ lx_t.deviations)
-    covariance = float(y_c.deviations @ lx_c.deviations + y_t.deviations @ lx_t.deviations)
-    theta = covariance / variance if variance > 0 else 0.0
-    total_d = float(x_c.denominator.sum() + x_t.denominator.sum())
-    pooled = float(x_c.numerator.sum() + x_t.numerator.sum()) / total_d if total_d > 0 else 0.0
-
-    def adjusted(y: ArmEstimate, x: ArmEstimate) -> ArmEstimate:
-        shift = x.estimate - pooled if math.isfinite(x.estimate) else 0.0
-        return ArmEstimate(y.estimate - theta * shift, y.deviations - theta * x.deviations)
-
-    return CupedAdjustment(
-        control=adjusted(y_c, lx_c),
-        treatment=adjusted(y_t, lx_t),
-        theta=theta,
-        units_with_covariate={
-            "control": int(np.count_nonzero(x_c.denominator > 0)),
-            "treatment": int(np.count_nonzero(x_t.denominator > 0)),
-        },
     )
 
 
@@ -693,29 +432,6 @@ def checked_arguments(
     control = checked_sums("control", control)
     treatment = checked_sums("treatment", treatment)
     return run, control, treatment, checked_covariate(covariate, control, treatment)
-
-
-def checked_covariate(
-    covariate: Any, control: UnitSums, treatment: UnitSums
-) -> tuple[UnitSums, UnitSums] | None:
-    """The (control, treatment) covariate sums, checked against the arms' units."""
-    if covariate is None:
-        return None
-    if not isinstance(covariate, (tuple, list)) or len(covariate) != 2:
-        raise ConfigError(
-            "covariate: expected a (control, treatment) pair of UnitSums, "
-            f"got {type(covariate).__name__}"
-        )
-    pair = []
-    for arm, sums, of in zip(("control", "treatment"), covariate, (control, treatment)):
-        checked = checked_sums(f"covariate[{arm}]", sums, covariate=True)
-        if checked.n_units != of.n_units:
-            raise DataError(
-                f"covariate[{arm}]: expected one value per unit of the {arm} arm "
-                f"({of.n_units} units, same order), got {checked.n_units}"
-            )
-        pair.append(checked)
-    return pair[0], pair[1]
 
 
 def clustered_comparison(

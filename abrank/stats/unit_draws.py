@@ -9,7 +9,8 @@ joins depends on its own rows only (its own exact cost against the shared draws'
 with :data:`abrank.stats.draws.SHARE_FACTOR`), and the shared draws are seeded from (seed,
 units per arm, treatment, segment) alone, so a metric's numbers never depend on which
 other metrics are compared beside it: ``compare_clustered`` on one metric makes the same
-choice and draws the same resamples.
+choice and draws the same resamples. :func:`relabel_row_sums` is the unit-label
+permutation of one metric drawing its own (over distinct rows, raw rows or grid cells).
 """
 
 from __future__ import annotations
@@ -113,3 +114,31 @@ def plan_unit_draws(
         for j, m in enumerate(perms):
             parts[m]["relabel"] = sums[:, 2 * j : 2 * j + 2]
     return {m: SharedUnitDraws(**drawn) for m, drawn in parts.items() if drawn}
+
+
+def relabel_row_sums(
+    sample: rs.Prepared, n_first: int, n_resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Column sums of the ``n_first`` rows given the first label in random relabellings of
+    a pooled sample of rows (n, k): (B, k). Exact over distinct rows (a multivariate
+    hypergeometric draw), over raw rows (a permutation), or over grid cells."""
+    n, k = sample.raw.shape
+    out = np.zeros((n_resamples, k))
+    if n == 0 or n_first == 0:
+        return out
+    if sample.method == "index":
+        raw = np.ascontiguousarray(sample.raw)
+        step = max(1, rs.CHUNK_ELEMENTS // max(n * k, 1))
+        for start in range(0, n_resamples, step):
+            b = min(step, n_resamples - start)
+            order = np.tile(np.arange(n), (b, 1))
+            rng.permuted(order, axis=1, out=order)
+            out[start : start + b] = raw[order[:, :n_first]].sum(axis=1)
+        return out
+    atoms = sample.atoms
+    step = max(1, rs.CHUNK_ELEMENTS // max(atoms.m, 1))
+    for start in range(0, n_resamples, step):
+        b = min(step, n_resamples - start)
+        draws = rng.multivariate_hypergeometric(atoms.counts, n_first, size=b)
+        out[start : start + b] = draws @ atoms.values
+    return out

@@ -17,18 +17,25 @@ the worst case w^2 that the Hoeffding bound of
 :func:`abrank.stats.resampling.grid_error_bound` assumes, so the same stated accuracy
 needs fewer cells, and each resample costs less. The M cells are the fewest of
 :data:`M_BINS` whose bound stays below ``GRID_SE_SHARE`` of the standard error of the
-resampled mean of the linearized values M_u - R D_u.
+resampled mean of the linearized values M_u - R D_u. :func:`prepared_units` makes the
+choice for a clustered test: exact resampling while it fits the work budget, else the unit
+grid, or :func:`abrank.stats.resampling.grid_atoms`' cells where those are fewer.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from abrank.stats import resampling as rs
 
+GRID_BINS_UNIT = (4096, 256)
+"""Most equal-width grid cells per column of (M_u, D_u) rows for
+:func:`abrank.stats.resampling.prepare`: D_u (a count of impressions) gets enough cells that,
+up to 256 impressions per unit, every cell holds one value of D_u."""
 M_BINS = (64, 128, 256, 512, 1024, 2048, 4096)
 """Candidate numbers of equal-width cells for M_u, tried from the fewest."""
 MOST_D_VALUES = 512
@@ -89,3 +96,56 @@ def unit_grid(rows: np.ndarray, n_draws: int) -> UnitGrid | None:
             atoms = rs.Atoms(values, counts.astype(np.int64), np.array([width, 0.0]))
             return UnitGrid(rs.Prepared(rows, atoms, "grid"), variance, width)
     return None  # pragma: no cover - the loop returns at its last candidate
+
+
+def ratio_bound(sample: rs.Prepared, n_draws: int, ratio: float, mean_d: float) -> float:
+    """First-order bound on a grid-cell resampled ratio's error: the bounds of the
+    resampled means of M and D (:func:`abrank.stats.resampling.grid_error_bound`)
+    combined as (b_M + |R| b_D) / mean(D); b_D is 0 when no cell holds two values of D
+    (counts of impressions usually get one cell each)."""
+    widths = sample.atoms.widths
+    b_m = rs.grid_error_bound(widths[0], n_draws)
+    b_d = 0.0
+    if not column_exact_in_grid(sample.raw[:, 1], float(widths[1])):
+        b_d = rs.grid_error_bound(widths[1], n_draws)
+    return (b_m + abs(ratio) * b_d) / mean_d
+
+
+RatioBound = Callable[[int, float, float], float]
+"""(units drawn, ratio, mean D) -> bound on a grid-cell resampled ratio's error."""
+
+
+def prepared_units(
+    rows: np.ndarray, n_resamples: int, n_draws: int
+) -> tuple[rs.Prepared, RatioBound | None]:
+    """How to resample (M, D) rows: :func:`abrank.stats.resampling.prepare`'s choice, except
+    that where it chooses grid cells, the unit grid of :mod:`abrank.stats.unit_grid`
+    (D exact, a variance-based bound) is used when it has fewer cells. Returns the sample
+    and its ratio error bound (None for exact resampling)."""
+    sample = rs.prepare(rows, n_resamples, GRID_BINS_UNIT)
+    if sample.method != "grid":
+        return sample, None
+    grid = unit_grid(rows, n_draws)
+    if grid is not None and grid.sample.atoms.m < sample.atoms.m:
+
+        def bound(n: int, ratio: float, mean_d: float) -> float:
+            return grid.bound(n) / mean_d
+
+        return grid.sample, bound
+
+    def hoeffding(n: int, ratio: float, mean_d: float) -> float:
+        return ratio_bound(sample, n, ratio, mean_d)
+
+    return sample, hoeffding
+
+
+def column_exact_in_grid(column: np.ndarray, width: float) -> bool:
+    """No grid cell of ``width`` (cells from the column's minimum, as
+    :func:`abrank.stats.resampling.grid_atoms` lays them) holds two distinct values."""
+    values = np.unique(column)
+    if values.size < 2:
+        return True
+    span = float(values[-1] - values[0])
+    bins = max(1, int(round(span / width)))
+    cells = np.minimum(np.floor((values - values[0]) / width), bins - 1)
+    return bool(np.all(np.diff(cells) > 0))
