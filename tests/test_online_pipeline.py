@@ -192,7 +192,8 @@ def test_cuped_reports_the_adjusted_comparison_beside_the_unadjusted_one(tmp_pat
     (experiment.parent / "cuped.yaml").write_text(
         with_analysis(f"covariates: {{path: {tmp_path}/pre.csv}}")
     )
-    summary = abrank.run_experiment(experiment.parent / "cuped.yaml").summary
+    readout = abrank.run_experiment(experiment.parent / "cuped.yaml")
+    summary = readout.summary
     plain = abrank.run_experiment(experiment).summary
     adjusted = next(c for c in summary["comparisons"] if c["metric"] == "click_rr@5")
     before = next(c for c in plain["comparisons"] if c["metric"] == "click_rr@5")
@@ -201,6 +202,13 @@ def test_cuped_reports_the_adjusted_comparison_beside_the_unadjusted_one(tmp_pat
     assert adjusted["ci"][1] - adjusted["ci"][0] < before["ci"][1] - before["ci"][0]
     other = next(c for c in summary["comparisons"] if c["metric"] == "ctr@2")
     assert other["cuped"] is None  # no pre-period column for ctr@2
+    text = render_markdown(readout)
+    table = text[text.index("**CUPED adjustment**") :]
+    row = next(line for line in table.splitlines() if line.startswith("| ClickRR@5 | "))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == f"{adjusted['delta']:+.3f}"  # the adjusted delta
+    assert cells[3] == f"{before['delta']:+.3f}"  # the unadjusted one beside it
+    assert cells[6] == f"{adjusted['cuped']['variance_reduction']:.0%}"
 
 
 def _per_user_rr(log: pd.DataFrame) -> pd.Series:

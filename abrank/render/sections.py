@@ -302,6 +302,12 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
     blocks: list[Block] = []
     if comps:
         paired = any(c.design == "paired" for c in comps)
+        ratio = (
+            f"the intervals come from the delta method over {unit_plural(summary.unit)}, and "
+            "the permutation and bootstrap tests relabel and resample them"
+            if summary.unit is not None
+            else "the relative CI is a bootstrap interval of the ratio"
+        )
         blocks += [
             results_table(summary, comps, segments=False),
             Paragraph(
@@ -309,11 +315,12 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
                     own(
                         "p-values are two-sided; the adjusted p-value decides the verdict "
                         f"(alpha = {0.05 if summary.alpha is None else summary.alpha}). Δ is treatment − control; "
-                        "the relative CI is a bootstrap interval of the ratio."
+                        f"{ratio}."
                     ),
                 ),
                 role="note",
             ),
+            *_cuped_blocks(summary, comps),
             *_family_note(summary),
             Paragraph(
                 (
@@ -329,6 +336,57 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
         ]
     blocks += _charts_of(charts, "results")
     return Section("results", "Results", tuple(blocks))
+
+
+def _cuped_blocks(summary: Summary, comps: Sequence[ComparisonSummary]) -> list[Block]:
+    """The CUPED adjustment of each comparison that has one: the adjusted and the
+    unadjusted delta side by side, and the variance reduction the pre-period data bought."""
+    adjusted = [c for c in comps if isinstance(c.cuped, dict)]
+    if not adjusted:
+        return []
+    several = several_treatments(comps)
+    columns = [Column("metric", "left", "text")]
+    if several:
+        columns.append(Column("treatment", "left", "text"))
+    columns += [
+        Column("Δ adjusted"),
+        Column("CI adjusted"),
+        Column("Δ unadjusted"),
+        Column("CI unadjusted"),
+        Column("p unadjusted"),
+        Column("variance reduction"),
+        Column("units with pre-period data"),
+    ]
+    rows = []
+    for comp in adjusted:
+        cuped = comp.cuped or {}
+        plain = cuped.get("unadjusted") or {}
+        covered = cuped.get("units_with_covariate") or {}
+        row = [Cell(metric_label(summary, comp.metric), css="text")]
+        if several:
+            row.append(Cell(arm_label(summary, comp.treatment), css="text"))
+        reduction = cuped.get("variance_reduction")
+        row += [
+            Cell(fmt_signed(comp.delta)),
+            Cell(fmt_interval(comp.ci)),
+            Cell(fmt_signed(plain.get("delta"))),
+            Cell(fmt_interval(plain.get("ci"))),
+            Cell(fmt_p(plain.get("p_value"))),
+            Cell(f"{reduction:.0%}" if is_number(reduction) else "n/a"),
+            Cell(" / ".join(fmt_count(covered.get(k)) for k in ("control", "treatment"))),
+        ]
+        rows.append(tuple(row))
+    note = (
+        "CUPED (Deng et al. 2013) removes the part of each metric that the users' pre-period "
+        "values predict: the delta, interval and p-value above are the adjusted ones, the "
+        "means the raw ones; the unadjusted comparison and its permutation and bootstrap "
+        "tests are kept here and in summary.json (cuped.unadjusted)."
+    )
+    return [
+        Heading("CUPED adjustment"),
+        Table(tuple(columns), tuple(rows), "cuped"),
+        Paragraph((own(note),), role="note"),
+    ]
 
 
 def _family_note(summary: Summary) -> list[Block]:
