@@ -35,7 +35,7 @@ def make_log(users: int = 1200, seed: int = 3, lift: float = 0.0, lose: float = 
             "impression_id": np.repeat(np.arange(n), 5),
             "user_id": np.repeat(imp_user, 5),
             "rank": ranks,
-            "doc_id": rng.integers(0, 500, size=n * 5),
+            "doc_id": (np.repeat(rng.integers(0, 500, size=n), 5) + 37 * ranks) % 500,
             "clicked": clicked.astype(int),
             "dwell": np.where(clicked, rng.exponential(40, size=n * 5), np.nan),
             "device": np.repeat(device, 5),
@@ -264,3 +264,54 @@ def test_a_significant_fall_of_abandonment_is_the_treatments_win(tmp_path):
 
     line = next(x for x in headline_lines(readout.summary) if x.startswith("Abandonment"))
     assert line.endswith("→ b wins")
+
+
+def test_judged_metrics_score_a_judged_sample_of_live_traffic(tmp_path):
+    """An online log with a `query` column and judgments keyed by it: MRR per impression."""
+    log = make_log(users=400)
+    log["query"] = "q" + (log["impression_id"] % 7).astype(str)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    rng = np.random.default_rng(1)
+    docs = log[["query", "doc_id"]].drop_duplicates()
+    judged = docs[rng.random(len(docs)) < 0.3].assign(relevance=1)
+    judged = judged[judged["query"] != "q6"]  # q6 has no relevant judgment: undefined
+    judged.rename(columns={"query": "query_id"}).to_csv(tmp_path / "qrels.csv", index=False)
+    config = CONFIG.replace(
+        "metrics: [click_rr@5, ctr@2, abandonment, sat_ctr@5]",
+        "judgments: {path: qrels.csv}\nmetrics: [mrr@5, click_rr@5]",
+    )
+    (tmp_path / "exp.yaml").write_text(config)
+    readout = abrank.run_experiment(tmp_path / "exp.yaml")
+    relevant = set(map(tuple, judged[["query", "doc_id"]].astype(str).to_numpy()))
+    hits = log[[(q, str(d)) in relevant for q, d in zip(log["query"], log["doc_id"])]]
+    first = hits.groupby("impression_id")["rank"].min()
+    shown = log.drop_duplicates("impression_id").set_index("impression_id")
+    rr = (1.0 / first).reindex(shown.index, fill_value=0.0)[shown["query"] != "q6"]
+    per_arm = rr.groupby(shown.loc[rr.index, "arm"]).mean()
+    overall = {c["metric"]: c for c in readout.summary["comparisons"] if c["segment"] is None}
+    assert overall["mrr@5"]["control_mean"] == pytest.approx(per_arm["a"], rel=1e-12)
+    assert overall["mrr@5"]["treatment_mean"] == pytest.approx(per_arm["b"], rel=1e-12)
+    undefined = readout.summary["diagnostics"]["undefined"]["metrics"]
+    assert undefined == {"mrr@5": int((shown["query"] == "q6").sum())}
+
+
+def test_a_document_shown_twice_in_an_impression_is_named_with_the_log(tmp_path):
+    log = make_log(users=200)
+    first = log["impression_id"].min()
+    rows = log.index[log["impression_id"] == first]
+    log.loc[rows, "doc_id"] = 7
+    log["query"] = "q1"
+    log.to_csv(tmp_path / "log.csv", index=False)
+    pd.DataFrame({"query_id": ["q1"], "doc_id": ["7"], "relevance": [1]}).to_csv(
+        tmp_path / "qrels.csv", index=False
+    )
+    config = CONFIG.replace(
+        "metrics: [click_rr@5, ctr@2, abandonment, sat_ctr@5]",
+        "judgments: {path: qrels.csv}\nmetrics: [mrr@5]",
+    )
+    (tmp_path / "exp.yaml").write_text(config)
+    with pytest.raises(abrank.DataError) as error:
+        abrank.run_experiment(tmp_path / "exp.yaml")
+    message = str(error.value)
+    assert message.startswith(f"{tmp_path / 'log.csv'}: judged metrics: rankings: ")
+    assert f"('{first}', '7')" in message

@@ -32,6 +32,7 @@ class OnlineData:
     mixed: Any  # abrank.io.MixedUnits, before any were dropped
     dropped_units: int
     inputs: list[dict[str, Any]]
+    paths: dict[str, str]  # arm -> the log it was read from, as shown in messages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +129,7 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
             decimal=source.decimal,
         )
         inputs.append(fingerprint(source.path, "covariates", None, len(covariates)))
-    return OnlineData(frames, judgments, covariates, mixed, dropped, inputs)
+    return OnlineData(frames, judgments, covariates, mixed, dropped, inputs, paths)
 
 
 def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
@@ -158,14 +159,17 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
             parts.append(score_impressions(frame, clicks, sat_dwell=experiment.analysis.sat_dwell))
         if judged:
             rankings, judgments = judged_inputs(frame, data.judgments)
-            scored = evaluate(
-                rankings,
-                judgments,
-                judged,
-                rel_level=experiment.relevance_threshold,
-                gain=experiment.gain,
-                depth=experiment.depth,
-            )
+            try:
+                scored = evaluate(
+                    rankings,
+                    judgments,
+                    judged,
+                    rel_level=experiment.relevance_threshold,
+                    gain=experiment.gain,
+                    depth=experiment.depth,
+                )
+            except DataError as exc:  # name the log: the frames are the log's impressions
+                raise DataError(f"{data.paths[name]}: judged metrics: {exc}") from None
             if experiment.no_relevant == "zero":
                 scored = scored.fillna(0.0)
             parts.append(scored)

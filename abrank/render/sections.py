@@ -134,6 +134,10 @@ def _title_block(summary: Summary) -> TitleBlock:
     meta.append(f"{summary.design} design")
     if summary.unit is not None:
         meta.append(f"clustered by {summary.unit}")
+        srm = summary.diagnostics.srm if summary.diagnostics is not None else None
+        if srm is not None:
+            state = "ALARM" if srm.alarm else "ok"
+            meta.append(f"sample ratio {state} (p = {fmt_p(srm.p_value)})")
     control = control_name(summary)
     if control:
         meta.append(f"control {arm_label(summary, control)}")
