@@ -15,6 +15,7 @@ import pandas as pd
 
 from abrank.readout import Readout
 from abrank.render.charts import WIDTH, Chart, arm_colour, chart_title, mpl_classes, place_grid
+from abrank.render.headline import unit_plural
 from abrank.render.text import arm_labels, metric_label, plain
 from abrank.render.typed import readout_summary
 
@@ -89,7 +90,9 @@ def unit_distribution_chart(readout: Readout) -> Chart | None:
     labels = arm_labels(summary)
     arms = _arms(summary, frame)
     metric = summary.primary_metric or (summary.metrics[0] if summary.metrics else "")
-    unit = summary.unit or "unit"
+    column = summary.unit or "unit"
+    unit = column[:-3] if column.endswith("_id") else column  # user_id -> user
+    units = unit_plural(column)
     values = frame["value"].to_numpy(dtype=np.float64)
     finite = values[np.isfinite(values)]
     if finite.size == 0:
@@ -112,10 +115,10 @@ def unit_distribution_chart(readout: Readout) -> Chart | None:
                 edges,
                 color=arm_colour(summary, arm),
                 linewidth=1.6,
-                label=f"{plain(labels.get(arm, arm))} ({part.size:,} {unit} values)",
+                label=f"{plain(labels.get(arm, arm))} ({part.size:,} {units})",
             )
         ax.set_xlabel(f"{plain(metric_label(summary, metric))}: mean per {unit}")
-        ax.set_ylabel(f"share of {unit} values (%)")
+        ax.set_ylabel(f"share of {units} (%)")
         chart_title(ax, f"{plain(metric_label(summary, metric))} per {unit}, per arm")
         ax.legend(fontsize=8, frameon=False)
         ax.spines["top"].set_visible(False)
@@ -129,7 +132,7 @@ def unit_distribution_chart(readout: Readout) -> Chart | None:
         "unit_distribution.png",
         f"Distribution of the primary metric per {unit}",
         f"Each {unit}'s mean of the primary metric over its impressions; the statistics "
-        f"treat {unit} values, not impressions, as independent.",
+        f"treat {units}, not impressions, as independent.",
         draw,
         section="clicks",
     )
