@@ -133,7 +133,13 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
 
 def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     """Every arm's per-impression values and per-unit sums (overall and per segment)."""
-    from abrank.engines.clicks import ctr_by_rank, judged_inputs, score_impressions, unit_sums
+    from abrank.engines.clicks import (
+        ctr_by_rank,
+        impression_heads,
+        judged_inputs,
+        score_impressions,
+        unit_sums,
+    )
     from abrank.engines.evaluate import evaluate
     from abrank.metrics import parse_metric
 
@@ -169,13 +175,16 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
             if experiment.no_relevant == "zero":
                 scored = scored.fillna(0.0)
             parts.append(scored)
-        first = frame.drop_duplicates("impression_id").set_index("impression_id")
-        table = pd.concat(parts, axis=1).reindex(first.index.sort_values())
+        ids, heads = impression_heads(frame)
+        table = parts[0] if len(parts) == 1 else pd.concat(parts, axis=1)
+        if judged:  # judged metrics have values for the impressions of judged queries only
+            table = table.reindex(ids)
         table.index.name = "impression_id"
         for metric in judged:
             undefined[metric.name] += int(table[metric.name].isna().sum())
         table = table[[m.name for m in metrics]]
-        attributes = first.loc[table.index, [unit, *[c for c in segments if c != unit]]]
+        attributes = frame[[unit, *[c for c in segments if c != unit]]].take(heads)
+        attributes.index = table.index
         values[name] = pd.concat([table, attributes], axis=1)
         sums[name] = unit_sums(frame, table, unit=unit)
         for column in segments:

@@ -27,10 +27,18 @@ from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import as_arrow, query_codes, take_rows
 from abrank.io.columns import parse_numbers
+from abrank.io.idcodes import text_codes
 from abrank.io.online import clicked_flags, impression_codes
 from abrank.metrics.names import Metric, click_metrics
 
-__all__ = ["KERNELS", "ctr_by_rank", "judged_inputs", "score_impressions", "unit_sums"]
+__all__ = [
+    "KERNELS",
+    "ctr_by_rank",
+    "impression_heads",
+    "judged_inputs",
+    "score_impressions",
+    "unit_sums",
+]
 
 _NO_CLICK = np.iinfo(np.int64).max  # the "rank" of the first click of an impression without
 
@@ -140,6 +148,16 @@ KERNELS: dict[str, Callable[[_Clicks, int], np.ndarray]] = {
 }
 
 
+def impression_heads(impressions: pd.DataFrame) -> tuple[pd.Index, np.ndarray]:
+    """The impression ids in byte order (the index of :func:`score_impressions`' values,
+    named ``impression_id``) and, for each, the position of one of its rows: its first row
+    when each impression is one block of rows (a frame as
+    :func:`abrank.io.read_impressions` returns it). ``impressions.take(rows)`` then holds
+    each impression's user and segment values, in the values' order."""
+    codes, ids = _impression_codes(impressions)
+    return _index(ids, "impression_id"), _head_rows(codes, len(ids))
+
+
 def unit_sums(
     impressions: pd.DataFrame,
     values: pd.DataFrame,
@@ -167,9 +185,7 @@ def unit_sums(
     codes, ids = _impression_codes(impressions)
     n = len(ids)
     head = _head_rows(codes, n)
-    units = as_arrow(impressions[unit], f"impressions: {unit}")
-    _check_constant(units, codes, head, unit, ids)
-    unit_of, unit_ids = query_codes(pa.chunked_array([take_rows(units, head)]))
+    unit_of, unit_ids = _constant_codes(impressions[unit], codes, head, unit, ids)
     if by is None:
         group_of, groups = unit_of, len(unit_ids)
         index = _index(unit_ids, unit)
@@ -181,14 +197,13 @@ def unit_sums(
             raise DataError(
                 f"impressions: row {row}: {by}: expected a segment value, got a missing value"
             )
-        _check_constant(as_arrow(segment, f"impressions: {by}"), codes, head, by, ids)
-        by_of, by_values = pd.factorize(segment.iloc[head], sort=True)
+        by_of, by_values = _segment_codes(segment, codes, head, by, ids)
         pair = by_of.astype(np.int64) * len(unit_ids) + unit_of
         present, group_of = np.unique(pair, return_inverse=True)
         groups = present.size
         index = pd.MultiIndex.from_arrays(
             [
-                pd.Index(by_values, name=by).take(present // len(unit_ids)),
+                by_values.take(present // len(unit_ids)),
                 _index(unit_ids, unit).take(present % len(unit_ids)),
             ],
             names=[by, unit],
@@ -309,7 +324,37 @@ def _seconds(value: float) -> float:
 def _impression_codes(impressions: pd.DataFrame) -> tuple[np.ndarray, pa.Array]:
     """Dense codes of the rows' impressions, and the impression ids in byte order."""
     _require(impressions, ("impression_id", "rank", "clicked"))
-    return impression_codes(as_arrow(impressions["impression_id"], "impressions: impression_id"))
+    column = impressions["impression_id"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return text_codes(column, "impressions: impression_id")
+    return impression_codes(as_arrow(column, "impressions: impression_id"))
+
+
+def _constant_codes(
+    values: pd.Series, codes: np.ndarray, head: np.ndarray, column: str, ids: pa.Array
+) -> tuple[np.ndarray, pa.Array]:
+    """Per impression (by code) the code of its value of ``column``, and the distinct values
+    as text in byte order; every row of an impression must hold its head row's value."""
+    if isinstance(values.dtype, pd.CategoricalDtype):  # codes say which values are equal
+        row_codes, distinct = text_codes(values, f"impressions: {column}")
+        _check_constant(row_codes, codes, head, column, ids)
+        return row_codes[head], distinct
+    arrow = as_arrow(values, f"impressions: {column}")
+    _check_constant(arrow, codes, head, column, ids)
+    return query_codes(pa.chunked_array([take_rows(arrow, head)]))
+
+
+def _segment_codes(
+    segment: pd.Series, codes: np.ndarray, head: np.ndarray, column: str, ids: pa.Array
+) -> tuple[np.ndarray, pd.Index]:
+    """Per impression the code of its segment value, and the segment values sorted (text in
+    byte order for a categorical, else as :func:`pandas.factorize` sorts them)."""
+    if isinstance(segment.dtype, pd.CategoricalDtype):
+        row_codes, distinct = _constant_codes(segment, codes, head, column, ids)
+        return row_codes, pd.Index(distinct.to_pandas(), dtype="str", name=column)
+    _check_constant(as_arrow(segment, f"impressions: {column}"), codes, head, column, ids)
+    by_of, by_values = pd.factorize(segment.iloc[head], sort=True)
+    return by_of, pd.Index(by_values, name=column)
 
 
 def _require(impressions: pd.DataFrame, columns: Sequence[str]) -> None:
@@ -371,16 +416,26 @@ def _head_rows(codes: np.ndarray, n: int) -> np.ndarray:
 
 
 def _check_constant(
-    values: pa.ChunkedArray, codes: np.ndarray, head: np.ndarray, column: str, ids: pa.Array
+    values: pa.ChunkedArray | np.ndarray,
+    codes: np.ndarray,
+    head: np.ndarray,
+    column: str,
+    ids: pa.Array,
 ) -> None:
     """Every row of an impression has its head row's value of ``column`` (a DataError
-    naming the impression otherwise): one comparison of neighbours on a sorted log."""
+    naming the impression otherwise): one comparison of neighbours on a sorted log.
+    ``values`` are the rows' values (Arrow) or codes of them (NumPy)."""
     if codes.size < 2:
         return
     if bool((codes[1:] >= codes[:-1]).all()):
         same = codes[1:] == codes[:-1]
-        differ = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+        if isinstance(values, np.ndarray):
+            differ = values[1:] != values[:-1]
+        else:
+            differ = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
         bad = np.flatnonzero(same & differ) + 1
+    elif isinstance(values, np.ndarray):
+        bad = np.flatnonzero(values[head[codes]] != values)
     else:
         mates = pa.chunked_array([take_rows(values, head[codes])])
         bad = np.flatnonzero(pc.not_equal(mates, values).to_numpy(zero_copy_only=False))
@@ -400,6 +455,8 @@ def _value_rows(values: pd.DataFrame, ids: pa.Array) -> np.ndarray:
             f"values: expected a DataFrame indexed by impression_id, got {type(values).__name__}"
         )
     keys = as_arrow(pd.Series(values.index), "values: impression_id")
+    if len(keys) == len(ids) and pc.all(pc.equal(keys, ids)).as_py():
+        return np.arange(len(ids), dtype=np.int64)  # score_impressions' own index
     rows = pc.index_in(keys, value_set=ids).to_numpy(zero_copy_only=False)
     unknown = np.isnan(rows) if rows.dtype.kind == "f" else np.zeros(rows.size, dtype=bool)
     if unknown.any():
