@@ -8,7 +8,7 @@ shown results = about 20,000,000 rows. Then, in a fresh child process, runs the 
 and :func:`~abrank.analysis.online.score_online` run them (click_rr@10, ctr@3 and
 abandonment, users as the unit, device segments):
 
-* read: :func:`abrank.io.read_impressions` of the whole log;
+* read: :func:`abrank.io.read_impressions` of the columns the metrics read;
 * split/check: :func:`abrank.io.split_log` and :func:`abrank.io.check_arms`;
 * score: :func:`abrank.engines.clicks.score_impressions` per arm;
 * unit sums: :func:`abrank.engines.clicks.unit_sums` per arm, overall and per device;
@@ -20,8 +20,11 @@ abandonment, users as the unit, device segments):
   readout + ``per_query.csv``, as ``abrank run`` calls them.
 
 Each step prints its wall time and the peak resident memory of the process while it ran
-(sampled every few milliseconds by a thread reading ``/proc/self/statm``), beside the
-figures measured before the data path was made fast (``BEFORE``, at 20,000,000 rows).
+(sampled every few milliseconds by a thread reading ``/proc/self/statm``; what earlier
+steps hold is included), beside the figures measured before the data path was made fast
+(``BEFORE``, at 20,000,000 rows: every column read, ids cast to text row by row). The child
+sets the allocator as ``abrank run`` does for an online experiment
+(:func:`abrank.cli.reuse_freed_memory`).
 
     python benchmarks/bench_online_io.py                       # full size, heavy
     python benchmarks/bench_online_io.py --users 40000 --keep /tmp/online-io
@@ -44,9 +47,16 @@ from bench_online import LOG_NAME, _environment, generate, write_config  # noqa:
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Seconds and peak MB of each step at 400,000 users (19,968,xxx rows), measured on the data
-#: path as it was before it was made fast (this 2-core machine, shared, so +-20%).
-BEFORE: dict[str, tuple[float, float]] = {}
+#: Seconds and peak MB of each step at 400,000 users (20,030,650 rows), measured on the data
+#: path as it was before it was made fast (this 2-core machine, shared: +-20%).
+BEFORE: dict[str, tuple[float, float]] = {
+    "read": (35.34, 6171),
+    "split/check": (5.46, 5720),
+    "score": (0.57, 4060),
+    "unit sums (overall + device)": (5.60, 3976),
+    "ctr by rank": (0.51, 2507),
+    "data path in all (load + score + readout + csv)": (50.69, 6131),
+}
 
 # Runs the steps in a child process and prints one JSON line per step.
 _STEPS = textwrap.dedent("""\
@@ -73,13 +83,13 @@ _STEPS = textwrap.dedent("""\
 
     peak = Peak()
     config_path, out = sys.argv[1], Path(sys.argv[2])
-    import numpy as np
-    import pandas as pd
+    from abrank.cli import reuse_freed_memory
+    reuse_freed_memory()  # as `abrank run` does for an online experiment
     from abrank.config import load_experiment
     from abrank.io import check_arms, read_impressions, split_log
     from abrank.engines.clicks import ctr_by_rank, score_impressions, unit_sums
     from abrank.metrics import parse_metric
-    from abrank.analysis.online import OnlineData, OnlineScores, load_online, score_online
+    from abrank.analysis.online import load_online, needed_columns, score_online
     from abrank.analysis.clustered import sample_ratio
     from abrank.analysis.summarise import build_online_readout
     from abrank.analysis import write_readout
@@ -99,7 +109,8 @@ _STEPS = textwrap.dedent("""\
         print(json.dumps({"step": label, "wall": wall, "peak_mb": peak.value}), flush=True)
         return result
 
-    log = step("read", lambda: read_impressions(log_path))
+    keep = [*needed_columns(experiment), "arm"]
+    log = step("read", lambda: read_impressions(log_path, keep=keep))
     rows = len(log)
 
     def split_check():

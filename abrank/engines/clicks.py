@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -33,8 +34,8 @@ from abrank.metrics.names import Metric, click_metrics
 
 __all__ = [
     "KERNELS",
+    "ImpressionIndex",
     "ctr_by_rank",
-    "impression_heads",
     "judged_inputs",
     "score_impressions",
     "unit_sums",
@@ -48,6 +49,7 @@ def score_impressions(
     metrics: Sequence[str | Metric],
     *,
     sat_dwell: float = 30.0,
+    index: ImpressionIndex | None = None,
 ) -> pd.DataFrame:
     """Per-impression values of click metrics.
 
@@ -60,11 +62,12 @@ def score_impressions(
     satisfied). No cutoff means the whole list. Values are never NaN: an impression without
     a click scores 0 (abandonment 1).
 
-    A judged metric is a ConfigError; ``sat_ctr`` on a frame without a ``dwell`` column is a
-    DataError naming the metric and the column.
+    ``index`` is the frame's :class:`ImpressionIndex` when the caller has it already (it is
+    computed otherwise). A judged metric is a ConfigError; ``sat_ctr`` on a frame without a
+    ``dwell`` column is a DataError naming the metric and the column.
     """
     parsed = click_metrics(metrics)
-    log = _Clicks(impressions, _seconds(sat_dwell))
+    log = _Clicks(impressions, _seconds(sat_dwell), ImpressionIndex.checked(impressions, index))
     if any(m.family == "sat_ctr" for m in parsed) and "dwell" not in impressions.columns:
         wanted = ", ".join(m.name for m in parsed if m.family == "sat_ctr")
         raise DataError(
@@ -80,7 +83,57 @@ def score_impressions(
             )
         k = _NO_CLICK - 1 if metric.k is None else metric.k
         values[metric.name] = kernel(log, k).astype(np.float64)
-    return pd.DataFrame(values, index=_index(log.ids, "impression_id"))
+    return pd.DataFrame(values, index=_index(log.ids, "impression_id"), copy=False)
+
+
+@dataclass(frozen=True)
+class ImpressionIndex:
+    """The impressions of one impressions frame, coded once for every kernel and sum.
+
+    ``codes``: each row's impression (0..n-1, dense); ``ids``: the n impression ids as text
+    in byte order (code i is ``ids[i]``); ``head``: a row of each impression (its first row
+    when each impression is one block of rows, as :func:`abrank.io.read_impressions`
+    returns them). ``frame.take(head)`` holds each impression's user and segments in the
+    order of :func:`score_impressions`' values, whose index is :meth:`labels`.
+    """
+
+    codes: np.ndarray
+    ids: pa.Array
+    head: np.ndarray
+
+    @classmethod
+    def of(cls, impressions: pd.DataFrame) -> ImpressionIndex:
+        """The index of a frame with an ``impression_id`` column (a categorical's codes are
+        used as they are; other ids are compared as text)."""
+        codes, ids = _impression_codes(impressions)
+        return cls(codes=codes, ids=ids, head=_head_rows(codes, len(ids)))
+
+    @classmethod
+    def checked(cls, impressions: pd.DataFrame, index: ImpressionIndex | None) -> ImpressionIndex:
+        """``index`` when it has one code per row of ``impressions``, else computed
+        (a ConfigError when ``index`` is of another frame)."""
+        if index is None:
+            return cls.of(impressions)
+        if not isinstance(index, ImpressionIndex) or index.codes.size != len(impressions):
+            raise ConfigError(
+                f"index: expected the ImpressionIndex of these {len(impressions):,} rows, got "
+                f"{_describe(index)}"
+            )
+        return index
+
+    def labels(self) -> pd.Index:
+        """The impression ids as a pandas Index named ``impression_id``."""
+        return _index(self.ids, "impression_id")
+
+    def to_dict(self) -> dict[str, int]:
+        """Sizes, JSON-safe: rows and impressions."""
+        return {"rows": int(self.codes.size), "impressions": len(self.ids)}
+
+
+def _describe(index: object) -> str:
+    if isinstance(index, ImpressionIndex):
+        return f"one of {index.codes.size:,} rows"
+    return type(index).__name__
 
 
 class _Clicks:
@@ -88,10 +141,10 @@ class _Clicks:
     impression codes, ranks and clicks, and per impression the rank of its first click
     and of its first satisfied click (``_NO_CLICK`` for none)."""
 
-    def __init__(self, impressions: pd.DataFrame, sat_dwell: float):
+    def __init__(self, impressions: pd.DataFrame, sat_dwell: float, index: ImpressionIndex):
         self.impressions = impressions
         self.sat_dwell = sat_dwell
-        self.codes, self.ids = _impression_codes(impressions)
+        self.codes, self.ids = index.codes, index.ids
         self.n = len(self.ids)
         self.rank = _rank(impressions)
         clicked = clicked_flags(
@@ -148,16 +201,6 @@ KERNELS: dict[str, Callable[[_Clicks, int], np.ndarray]] = {
 }
 
 
-def impression_heads(impressions: pd.DataFrame) -> tuple[pd.Index, np.ndarray]:
-    """The impression ids in byte order (the index of :func:`score_impressions`' values,
-    named ``impression_id``) and, for each, the position of one of its rows: its first row
-    when each impression is one block of rows (a frame as
-    :func:`abrank.io.read_impressions` returns it). ``impressions.take(rows)`` then holds
-    each impression's user and segment values, in the values' order."""
-    codes, ids = _impression_codes(impressions)
-    return _index(ids, "impression_id"), _head_rows(codes, len(ids))
-
-
 def unit_sums(
     impressions: pd.DataFrame,
     values: pd.DataFrame,
@@ -165,6 +208,7 @@ def unit_sums(
     unit: str = "user_id",
     by: str | None = None,
     all_counts: bool = False,
+    index: ImpressionIndex | None = None,
 ) -> pd.DataFrame:
     """Per-unit sums of per-impression values: what clustered inference reads.
 
@@ -179,16 +223,16 @@ def unit_sums(
     ``values`` is indexed by impression_id: :func:`score_impressions`' frame, or any
     per-impression frame (judged metrics on an online log, NaN where undefined). An
     impression of ``values`` that is not in the impressions, an impression with two units
-    (or two ``by`` values), a missing unit or segment value are DataErrors.
+    (or two ``by`` values), a missing unit or segment value are DataErrors. ``index`` as for
+    :func:`score_impressions`.
     """
     _require(impressions, ("impression_id", unit, *([by] if by is not None else [])))
-    codes, ids = _impression_codes(impressions)
-    n = len(ids)
-    head = _head_rows(codes, n)
+    coded = ImpressionIndex.checked(impressions, index)
+    codes, ids, head = coded.codes, coded.ids, coded.head
     unit_of, unit_ids = _constant_codes(impressions[unit], codes, head, unit, ids)
     if by is None:
         group_of, groups = unit_of, len(unit_ids)
-        index = _index(unit_ids, unit)
+        labels = _index(unit_ids, unit)
     else:
         segment = impressions[by]
         missing = segment.isna().to_numpy()
@@ -199,9 +243,9 @@ def unit_sums(
             )
         by_of, by_values = _segment_codes(segment, codes, head, by, ids)
         pair = by_of.astype(np.int64) * len(unit_ids) + unit_of
-        present, group_of = np.unique(pair, return_inverse=True)
+        present, group_of = _dense(pair, len(by_values) * len(unit_ids))
         groups = present.size
-        index = pd.MultiIndex.from_arrays(
+        labels = pd.MultiIndex.from_arrays(
             [
                 by_values.take(present // len(unit_ids)),
                 _index(unit_ids, unit).take(present % len(unit_ids)),
@@ -222,7 +266,7 @@ def unit_sums(
         )
         if all_counts or not present_value.all():
             counts[f"{column}:n"] = np.bincount(group[present_value], minlength=groups)
-    return pd.DataFrame({**out, **counts}, index=index)
+    return pd.DataFrame({**out, **counts}, index=labels, copy=False)
 
 
 def ctr_by_rank(impressions: pd.DataFrame, *, max_rank: int | None = None) -> pd.DataFrame:
@@ -399,6 +443,18 @@ def _first_rank(codes: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
 
 def _index(ids: pa.Array, name: str) -> pd.Index:
     return pd.Index(ids.to_pandas().astype("str"), name=name, dtype="str")
+
+
+def _dense(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (ints in 0..span-1) ascending, and each key's place among
+    them: ``np.unique(keys, return_inverse=True)``, by a table of the span when it is
+    small (no sort)."""
+    if span > 4 * keys.size + (1 << 20):
+        return np.unique(keys, return_inverse=True)
+    seen = np.zeros(span, dtype=bool)
+    seen[keys] = True
+    place = np.cumsum(seen) - 1
+    return np.flatnonzero(seen), place[keys]
 
 
 def _head_rows(codes: np.ndarray, n: int) -> np.ndarray:

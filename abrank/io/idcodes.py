@@ -46,6 +46,8 @@ def text_of(values: pa.Array) -> pa.Array:
     """Values as text (large_string): numbers written as Arrow writes them (``12``,
     ``1.5``), whole floats as the integers they hold (an int id that a reader widened to
     float: ``12.0`` is the id ``12``); missing values stay missing."""
+    if pa.types.is_large_string(values.type):
+        return values
     if pa.types.is_floating(values.type):
         numbers = values.to_numpy(zero_copy_only=False)
         present = numbers[~np.isnan(numbers)]
@@ -79,7 +81,7 @@ def text_codes(values: pd.Series, what: str) -> tuple[np.ndarray, pa.Array]:
         if indices.size and int(indices.min()) < 0:
             row = int(np.flatnonzero(indices < 0)[0])
             raise DataError(f"{what}: row {row}: expected an id, got a missing value")
-        codes, ids = _sorted_text(indices, category_text(values.cat.categories), compact=True)
+        codes, ids = _sorted_text(indices, _category_values(values.cat.categories), compact=True)
         return codes.astype(np.int32, copy=False), ids
     return query_codes(as_arrow(values, what))
 
@@ -87,13 +89,18 @@ def text_codes(values: pd.Series, what: str) -> tuple[np.ndarray, pa.Array]:
 def category_text(categories: pd.Index) -> pa.Array:
     """A categorical's categories as text (:func:`text_of`), in their order: Arrow's text
     for numbers, pandas' ``str`` for objects of mixed types."""
+    return text_of(_category_values(categories))
+
+
+def _category_values(categories: pd.Index) -> pa.Array:
+    """A categorical's categories as one Arrow array (objects of mixed types as text)."""
     try:
         values = pa.array(categories.array)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
         values = pa.array(categories.astype(str).to_numpy(), type=pa.large_string())
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    return text_of(values)
+    return values
 
 
 # --------------------------------------------------------------------------- helpers
@@ -108,12 +115,24 @@ def _dictionary_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, p
     n = len(array)
     if n > 1 and array.null_count == 0:
         starts = _run_starts(array)
-        if starts.size <= n // 4:  # equal ids in runs: hash one id per run
-            heads = pc.dictionary_encode(array.take(pa.array(starts)))
+        if starts.size <= n // 4:  # equal ids in runs: code one id per run
+            indices, dictionary = _encode(array.take(pa.array(starts)))
             lengths = np.diff(np.append(starts, n))
-            return np.repeat(_indices(heads.indices), lengths), heads.dictionary, False
+            return np.repeat(indices, lengths), dictionary, False
+    indices, dictionary = _encode(array)
+    return indices, dictionary, False
+
+
+def _encode(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes of a column: (index per row, the distinct values). Integers that
+    ascend (ids numbered as they were served) are their own dictionary; anything else is
+    hashed."""
+    if pa.types.is_integer(array.type) and array.null_count == 0 and len(array) > 1:
+        numbers = array.to_numpy()
+        if bool((numbers[1:] > numbers[:-1]).all()):
+            return np.arange(len(array), dtype=_code_type(len(array))), array
     encoded = pc.dictionary_encode(array)
-    return _indices(encoded.indices), encoded.dictionary, False
+    return _indices(encoded.indices), encoded.dictionary
 
 
 def _run_starts(array: pa.Array) -> np.ndarray:
@@ -151,14 +170,15 @@ def _sorted_text(
         used = counts > 0
         if used.all():
             used = None
-    text = text_of(dictionary.filter(pa.array(used)) if used is not None else dictionary)
+    raw = dictionary if used is None else dictionary.filter(pa.array(used))
+    text = text_of(raw)
     m = len(text)
     # strictly ascending neighbours: already distinct and in byte order
     if m < 2 or pc.all(pc.greater(text[1:], text[:-1])).as_py():
         remap = None
         categories = text
     else:
-        order = pc.sort_indices(text).to_numpy()
+        order = _byte_order(raw, text)
         ordered = text.take(pa.array(order))
         repeat = np.zeros(m, dtype=bool)
         repeat[1:] = pc.equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
@@ -176,10 +196,50 @@ def _sorted_text(
     return table[indices], categories
 
 
+#: 10**0 .. 10**18: the number of these <= v is the number of decimal digits of v >= 1
+_POWERS = np.array([10**p for p in range(19)], dtype=np.uint64)
+
+
+def _byte_order(values: pa.Array, text: pa.Array) -> np.ndarray:
+    """The permutation that sorts ``text`` (``values`` as text) in byte order.
+
+    Integers are sorted as numbers with the key that orders their decimal text: ``-``
+    before digits; then the digits padded on the right to 19 places (a prefix pads to the
+    smaller number) and, on a tie, the shorter text first ("12" < "120" < "13"). Other
+    values sort their text.
+    """
+    kind = values.type
+    if not pa.types.is_integer(kind) or values.null_count:
+        return pc.sort_indices(text).to_numpy()
+    numbers = values.to_numpy()
+    if pa.types.is_unsigned_integer(kind):
+        if numbers.size and int(numbers.max()) >= 10**19:
+            return pc.sort_indices(text).to_numpy()
+        magnitude = numbers.astype(np.uint64)
+        negative = np.zeros(numbers.size, dtype=bool)
+    else:
+        numbers = numbers.astype(np.int64)
+        negative = numbers < 0
+        # |v| without overflow at the most negative int64
+        magnitude = np.where(
+            negative, (-(numbers + 1)).astype(np.uint64) + np.uint64(1), numbers.astype(np.uint64)
+        )
+    digits = np.maximum(np.searchsorted(_POWERS, magnitude, side="right"), 1)
+    padded = magnitude * _POWERS[19 - digits]  # < 10**19: fits in 64 bits
+    return np.lexsort((digits, padded, ~negative))
+
+
 def _code_type(size: int) -> type:
     return np.int32 if size < 2**31 else np.int64
 
 
 def _dtype(categories: pa.Array) -> pd.CategoricalDtype:
-    """The categorical dtype of text categories (pandas strings)."""
-    return pd.CategoricalDtype(pd.Index(categories.to_pandas(), dtype="str"), ordered=False)
+    """The categorical dtype of text categories (pandas strings, distinct, in byte order).
+
+    pandas checks that categories are distinct; asked first whether they ascend, it learns
+    that from the same pass (strictly ascending values are distinct) instead of hashing
+    them all.
+    """
+    index = pd.Index(categories.to_pandas(), dtype="str")
+    index.is_monotonic_increasing  # noqa: B018 - caches is_unique for the check below
+    return pd.CategoricalDtype(index, ordered=False)

@@ -55,6 +55,7 @@ __all__ = [
     "impression_codes",
     "read_impressions",
     "split_log",
+    "take_frame",
 ]
 
 #: Canonical columns of the impressions frame, in the order the frame holds them.
@@ -185,16 +186,32 @@ def _row_order(codes: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
     unranked = same & (rank[1:] <= rank[:-1])
     if not (step < 0).any() and not unranked.any():
         return None
-    starts = np.concatenate([[0], np.flatnonzero(~same) + 1])
-    if not unranked.any() and np.unique(codes[starts]).size == starts.size:
-        blocks = np.argsort(codes[starts])
-        lengths = np.diff(np.append(starts, n))[blocks]
-        placed = np.cumsum(lengths) - lengths  # where each block starts in the new order
-        return np.arange(n, dtype=np.int64) + np.repeat(starts[blocks] - placed, lengths)
+    starts = np.flatnonzero(~same) + 1
+    heads = np.concatenate([codes[:1], codes[starts]])
+    if not unranked.any() and int(np.bincount(heads).max()) == 1:  # one block each
+        return _block_order(starts, heads, n)
     top = int(rank.max())
     if top < 2**31:  # one int64 key: a stable sort, fast on partly ordered logs
         return np.argsort(codes.astype(np.int64) * (top + 1) + rank, kind="stable")
     return np.lexsort((rank, codes))
+
+
+def _block_order(starts: np.ndarray, heads: np.ndarray, n: int) -> np.ndarray:
+    """The rows' order when blocks of rows move whole: blocks start at row 0 and at
+    ``starts``, and go in the order of their codes ``heads`` (distinct).
+
+    Each new row is the row after the previous one, except at the start of a block, which
+    jumps to where that block begins in the file: a running sum of steps of 1 and jumps.
+    """
+    begin = np.concatenate([[0], starts])
+    end = np.append(starts, n)
+    blocks = np.argsort(heads)
+    first, last = begin[blocks], end[blocks] - 1  # each block's first and last row
+    step = np.ones(n, dtype=np.int64)
+    placed = np.cumsum(end[blocks] - first)[:-1]  # where blocks 2, 3, ... start anew
+    step[0] = first[0]
+    step[placed] = first[1:] - last[:-1]
+    return np.cumsum(step, out=step)
 
 
 def _take(values: Any, rows: np.ndarray) -> Any:
@@ -289,10 +306,7 @@ def split_log(log: pd.DataFrame, arms: Sequence[str], *, path: str) -> dict[str,
             f"{', '.join(map(repr, empty))} (values found: {shown})"
         )
     rest = log.drop(columns="arm")
-    return {
-        name: rest.take(np.flatnonzero(codes == found.index(name))).reset_index(drop=True)
-        for name in names
-    }
+    return {name: take_frame(rest, np.flatnonzero(codes == found.index(name))) for name in names}
 
 
 @dataclass(frozen=True)
@@ -372,8 +386,26 @@ def drop_units(
         else:
             gone = pc.is_in(as_arrow(values), value_set=value_set)
             gone = gone.to_numpy(zero_copy_only=False)
-        out[name] = frame.loc[~gone].reset_index(drop=True) if gone.any() else frame
+        out[name] = take_frame(frame, np.flatnonzero(~gone)) if gone.any() else frame
     return out
+
+
+def take_frame(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """The frame's ``rows`` on a new 0..n-1 index, column by column: a categorical's codes
+    are taken and its categories shared, no index is built and no columns are merged."""
+    if frame.columns.has_duplicates:
+        return frame.take(rows).reset_index(drop=True)
+    columns: dict[Any, Any] = {}
+    for name in frame.columns:
+        values = frame[name].array
+        if isinstance(values, pd.Categorical):
+            codes = values.codes[rows]
+            columns[name] = pd.Categorical.from_codes(codes, dtype=values.dtype, validate=False)
+        elif isinstance(values.dtype, np.dtype):
+            columns[name] = np.asarray(values)[rows]
+        else:
+            columns[name] = values.take(rows)
+    return pd.DataFrame(columns, columns=frame.columns, copy=False)
 
 
 def _file(paths: Mapping[str, str], arm: str) -> str:
