@@ -10,8 +10,10 @@ abandonment, users as the unit, device segments):
 
 * read: :func:`abrank.io.read_impressions` of the columns the metrics read;
 * split/check: :func:`abrank.io.split_log` and :func:`abrank.io.check_arms`;
-* score: :func:`abrank.engines.clicks.score_impressions` per arm;
-* unit sums: :func:`abrank.engines.clicks.unit_sums` per arm, overall and per device;
+* score: each arm's :class:`abrank.engines.clicks.ImpressionIndex` and
+  :func:`~abrank.engines.clicks.score_impressions`;
+* unit sums: :func:`abrank.engines.clicks.unit_sums` per arm, overall and per device
+  (on the arm's index);
 * ctr by rank: :func:`abrank.engines.clicks.ctr_by_rank` per arm;
 * per-impression table: what ``score_online`` keeps per impression, then the readout's
   table (:func:`abrank.analysis.summarise.build_online_readout`, without comparisons) and
@@ -87,7 +89,7 @@ _STEPS = textwrap.dedent("""\
     reuse_freed_memory()  # as `abrank run` does for an online experiment
     from abrank.config import load_experiment
     from abrank.io import check_arms, read_impressions, split_log
-    from abrank.engines.clicks import ctr_by_rank, score_impressions, unit_sums
+    from abrank.engines.clicks import ImpressionIndex, ctr_by_rank, score_impressions, unit_sums
     from abrank.metrics import parse_metric
     from abrank.analysis.online import load_online, needed_columns, score_online
     from abrank.analysis.clustered import sample_ratio
@@ -120,18 +122,22 @@ _STEPS = textwrap.dedent("""\
 
     frames = step("split/check", split_check)
     del log
-    scored = step("score", lambda: {n: score_impressions(f, metrics) for n, f in frames.items()})
+    def score():
+        index = {n: ImpressionIndex.of(f) for n, f in frames.items()}
+        return index, {n: score_impressions(f, metrics, index=index[n]) for n, f in frames.items()}
+
+    index, scored = step("score", score)
 
     def sums():
         return {
-            n: (unit_sums(f, scored[n], unit=unit),
-                unit_sums(f, scored[n], unit=unit, by="device"))
+            n: (unit_sums(f, scored[n], unit=unit, index=index[n]),
+                unit_sums(f, scored[n], unit=unit, by="device", index=index[n]))
             for n, f in frames.items()
         }
 
     step("unit sums (overall + device)", sums)
     step("ctr by rank", lambda: {n: ctr_by_rank(f) for n, f in frames.items()})
-    del frames, scored
+    del frames, scored, index
 
     def whole_path():
         data = load_online(experiment)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -94,12 +94,15 @@ class ImpressionIndex:
     in byte order (code i is ``ids[i]``); ``head``: a row of each impression (its first row
     when each impression is one block of rows, as :func:`abrank.io.read_impressions`
     returns them). ``frame.take(head)`` holds each impression's user and segments in the
-    order of :func:`score_impressions`' values, whose index is :meth:`labels`.
+    order of :func:`score_impressions`' values, whose index is :meth:`labels`. The codes
+    of the frame's user and segment columns per impression are kept once computed (one
+    :func:`unit_sums` overall and one per segment read the same user codes).
     """
 
     codes: np.ndarray
     ids: pa.Array
     head: np.ndarray
+    _columns: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, impressions: pd.DataFrame) -> ImpressionIndex:
@@ -120,6 +123,20 @@ class ImpressionIndex:
                 f"{_describe(index)}"
             )
         return index
+
+    def column_codes(
+        self, impressions: pd.DataFrame, column: str, *, segment: bool = False
+    ) -> tuple[np.ndarray, object]:
+        """Per impression the code of its value of ``column`` and the distinct values (a
+        segment's as an Index, see :func:`unit_sums`); each row of an impression must hold
+        the same value (a DataError naming the impression otherwise)."""
+        key = (column, segment)
+        if key not in self._columns:
+            compute = _segment_codes if segment else _constant_codes
+            self._columns[key] = compute(
+                impressions[column], self.codes, self.head, column, self.ids
+            )
+        return self._columns[key]
 
     def labels(self) -> pd.Index:
         """The impression ids as a pandas Index named ``impression_id``."""
@@ -228,8 +245,8 @@ def unit_sums(
     """
     _require(impressions, ("impression_id", unit, *([by] if by is not None else [])))
     coded = ImpressionIndex.checked(impressions, index)
-    codes, ids, head = coded.codes, coded.ids, coded.head
-    unit_of, unit_ids = _constant_codes(impressions[unit], codes, head, unit, ids)
+    ids = coded.ids
+    unit_of, unit_ids = coded.column_codes(impressions, unit)
     if by is None:
         group_of, groups = unit_of, len(unit_ids)
         labels = _index(unit_ids, unit)
@@ -241,7 +258,7 @@ def unit_sums(
             raise DataError(
                 f"impressions: row {row}: {by}: expected a segment value, got a missing value"
             )
-        by_of, by_values = _segment_codes(segment, codes, head, by, ids)
+        by_of, by_values = coded.column_codes(impressions, by, segment=True)
         pair = by_of.astype(np.int64) * len(unit_ids) + unit_of
         present, group_of = _dense(pair, len(by_values) * len(unit_ids))
         groups = present.size

@@ -165,9 +165,9 @@ def clicked_column(values: Column, where: Callable[[int], str]) -> np.ndarray:
         if pa.types.is_boolean(arrow.type):
             return arrow.to_numpy().astype(np.int8)
         if pa.types.is_integer(arrow.type):
-            numbers = arrow.to_numpy()
-            if bool(((numbers == 0) | (numbers == 1)).all()):
-                return numbers.astype(np.int8)
+            bounds = pc.min_max(arrow).as_py()
+            if bounds["min"] is not None and bounds["min"] >= 0 and bounds["max"] <= 1:
+                return pc.cast(arrow, pa.int8()).to_numpy()  # 0/1: a byte each
     return clicked_flags(_series(values), where)
 
 
