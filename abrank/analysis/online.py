@@ -54,7 +54,9 @@ class OnlineScores:
 
 def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineData:
     """Read the impression logs (one ``log:`` split by its arm column, or a file per arm),
-    the judgments and the covariates; check the arms; drop mixed units if asked."""
+    the judgments and the covariates; check the arms; drop mixed units if asked. Of the
+    logs, only the columns that the metrics, the unit and the segments read are loaded
+    (:func:`needed_columns`)."""
     from abrank.io import check_arms, drop_units, read_impressions, read_judgments, split_log
     from abrank.io.covariates import read_covariates
 
