@@ -397,12 +397,13 @@ def take_frame(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
         return frame.take(rows).reset_index(drop=True)
     columns: dict[Any, Any] = {}
     for name in frame.columns:
-        values = frame[name].array
+        column = frame[name]
+        values = column.array
         if isinstance(values, pd.Categorical):
             codes = values.codes[rows]
             columns[name] = pd.Categorical.from_codes(codes, dtype=values.dtype, validate=False)
-        elif isinstance(values.dtype, np.dtype):
-            columns[name] = np.asarray(values)[rows]
+        elif isinstance(column.dtype, np.dtype):
+            columns[name] = column.to_numpy()[rows]
         else:
             columns[name] = values.take(rows)
     return pd.DataFrame(columns, columns=frame.columns, copy=False)
