@@ -65,8 +65,10 @@ def text_categorical(values: pa.Array | pa.ChunkedArray) -> pd.Categorical:
     some row; codes: each row's category, -1 (NaN) for a missing value. ``values`` has a
     type that :func:`is_id_type` accepts.
     """
-    indices, dictionary, compact = _dictionary_codes(values)
+    indices, lengths, dictionary, compact = _dictionary_codes(values)
     codes, categories = _sorted_text(indices, dictionary, compact=compact)
+    if lengths is not None:  # codes of runs of equal rows: each row takes its run's
+        codes = np.repeat(codes, lengths)
     return pd.Categorical.from_codes(codes, dtype=_dtype(categories), validate=False)
 
 
@@ -106,21 +108,23 @@ def _category_values(categories: pd.Index) -> pa.Array:
 # --------------------------------------------------------------------------- helpers
 
 
-def _dictionary_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array, bool]:
-    """(index per row into ``dictionary``, -1 for missing; the dictionary; whether some of
-    its entries may be unused)."""
+def _dictionary_codes(
+    values: pa.Array | pa.ChunkedArray,
+) -> tuple[np.ndarray, np.ndarray | None, pa.Array, bool]:
+    """(index into ``dictionary`` per row, -1 for missing, or per run of equal rows; the
+    runs' lengths, None when the indices are per row; the dictionary; whether some of its
+    entries may be unused)."""
     array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     if pa.types.is_dictionary(array.type):
-        return _indices(array.indices), array.dictionary, True
+        return _indices(array.indices), None, array.dictionary, True
     n = len(array)
     if n > 1 and array.null_count == 0:
         starts = _run_starts(array)
         if starts.size <= n // 4:  # equal ids in runs: code one id per run
             indices, dictionary = _encode(array.take(pa.array(starts)))
-            lengths = np.diff(np.append(starts, n))
-            return np.repeat(indices, lengths), dictionary, False
+            return indices, np.diff(np.append(starts, n)), dictionary, False
     indices, dictionary = _encode(array)
-    return indices, dictionary, False
+    return indices, None, dictionary, False
 
 
 def _encode(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
