@@ -396,6 +396,8 @@ def _run(args: argparse.Namespace) -> int:
     if {"html", "md"} & set(formats):
         start_chart_workers()  # they import matplotlib while this process computes
     experiments = [load_experiment(path) for path in args.configs]  # every config checked first
+    if _OWN_PROCESS and any(experiment.online for experiment in experiments):
+        reuse_freed_memory()  # an online log's columns: tens of millions of rows
     status = EXIT_OK
     for experiment in experiments:
         if args.out and len(experiments) > 1:
@@ -470,18 +472,20 @@ def _online_inputs(experiment) -> str:
 _OWN_PROCESS = False
 
 
-def _reuse_freed_memory() -> None:
+def reuse_freed_memory() -> None:
     """Let a short process that builds and drops large arrays reuse the memory it frees.
 
-    ``abrank metrics`` makes temporaries of hundreds of MB, one after another. By default
-    glibc maps each one afresh, NumPy advises huge pages for it, and Arrow's mimalloc
-    commits its arenas eagerly, so that every page is faulted and zeroed again and, on a
-    busy machine, the kernel stalls compacting memory for huge pages. Arrow's buffers from
-    the system allocator, freed blocks kept in the heap for reuse (M_MMAP_MAX 0, no
-    trimming) and the page size left to the kernel save one to three seconds of system time
-    on 10 million run lines (benchmarks/bench_metrics.py); values are unaffected. Made
-    only in the command's own process (:func:`console`), never for a Python program that
-    calls :func:`main`; elsewhere than glibc the allocator settings do nothing.
+    ``abrank metrics`` and ``abrank run`` on an online log make temporaries of hundreds of
+    MB, one after another. By default glibc maps each one afresh, NumPy advises huge pages
+    for it, and Arrow's mimalloc commits its arenas eagerly, so that every page is faulted
+    and zeroed again and, on a busy machine, the kernel stalls compacting memory for huge
+    pages. Arrow's buffers from the system allocator, freed blocks kept in the heap for
+    reuse (M_MMAP_MAX 0, no trimming) and the page size left to the kernel save one to three
+    seconds of system time on 10 million run lines (benchmarks/bench_metrics.py), and about
+    half of the data path's time on a 20-million-row click log
+    (benchmarks/bench_online_io.py); values are unaffected. Made only in the command's own
+    process (:func:`console`), never for a Python program that calls :func:`main`;
+    elsewhere than glibc the allocator settings do nothing.
     """
     import ctypes
 
@@ -510,7 +514,7 @@ def _metrics(args: argparse.Namespace) -> int:
 
     _check_metric_options(args)
     if _OWN_PROCESS:
-        _reuse_freed_memory()
+        reuse_freed_memory()
     # no -m: trec_eval's default measures, as trec_eval prints them
     names = split_metric_lists(args.metrics or ["official"])
     measures = parse_trec_measures(names)  # None: abrank's own names

@@ -72,6 +72,15 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def check_text_ids(values: pd.Series) -> None:
+    """Ids as the reader holds them: a categorical whose categories are the distinct ids as
+    text (pandas strings) in byte order, every one of them some row's."""
+    assert isinstance(values.dtype, pd.CategoricalDtype), values.name
+    categories = values.cat.categories
+    assert isinstance(categories.dtype, pd.StringDtype), values.name
+    assert [c.encode() for c in categories] == sorted(c.encode() for c in set(values.dropna()))
+
+
 def check_frame(frame: pd.DataFrame) -> None:
     assert list(frame.columns) == list(EXPECTED.columns)
     for column in EXPECTED.columns:
@@ -81,8 +90,8 @@ def check_frame(frame: pd.DataFrame) -> None:
     assert frame["rank"].dtype == np.int64
     assert frame["clicked"].dtype == np.int8
     assert frame["dwell"].dtype == np.float64
-    for column in ("impression_id", "user_id", "doc_id", "query"):
-        assert pd.api.types.is_string_dtype(frame[column]), column
+    for column in ("impression_id", "user_id", "doc_id", "query", "device"):
+        check_text_ids(frame[column])
     assert frame.index.tolist() == list(range(6))
 
 
@@ -162,7 +171,7 @@ def test_int_and_string_ids_are_the_same_ids(tmp_path):
         assert frame["rank"].tolist() == [1, 2, 1]
         assert frame["clicked"].tolist() == [0, 1, 0]
         for column in ("impression_id", "user_id", "doc_id"):
-            assert isinstance(frame[column].dtype, pd.StringDtype), column
+            check_text_ids(frame[column])
     # CSV ids are kept as written: 007 is not 7
     padded = tmp_path / "padded.csv"
     padded.write_text("impression_id,user_id,rank,doc_id,clicked\n007,01,1,0042,0\n")

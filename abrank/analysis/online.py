@@ -55,13 +55,16 @@ class OnlineScores:
 
 def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineData:
     """Read the impression logs (one ``log:`` split by its arm column, or a file per arm),
-    the judgments and the covariates; check the arms; drop mixed units if asked."""
+    the judgments and the covariates; check the arms; drop mixed units if asked. Of the
+    logs, only the columns that the metrics, the unit and the segments read are loaded
+    (:func:`needed_columns`)."""
     from abrank.io import check_arms, drop_units, read_impressions, read_judgments, split_log
     from abrank.io.covariates import read_covariates
 
     say = say or (lambda message: None)
     unit = experiment.analysis.unit or "user_id"
     names = [arm.name for arm in experiment.arms]
+    keep = needed_columns(experiment)
     inputs: list[dict[str, Any]] = []
     if experiment.log is not None:
         log = experiment.log
@@ -72,6 +75,7 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
             columns=log.columns.mapping(),
             sep=log.sep,
             decimal=log.decimal,
+            keep=[*keep, "arm"],
         )
         inputs.append(fingerprint(log.path, "log", None, len(frame)))
         frames = split_log(frame, names, path=display_path(log.path))
@@ -86,6 +90,7 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
                 columns=arm.columns.mapping(),
                 sep=arm.sep,
                 decimal=arm.decimal,
+                keep=keep,
             )
             role = "control" if arm is experiment.control else "treatment"
             inputs.append(fingerprint(arm.path, role, arm.name, len(frames[arm.name])))
@@ -94,9 +99,10 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
         for name, frame in frames.items():
             if column not in frame.columns:
                 key = "analysis.unit" if column == unit else "segments.columns"
+                found = whole_frame(experiment, name).columns
                 raise DataError(
                     f"{paths[name]}: {key}: expected a column {column!r}, "
-                    f"found columns: {', '.join(map(str, frame.columns))}"
+                    f"found columns: {', '.join(map(str, found))}"
                 )
     mixed = check_arms(frames, paths, unit=unit)
     dropped = 0
@@ -132,9 +138,50 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
     return OnlineData(frames, judgments, covariates, mixed, dropped, inputs, paths)
 
 
+def needed_columns(experiment: Experiment) -> list[str]:
+    """The impression columns an experiment reads besides impression_id, rank and clicked
+    (the ``keep`` of :func:`abrank.io.read_impressions`): the unit and segment columns,
+    ``dwell`` for satisfied clicks, ``doc_id`` and ``query`` for judged metrics."""
+    from abrank.metrics import parse_metric
+
+    metrics = [parse_metric(name) for name in experiment.metrics]
+    wanted = [experiment.analysis.unit or "user_id", *experiment.segments.columns]
+    if any(m.is_click and m.family == "sat_ctr" for m in metrics):
+        wanted.append("dwell")
+    if any(not m.is_click for m in metrics):
+        wanted += ["doc_id", "query"]
+    return list(dict.fromkeys(wanted))
+
+
+def whole_frame(experiment: Experiment, arm: str) -> pd.DataFrame:
+    """An arm's impressions with every column of its log (:func:`load_online` loads the
+    columns the metrics read only). For messages about a missing column, which list the
+    columns found: this reads the log again, and runs only on the way to that error."""
+    from abrank.io import read_impressions, split_log
+
+    source = experiment.log or next(a for a in experiment.arms if a.name == arm)
+    frame = read_impressions(
+        source.path,
+        format=source.format,
+        columns=source.columns.mapping(),
+        sep=source.sep,
+        decimal=source.decimal,
+    )
+    if experiment.log is None:
+        return frame
+    names = [a.name for a in experiment.arms]
+    return split_log(frame, names, path=display_path(experiment.log.path))[arm]
+
+
 def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     """Every arm's per-impression values and per-unit sums (overall and per segment)."""
-    from abrank.engines.clicks import ctr_by_rank, judged_inputs, score_impressions, unit_sums
+    from abrank.engines.clicks import (
+        ImpressionIndex,
+        ctr_by_rank,
+        judged_inputs,
+        score_impressions,
+        unit_sums,
+    )
     from abrank.engines.evaluate import evaluate
     from abrank.metrics import parse_metric
 
@@ -153,10 +200,15 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     segment_sums: dict[str, dict[str, pd.DataFrame]] = {column: {} for column in segments}
     rank_tables = []
     undefined = {m.name: 0 for m in judged}
+    needed = needed_columns(experiment)
     for name, frame in data.impressions.items():
+        if any(column not in frame.columns for column in needed):
+            frame = whole_frame(experiment, name)  # so that the error lists every column
+        index = ImpressionIndex.of(frame)  # coded once for the scores and every sum
         parts = []
         if clicks:
-            parts.append(score_impressions(frame, clicks, sat_dwell=experiment.analysis.sat_dwell))
+            sat_dwell = experiment.analysis.sat_dwell
+            parts.append(score_impressions(frame, clicks, sat_dwell=sat_dwell, index=index))
         if judged:
             rankings, judgments = judged_inputs(frame, data.judgments)
             try:
@@ -173,17 +225,19 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
             if experiment.no_relevant == "zero":
                 scored = scored.fillna(0.0)
             parts.append(scored)
-        first = frame.drop_duplicates("impression_id").set_index("impression_id")
-        table = pd.concat(parts, axis=1).reindex(first.index.sort_values())
+        table = parts[0] if len(parts) == 1 else pd.concat(parts, axis=1)
+        if judged:  # judged metrics have values for the impressions of judged queries only
+            table = table.reindex(index.labels())
         table.index.name = "impression_id"
         for metric in judged:
             undefined[metric.name] += int(table[metric.name].isna().sum())
         table = table[[m.name for m in metrics]]
-        attributes = first.loc[table.index, [unit, *[c for c in segments if c != unit]]]
+        attributes = frame[[unit, *[c for c in segments if c != unit]]].take(index.head)
+        attributes.index = table.index
         values[name] = pd.concat([table, attributes], axis=1)
-        sums[name] = unit_sums(frame, table, unit=unit)
+        sums[name] = unit_sums(frame, table, unit=unit, index=index)
         for column in segments:
-            segment_sums[column][name] = unit_sums(frame, table, unit=unit, by=column)
+            segment_sums[column][name] = unit_sums(frame, table, unit=unit, by=column, index=index)
         rank_tables.append(ctr_by_rank(frame).assign(arm=name))
     ranks = pd.concat(rank_tables, ignore_index=True)
     ranks = ranks[["arm", *[c for c in ranks.columns if c != "arm"]]]

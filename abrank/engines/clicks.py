@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -27,10 +28,18 @@ from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import as_arrow, query_codes, take_rows
 from abrank.io.columns import parse_numbers
+from abrank.io.idcodes import text_codes
 from abrank.io.online import clicked_flags, impression_codes
 from abrank.metrics.names import Metric, click_metrics
 
-__all__ = ["KERNELS", "ctr_by_rank", "judged_inputs", "score_impressions", "unit_sums"]
+__all__ = [
+    "KERNELS",
+    "ImpressionIndex",
+    "ctr_by_rank",
+    "judged_inputs",
+    "score_impressions",
+    "unit_sums",
+]
 
 _NO_CLICK = np.iinfo(np.int64).max  # the "rank" of the first click of an impression without
 
@@ -40,6 +49,7 @@ def score_impressions(
     metrics: Sequence[str | Metric],
     *,
     sat_dwell: float = 30.0,
+    index: ImpressionIndex | None = None,
 ) -> pd.DataFrame:
     """Per-impression values of click metrics.
 
@@ -52,11 +62,12 @@ def score_impressions(
     satisfied). No cutoff means the whole list. Values are never NaN: an impression without
     a click scores 0 (abandonment 1).
 
-    A judged metric is a ConfigError; ``sat_ctr`` on a frame without a ``dwell`` column is a
-    DataError naming the metric and the column.
+    ``index`` is the frame's :class:`ImpressionIndex` when the caller has it already (it is
+    computed otherwise). A judged metric is a ConfigError; ``sat_ctr`` on a frame without a
+    ``dwell`` column is a DataError naming the metric and the column.
     """
     parsed = click_metrics(metrics)
-    log = _Clicks(impressions, _seconds(sat_dwell))
+    log = _Clicks(impressions, _seconds(sat_dwell), ImpressionIndex.checked(impressions, index))
     if any(m.family == "sat_ctr" for m in parsed) and "dwell" not in impressions.columns:
         wanted = ", ".join(m.name for m in parsed if m.family == "sat_ctr")
         raise DataError(
@@ -72,7 +83,74 @@ def score_impressions(
             )
         k = _NO_CLICK - 1 if metric.k is None else metric.k
         values[metric.name] = kernel(log, k).astype(np.float64)
-    return pd.DataFrame(values, index=_index(log.ids, "impression_id"))
+    return pd.DataFrame(values, index=_index(log.ids, "impression_id"), copy=False)
+
+
+@dataclass(frozen=True)
+class ImpressionIndex:
+    """The impressions of one impressions frame, coded once for every kernel and sum.
+
+    ``codes``: each row's impression (0..n-1, dense); ``ids``: the n impression ids as text
+    in byte order (code i is ``ids[i]``); ``head``: a row of each impression (its first row
+    when each impression is one block of rows, as :func:`abrank.io.read_impressions`
+    returns them). ``frame.take(head)`` holds each impression's user and segments in the
+    order of :func:`score_impressions`' values, whose index is :meth:`labels`. The codes
+    of the frame's user and segment columns per impression are kept once computed (one
+    :func:`unit_sums` overall and one per segment read the same user codes).
+    """
+
+    codes: np.ndarray
+    ids: pa.Array
+    head: np.ndarray
+    _columns: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, impressions: pd.DataFrame) -> ImpressionIndex:
+        """The index of a frame with an ``impression_id`` column (a categorical's codes are
+        used as they are; other ids are compared as text)."""
+        codes, ids = _impression_codes(impressions)
+        return cls(codes=codes, ids=ids, head=_head_rows(codes, len(ids)))
+
+    @classmethod
+    def checked(cls, impressions: pd.DataFrame, index: ImpressionIndex | None) -> ImpressionIndex:
+        """``index`` when it has one code per row of ``impressions``, else computed
+        (a ConfigError when ``index`` is of another frame)."""
+        if index is None:
+            return cls.of(impressions)
+        if not isinstance(index, ImpressionIndex) or index.codes.size != len(impressions):
+            raise ConfigError(
+                f"index: expected the ImpressionIndex of these {len(impressions):,} rows, got "
+                f"{_describe(index)}"
+            )
+        return index
+
+    def column_codes(
+        self, impressions: pd.DataFrame, column: str, *, segment: bool = False
+    ) -> tuple[np.ndarray, object]:
+        """Per impression the code of its value of ``column`` and the distinct values (a
+        segment's as an Index, see :func:`unit_sums`); each row of an impression must hold
+        the same value (a DataError naming the impression otherwise)."""
+        key = (column, segment)
+        if key not in self._columns:
+            compute = _segment_codes if segment else _constant_codes
+            self._columns[key] = compute(
+                impressions[column], self.codes, self.head, column, self.ids
+            )
+        return self._columns[key]
+
+    def labels(self) -> pd.Index:
+        """The impression ids as a pandas Index named ``impression_id``."""
+        return _index(self.ids, "impression_id")
+
+    def to_dict(self) -> dict[str, int]:
+        """Sizes, JSON-safe: rows and impressions."""
+        return {"rows": int(self.codes.size), "impressions": len(self.ids)}
+
+
+def _describe(index: object) -> str:
+    if isinstance(index, ImpressionIndex):
+        return f"one of {index.codes.size:,} rows"
+    return type(index).__name__
 
 
 class _Clicks:
@@ -80,10 +158,10 @@ class _Clicks:
     impression codes, ranks and clicks, and per impression the rank of its first click
     and of its first satisfied click (``_NO_CLICK`` for none)."""
 
-    def __init__(self, impressions: pd.DataFrame, sat_dwell: float):
+    def __init__(self, impressions: pd.DataFrame, sat_dwell: float, index: ImpressionIndex):
         self.impressions = impressions
         self.sat_dwell = sat_dwell
-        self.codes, self.ids = _impression_codes(impressions)
+        self.codes, self.ids = index.codes, index.ids
         self.n = len(self.ids)
         self.rank = _rank(impressions)
         clicked = clicked_flags(
@@ -147,6 +225,7 @@ def unit_sums(
     unit: str = "user_id",
     by: str | None = None,
     all_counts: bool = False,
+    index: ImpressionIndex | None = None,
 ) -> pd.DataFrame:
     """Per-unit sums of per-impression values: what clustered inference reads.
 
@@ -161,18 +240,16 @@ def unit_sums(
     ``values`` is indexed by impression_id: :func:`score_impressions`' frame, or any
     per-impression frame (judged metrics on an online log, NaN where undefined). An
     impression of ``values`` that is not in the impressions, an impression with two units
-    (or two ``by`` values), a missing unit or segment value are DataErrors.
+    (or two ``by`` values), a missing unit or segment value are DataErrors. ``index`` as for
+    :func:`score_impressions`.
     """
     _require(impressions, ("impression_id", unit, *([by] if by is not None else [])))
-    codes, ids = _impression_codes(impressions)
-    n = len(ids)
-    head = _head_rows(codes, n)
-    units = as_arrow(impressions[unit], f"impressions: {unit}")
-    _check_constant(units, codes, head, unit, ids)
-    unit_of, unit_ids = query_codes(pa.chunked_array([take_rows(units, head)]))
+    coded = ImpressionIndex.checked(impressions, index)
+    ids = coded.ids
+    unit_of, unit_ids = coded.column_codes(impressions, unit)
     if by is None:
         group_of, groups = unit_of, len(unit_ids)
-        index = _index(unit_ids, unit)
+        labels = _index(unit_ids, unit)
     else:
         segment = impressions[by]
         missing = segment.isna().to_numpy()
@@ -181,14 +258,13 @@ def unit_sums(
             raise DataError(
                 f"impressions: row {row}: {by}: expected a segment value, got a missing value"
             )
-        _check_constant(as_arrow(segment, f"impressions: {by}"), codes, head, by, ids)
-        by_of, by_values = pd.factorize(segment.iloc[head], sort=True)
+        by_of, by_values = coded.column_codes(impressions, by, segment=True)
         pair = by_of.astype(np.int64) * len(unit_ids) + unit_of
-        present, group_of = np.unique(pair, return_inverse=True)
+        present, group_of = _dense(pair, len(by_values) * len(unit_ids))
         groups = present.size
-        index = pd.MultiIndex.from_arrays(
+        labels = pd.MultiIndex.from_arrays(
             [
-                pd.Index(by_values, name=by).take(present // len(unit_ids)),
+                by_values.take(present // len(unit_ids)),
                 _index(unit_ids, unit).take(present % len(unit_ids)),
             ],
             names=[by, unit],
@@ -207,7 +283,7 @@ def unit_sums(
         )
         if all_counts or not present_value.all():
             counts[f"{column}:n"] = np.bincount(group[present_value], minlength=groups)
-    return pd.DataFrame({**out, **counts}, index=index)
+    return pd.DataFrame({**out, **counts}, index=labels, copy=False)
 
 
 def ctr_by_rank(impressions: pd.DataFrame, *, max_rank: int | None = None) -> pd.DataFrame:
@@ -309,7 +385,37 @@ def _seconds(value: float) -> float:
 def _impression_codes(impressions: pd.DataFrame) -> tuple[np.ndarray, pa.Array]:
     """Dense codes of the rows' impressions, and the impression ids in byte order."""
     _require(impressions, ("impression_id", "rank", "clicked"))
-    return impression_codes(as_arrow(impressions["impression_id"], "impressions: impression_id"))
+    column = impressions["impression_id"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return text_codes(column, "impressions: impression_id")
+    return impression_codes(as_arrow(column, "impressions: impression_id"))
+
+
+def _constant_codes(
+    values: pd.Series, codes: np.ndarray, head: np.ndarray, column: str, ids: pa.Array
+) -> tuple[np.ndarray, pa.Array]:
+    """Per impression (by code) the code of its value of ``column``, and the distinct values
+    as text in byte order; every row of an impression must hold its head row's value."""
+    if isinstance(values.dtype, pd.CategoricalDtype):  # codes say which values are equal
+        row_codes, distinct = text_codes(values, f"impressions: {column}")
+        _check_constant(row_codes, codes, head, column, ids)
+        return row_codes[head], distinct
+    arrow = as_arrow(values, f"impressions: {column}")
+    _check_constant(arrow, codes, head, column, ids)
+    return query_codes(pa.chunked_array([take_rows(arrow, head)]))
+
+
+def _segment_codes(
+    segment: pd.Series, codes: np.ndarray, head: np.ndarray, column: str, ids: pa.Array
+) -> tuple[np.ndarray, pd.Index]:
+    """Per impression the code of its segment value, and the segment values sorted (text in
+    byte order for a categorical, else as :func:`pandas.factorize` sorts them)."""
+    if isinstance(segment.dtype, pd.CategoricalDtype):
+        row_codes, distinct = _constant_codes(segment, codes, head, column, ids)
+        return row_codes, pd.Index(distinct.to_pandas(), dtype="str", name=column)
+    _check_constant(as_arrow(segment, f"impressions: {column}"), codes, head, column, ids)
+    by_of, by_values = pd.factorize(segment.iloc[head], sort=True)
+    return by_of, pd.Index(by_values, name=column)
 
 
 def _require(impressions: pd.DataFrame, columns: Sequence[str]) -> None:
@@ -356,6 +462,18 @@ def _index(ids: pa.Array, name: str) -> pd.Index:
     return pd.Index(ids.to_pandas().astype("str"), name=name, dtype="str")
 
 
+def _dense(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (ints in 0..span-1) ascending, and each key's place among
+    them: ``np.unique(keys, return_inverse=True)``, by a table of the span when it is
+    small (no sort)."""
+    if span > 4 * keys.size + (1 << 20):
+        return np.unique(keys, return_inverse=True)
+    seen = np.zeros(span, dtype=bool)
+    seen[keys] = True
+    place = np.cumsum(seen) - 1
+    return np.flatnonzero(seen), place[keys]
+
+
 def _head_rows(codes: np.ndarray, n: int) -> np.ndarray:
     """One row of each impression (by code): its first row when every impression is one
     block of rows in code order (a log as the reader sorts it), else some row of it."""
@@ -371,16 +489,26 @@ def _head_rows(codes: np.ndarray, n: int) -> np.ndarray:
 
 
 def _check_constant(
-    values: pa.ChunkedArray, codes: np.ndarray, head: np.ndarray, column: str, ids: pa.Array
+    values: pa.ChunkedArray | np.ndarray,
+    codes: np.ndarray,
+    head: np.ndarray,
+    column: str,
+    ids: pa.Array,
 ) -> None:
     """Every row of an impression has its head row's value of ``column`` (a DataError
-    naming the impression otherwise): one comparison of neighbours on a sorted log."""
+    naming the impression otherwise): one comparison of neighbours on a sorted log.
+    ``values`` are the rows' values (Arrow) or codes of them (NumPy)."""
     if codes.size < 2:
         return
     if bool((codes[1:] >= codes[:-1]).all()):
         same = codes[1:] == codes[:-1]
-        differ = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+        if isinstance(values, np.ndarray):
+            differ = values[1:] != values[:-1]
+        else:
+            differ = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
         bad = np.flatnonzero(same & differ) + 1
+    elif isinstance(values, np.ndarray):
+        bad = np.flatnonzero(values[head[codes]] != values)
     else:
         mates = pa.chunked_array([take_rows(values, head[codes])])
         bad = np.flatnonzero(pc.not_equal(mates, values).to_numpy(zero_copy_only=False))
@@ -400,6 +528,8 @@ def _value_rows(values: pd.DataFrame, ids: pa.Array) -> np.ndarray:
             f"values: expected a DataFrame indexed by impression_id, got {type(values).__name__}"
         )
     keys = as_arrow(pd.Series(values.index), "values: impression_id")
+    if len(keys) == len(ids) and pc.all(pc.equal(keys, ids)).as_py():
+        return np.arange(len(ids), dtype=np.int64)  # score_impressions' own index
     rows = pc.index_in(keys, value_set=ids).to_numpy(zero_copy_only=False)
     unknown = np.isnan(rows) if rows.dtype.kind == "f" else np.zeros(rows.size, dtype=bool)
     if unknown.any():

@@ -15,7 +15,7 @@ stays ``007``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from abrank._lazy import pandas as pd
-from abrank.errors import ConfigError, DataError
+from abrank.errors import DataError
 from abrank.io.arrow import as_arrow, positions, query_codes, take_rows
-from abrank.io.columns import IMPRESSION_ALIASES, alias_renames, describe_cell, parse_numbers
+from abrank.io.columns import IMPRESSION_ALIASES
 from abrank.io.detect import check_table_options, detect_format
 from abrank.io.formats import BY_NAME, TABLE_NAMES
+from abrank.io.idcodes import category_text, text_codes
+from abrank.io.impression_columns import (
+    IMPRESSION_COLUMNS,
+    canonical_names,
+    clicked_column,
+    clicked_flags,
+    dwell_column,
+    id_column,
+    is_kept,
+    other_column,
+    parquet_columns,
+    rank_column,
+    text_column,
+)
 from abrank.io.tables import listing, read_table
 
 __all__ = [
@@ -41,16 +55,12 @@ __all__ = [
     "impression_codes",
     "read_impressions",
     "split_log",
+    "take_frame",
 ]
-
-#: The columns every impression log has (under these names or a spelling of
-#: :data:`abrank.io.columns.IMPRESSION_ALIASES`, or mapped by ``columns``).
-IMPRESSION_COLUMNS = ("impression_id", "user_id", "rank", "doc_id", "clicked")
 
 #: Canonical columns of the impressions frame, in the order the frame holds them.
 _CANONICAL_ORDER = (*IMPRESSION_COLUMNS, "dwell", "timestamp", "query", "arm")
 _IDS = ("impression_id", "user_id", "doc_id")
-_CLICK_TEXT = {"0": 0, "1": 1, "0.0": 0, "1.0": 1, "false": 0, "true": 1}
 
 
 def read_impressions(
@@ -60,16 +70,27 @@ def read_impressions(
     columns: Mapping[str, str] | None = None,
     sep: str | None = None,
     decimal: str | None = None,
+    keep: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """Load an impression log into the canonical impressions frame.
 
-    Columns: ``impression_id``, ``user_id``, ``doc_id`` (str), ``rank`` (int64, 1 = top),
-    ``clicked`` (int8 0/1), ``dwell`` (float64 seconds, NaN where missing; only when the
-    log has it), ``timestamp`` (as read), ``query`` and ``arm`` (str) when present, then
-    every other column as it is (segments such as ``device``). Rows are sorted by
-    (impression_id, rank), impression ids in byte order. ``columns`` maps canonical names
-    to the log's names (``{"user_id": "visitor"}``); ``sep`` and ``decimal`` as for
-    :func:`abrank.io.read_rankings`.
+    Columns: ``impression_id``, ``user_id``, ``doc_id``, ``query`` and ``arm`` as
+    categoricals of text (categories: the distinct ids as text in byte order, each used by
+    some row; ``query`` NaN where missing), ``rank`` (int64, 1 = top), ``clicked`` (int8
+    0/1), ``dwell`` (float64 seconds, NaN where missing; only when the log has it),
+    ``timestamp`` (as read), then every other column as it is, text columns as categoricals
+    of their values (segments such as ``device``). Ids compare as text whatever their type
+    in the file; a categorical costs a small code per row, and the frame's consumers use the
+    codes (:func:`abrank.io.idcodes.text_codes`) instead of hashing ids row by row. Rows
+    are sorted by (impression_id, rank), impression ids in byte order. ``columns`` maps
+    canonical names to the log's names (``{"user_id": "visitor"}``); ``sep`` and
+    ``decimal`` as for :func:`abrank.io.read_rankings`.
+
+    ``keep`` (default: every column) names the columns to load besides ``impression_id``,
+    ``rank`` and ``clicked``, by canonical name (``user_id``, ``dwell``) or, for other
+    columns, by the log's name (``device``): a Parquet log's other columns are not read,
+    and no column left out is checked. Every column of :data:`IMPRESSION_COLUMNS` must be
+    in the log all the same.
 
     Bad input is a DataError naming the file and the line (the row of a Parquet file), the
     impression or the column: a missing required column, a ``clicked`` that is not 0, 1,
@@ -84,47 +105,43 @@ def read_impressions(
             f"file (format {'trec' if fmt == 'qrels' else fmt})"
         )
     check_table_options(path, fmt, sep, decimal)
-    text = {name for canon in (*_IDS, "query", "arm") for name in IMPRESSION_ALIASES[canon]}
-    text |= {user for canon, user in (columns or {}).items() if canon in (*_IDS, "query", "arm")}
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal, text_columns=text)
-    frame = _canonical_columns(frame, path, columns).reset_index(drop=True)
+    if fmt == "parquet":
+        log, first_line = parquet_columns(Path(path), columns, keep), 1
+    else:
+        text = {name for canon in (*_IDS, "query", "arm") for name in IMPRESSION_ALIASES[canon]}
+        text |= {u for canon, u in (columns or {}).items() if canon in (*_IDS, "query", "arm")}
+        frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal, text_columns=text)
+        names = canonical_names(list(frame.columns), path, columns)
+        log = {canon: frame[name] for name, canon in names.items() if is_kept(canon, keep)}
     unit = "row" if fmt == "parquet" else "line"
 
     def where(row: int) -> str:
         return f"{path}: {unit} {row + first_line}"
 
-    for column in (*_IDS, *(c for c in ("arm",) if c in frame.columns)):
-        frame[column] = _ids(frame[column], lambda row, c=column: f"{where(row)}: {c}")
-    if "query" in frame.columns:
-        frame["query"] = _text(frame["query"])
-    frame["clicked"] = clicked_flags(frame["clicked"], lambda row: f"{where(row)}: clicked")
-    frame["rank"] = _ranks(frame["rank"], lambda row: f"{where(row)}: rank", decimal)
-    if "dwell" in frame.columns:
-        frame["dwell"] = _dwell(frame["dwell"], lambda row: f"{where(row)}: dwell", decimal)
-    frame, codes, rows = _sorted(frame)
-    _check_impressions(frame, codes, rows, path, where)
-    order = [c for c in _CANONICAL_ORDER if c in frame.columns]
-    rest = [c for c in frame.columns if c not in order]
-    return frame[order + rest].reset_index(drop=True)
-
-
-def clicked_flags(values: pd.Series, where: Callable[[int], str]) -> np.ndarray:
-    """A ``clicked`` column as int8 0/1: booleans, the numbers 0 and 1, or the words 0, 1,
-    true and false in any case. Anything else (2, "yes", an empty cell) is a DataError
-    ``"{where(row)}: expected 0, 1, true or false, got ..."`` for the first such row."""
-    if pd.api.types.is_bool_dtype(values) and not values.isna().any():
-        return values.to_numpy(dtype=np.int8)
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        good = (numbers == 0) | (numbers == 1)
-        flags = numbers
+    out: dict[str, Any] = {}
+    for column in (*_IDS, "arm"):
+        if column in log:
+            out[column] = id_column(log[column], lambda row, c=column: f"{where(row)}: {c}")
+    if "query" in log:
+        out["query"] = text_column(log["query"])
+    out["clicked"] = clicked_column(log["clicked"], lambda row: f"{where(row)}: clicked")
+    out["rank"] = rank_column(log["rank"], lambda row: f"{where(row)}: rank", decimal)
+    if "dwell" in log:
+        out["dwell"] = dwell_column(log["dwell"], lambda row: f"{where(row)}: dwell", decimal)
+    for column, values in log.items():
+        if column not in out:
+            out[column] = other_column(values)
+    codes = np.asarray(out["impression_id"].codes, dtype=np.int32)
+    rows = _row_order(codes, out["rank"])
+    if rows is not None:
+        out = {column: _take(values, rows) for column, values in out.items()}
+        codes = codes[rows]
     else:
-        words = values.astype("str").str.strip().str.lower()
-        flags = words.map(_CLICK_TEXT).to_numpy(dtype=np.float64, na_value=np.nan)
-        good = ~np.isnan(flags) & values.notna().to_numpy()
-    if not good.all():
-        _fail(where, values, ~good, "0, 1, true or false")
-    return flags.astype(np.int8)
+        rows = np.arange(codes.size, dtype=np.int64)
+    _check_impressions(out, codes, rows, path, where)
+    order = [c for c in _CANONICAL_ORDER if c in out]
+    rest = [c for c in log if c not in order]
+    return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
 
 
 def impression_codes(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -150,116 +167,64 @@ def impression_codes(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     return query_codes(values)
 
 
-# --------------------------------------------------------------------------- columns
-
-
-def _canonical_columns(
-    frame: pd.DataFrame, path: str | Path, columns: Mapping[str, str] | None
-) -> pd.DataFrame:
-    """Rename the log's columns to canonical names: explicit mapping first, then aliases."""
-    renames: dict[str, str] = {}
-    for canon, user in dict(columns or {}).items():
-        if canon not in IMPRESSION_ALIASES:
-            raise ConfigError(
-                f"{path}: columns.{canon}: expected one of {', '.join(IMPRESSION_ALIASES)}, "
-                f"got {canon!r}"
-            )
-        if user not in frame.columns:
-            raise DataError(
-                f"{path}: columns.{canon}: expected a column named {user!r}, found columns: "
-                f"{listing(frame)}"
-            )
-        renames[user] = canon
-    renames = alias_renames(frame.columns, renames, aliases=IMPRESSION_ALIASES)
-    for canon in IMPRESSION_COLUMNS:
-        if canon not in renames.values():
-            raise DataError(
-                f"{path}: expected a {canon} column (one of "
-                f"{', '.join(IMPRESSION_ALIASES[canon])}, or set columns.{canon}), found "
-                f"columns: {listing(frame)}"
-            )
-    # a column named canonically but mapped away from (another column takes its name)
-    clashes = [c for c in frame.columns if c in renames.values() and c not in renames]
-    return frame.drop(columns=clashes).rename(columns=renames)
-
-
-def _ids(values: pd.Series, where: Callable[[int], str]) -> pd.Series:
-    missing = values.isna().to_numpy()
-    if missing.any():
-        _fail(where, values, missing, "a non-empty id")
-    if pd.api.types.is_float_dtype(values):
-        whole = values.to_numpy() == np.round(values.to_numpy())
-        if whole.all():  # int ids that a reader widened to float: 12.0 is the id 12
-            values = values.astype(np.int64)
-    return _text(values)
-
-
-def _text(values: pd.Series) -> pd.Series:
-    """The column as pandas strings (numbers written as text: 12 -> "12"); missing kept."""
-    if isinstance(values.dtype, pd.StringDtype):
-        return values
-    try:
-        arrow = pc.cast(pa.array(values.array), pa.large_string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
-        return values.astype("str").where(values.notna())
-    return pd.Series(arrow.to_pandas(), index=values.index, name=values.name)
-
-
-def _ranks(values: pd.Series, where: Callable[[int], str], decimal: str | None) -> np.ndarray:
-    if pd.api.types.is_integer_dtype(values) and not values.isna().any():
-        rank = values.to_numpy(dtype=np.int64)
-    else:
-        numbers = parse_numbers(values, where, decimal=decimal)
-        whole = numbers == np.round(numbers)
-        if not whole.all():
-            _fail(where, values, ~whole, "a whole number >= 1")
-        rank = numbers.astype(np.int64)
-    small = rank < 1
-    if small.any():
-        _fail(where, values, small, "a whole number >= 1")
-    return rank
-
-
-def _dwell(values: pd.Series, where: Callable[[int], str], decimal: str | None) -> np.ndarray:
-    seconds = parse_numbers(values, where, allow_missing=True, decimal=decimal)
-    negative = seconds < 0
-    if negative.any():
-        _fail(where, values, negative, "a number of seconds >= 0")
-    return seconds
-
-
-def _fail(where: Callable[[int], str], values: pd.Series, bad: np.ndarray, expected: str) -> None:
-    row = int(np.flatnonzero(bad)[0])
-    count = int(np.count_nonzero(bad))
-    more = f" ({count - 1} more such rows)" if count > 1 else ""
-    raise DataError(
-        f"{where(row)}: expected {expected}, got {describe_cell(values.iloc[row])}{more}"
-    )
-
-
 # --------------------------------------------------------------------------- impressions
 
 
-def _sorted(frame: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-    """Rows by (impression_id in byte order, rank), with each row's impression code and its
-    place in the file (for messages). An already sorted log is not copied row by row."""
-    codes, _ = impression_codes(as_arrow(frame["impression_id"]))
-    rank = frame["rank"].to_numpy()
-    rows = np.arange(len(frame), dtype=np.int64)
-    if codes.size > 1:
-        step = np.diff(codes)
-        if (step < 0).any() or ((step == 0) & (rank[1:] <= rank[:-1])).any():
-            top = int(rank.max())
-            if top < 2**31:  # one int64 key: a stable sort, fast on partly ordered logs
-                rows = np.argsort(codes.astype(np.int64) * (top + 1) + rank, kind="stable")
-            else:
-                rows = np.lexsort((rank, codes))
-            frame, codes = frame.take(rows), codes[rows]
-    return frame.reset_index(drop=True), codes, rows
+def _row_order(codes: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
+    """The rows' order by (impression code, rank): None when they are in it already.
+
+    A log whose impressions are each one block of rows in rank order (most logs: a served
+    list is written at once) is put in order block by block: one sort of the blocks' codes,
+    and each row moves with its block. Any other log gets a stable sort of one int64 key, so
+    that rows of equal (impression, rank) keep the file's order.
+    """
+    n = codes.size
+    if n < 2:
+        return None
+    step = np.diff(codes)
+    same = step == 0
+    unranked = same & (rank[1:] <= rank[:-1])
+    if not (step < 0).any() and not unranked.any():
+        return None
+    starts = np.flatnonzero(~same) + 1
+    heads = np.concatenate([codes[:1], codes[starts]])
+    if not unranked.any() and int(np.bincount(heads).max()) == 1:  # one block each
+        return _block_order(starts, heads, n)
+    top = int(rank.max())
+    if top < 2**31:  # one int64 key: a stable sort, fast on partly ordered logs
+        return np.argsort(codes.astype(np.int64) * (top + 1) + rank, kind="stable")
+    return np.lexsort((rank, codes))
+
+
+def _block_order(starts: np.ndarray, heads: np.ndarray, n: int) -> np.ndarray:
+    """The rows' order when blocks of rows move whole: blocks start at row 0 and at
+    ``starts``, and go in the order of their codes ``heads`` (distinct).
+
+    Each new row is the row after the previous one, except at the start of a block, which
+    jumps to where that block begins in the file: a running sum of steps of 1 and jumps.
+    """
+    begin = np.concatenate([[0], starts])
+    end = np.append(starts, n)
+    blocks = np.argsort(heads)
+    first, last = begin[blocks], end[blocks] - 1  # each block's first and last row
+    step = np.ones(n, dtype=np.int64)
+    placed = np.cumsum(end[blocks] - first)[:-1]  # where blocks 2, 3, ... start anew
+    step[0] = first[0]
+    step[placed] = first[1:] - last[:-1]
+    return np.cumsum(step, out=step)
+
+
+def _take(values: Any, rows: np.ndarray) -> Any:
+    """A converted column's values at ``rows``."""
+    if isinstance(values, pd.Categorical):
+        return pd.Categorical.from_codes(values.codes[rows], dtype=values.dtype, validate=False)
+    if isinstance(values, np.ndarray):
+        return values[rows]
+    return values.take(rows)
 
 
 def _check_impressions(
-    frame: pd.DataFrame,
+    columns: Mapping[str, Any],
     codes: np.ndarray,
     rows: np.ndarray,
     path: str | Path,
@@ -267,12 +232,13 @@ def _check_impressions(
 ) -> None:
     """Ranks 1..n in each impression, one user and one arm per impression (rows sorted;
     ``codes`` their impressions, ``rows`` their places in the file)."""
-    rank = frame["rank"].to_numpy()
+    rank = columns["rank"]
+    impressions = columns["impression_id"].categories
     position = positions(codes) + 1
     bad = np.flatnonzero(rank != position)
     if bad.size:
         at = int(bad[0])
-        impression = frame["impression_id"].iat[at]
+        impression = impressions[codes[at]]
         if position[at] > 1 and rank[at] == rank[at - 1]:
             raise DataError(
                 f"{where(int(rows[at]))}: rank: expected each rank once per impression, got "
@@ -285,21 +251,19 @@ def _check_impressions(
             f"{path}: impression {impression!r} ({_place(where(int(rows[first])))}): rank: "
             f"expected ranks 1..{int(rank[last - 1])}, rank {int(position[at])} is missing"
         )
+    same = codes[1:] == codes[:-1]
     for column in ("user_id", "arm"):
-        if column not in frame.columns:
+        if column not in columns:
             continue
-        values = as_arrow(frame[column])
-        same = codes[1:] == codes[:-1]
-        differ = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
-        clash = np.flatnonzero(same & differ)
+        values = columns[column]
+        clash = np.flatnonzero(same & (values.codes[1:] != values.codes[:-1]))
         if clash.size:
             at = int(clash[0]) + 1
             first = at - int(position[at]) + 1
             raise DataError(
                 f"{where(int(rows[at]))}: {column}: expected one {column} per impression, got "
-                f"{frame[column].iat[at]!r} in impression {frame['impression_id'].iat[at]!r}, "
-                f"which has {frame[column].iat[first]!r} at "
-                f"{_place(where(int(rows[first])))}"
+                f"{values[at]!r} in impression {impressions[codes[at]]!r}, which has "
+                f"{values[first]!r} at {_place(where(int(rows[first])))}"
             )
 
 
@@ -325,9 +289,8 @@ def split_log(log: pd.DataFrame, arms: Sequence[str], *, path: str) -> dict[str,
             f"{path}: expected an arm column (its values the arm names {', '.join(names)}), "
             f"found columns: {listing(log)}"
         )
-    encoded = pc.dictionary_encode(as_arrow(log["arm"], f"{path}: arm")).combine_chunks()
-    found = [str(v) for v in encoded.dictionary.to_pylist()]
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    codes, values = text_codes(log["arm"], f"{path}: arm")
+    found = [str(v) for v in values.to_pylist()]
     counts = np.bincount(codes, minlength=len(found))
     shown = ", ".join(f"{v!r} ({int(n)} rows)" for v, n in sorted(zip(found, counts)))
     unknown = sorted(set(found) - set(names))
@@ -343,7 +306,7 @@ def split_log(log: pd.DataFrame, arms: Sequence[str], *, path: str) -> dict[str,
             f"{', '.join(map(repr, empty))} (values found: {shown})"
         )
     rest = log.drop(columns="arm")
-    return {name: rest.loc[codes == found.index(name)].reset_index(drop=True) for name in names}
+    return {name: take_frame(rest, np.flatnonzero(codes == found.index(name))) for name in names}
 
 
 @dataclass(frozen=True)
@@ -414,9 +377,36 @@ def drop_units(
                 f"arm {name!r}: expected a {unit} column (the unit of analysis), found columns: "
                 f"{listing(frame)}"
             )
-        gone = pc.is_in(as_arrow(frame[unit]), value_set=value_set).to_numpy(zero_copy_only=False)
-        out[name] = frame.loc[~gone].reset_index(drop=True) if gone.any() else frame
+        values = frame[unit]
+        if isinstance(values.dtype, pd.CategoricalDtype) and values.notna().all():
+            # the categories' text against the set, then each row by its code
+            text = category_text(values.cat.categories)
+            hit = pc.is_in(text, value_set=value_set).to_numpy(zero_copy_only=False)
+            gone = hit[values.cat.codes.to_numpy()]
+        else:
+            gone = pc.is_in(as_arrow(values), value_set=value_set)
+            gone = gone.to_numpy(zero_copy_only=False)
+        out[name] = take_frame(frame, np.flatnonzero(~gone)) if gone.any() else frame
     return out
+
+
+def take_frame(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """The frame's ``rows`` on a new 0..n-1 index, column by column: a categorical's codes
+    are taken and its categories shared, no index is built and no columns are merged."""
+    if frame.columns.has_duplicates:
+        return frame.take(rows).reset_index(drop=True)
+    columns: dict[Any, Any] = {}
+    for name in frame.columns:
+        column = frame[name]
+        values = column.array
+        if isinstance(values, pd.Categorical):
+            codes = values.codes[rows]
+            columns[name] = pd.Categorical.from_codes(codes, dtype=values.dtype, validate=False)
+        elif isinstance(column.dtype, np.dtype):
+            columns[name] = column.to_numpy()[rows]
+        else:
+            columns[name] = values.take(rows)
+    return pd.DataFrame(columns, columns=frame.columns, copy=False)
 
 
 def _file(paths: Mapping[str, str], arm: str) -> str:
@@ -427,11 +417,38 @@ def _shared(
     frames: Mapping[str, pd.DataFrame], column: str
 ) -> tuple[list[str], Callable[[str], list[str]]]:
     """Values of ``column`` found in more than one frame (sorted), and a function naming
-    the frames (arms) that hold a given value."""
+    the frames (arms) that hold a given value.
+
+    Frames split from one log share their categoricals' categories: then the codes say
+    which frames hold a value, and only the values held twice are turned into text.
+    """
     names = list(frames)
-    distinct = [pc.unique(as_arrow(frames[n][column], f"arm {n!r}: {column}")) for n in names]
-    if len(distinct) < 2:
+    if len(names) < 2:
         return [], lambda value: []
+    series = [frames[n][column] for n in names]
+    first = series[0].dtype
+    if (
+        isinstance(first, pd.CategoricalDtype)
+        and all(s.dtype is first for s in series)
+        and pd.api.types.is_string_dtype(first.categories)
+    ):
+        held = np.zeros((len(names), len(first.categories)), dtype=bool)
+        for i, s in enumerate(series):
+            codes = np.asarray(s.cat.codes.to_numpy())
+            if codes.size and int(codes.min()) < 0:  # a missing id: as_arrow names the row
+                as_arrow(s, f"arm {names[i]!r}: {column}")
+            held[i, codes] = True
+        twice = np.flatnonzero(held.sum(axis=0) > 1)
+        text = category_text(first.categories.take(twice)).to_pylist()
+        where = dict(zip(text, twice))
+        values = sorted(where, key=lambda v: v.encode("utf-8"))
+
+        def arms_by_code(value: str) -> list[str]:
+            code = where.get(value)
+            return [] if code is None else [n for n, h in zip(names, held) if h[code]]
+
+        return values, arms_by_code
+    distinct = [text_codes(s, f"arm {n!r}: {column}")[1] for n, s in zip(names, series)]
     together = pa.chunked_array(distinct).combine_chunks()
     encoded = pc.dictionary_encode(together)
     counts = np.bincount(encoded.indices.to_numpy(zero_copy_only=False))
