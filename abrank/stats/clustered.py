@@ -66,6 +66,7 @@ from abrank.stats.results import Comparison, Interval, build_comparison, json_sa
 from abrank.stats.seeding import generator
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws, relabel_row_sums
 from abrank.stats.unit_grid import prepared_units
+from abrank.stats.unit_lattice import UNIT_BUDGET_NS, lattice_bootstrap
 from abrank.stats.unit_sums import ArmEstimate, UnitSums, checked_sums, linearized, rows_of
 from abrank.stats.validation import validate
 
@@ -256,38 +257,62 @@ def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
 @CLUSTERED_TESTS.register("bootstrap")
 def unit_bootstrap(s: ClusteredSample) -> TestOutcome:
     """BCa bootstrap of R_t - R_c resampling units within each arm (its p-value and
-    interval); left out below MIN_BOOTSTRAP units per arm."""
+    interval); left out below MIN_BOOTSTRAP units per arm.
+
+    Each arm's resampled ratios come from the shared draws, from its own exact draws
+    while they cost at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, else from
+    the exact bootstrap distribution of its linearization on a lattice
+    (:mod:`abrank.stats.unit_lattice`), else from grid cells.
+    """
     if s.smallest < MIN_BOOTSTRAP:
         return TestOutcome(math.nan, notes=(NOTE_SMALL_UNITS,) if s.enough else ())
     rng = s.generator("bootstrap")
-    ratios, jacks, bounds = [], [], []
+    ratios, jacks, bounds, linear = [], [], [], False
     shared = (s.draws.boot_c, s.draws.boot_t)
-    for rows, drawn in zip((s.rows_c, s.rows_t), shared, strict=True):
+    arms = (s.control, s.treatment)
+    for rows, drawn, arm in zip((s.rows_c, s.rows_t), shared, arms, strict=True):
         total = rows.sum(axis=0)
         n = rows.shape[0]
-        bound = None
+        ratio = float(total[0] / total[1])
+        atoms = rs.exact_atoms(rows)
+        lattice = None
+        if drawn is None and rs.exact_cost(rows, s.n_resamples) > UNIT_BUDGET_NS:
+            lattice = lattice_bootstrap(arm.deviations)
         if drawn is not None:
-            sample = rs.Prepared(rows, rs.exact_atoms(rows), "exact")
-            sums = drawn
+            ratios.append(drawn[:, 0] / drawn[:, 1])
+            bounds.append(0.0)
+        elif lattice is not None:
+            ratios.append(ratio + lattice.draw(s.n_resamples, rng))
+            bounds.append(lattice.bound)
+            linear = True
         else:
             sample, bound = prepared_units(rows, s.n_resamples, n)
             sums = rs.bootstrap_sums(sample, s.n_resamples, rng)
-        ratios.append(sums[:, 0] / sums[:, 1])
-        if bound is not None:
-            values, weights = rows, np.ones(n)
-            bounds.append(bound(n, float(total[0] / total[1]), float(total[1]) / n))
-        else:
-            values, weights = sample.atoms.values, sample.atoms.counts
-            bounds.append(0.0)
+            ratios.append(sums[:, 0] / sums[:, 1])
+            if bound is not None:
+                atoms = rs.Atoms(rows, np.ones(n, dtype=np.int64))
+                bounds.append(bound(n, ratio, float(total[1]) / n))
+            else:
+                atoms = sample.atoms
+                bounds.append(0.0)
         # leave-one-unit-out ratios, at each distinct row
-        jacks.append(((total[0] - values[:, 0]) / (total[1] - values[:, 1]), weights))
+        values = atoms.values
+        jacks.append(((total[0] - values[:, 0]) / (total[1] - values[:, 1]), atoms.counts))
     boot_c, boot_t = ratios
     resampled = boot_t - boot_c
     (jack_c, wc), (jack_t, wt) = jacks
     rc, rt = s.control.estimate, s.treatment.estimate
     corrected = rs.bca(s.obs, resampled, [(rt - jack_c, wc), (jack_t - rc, wt)], s.tol)
     smallest = s.smallest
-    approx = (f"the unit bootstrap (ratios within ±{sum(bounds):.2g})",) if any(bounds) else ()
+    approx: tuple[str, ...] = ()
+    if linear:
+        approx = (
+            f"the unit bootstrap (each arm's ratio by its delta-method linearization, "
+            f"resampled exactly on a lattice: within ±{sum(bounds):.2g}, plus the "
+            f"linearization's O(1/n))",
+        )
+    elif any(bounds):
+        approx = (f"the unit bootstrap (ratios within ±{sum(bounds):.2g})",)
     return TestOutcome(
         corrected.p_value(0.0, expand=smallest),
         lambda level: corrected.interval(level, expand=smallest),
