@@ -145,3 +145,17 @@ def test_a_large_comparison_uses_the_lattice_and_says_so() -> None:
     assert result.bootstrap_ci[1] == pytest.approx(result.ci[1], abs=0.1 * se)
     again = compare_clustered(control, treatment, tests=("t", "bootstrap"), metric="m")
     assert again.to_dict() == result.to_dict()
+
+
+def test_metrics_side_by_side_give_what_one_core_gives(monkeypatch) -> None:
+    from abrank.stats import clustered
+
+    rng = np.random.default_rng(12)
+    controls = {f"m{i}": clicks_like(rng, 300) for i in range(3)}
+    treatments = {f"m{i}": clicks_like(rng, 280, 0.55) for i in range(3)}
+    monkeypatch.setattr(clustered, "usable_cores", lambda: 2)
+    two = clustered.compare_clustered_metrics(controls, treatments, seed=5)
+    monkeypatch.setattr(clustered, "usable_cores", lambda: 1)
+    one = clustered.compare_clustered_metrics(controls, treatments, seed=5)
+    assert [r.to_dict() for r in two] == [r.to_dict() for r in one]
+    assert [r.metric for r in two] == ["m0", "m1", "m2"]
