@@ -159,3 +159,44 @@ def test_metrics_side_by_side_give_what_one_core_gives(monkeypatch) -> None:
     one = clustered.compare_clustered_metrics(controls, treatments, seed=5)
     assert [r.to_dict() for r in two] == [r.to_dict() for r in one]
     assert [r.metric for r in two] == ["m0", "m1", "m2"]
+
+
+def test_linear_cells_keep_the_sum_and_their_bound() -> None:
+    from abrank.stats.unit_lattice import linear_cells
+
+    values = linearized(clicks_like(np.random.default_rng(13), 20_000)).deviations
+    cells = linear_cells(values, 10_000)
+    atoms = cells.sample.atoms
+    assert cells.sample.method == "grid" and atoms.m < np.unique(values).size
+    assert atoms.counts @ atoms.values[:, 0] == pytest.approx(values.sum(), abs=1e-9)
+    target = rs.GRID_SE_SHARE * values.std() / math.sqrt(10_000)
+    assert 0 < cells.bound(10_000) <= target
+    expected = bernstein_bound(cells.residual_var, cells.width, 10_000)
+    assert cells.bound(10_000) == pytest.approx(expected, rel=1e-15)
+    few = np.repeat([0.0, 1.0, 3.0], 50)  # three values: exact, no bound
+    assert linear_cells(few, 100).sample.method == "exact"
+    assert linear_cells(few, 100).bound(100) == 0.0
+
+
+def test_the_linearized_permutation_p_matches_a_slow_permutation_loop() -> None:
+    rng = np.random.default_rng(14)
+    control, treatment = clicks_like(rng, 1_500), clicks_like(rng, 1_400)
+    treatment = UnitSums(treatment.numerator * 1.06, treatment.denominator)
+    result = compare_clustered(control, treatment, tests=("t", "permutation"), seed=2, metric="m")
+    assert "permutation test (the pooled ratio's delta-method linearization" in (
+        result.approximation
+    )
+    m = np.concatenate([treatment.numerator, control.numerator])
+    d = np.concatenate([treatment.denominator, control.denominator])
+    observed = treatment.ratio - control.ratio
+    slow = np.random.default_rng(8)
+    count, big_b = 0, 20_000
+    for _ in range(big_b):  # plain loop: relabel units, exact ratios
+        order = slow.permutation(m.size)
+        first, rest = order[:1_400], order[1_400:]
+        null = m[first].sum() / d[first].sum() - m[rest].sum() / d[rest].sum()
+        count += abs(null) >= abs(observed) - 1e-12
+    reference = (count + 1) / (big_b + 1)
+    assert 0.01 < reference < 0.5
+    mc = math.sqrt(reference * (1 - reference) * (1 / big_b + 1 / 10_000))
+    assert result.p_values["permutation"] == pytest.approx(reference, abs=4 * mc)

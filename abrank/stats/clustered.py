@@ -69,7 +69,12 @@ from abrank.stats.results import Comparison, Interval, build_comparison, json_sa
 from abrank.stats.seeding import generator
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws, relabel_row_sums
 from abrank.stats.unit_grid import prepared_units
-from abrank.stats.unit_lattice import UNIT_BUDGET_NS, lattice_bootstrap
+from abrank.stats.unit_lattice import (
+    UNIT_BUDGET_NS,
+    LinearCells,
+    lattice_bootstrap,
+    linear_cells,
+)
 from abrank.stats.unit_sums import ArmEstimate, UnitSums, checked_sums, linearized, rows_of
 from abrank.stats.validation import validate
 
@@ -236,12 +241,24 @@ def log_ratio_interval(c: ArmEstimate, t: ArmEstimate) -> Callable[[float], Inte
 
 @CLUSTERED_TESTS.register("permutation")
 def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
-    """Unit-label permutation test of R_t - R_c: a unit moves with all its impressions."""
+    """Unit-label permutation test of R_t - R_c: a unit moves with all its impressions.
+
+    The relabelled sums come from the shared draws, from the pooled (M, D) rows' own draws
+    while they cost at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, else from
+    relabelling cells of the pooled ratio's linearization where they are fewer than its
+    distinct rows (:func:`linear_permutation_test`), else from the rows' own draws or
+    grid cells.
+    """
     n_c, n_t = s.control.n, s.treatment.n
     if n_c == 0 or n_t == 0:
         return TestOutcome(math.nan)
     pooled = np.concatenate([s.rows_t, s.rows_c])
     total = pooled.sum(axis=0)
+    if s.draws.relabel is None and rs.exact_cost(pooled, s.n_resamples) > UNIT_BUDGET_NS:
+        values = linearized(UnitSums(pooled[:, 0], pooled[:, 1])).deviations
+        cells = linear_cells(values, min(n_c, n_t))
+        if cells.sample.method == "grid":
+            return linear_permutation_test(s, values, cells)
     bound = None
     if s.draws.relabel is not None:
         first = s.draws.relabel
@@ -257,6 +274,26 @@ def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
         mean_d = float(total[1]) / (n_c + n_t)
         within = bound(n_t, ratio, mean_d) + bound(n_c, ratio, mean_d)
         approx = (f"the unit permutation test ({sample.atoms.m} cells, within ±{within:.2g})",)
+    return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
+
+
+def linear_permutation_test(
+    s: ClusteredSample, values: np.ndarray, cells: LinearCells
+) -> TestOutcome:
+    """The unit-label permutation test on the pooled linearization ``values``, L_u =
+    (M_u - R D_u) / d (R and d pooled; treatment's units first), relabelled through
+    ``cells``: a relabelled R_first - R_rest is S / n_t - (sum(L) - S) / n_c to O(1/n),
+    with S the sum of L over the units labelled treatment."""
+    n_c, n_t = s.control.n, s.treatment.n
+    first = relabel_row_sums(cells.sample, n_t, s.n_resamples, s.generator("permutation"))[:, 0]
+    null = first / n_t - (float(values.sum()) - first) / n_c
+    b = count_extreme(null, s.obs, s.tol)
+    within = cells.bound(n_t) * (1.0 + n_t / n_c)
+    approx = (
+        f"the unit permutation test (the pooled ratio's delta-method linearization, "
+        f"{cells.sample.atoms.m} cells, within ±{within:.2g}, plus the linearization's "
+        "O(1/n))",
+    )
     return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
 
 

@@ -33,9 +33,9 @@ import numpy as np
 from abrank.stats import resampling as rs
 from abrank.stats.unit_grid import bernstein_bound
 
-UNIT_BUDGET_NS = 1e8
+UNIT_BUDGET_NS = 5e7
 """Estimated cost (ns) of exact unit resampling (one arm's bootstrap) above which the
-lattice is used: a tenth of :data:`abrank.stats.resampling.WORK_BUDGET_NS`, since one
+lattice is used: a twentieth of :data:`abrank.stats.resampling.WORK_BUDGET_NS`, since one
 online readout runs a bootstrap per arm for every metric and segment."""
 
 LATTICE_SE_SHARE = rs.GRID_SE_SHARE / 2
@@ -135,3 +135,51 @@ def convolved(
     density = np.roll(density, -(first % points))
     means = low + offset + step * (first + np.arange(points, dtype=np.float64)) / n
     return LatticeBootstrap(means, np.cumsum(density), step, bound, points)
+
+
+CELL_BINS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+"""Candidate numbers of equal-width cells for :func:`linear_cells`, tried from the fewest."""
+
+
+@dataclass(frozen=True)
+class LinearCells:
+    """1-D linearized values ready for relabelling: ``sample`` (method ``"exact"``: distinct
+    values, or ``"grid"``: equal-width cells standing for their units by their mean), with
+    the cells' residual variance and width (0 for exact values)."""
+
+    sample: rs.Prepared
+    residual_var: float
+    width: float
+
+    def bound(self, n_draws: int) -> float:
+        """Bernstein bound on |cells - exact| for the mean of ``n_draws`` drawn values."""
+        if self.sample.method == "exact":
+            return 0.0
+        return bernstein_bound(self.residual_var, self.width, n_draws)
+
+
+def linear_cells(values: np.ndarray, n_draws: int) -> LinearCells:
+    """The fewest cells of ``values`` (n,) whose bound for means of ``n_draws`` drawn values
+    stays below GRID_SE_SHARE of their standard error, or the distinct values when those
+    are fewer (or no candidate is fine enough)."""
+    x = np.asarray(values, dtype=np.float64)
+    exact = LinearCells(rs.Prepared(x[:, None], rs.exact_atoms(x), "exact"), 0.0, 0.0)
+    n = x.size
+    span = float(np.ptp(x)) if n else 0.0
+    if n < 2 or not span > 0 or n_draws < 1:
+        return exact
+    target = rs.GRID_SE_SHARE * float(x.std()) / math.sqrt(n_draws)
+    low = float(x.min())
+    for bins in CELL_BINS:
+        width = span / bins
+        cells = np.minimum(np.floor((x - low) / width).astype(np.int64), bins - 1)
+        unique, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
+        if unique.size >= exact.sample.atoms.m:
+            break
+        means = np.bincount(inverse, weights=x, minlength=unique.size) / counts
+        residual = x - means[inverse]
+        variance = float(residual @ residual) / n
+        if bernstein_bound(variance, width, n_draws) <= target:
+            atoms = rs.Atoms(means[:, None], counts.astype(np.int64), np.array([width]))
+            return LinearCells(rs.Prepared(x[:, None], atoms, "grid"), variance, width)
+    return exact
