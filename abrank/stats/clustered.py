@@ -319,7 +319,7 @@ def unit_bootstrap(s: ClusteredSample) -> TestOutcome:
         ratio = float(total[0] / total[1])
         atoms = rs.exact_atoms(rows)
         lattice = None
-        if drawn is None and rs.exact_cost(rows, s.n_resamples) > UNIT_BUDGET_NS:
+        if drawn is None and rs.atoms_cost(atoms, rows.size, s.n_resamples) > UNIT_BUDGET_NS:
             lattice = lattice_bootstrap(arm.deviations)
         if drawn is not None:
             ratios.append(drawn[:, 0] / drawn[:, 1])

@@ -93,9 +93,10 @@ def plan_unit_draws(
     perms: list[str] = []
     for metric, (c, t) in arms.items():
         run = runs[metric]
-        if "bootstrap" in run and min(n_c, n_t) >= MIN_BOOTSTRAP:
+        fits = max(boot_cost) <= UNIT_BUDGET_NS
+        if "bootstrap" in run and min(n_c, n_t) >= MIN_BOOTSTRAP and fits:
             own = rs.exact_cost(c, n_resamples) + rs.exact_cost(t, n_resamples)
-            if max(boot_cost) <= UNIT_BUDGET_NS and SHARE_FACTOR * own >= sum(boot_cost):
+            if SHARE_FACTOR * own >= sum(boot_cost):
                 boots.append(metric)
         if "permutation" in run and perm_cost <= UNIT_BUDGET_NS:
             own = rs.exact_cost(np.concatenate([t, c]), n_resamples)
