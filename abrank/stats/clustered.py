@@ -21,9 +21,16 @@ independent is far too confident; every test here works on units:
   (Hesterberg's expanded quantiles, as the other designs) and its p-value; left out below
   ``MIN_BOOTSTRAP`` units per arm.
 
-Resampling never touches rows one by one: the (M_u, D_u) rows go through
-:func:`abrank.stats.resampling.prepare` (distinct rows, index draws, or grid cells with a
-stated error bound) and each resample is a pair of column sums.
+Resampling never touches rows one by one. While exact resampling of an arm (or of the
+pooled arms) costs at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, the (M_u, D_u)
+rows go through :func:`abrank.stats.resampling.prepare` (distinct rows or index draws) and
+each resample is a pair of column sums. Above it, both tests work on the ratio's
+delta-method linearization, which is 1-D (:mod:`abrank.stats.unit_lattice`): the bootstrap
+draws each arm's resampled ratio from the exact bootstrap distribution of its linearized
+values on a fine lattice (one FFT, whatever the number of units and resamples), the
+permutation test relabels cells of the pooled linearization; each states its Bernstein
+bound and the linearization's O(1/n) in the comparison's ``approximation``. The metrics of
+one comparison run side by side on the usable cores.
 
 CUPED (Deng, Xu, Kohavi & Walker, WSDM 2013) with a pre-period covariate of the same
 metric per unit: both the metric and the covariate are linearized per unit as above, and
