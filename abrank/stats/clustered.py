@@ -21,9 +21,16 @@ independent is far too confident; every test here works on units:
   (Hesterberg's expanded quantiles, as the other designs) and its p-value; left out below
   ``MIN_BOOTSTRAP`` units per arm.
 
-Resampling never touches rows one by one: the (M_u, D_u) rows go through
-:func:`abrank.stats.resampling.prepare` (distinct rows, index draws, or grid cells with a
-stated error bound) and each resample is a pair of column sums.
+Resampling never touches rows one by one. While exact resampling of an arm (or of the
+pooled arms) costs at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, the (M_u, D_u)
+rows go through :func:`abrank.stats.resampling.prepare` (distinct rows or index draws) and
+each resample is a pair of column sums. Above it, both tests work on the ratio's
+delta-method linearization, which is 1-D (:mod:`abrank.stats.unit_lattice`): the bootstrap
+draws each arm's resampled ratio from the exact bootstrap distribution of its linearized
+values on a fine lattice (one FFT, whatever the number of units and resamples), the
+permutation test relabels cells of the pooled linearization; each states its Bernstein
+bound and the linearization's O(1/n) in the comparison's ``approximation``. The metrics of
+one comparison run side by side on the usable cores.
 
 CUPED (Deng, Xu, Kohavi & Walker, WSDM 2013) with a pre-period covariate of the same
 metric per unit: both the metric and the covariate are linearized per unit as above, and
@@ -38,8 +45,11 @@ method only; the unit-level resampling tests are reported on the unadjusted data
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,12 +76,21 @@ from abrank.stats.results import Comparison, Interval, build_comparison, json_sa
 from abrank.stats.seeding import generator
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws, relabel_row_sums
 from abrank.stats.unit_grid import prepared_units
+from abrank.stats.unit_lattice import (
+    UNIT_BUDGET_NS,
+    LinearCells,
+    lattice_bootstrap,
+    linear_cells,
+)
 from abrank.stats.unit_sums import ArmEstimate, UnitSums, checked_sums, linearized, rows_of
 from abrank.stats.validation import validate
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
 CLUSTERED_TEST_NAMES = ("t", "permutation", "bootstrap")
 """The tests a clustered comparison can run (rank tests of impressions cannot)."""
+
+MAX_THREADS = 8
+"""Most threads that run the metrics of one clustered comparison side by side."""
 
 NOTE_FEW_UNITS = "fewer than 2 units in an arm: no test or interval is possible"
 NOTE_SMALL_UNITS = (
@@ -229,12 +248,24 @@ def log_ratio_interval(c: ArmEstimate, t: ArmEstimate) -> Callable[[float], Inte
 
 @CLUSTERED_TESTS.register("permutation")
 def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
-    """Unit-label permutation test of R_t - R_c: a unit moves with all its impressions."""
+    """Unit-label permutation test of R_t - R_c: a unit moves with all its impressions.
+
+    The relabelled sums come from the shared draws, from the pooled (M, D) rows' own draws
+    while they cost at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, else from
+    relabelling cells of the pooled ratio's linearization where they are fewer than its
+    distinct rows (:func:`linear_permutation_test`), else from the rows' own draws or
+    grid cells.
+    """
     n_c, n_t = s.control.n, s.treatment.n
     if n_c == 0 or n_t == 0:
         return TestOutcome(math.nan)
     pooled = np.concatenate([s.rows_t, s.rows_c])
     total = pooled.sum(axis=0)
+    if s.draws.relabel is None and rs.exact_cost(pooled, s.n_resamples) > UNIT_BUDGET_NS:
+        values = linearized(UnitSums(pooled[:, 0], pooled[:, 1])).deviations
+        cells = linear_cells(values, min(n_c, n_t))
+        if cells.sample.method == "grid":
+            return linear_permutation_test(s, values, cells)
     bound = None
     if s.draws.relabel is not None:
         first = s.draws.relabel
@@ -253,41 +284,85 @@ def unit_permutation_test(s: ClusteredSample) -> TestOutcome:
     return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
 
 
+def linear_permutation_test(
+    s: ClusteredSample, values: np.ndarray, cells: LinearCells
+) -> TestOutcome:
+    """The unit-label permutation test on the pooled linearization ``values``, L_u =
+    (M_u - R D_u) / d (R and d pooled; treatment's units first), relabelled through
+    ``cells``: a relabelled R_first - R_rest is S / n_t - (sum(L) - S) / n_c to O(1/n),
+    with S the sum of L over the units labelled treatment."""
+    n_c, n_t = s.control.n, s.treatment.n
+    first = relabel_row_sums(cells.sample, n_t, s.n_resamples, s.generator("permutation"))[:, 0]
+    null = first / n_t - (float(values.sum()) - first) / n_c
+    b = count_extreme(null, s.obs, s.tol)
+    within = cells.bound(n_t) * (1.0 + n_t / n_c)
+    approx = (
+        f"the unit permutation test (the pooled ratio's delta-method linearization, "
+        f"{cells.sample.atoms.m} cells, within ±{within:.2g}, plus the linearization's "
+        "O(1/n))",
+    )
+    return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
+
+
 @CLUSTERED_TESTS.register("bootstrap")
 def unit_bootstrap(s: ClusteredSample) -> TestOutcome:
     """BCa bootstrap of R_t - R_c resampling units within each arm (its p-value and
-    interval); left out below MIN_BOOTSTRAP units per arm."""
+    interval); left out below MIN_BOOTSTRAP units per arm.
+
+    Each arm's resampled ratios come from the shared draws, from its own exact draws
+    while they cost at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, else from
+    the exact bootstrap distribution of its linearization on a lattice
+    (:mod:`abrank.stats.unit_lattice`), else from grid cells.
+    """
     if s.smallest < MIN_BOOTSTRAP:
         return TestOutcome(math.nan, notes=(NOTE_SMALL_UNITS,) if s.enough else ())
     rng = s.generator("bootstrap")
-    ratios, jacks, bounds = [], [], []
+    ratios, jacks, bounds, linear = [], [], [], False
     shared = (s.draws.boot_c, s.draws.boot_t)
-    for rows, drawn in zip((s.rows_c, s.rows_t), shared, strict=True):
+    arms = (s.control, s.treatment)
+    for rows, drawn, arm in zip((s.rows_c, s.rows_t), shared, arms, strict=True):
         total = rows.sum(axis=0)
         n = rows.shape[0]
-        bound = None
+        ratio = float(total[0] / total[1])
+        atoms = rs.exact_atoms(rows)
+        lattice = None
+        if drawn is None and rs.atoms_cost(atoms, rows.size, s.n_resamples) > UNIT_BUDGET_NS:
+            lattice = lattice_bootstrap(arm.deviations)
         if drawn is not None:
-            sample = rs.Prepared(rows, rs.exact_atoms(rows), "exact")
-            sums = drawn
+            ratios.append(drawn[:, 0] / drawn[:, 1])
+            bounds.append(0.0)
+        elif lattice is not None:
+            ratios.append(ratio + lattice.draw(s.n_resamples, rng))
+            bounds.append(lattice.bound)
+            linear = True
         else:
             sample, bound = prepared_units(rows, s.n_resamples, n)
             sums = rs.bootstrap_sums(sample, s.n_resamples, rng)
-        ratios.append(sums[:, 0] / sums[:, 1])
-        if bound is not None:
-            values, weights = rows, np.ones(n)
-            bounds.append(bound(n, float(total[0] / total[1]), float(total[1]) / n))
-        else:
-            values, weights = sample.atoms.values, sample.atoms.counts
-            bounds.append(0.0)
+            ratios.append(sums[:, 0] / sums[:, 1])
+            if bound is not None:
+                atoms = rs.Atoms(rows, np.ones(n, dtype=np.int64))
+                bounds.append(bound(n, ratio, float(total[1]) / n))
+            else:
+                atoms = sample.atoms
+                bounds.append(0.0)
         # leave-one-unit-out ratios, at each distinct row
-        jacks.append(((total[0] - values[:, 0]) / (total[1] - values[:, 1]), weights))
+        values = atoms.values
+        jacks.append(((total[0] - values[:, 0]) / (total[1] - values[:, 1]), atoms.counts))
     boot_c, boot_t = ratios
     resampled = boot_t - boot_c
     (jack_c, wc), (jack_t, wt) = jacks
     rc, rt = s.control.estimate, s.treatment.estimate
     corrected = rs.bca(s.obs, resampled, [(rt - jack_c, wc), (jack_t - rc, wt)], s.tol)
     smallest = s.smallest
-    approx = (f"the unit bootstrap (ratios within ±{sum(bounds):.2g})",) if any(bounds) else ()
+    approx: tuple[str, ...] = ()
+    if linear:
+        approx = (
+            f"the unit bootstrap (each arm's ratio by its delta-method linearization, "
+            f"resampled exactly on a lattice: within ±{sum(bounds):.2g}, plus the "
+            f"linearization's O(1/n))",
+        )
+    elif any(bounds):
+        approx = (f"the unit bootstrap (ratios within ±{sum(bounds):.2g})",)
     return TestOutcome(
         corrected.p_value(0.0, expand=smallest),
         lambda level: corrected.interval(level, expand=smallest),
@@ -606,6 +681,8 @@ def compare_clustered_metrics(
     Metrics on as many units per arm (the same users) share one set of unit bootstrap
     draws and one set of unit-label permutations where drawing their own would cost
     more (:mod:`abrank.stats.unit_draws`): sharing saves time, never changes a result.
+    The metrics' comparisons then run side by side on the usable cores
+    (:func:`side_by_side`).
     """
     if list(controls) != list(treatments):
         raise ConfigError(
@@ -649,8 +726,9 @@ def compare_clustered_metrics(
                 segment,
             )
         )
-    return [
-        clustered_comparison(
+    jobs = [
+        functools.partial(
+            clustered_comparison,
             c,
             t,
             pre,
@@ -667,3 +745,24 @@ def compare_clustered_metrics(
         )
         for m, (run, c, t, pre) in checked.items()
     ]
+    return side_by_side(jobs)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def side_by_side(jobs: Sequence[Callable[[], Comparison]]) -> list[Comparison]:
+    """The jobs' results in order, computed in one thread per usable core (up to
+    MAX_THREADS): each job seeds its own generators and its resampling draws run in NumPy
+    without the GIL, so the results are the same to the last digit on any number of
+    cores."""
+    threads = min(usable_cores(), MAX_THREADS, len(jobs))
+    if threads < 2:
+        return [job() for job in jobs]
+    with ThreadPoolExecutor(threads, thread_name_prefix="abrank-clustered") as pool:
+        return list(pool.map(lambda job: job(), jobs))

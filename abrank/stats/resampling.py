@@ -219,6 +219,11 @@ def exact_cost(x: np.ndarray, n_resamples: int) -> float:
     return min(_exact_costs(exact_atoms(rows).m, rows.size, n_resamples))
 
 
+def atoms_cost(atoms: Atoms, size: int, n_resamples: int) -> float:
+    """:func:`exact_cost` of a sample of ``size`` numbers whose distinct rows are ``atoms``."""
+    return min(_exact_costs(atoms.m, size, n_resamples))
+
+
 def _exact_costs(atoms: int, size: int, n_resamples: int) -> tuple[float, float]:
     """Estimated costs (ns) of the two exact methods: distinct values, then row indices."""
     return _NS_PER_ATOM_DRAW * atoms * n_resamples, _NS_PER_INDEX_DRAW * size * n_resamples

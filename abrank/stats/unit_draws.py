@@ -24,6 +24,7 @@ from abrank.stats import resampling as rs
 from abrank.stats.draws import SHARE_FACTOR
 from abrank.stats.estimation import MIN_BOOTSTRAP
 from abrank.stats.seeding import generator
+from abrank.stats.unit_lattice import UNIT_BUDGET_NS
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,9 @@ def plan_unit_draws(
 
     ``arms`` maps each metric to its (control, treatment) (M, D) rows ((n_c, 2) and
     (n_t, 2); the same units for every metric), ``runs`` to the tests it runs. A metric
-    joins the shared bootstrap (or permutations) when each arm's shared draws stay within
-    :data:`abrank.stats.resampling.WORK_BUDGET_NS` and drawing its own would cost at least
+    joins the shared bootstrap (or permutations) when each arm's shared draws (the pooled
+    rows' permutations) stay within :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS` and
+    drawing its own would cost at least
     1 / SHARE_FACTOR of the shared draws. Metrics that draw their own are left out.
     """
     if not arms:
@@ -91,11 +93,12 @@ def plan_unit_draws(
     perms: list[str] = []
     for metric, (c, t) in arms.items():
         run = runs[metric]
-        if "bootstrap" in run and min(n_c, n_t) >= MIN_BOOTSTRAP:
+        fits = max(boot_cost) <= UNIT_BUDGET_NS
+        if "bootstrap" in run and min(n_c, n_t) >= MIN_BOOTSTRAP and fits:
             own = rs.exact_cost(c, n_resamples) + rs.exact_cost(t, n_resamples)
-            if max(boot_cost) <= rs.WORK_BUDGET_NS and SHARE_FACTOR * own >= sum(boot_cost):
+            if SHARE_FACTOR * own >= sum(boot_cost):
                 boots.append(metric)
-        if "permutation" in run and perm_cost <= rs.WORK_BUDGET_NS:
+        if "permutation" in run and perm_cost <= UNIT_BUDGET_NS:
             own = rs.exact_cost(np.concatenate([t, c]), n_resamples)
             if SHARE_FACTOR * own >= perm_cost:
                 perms.append(metric)
