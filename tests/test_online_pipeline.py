@@ -315,3 +315,21 @@ def test_a_document_shown_twice_in_an_impression_is_named_with_the_log(tmp_path)
     message = str(error.value)
     assert message.startswith(f"{tmp_path / 'log.csv'}: judged metrics: rankings: ")
     assert f"('{first}', '7')" in message
+
+
+def test_readme_shows_what_the_online_demo_run_prints(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    start = text.index("$ abrank run experiments/demo-online.yaml\n")
+    block = text[start:].split("\n", 1)[1].split("```", 1)[0].splitlines()
+    monkeypatch.chdir(root)
+    out = tmp_path / "demo-online"
+    assert main(["run", "experiments/demo-online.yaml", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    expected = [
+        f"readout written to {out}/" if line.startswith("readout written") else line
+        for line in block
+    ]
+    assert printed == expected
