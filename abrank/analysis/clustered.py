@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.compare import arm_pairs, orient_verdicts
+from abrank.analysis.compare import arm_pairs, orient_verdicts, test_options
 from abrank.analysis.online import OnlineData, OnlineScores, unit_columns
 from abrank.config import Experiment
 
@@ -26,15 +26,7 @@ def compare_online(
     from abrank.stats import adjust
 
     analysis = experiment.analysis
-    options = dict(
-        unit=analysis.unit,
-        primary_test=analysis.primary_test,
-        tests=tuple(analysis.tests),
-        alpha=analysis.alpha,
-        confidence_level=analysis.confidence_level,
-        n_resamples=analysis.resamples,
-        seed=analysis.seed,
-    )
+    options = dict(unit=analysis.unit, **test_options(experiment))
     metric_order = {metric: i for i, metric in enumerate(experiment.metrics)}
     primary: list = []
     breakdown: list = []

@@ -49,6 +49,20 @@ def arm_pairs(experiment: Experiment) -> list[ArmPair]:
     return pairs
 
 
+def test_options(experiment: Experiment) -> dict:
+    """The keyword arguments of every comparison of the experiment: which tests run, at
+    which level, with how many resamples and which seed."""
+    analysis = experiment.analysis
+    return dict(
+        primary_test=analysis.primary_test,
+        tests=tuple(analysis.tests),
+        alpha=analysis.alpha,
+        confidence_level=analysis.confidence_level,
+        n_resamples=analysis.resamples,
+        seed=analysis.seed,
+    )
+
+
 def compare_arms(
     experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame
 ) -> tuple[list, list[dict]]:
@@ -61,15 +75,7 @@ def compare_arms(
     from abrank.stats import adjust
 
     analysis = experiment.analysis
-    options = dict(
-        design=analysis.design,
-        primary_test=analysis.primary_test,
-        tests=tuple(analysis.tests),
-        alpha=analysis.alpha,
-        confidence_level=analysis.confidence_level,
-        n_resamples=analysis.resamples,
-        seed=analysis.seed,
-    )
+    options = dict(design=analysis.design, **test_options(experiment))
     groups_by_column = {
         column: segments[column].groupby(segments[column], sort=True).groups
         for column in segments.columns

@@ -52,8 +52,6 @@ def build_readout(
     (:mod:`abrank.analysis.unjudged`; None when it did not run); nothing is computed here
     beyond counts and the warnings the readout shows.
     """
-    from abrank import __version__
-    from abrank.metrics import parse_metric
 
     analysis = experiment.analysis
     control = experiment.control.name
@@ -73,29 +71,7 @@ def build_readout(
     unjudged = unjudged_check(scored, saved, [_saved(c, pairs, all_pairs) for c in condensed or ()])
     warnings += changed_verdict_notes(unjudged, saved)
     summary = Summary(
-        experiment=ExperimentInfo(
-            name=experiment.name,
-            title=experiment.title or experiment.name,
-            description=experiment.description,
-            owner=experiment.owner,
-        ),
-        abrank_version=__version__,
-        config_path=display_path(experiment.source),
-        design=analysis.design,
-        seed=analysis.seed,
-        alpha=analysis.alpha,
-        confidence_level=analysis.confidence_level,
-        n_resamples=analysis.resamples,
-        primary_test=analysis.primary_test,
-        tests=tuple(analysis.tests),
-        correction=Correction(primary=analysis.correction, segments=analysis.segment_correction),
-        relevance_threshold=experiment.relevance_threshold,
-        no_relevant=experiment.no_relevant,
-        gain=experiment.gain,
-        depth=experiment.depth,
-        metrics=tuple(experiment.metrics),
-        metric_labels={name: parse_metric(name).label for name in experiment.metrics},
-        primary_metric=experiment.primary_metric,
+        **_settings(experiment),
         arms=tuple(
             ArmSummary(
                 name=arm.name,
@@ -142,6 +118,40 @@ def build_readout(
         _first_relevant_table(scored),
         resampled,
         experiment.text,
+    )
+
+
+def _settings(experiment: Experiment) -> dict[str, Any]:
+    """The summary's fields that come from the config alone: what the experiment is and
+    how it was analysed (the same for every kind of experiment)."""
+    from abrank import __version__
+    from abrank.metrics import parse_metric
+
+    analysis = experiment.analysis
+    return dict(
+        experiment=ExperimentInfo(
+            name=experiment.name,
+            title=experiment.title or experiment.name,
+            description=experiment.description,
+            owner=experiment.owner,
+        ),
+        abrank_version=__version__,
+        config_path=display_path(experiment.source),
+        design=analysis.design,
+        seed=analysis.seed,
+        alpha=analysis.alpha,
+        confidence_level=analysis.confidence_level,
+        n_resamples=analysis.resamples,
+        primary_test=analysis.primary_test,
+        tests=tuple(analysis.tests),
+        correction=Correction(primary=analysis.correction, segments=analysis.segment_correction),
+        relevance_threshold=experiment.relevance_threshold,
+        no_relevant=experiment.no_relevant,
+        gain=experiment.gain,
+        depth=experiment.depth,
+        metrics=tuple(experiment.metrics),
+        metric_labels={name: parse_metric(name).label for name in experiment.metrics},
+        primary_metric=experiment.primary_metric,
     )
 
 
@@ -286,9 +296,7 @@ def build_online_readout(
     """The readout of an online experiment (:mod:`abrank.analysis.online`): units and
     impressions per arm, the sample-ratio check, the clustered comparisons, the per-impression
     table, CTR by position and each unit's mean of the primary metric."""
-    from abrank import __version__
     from abrank.analysis.online import unit_means
-    from abrank.metrics import parse_metric
     from abrank.readout.model import MixedUnitsSummary, SampleRatio
 
     analysis = experiment.analysis
@@ -312,29 +320,7 @@ def build_online_readout(
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
     summary = Summary(
-        experiment=ExperimentInfo(
-            name=experiment.name,
-            title=experiment.title or experiment.name,
-            description=experiment.description,
-            owner=experiment.owner,
-        ),
-        abrank_version=__version__,
-        config_path=display_path(experiment.source),
-        design=analysis.design,
-        seed=analysis.seed,
-        alpha=analysis.alpha,
-        confidence_level=analysis.confidence_level,
-        n_resamples=analysis.resamples,
-        primary_test=analysis.primary_test,
-        tests=tuple(analysis.tests),
-        correction=Correction(primary=analysis.correction, segments=analysis.segment_correction),
-        relevance_threshold=experiment.relevance_threshold,
-        no_relevant=experiment.no_relevant,
-        gain=experiment.gain,
-        depth=experiment.depth,
-        metrics=tuple(experiment.metrics),
-        metric_labels={name: parse_metric(name).label for name in experiment.metrics},
-        primary_metric=experiment.primary_metric,
+        **_settings(experiment),
         arms=tuple(
             ArmSummary(
                 name=arm.name,

@@ -614,6 +614,17 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: ComparisonSummary) -> fl
     return top
 
 
+def finish_one_panel(fig: Figure, ax: Any, top: float) -> None:
+    """The furniture of a one-panel bar or line chart of shares: legend, no top and right
+    spines, a light horizontal grid behind the data, and margins for ticks up to ``top``."""
+    ax.legend(fontsize=8, frameon=False)
+    ax.spines["top"].set_visible(False)
+    ax.spines["right"].set_visible(False)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+
+
 def first_relevant_rank_shares(first_relevant: pd.DataFrame, arm: str) -> np.ndarray:
     """Share of an arm's queries whose first relevant document lands in each rank bucket.
 
@@ -661,12 +672,7 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
         ax.set_xlabel("rank of the first relevant document")
         ax.set_ylabel("share of queries (%)")
         chart_title(ax, "Where the first relevant document lands, per arm")
-        ax.legend(fontsize=8, frameon=False)
-        ax.spines["top"].set_visible(False)
-        ax.spines["right"].set_visible(False)
-        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+        finish_one_panel(fig, ax, top)
         return fig
 
     return Chart(

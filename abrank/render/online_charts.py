@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 
 from abrank.readout import Readout
-from abrank.render.charts import WIDTH, Chart, arm_colour, chart_title, mpl_classes, place_grid
+from abrank.render.charts import (
+    WIDTH,
+    Chart,
+    arm_colour,
+    chart_title,
+    finish_one_panel,
+    mpl_classes,
+)
 from abrank.render.headline import unit_plural
 from abrank.render.text import arm_labels, metric_label, plain
 from abrank.render.typed import readout_summary
@@ -63,12 +70,7 @@ def ctr_by_rank_chart(readout: Readout) -> Chart | None:
         ax.set_xlabel("position (rank) of the result shown")
         ax.set_ylabel("click-through rate (%)")
         chart_title(ax, "Click-through rate by position, per arm")
-        ax.legend(fontsize=8, frameon=False)
-        ax.spines["top"].set_visible(False)
-        ax.spines["right"].set_visible(False)
-        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+        finish_one_panel(fig, ax, top)
         return fig
 
     return Chart(
@@ -120,12 +122,7 @@ def unit_distribution_chart(readout: Readout) -> Chart | None:
         ax.set_xlabel(f"{plain(metric_label(summary, metric))}: mean per {unit}")
         ax.set_ylabel(f"share of {units} (%)")
         chart_title(ax, f"{plain(metric_label(summary, metric))} per {unit}, per arm")
-        ax.legend(fontsize=8, frameon=False)
-        ax.spines["top"].set_visible(False)
-        ax.spines["right"].set_visible(False)
-        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+        finish_one_panel(fig, ax, top)
         return fig
 
     return Chart(
