@@ -30,21 +30,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-MAX_THREADS = 8
+from abrank.cores import MAX_THREADS, usable_cores
+
 MAX_CHART_WORKERS = 4
 _CHART_TIMEOUT = 30.0  # seconds a worker may take, per chart and once more
 
 _pool: ThreadPoolExecutor | None = None
 _cores: int | None = None
 _lock = threading.Lock()
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def start_comparison(compare: Callable, *args: Any, **options: Any) -> Future:

@@ -20,17 +20,9 @@ from abrank.stats.draws import SharedDraws, plan_shared_draws
 from abrank.stats.independent import compare_independent
 from abrank.stats.paired import compare_paired
 from abrank.stats.results import Comparison
-from abrank.stats.validation import paired_values, validate, values
+from abrank.stats.validation import paired_values, validate, values, with_primary_interval
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
-
-
-def with_primary_interval(run: tuple[str, ...]) -> tuple[str, ...]:
-    """The tests to run, with the bootstrap added when the primary test is not t: the
-    primary interval of a non-t test is the BCa one."""
-    if run[0] != "t" and "bootstrap" not in run:
-        return (*run, "bootstrap")
-    return run
 
 
 def series_name(control: Any, treatment: Any) -> str:

@@ -47,7 +47,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ from typing import Any
 import numpy as np
 from scipy.special import stdtr, stdtrit
 
+from abrank.cores import MAX_THREADS, usable_cores
 from abrank.errors import ConfigError
 from abrank.stats import resampling as rs
 from abrank.stats.cuped import checked_covariate, cuped_adjustment
@@ -83,14 +83,11 @@ from abrank.stats.unit_lattice import (
     linear_cells,
 )
 from abrank.stats.unit_sums import ArmEstimate, UnitSums, checked_sums, linearized, rows_of
-from abrank.stats.validation import validate
+from abrank.stats.validation import validate, with_primary_interval
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
 CLUSTERED_TEST_NAMES = ("t", "permutation", "bootstrap")
 """The tests a clustered comparison can run (rank tests of impressions cannot)."""
-
-MAX_THREADS = 8
-"""Most threads that run the metrics of one clustered comparison side by side."""
 
 NOTE_FEW_UNITS = "fewer than 2 units in an arm: no test or interval is possible"
 NOTE_SMALL_UNITS = (
@@ -417,9 +414,7 @@ def checked_run(
             f"primary_test: expected 't' with a CUPED covariate (the adjustment is a "
             f"delta-method one), got {run[0]!r}"
         )
-    if run[0] != "t" and "bootstrap" not in run:
-        run = (*run, "bootstrap")
-    return run
+    return with_primary_interval(run)
 
 
 def compare_clustered(
@@ -746,14 +741,6 @@ def compare_clustered_metrics(
         for m, (run, c, t, pre) in checked.items()
     ]
     return side_by_side(jobs)
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def side_by_side(jobs: Sequence[Callable[[], Comparison]]) -> list[Comparison]:

@@ -22,6 +22,14 @@ MISSING = ("zero", "drop", "error")
 """What a query missing from one arm of a paired comparison becomes: 0, dropped, an error."""
 
 
+def with_primary_interval(run: tuple[str, ...]) -> tuple[str, ...]:
+    """The tests to run, with the bootstrap added when the primary test is not t: the
+    primary interval of a non-t test is the BCa one."""
+    if run[0] != "t" and "bootstrap" not in run:
+        return (*run, "bootstrap")
+    return run
+
+
 def choice(argument: str, value: Any, choices: Sequence[str], extra: str = "") -> str:
     """``value`` when it is one of ``choices``; else ConfigError listing them."""
     if isinstance(value, str) and value in choices:
