@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.compare import arm_pairs, orient_verdicts, test_options
-from abrank.analysis.online import OnlineData, OnlineScores, unit_columns
+from abrank.analysis.online import OnlineData, OnlineScores, unit_columns, valued
 from abrank.config import Experiment
 
 
@@ -119,9 +119,7 @@ def _covariates(
         pair = []
         for arm in (control, treatment):
             sums = scores.sums[arm]
-            counts = f"{metric}:n"
-            denominator = sums[counts] if counts in sums.columns else sums["impressions"]
-            units = sums.index[denominator.to_numpy() > 0].astype(str)
+            units = sums.index[valued(sums, metric) > 0].astype(str)
             pre = table.reindex(units)
             mean = pre[metric].to_numpy(dtype=np.float64)
             weight = pre["impressions"].to_numpy(dtype=np.float64)

@@ -252,26 +252,29 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     )
 
 
+def valued(sums: pd.DataFrame, metric: str) -> np.ndarray:
+    """Per unit of a per-unit sums frame, how many of its impressions have a value of
+    ``metric``: the ``<metric>:n`` column where the metric can be undefined, else every
+    impression of the unit."""
+    counts = f"{metric}:n"
+    column = sums[counts] if counts in sums.columns else sums["impressions"]
+    return column.to_numpy(dtype=np.float64)
+
+
 def unit_columns(sums: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """(numerator, denominator) of one metric from a per-unit sums frame, over the units
     with at least one value of it."""
-    counts = f"{metric}:n"
-    denominator = sums[counts] if counts in sums.columns else sums["impressions"]
     numerator = sums[metric].to_numpy(dtype=np.float64)
-    denominator = denominator.to_numpy(dtype=np.float64)
+    denominator = valued(sums, metric)
     keep = denominator > 0
     return numerator[keep], denominator[keep]
 
 
 def unit_means(scores: OnlineScores, metric: str) -> pd.DataFrame:
-    """Each unit's mean of ``metric`` per arm (columns arm, unit, value): the per-user
+    """Each unit's mean of ``metric`` per arm (columns arm, value): the per-user
     distribution the readout charts."""
     parts = []
     for name, sums in scores.sums.items():
-        counts = f"{metric}:n"
-        denominator = sums[counts] if counts in sums.columns else sums["impressions"]
-        keep = denominator.to_numpy() > 0
-        value = sums[metric].to_numpy(dtype=np.float64)[keep] / denominator.to_numpy()[keep]
-        unit = sums.index.to_numpy()[keep].astype(str)
-        parts.append(pd.DataFrame({"arm": name, "unit": unit, "value": value}))
+        numerator, denominator = unit_columns(sums, metric)
+        parts.append(pd.DataFrame({"arm": name, "value": numerator / denominator}))
     return pd.concat(parts, ignore_index=True)

@@ -106,19 +106,24 @@ def build_readout(
         ),
         inputs=tuple(InputFile(**item) for item in data.inputs),
     )
-    resampled = {
-        (c.metric, c.treatment): c.resampled_deltas
-        for c in comparisons
-        if c.segment is None and getattr(c, "resampled_deltas", None) is not None
-    }
     return Readout.from_summary(
         summary,
         _per_query_table(experiment, data, scored),
         scored.curves,
         _first_relevant_table(scored),
-        resampled,
+        _resampled(comparisons),
         experiment.text,
     )
+
+
+def _resampled(comparisons: list[Comparison]) -> dict:
+    """The bootstrap draws of each overall comparison's delta, by (metric, treatment), for
+    the bootstrap-distribution chart."""
+    return {
+        (c.metric, c.treatment): c.resampled_deltas
+        for c in comparisons
+        if c.segment is None and getattr(c, "resampled_deltas", None) is not None
+    }
 
 
 def _settings(experiment: Experiment) -> dict[str, Any]:
@@ -360,11 +365,6 @@ def build_online_readout(
         unit=unit,
         sat_dwell=float(analysis.sat_dwell),
     )
-    resampled = {
-        (c.metric, c.treatment): c.resampled_deltas
-        for c in comparisons
-        if c.segment is None and getattr(c, "resampled_deltas", None) is not None
-    }
     per_impression = pd.concat(
         [table.reset_index().assign(arm=name) for name, table in scores.values.items()],
         ignore_index=True,
@@ -376,10 +376,10 @@ def build_online_readout(
         per_impression,
         pd.DataFrame(columns=["arm", "metric", "k", "value"]),
         pd.DataFrame(columns=["arm", "query_id", "rank"]),
-        resampled,
+        _resampled(comparisons),
         experiment.text,
         ctr_by_rank=scores.ctr_by_rank,
-        unit_values=values[["arm", "value"]],
+        unit_values=values,
     )
 
 

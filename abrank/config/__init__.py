@@ -9,6 +9,7 @@ file, the YAML line and the field path, so a user fixes a config in one pass.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -567,7 +568,7 @@ def _check_online(
                 f"expected a share for each arm ({', '.join(arms)}), got {found}",
             )
         for name, share in split.items():
-            if not share > 0 or share != share or share == float("inf"):
+            if not (math.isfinite(share) and share > 0):
                 problem(("expected_split", name), f"expected a share > 0, got {share!r}")
     update: dict = {}
     if analysis.covariates is not None:

@@ -614,6 +614,32 @@ def _delta_histogram(ax: Any, deltas: np.ndarray, comp: ComparisonSummary) -> fl
     return top
 
 
+def arms_of(frame: pd.DataFrame, labels: dict[str, str]) -> list[str]:
+    """The arms of a chart's ``arm`` column: those of the summary first, in its order,
+    then any other."""
+    arms = [a for a in labels if (frame["arm"] == a).any()]
+    return arms + [a for a in pd.unique(frame["arm"]) if a not in arms]
+
+
+def grouped_bars(
+    ax: Any, summary: Summary, labels: dict[str, str], shares: dict[str, np.ndarray]
+) -> float:
+    """Each arm's values (percent) as bars side by side at every x position 0, 1, ...,
+    coloured and labelled by arm; returns the tallest bar."""
+    width = 0.8 / max(len(shares), 1)
+    top = 0.0
+    for i, (arm, values) in enumerate(shares.items()):
+        top = max(top, float(values.max(initial=0)))
+        ax.bar(
+            np.arange(values.size) - 0.4 + width * (i + 0.5),
+            values,
+            width=width,
+            color=arm_colour(summary, arm),
+            label=plain(labels.get(arm, arm)),
+        )
+    return top
+
+
 def finish_one_panel(fig: Figure, ax: Any, top: float) -> None:
     """The furniture of a one-panel bar or line chart of shares: legend, no top and right
     spines, a light horizontal grid behind the data, and margins for ticks up to ``top``."""
@@ -648,27 +674,15 @@ def first_relevant_chart(readout: Readout) -> Chart | None:
         return None
     summary = readout_summary(readout)
     labels = arm_labels(summary)
-    arms = [a for a in labels if (frame["arm"] == a).any()]
-    arms += [a for a in pd.unique(frame["arm"]) if a not in arms]
+    arms = arms_of(frame, labels)
     names = [label for label, _, _ in RANK_BUCKETS] + ["none"]
-    x = np.arange(len(names))
-    width = 0.8 / max(len(arms), 1)
 
     def draw() -> Figure:
         fig = mpl_classes().Figure(figsize=(WIDTH, 4.0))
         ax = fig.add_subplot()
-        top = 0.0
-        for i, arm in enumerate(arms):
-            shares = first_relevant_rank_shares(frame, arm)
-            top = max(top, float(shares.max(initial=0)) * 100)
-            ax.bar(
-                x - 0.4 + width * (i + 0.5),
-                shares * 100,
-                width=width,
-                color=arm_colour(summary, arm),
-                label=plain(labels.get(arm, arm)),
-            )
-        ax.set_xticks(x, names)
+        shares = {arm: first_relevant_rank_shares(frame, arm) * 100 for arm in arms}
+        top = grouped_bars(ax, summary, labels, shares)
+        ax.set_xticks(np.arange(len(names)), names)
         ax.set_xlabel("rank of the first relevant document")
         ax.set_ylabel("share of queries (%)")
         chart_title(ax, "Where the first relevant document lands, per arm")
@@ -701,8 +715,7 @@ def curves_chart(readout: Readout) -> Chart | None:
 
     def draw() -> Figure:
         fig = mpl_classes().Figure(figsize=(WIDTH, 3.2 * nrows + 0.8))
-        arms = [a for a in labels if (curves["arm"] == a).any()]
-        arms += [a for a in pd.unique(curves["arm"]) if a not in arms]
+        arms = arms_of(curves, labels)
         drawn: dict[str, Any] = {}
         for i, family in enumerate(families):
             ax = fig.add_subplot(nrows, ncols, i + 1)

@@ -18,8 +18,10 @@ from abrank.render.charts import (
     WIDTH,
     Chart,
     arm_colour,
+    arms_of,
     chart_title,
     finish_one_panel,
+    grouped_bars,
     mpl_classes,
 )
 from abrank.render.headline import unit_plural
@@ -33,12 +35,6 @@ if TYPE_CHECKING:
 UNIT_BINS = 40
 
 
-def _arms(summary, frame: pd.DataFrame) -> list[str]:
-    labels = arm_labels(summary)
-    arms = [a for a in labels if (frame["arm"] == a).any()]
-    return arms + [a for a in pd.unique(frame["arm"]) if a not in arms]
-
-
 def ctr_by_rank_chart(readout: Readout) -> Chart | None:
     """Click-through rate at each position, grouped bars per arm."""
     frame = readout.ctr_by_rank
@@ -46,27 +42,18 @@ def ctr_by_rank_chart(readout: Readout) -> Chart | None:
         return None
     summary = readout_summary(readout)
     labels = arm_labels(summary)
-    arms = _arms(summary, frame)
+    arms = arms_of(frame, labels)
     ranks = np.sort(pd.unique(frame["rank"].astype(np.int64)))
-    x = np.arange(ranks.size)
-    width = 0.8 / max(len(arms), 1)
 
     def draw() -> Figure:
         fig = mpl_classes().Figure(figsize=(WIDTH, 4.0))
         ax = fig.add_subplot()
-        top = 0.0
-        for i, arm in enumerate(arms):
+        shares = {}
+        for arm in arms:
             part = frame[frame["arm"] == arm].set_index("rank")["ctr"]
-            shares = part.reindex(ranks).fillna(0.0).to_numpy(dtype=np.float64) * 100
-            top = max(top, float(shares.max(initial=0)))
-            ax.bar(
-                x - 0.4 + width * (i + 0.5),
-                shares,
-                width=width,
-                color=arm_colour(summary, arm),
-                label=plain(labels.get(arm, arm)),
-            )
-        ax.set_xticks(x, [str(r) for r in ranks])
+            shares[arm] = part.reindex(ranks).fillna(0.0).to_numpy(dtype=np.float64) * 100
+        top = grouped_bars(ax, summary, labels, shares)
+        ax.set_xticks(np.arange(ranks.size), [str(r) for r in ranks])
         ax.set_xlabel("position (rank) of the result shown")
         ax.set_ylabel("click-through rate (%)")
         chart_title(ax, "Click-through rate by position, per arm")
@@ -90,7 +77,7 @@ def unit_distribution_chart(readout: Readout) -> Chart | None:
         return None
     summary = readout_summary(readout)
     labels = arm_labels(summary)
-    arms = _arms(summary, frame)
+    arms = arms_of(frame, labels)
     metric = summary.primary_metric or (summary.metrics[0] if summary.metrics else "")
     column = summary.unit or "unit"
     unit = column[:-3] if column.endswith("_id") else column  # user_id -> user

@@ -64,6 +64,7 @@ from abrank.render.text import (
     fmt_p,
     fmt_percent,
     fmt_relative_interval,
+    fmt_share,
     fmt_signed,
     fmt_value,
     is_number,
@@ -541,18 +542,11 @@ def _online_table(summary: Summary) -> Table:
                 Cell(fmt_count(units)),
                 Cell(fmt_count(impressions)),
                 Cell(fmt_value(per_unit)),
-                Cell(fmt_share_of(units, total)),
-                Cell(fmt_share_of(expected, 1.0)),
+                Cell(fmt_share(units / total if units is not None and total else None)),
+                Cell(fmt_share(expected)),
             )
         )
     return Table(tuple(columns), tuple(rows), "diagnostics")
-
-
-def fmt_share_of(part: float | None, whole: float) -> str:
-    """``50.3%``: ``part`` as a share of ``whole`` (n/a when unknown)."""
-    if part is None or not whole:
-        return "n/a"
-    return f"{part / whole:.1%}"
 
 
 def _online_facts(summary: Summary) -> list[tuple[str, str]]:
