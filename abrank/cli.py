@@ -14,11 +14,15 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from abrank.errors import AbrankError
+from abrank.errors import AbrankError, DataError
+
+if TYPE_CHECKING:
+    from abrank.batch import RunOutcome
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
@@ -60,9 +64,32 @@ def build_parser() -> argparse.ArgumentParser:
         "Analyse experiments and write their readouts (summary.json, per_query.csv, report).",
         "abrank run experiments/demo-reranker.yaml --out reports/demo --seed 7",
     )
-    run.add_argument("configs", nargs="+", metavar="CONFIG", help="experiment YAML file(s)")
+    run.add_argument(
+        "configs",
+        nargs="+",
+        metavar="CONFIG",
+        help="experiment YAML file(s), or folders: every *.yaml in them",
+    )
     run.add_argument(
         "--out", metavar="DIR", help="readout folder (with several configs: their parent)"
+    )
+    run.add_argument(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="run for this date: {date} in the config's paths; readout in <folder>/<date>/",
+    )
+    run.add_argument(
+        "--from", dest="start", metavar="YYYY-MM-DD", help="backfill: every date from this one"
+    )
+    run.add_argument(
+        "--to", dest="end", metavar="YYYY-MM-DD", help="through this one (default: today)"
+    )
+    run.add_argument(
+        "--missing",
+        choices=("error", "skip"),
+        default="error",
+        help="an input of the date that does not exist yet: exit 2 (error, default), or "
+        "write nothing and exit 99 (skip: Airflow's skip code)",
     )
     run.add_argument("--seed", type=int, help="override the config's analysis.seed")
     run.add_argument(
@@ -78,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="ALERTS",
         help="exit 3, after writing the readout, when one of these alerts fires "
-        "(comma-separated: srm, loss, inconclusive)",
+        "(comma-separated: srm, loss, inconclusive, stale)",
     )
 
     validate = verb(
@@ -314,6 +341,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = [argv[0], *_regroup_metric_values(argv[1:], sub, _FILES[argv[0]])]
     args = parser.parse_args(argv)
     _one_blas_thread()
+    with _stopped_by_sigterm():
+        return _handle(args)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: the run unwinds (staging folders removed) and exits 143."""
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm():
+    """SIGTERM (a cron timeout, a stopped Airflow task) raises :class:`Terminated` in the
+    main thread for as long as the command runs, so that the run unwinds like any failure:
+    its staging folder is removed, the previous readout and the history stay as they were."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    """Run one verb; turn errors into their exit codes."""
     handler = {
         "run": _run,
         "validate": _validate,
@@ -331,6 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("abrank: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("abrank: stopped by SIGTERM; nothing of this run was kept", file=sys.stderr)
+        return EXIT_TERMINATED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # anything else is a bug or an environment failure
@@ -385,52 +447,110 @@ def _progress(quiet: bool):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from abrank.analysis import check_output_folder, default_folder, run_experiment, write_readout
-    from abrank.analysis.alerts import EXIT_ALERT, fired_alerts, parse_alerts
+    from abrank.analysis.alerts import parse_alerts
+    from abrank.batch import config_files, run_dates, worst
     from abrank.config import load_experiment
-    from abrank.render import alarms, headline_lines
     from abrank.workers import start_chart_workers
 
     fail_on = parse_alerts(args.fail_on)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    dates = run_dates(args.date, args.start, args.end)
+    paths = config_files(args.configs)
+    several = len(paths) > 1 or any(Path(p).is_dir() for p in args.configs)
+    batch = several or len(dates) > 1
     if {"html", "md"} & set(formats):
         start_chart_workers()  # they import matplotlib while this process computes
-    experiments = [load_experiment(path) for path in args.configs]  # every config checked first
-    if _OWN_PROCESS and any(experiment.online for experiment in experiments):
-        reuse_freed_memory()  # an online log's columns: tens of millions of rows
-    status = EXIT_OK
-    for experiment in experiments:
-        if args.out and len(experiments) > 1:
-            folder = Path(args.out) / experiment.name
-        else:
-            folder = default_folder(experiment.name, args.out, experiment.output)
+    outcomes: list[RunOutcome] = []
+    online_memory = False
+    for path in paths:
         try:
-            check_output_folder(folder)  # a refused output path fails before the analysis runs
-            readout = run_experiment(experiment, seed=args.seed, progress=_progress(args.quiet))
-            write_readout(readout, folder, formats=formats)
+            experiment = load_experiment(path)
         except AbrankError as exc:
-            if args.debug or len(experiments) == 1:
+            if args.debug or not batch:
                 raise
-            print(f"abrank: error: {exc}", file=sys.stderr)
-            status = EXIT_BAD_INPUT
+            outcomes.append(_failed(str(path), None, None, exc))
+            print(outcomes[-1].line(), file=sys.stderr)
             continue
-        if not args.quiet:
-            print(f"{readout.summary['experiment']['title']}")
-            for alarm in alarms(readout.summary):
-                print(f"ALARM: {alarm}")
-            for line in headline_lines(readout.summary):
-                print(line)
-            print(f"readout written to {folder}/")
-            shown = set(alarms(readout.summary))
-            for warning in readout.summary["diagnostics"]["warnings"]:
-                if warning not in shown:
-                    print(f"note: {warning}", file=sys.stderr)
-        fired = fired_alerts(readout.summary, fail_on)
-        for reason in fired:
-            print(f"abrank: alert: {experiment.name}: {reason}", file=sys.stderr)
-        if fired and status != EXIT_BAD_INPUT:
-            status = EXIT_ALERT
-    return status
+        if _OWN_PROCESS and experiment.online and not online_memory:
+            reuse_freed_memory()  # an online log's columns: tens of millions of rows
+            online_memory = True
+        for date in dates:
+            outcome = _run_one(args, experiment, date, several, batch, fail_on, formats)
+            outcomes.append(outcome)
+            if batch:
+                print(outcome.line(), file=sys.stdout if outcome.code == 0 else sys.stderr)
+    return worst(outcome.code for outcome in outcomes)
+
+
+def _failed(config: str, name: str | None, date, exc: BaseException) -> RunOutcome:
+    from abrank.batch import EXIT_BAD_INPUT, EXIT_FAILURE, RunOutcome
+
+    if isinstance(exc, AbrankError):
+        return RunOutcome(config, name, date, EXIT_BAD_INPUT, "error", str(exc))
+    reason = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)"
+    return RunOutcome(config, name, date, EXIT_FAILURE, "failed", reason)
+
+
+def _run_one(args, experiment, date, several: bool, batch: bool, fail_on, formats) -> RunOutcome:
+    """One (config, date) of ``abrank run``: analyse, write, record; its outcome."""
+    from abrank.analysis import check_output_folder, readout_folder, run_experiment, write_readout
+    from abrank.analysis.alerts import EXIT_ALERT, fired_alerts
+    from abrank.analysis.window import check_dated, missing_inputs
+    from abrank.batch import EXIT_OK, EXIT_SKIPPED, RunOutcome, verdict_counts
+    from abrank.render import alarms, headline_lines
+
+    config = experiment.source
+    day = None if date is None else date.isoformat()
+    try:
+        run = experiment.for_date(date)
+        check_dated(run)
+        missing = missing_inputs(run) if day is not None else []
+        if missing:
+            key, file = missing[0]
+            if args.missing == "skip":
+                detail = f"{key}: {display(file)} does not exist yet (nothing written)"
+                if not batch:
+                    print(f"abrank: skipped: {experiment.name} {day}: {detail}", file=sys.stderr)
+                return RunOutcome(config, experiment.name, day, EXIT_SKIPPED, "skipped", detail)
+            raise DataError(
+                f"{display(file)}: {key}: expected the input of {day}, got no such file "
+                "(--missing skip exits 99 instead)"
+            )
+        out = Path(args.out) / experiment.name if args.out and several else args.out
+        folder = readout_folder(run, out)
+        check_output_folder(folder)  # a refused output path fails before the analysis runs
+        progress = None if batch else _progress(args.quiet)
+        readout = run_experiment(run, seed=args.seed, progress=progress)
+        write_readout(readout, folder, formats=formats)
+    except Exception as exc:
+        if args.debug or not batch:
+            raise
+        return _failed(config, experiment.name, day, exc)
+    summary = readout.summary
+    if not args.quiet and not batch:
+        print(f"{summary['experiment']['title']}")
+        for alarm in alarms(summary):
+            print(f"ALARM: {alarm}")
+        for line in headline_lines(summary):
+            print(line)
+        print(f"readout written to {folder}/")
+        shown = set(alarms(summary))
+        for warning in summary["diagnostics"]["warnings"]:
+            if warning not in shown:
+                print(f"note: {warning}", file=sys.stderr)
+    fired = fired_alerts(summary, fail_on)
+    for reason in fired:
+        print(f"abrank: alert: {experiment.name}: {reason}", file=sys.stderr)
+    detail = f"{verdict_counts(summary)}; readout {folder}/"
+    if fired:
+        return RunOutcome(config, experiment.name, day, EXIT_ALERT, "alert", detail, str(folder))
+    return RunOutcome(config, experiment.name, day, EXIT_OK, "ok", detail, str(folder))
+
+
+def display(path: str) -> str:
+    from abrank.analysis import display_path
+
+    return display_path(path)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ never leaves a half-written folder and never damages an earlier readout.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from abrank.analysis.write import (
     READOUT_MARKER,
     check_output_folder,
     default_folder,
+    readout_folder,
     write_readout,
 )
 from abrank.config import Experiment, load_experiment
@@ -41,6 +43,7 @@ __all__ = [
     "default_folder",
     "display_path",
     "load_data",
+    "readout_folder",
     "run_experiment",
     "score_arms",
     "write_readout",
@@ -48,10 +51,21 @@ __all__ = [
 
 
 def run_experiment(
-    config: str | Path | Experiment, *, seed: int | None = None, progress: Progress | None = None
+    config: str | Path | Experiment,
+    *,
+    seed: int | None = None,
+    date: str | dt.date | None = None,
+    progress: Progress | None = None,
 ) -> Readout:
-    """Load, score and compare the arms of one experiment; return its readout (nothing written)."""
+    """Load, score and compare the arms of one experiment; return its readout (nothing written).
+
+    ``date`` (``YYYY-MM-DD``) runs a dated config for that date: its ``{date}`` paths read
+    that date's files (every date of a cumulative ``window``), and the readout records the
+    date in ``schedule``. A config whose paths hold ``{date}`` needs one.
+    """
     experiment = config if isinstance(config, Experiment) else load_experiment(config)
+    if date is not None:
+        experiment = experiment.for_date(date)
     if seed is not None:
         if seed < 0:
             raise ConfigError(f"--seed: expected a non-negative integer, got {seed}")

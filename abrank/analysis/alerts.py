@@ -55,12 +55,23 @@ def _inconclusive(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _stale(summary: dict[str, Any]) -> list[str]:
+    schedule = summary.get("schedule") or {}
+    if not schedule.get("stale"):
+        return []
+    return [
+        f"the inputs of {schedule['date']} are byte-identical to those of "
+        f"{schedule['previous_date']} (the logs did not refresh)"
+    ]
+
+
 ALERTS: dict[str, Alert] = {
     alert.name: alert
     for alert in (
         Alert("srm", "the units per arm fail the sample-ratio check", _srm),
         Alert("loss", "an overall comparison is a significant loss", _loss),
         Alert("inconclusive", "the primary metric's comparison is inconclusive", _inconclusive),
+        Alert("stale", "a dated run's inputs are those of the previous date", _stale),
     )
 }
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from abrank.analysis.window import check_dated, log_files, read_window, with_dated_files
 from abrank.config import Experiment
 from abrank.errors import DataError
 from abrank.io import read_attributes, read_judgments, read_rankings
@@ -37,19 +38,26 @@ def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData
     say = say or (lambda message: None)
     inputs: list[dict[str, Any]] = []
     rankings: dict[str, pd.DataFrame] = {}
+    check_dated(experiment)
+    experiment = with_dated_files(experiment)
     for arm in experiment.arms:
-        say(f"loading {arm.name} ({display_path(arm.path)})")
-        frame = read_rankings(
-            arm.path,
-            format=arm.format,
-            columns=arm.columns.mapping(),
-            duplicates=arm.duplicates or experiment.duplicates,
-            sep=arm.sep,
-            decimal=arm.decimal,
-        )
+        files = log_files(experiment, arm.path)
+        say(f"loading {arm.name} ({shown_files(files)})")
+
+        def read(file: str, arm=arm) -> pd.DataFrame:
+            return read_rankings(
+                file,
+                format=arm.format,
+                columns=arm.columns.mapping(),
+                duplicates=arm.duplicates or experiment.duplicates,
+                sep=arm.sep,
+                decimal=arm.decimal,
+            )
+
+        frame, sizes = read_window(read, files, key="query_id", order=(), what="query")
         rankings[arm.name] = frame
         role = "control" if arm is experiment.control else "treatment"
-        inputs.append(fingerprint(arm.path, role, arm.name, len(frame)))
+        inputs += [fingerprint(file, role, arm.name, rows) for file, rows in sizes]
 
     if experiment.judgments is not None:
         say(f"loading judgments ({display_path(experiment.judgments.path)})")
@@ -134,6 +142,13 @@ def fingerprint(path: str, role: str, arm: str | None, rows: int) -> dict[str, A
         "sha256": digest.hexdigest(),
         "rows": int(rows),
     }
+
+
+def shown_files(files: list[str]) -> str:
+    """A log's files in a progress line: the one file, or the first and the last."""
+    if len(files) == 1:
+        return display_path(files[0])
+    return f"{len(files)} files, {display_path(files[0])} .. {display_path(files[-1])}"
 
 
 def display_path(path: str | Path) -> str:

@@ -11,12 +11,14 @@ segment; :mod:`abrank.analysis.clustered` compares the arms on those sums.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.load import Progress, display_path, fingerprint
+from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
+from abrank.analysis.window import check_dated, log_files, read_window, with_dated_files
 from abrank.config import Experiment
 from abrank.errors import DataError
 
@@ -66,35 +68,44 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
     names = [arm.name for arm in experiment.arms]
     keep = needed_columns(experiment)
     inputs: list[dict[str, Any]] = []
+    check_dated(experiment)
+    experiment = with_dated_files(experiment)
+
+    def read(source, columns: list[str]) -> Callable[[str], pd.DataFrame]:
+        def read_file(file: str) -> pd.DataFrame:
+            return read_impressions(
+                file,
+                format=source.format,
+                columns=source.columns.mapping(),
+                sep=source.sep,
+                decimal=source.decimal,
+                keep=columns,
+            )
+
+        return read_file
+
+    order = ("impression_id", "rank")
     if experiment.log is not None:
         log = experiment.log
-        say(f"loading the log ({display_path(log.path)})")
-        frame = read_impressions(
-            log.path,
-            format=log.format,
-            columns=log.columns.mapping(),
-            sep=log.sep,
-            decimal=log.decimal,
-            keep=[*keep, "arm"],
+        files = log_files(experiment, log.path)
+        say(f"loading the log ({shown_files(files)})")
+        frame, sizes = read_window(
+            read(log, [*keep, "arm"]), files, key="impression_id", order=order, what="impression"
         )
-        inputs.append(fingerprint(log.path, "log", None, len(frame)))
-        frames = split_log(frame, names, path=display_path(log.path))
-        paths = {name: display_path(log.path) for name in names}
+        inputs += [fingerprint(file, "log", None, rows) for file, rows in sizes]
+        frames = split_log(frame, names, path=display_path(files[0]))
+        paths = {name: display_path(files[0]) for name in names}
     else:
         frames, paths = {}, {}
         for arm in experiment.arms:
-            say(f"loading {arm.name} ({display_path(arm.path)})")
-            frames[arm.name] = read_impressions(
-                arm.path,
-                format=arm.format,
-                columns=arm.columns.mapping(),
-                sep=arm.sep,
-                decimal=arm.decimal,
-                keep=keep,
+            files = log_files(experiment, arm.path)
+            say(f"loading {arm.name} ({shown_files(files)})")
+            frames[arm.name], sizes = read_window(
+                read(arm, keep), files, key="impression_id", order=order, what="impression"
             )
             role = "control" if arm is experiment.control else "treatment"
-            inputs.append(fingerprint(arm.path, role, arm.name, len(frames[arm.name])))
-            paths[arm.name] = display_path(arm.path)
+            inputs += [fingerprint(file, role, arm.name, rows) for file, rows in sizes]
+            paths[arm.name] = display_path(files[0])
     for column in [unit, *experiment.segments.columns]:
         for name, frame in frames.items():
             if column not in frame.columns:
@@ -161,7 +172,7 @@ def whole_frame(experiment: Experiment, arm: str) -> pd.DataFrame:
 
     source = experiment.log or next(a for a in experiment.arms if a.name == arm)
     frame = read_impressions(
-        source.path,
+        log_files(experiment, source.path)[0],
         format=source.format,
         columns=source.columns.mapping(),
         sep=source.sep,

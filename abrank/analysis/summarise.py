@@ -11,6 +11,7 @@ from abrank.analysis.compare import ArmPair, arm_pairs
 from abrank.analysis.load import LoadedData, display_path
 from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check
+from abrank.analysis.window import window_summary
 from abrank.config import Experiment
 from abrank.readout import Readout
 from abrank.readout.model import (
@@ -23,6 +24,7 @@ from abrank.readout.model import (
     Family,
     InputFile,
     JudgedAtK,
+    Schedule,
     SegmentsSummary,
     Summary,
     TooSmall,
@@ -157,7 +159,15 @@ def _settings(experiment: Experiment) -> dict[str, Any]:
         metrics=tuple(experiment.metrics),
         metric_labels={name: parse_metric(name).label for name in experiment.metrics},
         primary_metric=experiment.primary_metric,
+        schedule=_schedule(experiment),
     )
+
+
+def _schedule(experiment: Experiment) -> Schedule | None:
+    """The ``schedule`` of a dated run (None undated); ``stale`` is filled when the run is
+    recorded in the history (:mod:`abrank.analysis.record`)."""
+    window = window_summary(experiment)
+    return None if window is None else Schedule(**window)
 
 
 def _per_query_table(experiment: Experiment, data: LoadedData, scored: ScoredArms) -> pd.DataFrame:

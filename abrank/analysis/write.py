@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from abrank.config import Experiment
+from abrank.config.dates import fill_date, is_dated
 from abrank.errors import ConfigError
 from abrank.readout import Readout, summary_json, write_chart_data
 
@@ -54,6 +56,16 @@ def default_folder(
     if configured is not None:
         return Path(configured)
     return Path("reports") / experiment_name
+
+
+def readout_folder(experiment: Experiment, out: str | Path | None = None) -> Path:
+    """Where a run's readout goes: :func:`default_folder`, and for a dated run its
+    ``<YYYY-MM-DD>/`` inside (or the config's ``output`` with its ``{date}`` filled)."""
+    if experiment.date is None:
+        return default_folder(experiment.name, out, experiment.output)
+    if out is None and is_dated(experiment.output):
+        return Path(fill_date(str(experiment.output), experiment.date))
+    return default_folder(experiment.name, out, experiment.output) / experiment.date.isoformat()
 
 
 def check_output_folder(folder: str | Path) -> None:

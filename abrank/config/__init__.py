@@ -8,6 +8,7 @@ file, the YAML line and the field path, so a user fixes a config in one pass.
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import math
 import re
@@ -17,6 +18,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from abrank.config.dates import check_template, date_range, is_dated, parse_date
 from abrank.errors import ConfigError
 from abrank.io import formats as input_formats
 from abrank.stats import registry as stats_registry
@@ -157,6 +159,13 @@ class AnalysisConfig(_Strict):
     mixed_units: Literal["warn", "drop"] = "warn"
 
 
+class CumulativeWindow(_Strict):
+    """``window: {cumulative: START}``: a dated run reads every date from START through its
+    own date."""
+
+    cumulative: dt.date
+
+
 class SegmentsConfig(_Strict):
     """Breakdowns: every comparison is repeated per value of each segment column."""
 
@@ -188,9 +197,13 @@ class Experiment(_Strict):
     analysis: AnalysisConfig = AnalysisConfig()
     segments: SegmentsConfig = SegmentsConfig()
     output: str | None = None
+    #: which dates a dated run reads: its own (daily), or every date from a start date
+    window: Literal["daily"] | CumulativeWindow = "daily"
 
     source: str = ""  # the config file, as the user named it
     text: str = ""  # the config as written
+    #: the date of this run (set by :meth:`for_date`; None for an undated run)
+    date: dt.date | None = None
 
     @property
     def arms(self) -> list[ArmConfig]:
@@ -202,6 +215,52 @@ class Experiment(_Strict):
         return self.title or self.name
 
     @property
+    def dated(self) -> bool:
+        """Some input path holds ``{date}``: every run needs a date."""
+        return any(is_dated(path) for _, path in self.input_paths())
+
+    @property
+    def window_start(self) -> dt.date | None:
+        """The first date of a cumulative window (None for daily readouts)."""
+        return self.window.cumulative if isinstance(self.window, CumulativeWindow) else None
+
+    @property
+    def window_dates(self) -> list[dt.date]:
+        """The dates whose logs this run reads: its date, or the cumulative window's."""
+        if self.date is None:
+            return []
+        start = self.window_start
+        return [self.date] if start is None else date_range(start, self.date, "window")
+
+    def input_paths(self) -> list[tuple[str, str]]:
+        """(config key, path) of every input file, as configured (templates unfilled)."""
+        found = [("log.path", self.log.path)] if self.log is not None else []
+        for index, arm in enumerate(self.arms):
+            key = "control.path" if index == 0 else f"treatments[{index - 1}].path"
+            if arm.path is not None:
+                found.append((key, arm.path))
+        if self.judgments is not None:
+            found.append(("judgments.path", self.judgments.path))
+        if self.segments.attributes is not None:
+            found.append(("segments.attributes.path", self.segments.attributes.path))
+        if self.analysis.covariates is not None:
+            found.append(("analysis.covariates.path", self.analysis.covariates.path))
+        return found
+
+    def for_date(self, date: dt.date | str | None) -> Experiment:
+        """This experiment run for ``date`` (its ``{date}`` paths read that date's files)."""
+        if date is None:
+            return self.model_copy(update={"date": None})
+        day = parse_date(date, "--date")
+        start = self.window_start
+        if start is not None and day < start:
+            raise ConfigError(
+                f"{self.source}: window: expected --date on or after the cumulative window's "
+                f"start {start}, got {day}"
+            )
+        return self.model_copy(update={"date": day})
+
+    @property
     def online(self) -> bool:
         """The logs are impression logs (one ``log:``, or click metrics to compute)."""
         from abrank.metrics import parse_metric
@@ -209,7 +268,7 @@ class Experiment(_Strict):
         return self.log is not None or any(parse_metric(m).is_click for m in self.metrics)
 
 
-_SOURCE_FIELDS = {"source", "text"}
+_SOURCE_FIELDS = {"source", "text", "date"}
 
 
 # --------------------------------------------------------------------------- loading
@@ -367,7 +426,11 @@ def _check_semantics(
 
     def resolve(loc: tuple, value: str) -> str:
         full = (base_dir / value).resolve() if not Path(value).is_absolute() else Path(value)
-        if not full.exists():
+        if is_dated(value):  # the file of each date is looked for when that date runs
+            problem = check_template(value)
+            if problem is not None:
+                errors.append(_format(source, lines, loc, problem))
+        elif not full.exists():
             errors.append(
                 _format(
                     source,
@@ -479,7 +542,20 @@ def _check_semantics(
 
     output = exp.output
     if output is not None:
+        if is_dated(output) and check_template(output) is not None:
+            errors.append(_format(source, lines, ("output",), str(check_template(output))))
         output = str((base_dir / output).resolve()) if not Path(output).is_absolute() else output
+    logs = [exp.log.path] if exp.log is not None else [arm.path for arm in exp.arms]
+    if isinstance(exp.window, CumulativeWindow) and not any(is_dated(p) for p in logs):
+        errors.append(
+            _format(
+                source,
+                lines,
+                ("window",),
+                "expected {date} in the logs' paths with a cumulative window (it reads one "
+                "file per date), got paths without it",
+            )
+        )
     resolved = exp.model_copy(
         update={
             "control": arms[0],

@@ -184,6 +184,24 @@ class ExperimentInfo(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class Schedule(Record):
+    """``schedule``: the date of a dated readout and the dates its logs cover.
+
+    ``window`` is ``daily`` (the date's logs) or ``cumulative`` (every date from
+    ``window_start`` through ``date``; ``dates`` of them). ``stale``: the inputs are
+    byte-identical to those of ``previous_date``, the latest earlier date in the history (the
+    data did not refresh); None when there is no earlier date.
+    """
+
+    date: str
+    window: str = "daily"
+    window_start: str | None = None
+    dates: int = 1
+    previous_date: str | None = None
+    stale: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class ArmSummary(Record):
     """One entry of ``arms``: a ranker, its role and how many queries its log holds."""
 
@@ -451,10 +469,11 @@ class Summary(Record):
     inputs: tuple[InputFile, ...] = ()
     unit: str | None = None  # online: the randomized unit inference clusters on
     sat_dwell: float | None = None  # online: dwell (s) of a satisfied click
+    schedule: Schedule | None = None  # dated readouts: the date and the window
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"family", "diagnostics", "unit", "sat_dwell"}
+        {"family", "diagnostics", "unit", "sat_dwell", "schedule"}
     )
 
     @property
