@@ -281,3 +281,10 @@ def test_sigterm_stops_the_run_with_143_and_leaves_the_earlier_readout(daily, tm
     assert "SIGTERM" in err and "Traceback" not in err
     assert list(out.glob(".*")) == []
     assert (out / day / "summary.json").read_bytes() == before
+
+
+def test_a_cumulative_readout_without_sequential_tests_warns_about_peeking(cumulative, daily):
+    warned = abrank.run_experiment(cumulative, date="2026-01-02").summary["diagnostics"]
+    assert any("analysis.sequential: true" in w for w in warned["warnings"])
+    plain = abrank.run_experiment(daily, date="2026-01-02").summary["diagnostics"]
+    assert not any("analysis.sequential" in w for w in plain["warnings"])

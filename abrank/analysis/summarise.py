@@ -11,7 +11,7 @@ from abrank.analysis.compare import ArmPair, arm_pairs
 from abrank.analysis.load import LoadedData, display_path
 from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check
-from abrank.analysis.window import window_summary
+from abrank.analysis.window import peeking_warnings, window_summary
 from abrank.config import Experiment
 from abrank.readout import Readout
 from abrank.readout.model import (
@@ -66,6 +66,7 @@ def build_readout(
     }
     matched = int(intersection(scored.present.values()).size)
     warnings = [*_identical_logs(data.inputs), *_warnings(experiment, scored, missing)]
+    warnings += peeking_warnings(experiment)
     warnings += _comparison_warnings(comparisons)
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
@@ -325,6 +326,7 @@ def build_online_readout(
         policy=analysis.mixed_units,
     )
     warnings = [*srm_warnings(check), *_mixed_warnings(mixed, scores.units)]
+    warnings += peeking_warnings(experiment)
     warnings += _comparison_warnings(comparisons)
     for metric, count in scores.undefined.items():
         if count:

@@ -114,3 +114,18 @@ def window_summary(experiment: Experiment) -> dict[str, Any] | None:
         "window_start": None if start is None else start.isoformat(),
         "dates": len(dates),
     }
+
+
+def peeking_warnings(experiment: Experiment) -> list[str]:
+    """A cumulative readout looked at every day is a sequential test: without always-valid
+    intervals, its chance of a false win grows with every look."""
+    if experiment.date is None or experiment.window_start is None:
+        return []
+    if getattr(experiment.analysis, "sequential", False):
+        return []
+    return [
+        "window: cumulative readouts looked at day after day are sequential looks: with "
+        "fixed-horizon tests an A/A experiment shows p < 0.05 on some day far more often "
+        "than 5% of the time; set analysis.sequential: true for intervals and p-values that "
+        "stay valid at every look"
+    ]
