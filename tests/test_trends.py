@@ -442,3 +442,17 @@ def test_a_history_date_that_is_not_a_date_is_a_data_error_naming_it():
         DataError, match=r"^history: date: expected a date as YYYY-MM-DD, got '2026-11-3x'$"
     ):
         render_markdown(golden_readout(history))
+
+
+def test_a_written_dated_readout_lists_its_history_and_loads_it_back(tmp_path):
+    from abrank.analysis.write import READOUT_MARKER, write_readout
+
+    history = history_frame(golden_summary(), dates_from("2026-11-01", 3), seed=2)
+    readout = golden_readout(history)
+    folder = tmp_path / "demo-reranker" / "2026-11-03"
+    write_readout(readout, folder, formats=("json", "md"))
+    marker = json.loads((folder / READOUT_MARKER).read_text(encoding="utf-8"))
+    assert HISTORY_DATA in marker["files"] and "charts/trend.png" in marker["files"]
+    loaded = load_readout(folder)
+    pd.testing.assert_frame_equal(loaded.history, history)
+    assert (folder / "report.md").read_text(encoding="utf-8") == render_markdown(loaded)

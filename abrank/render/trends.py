@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from abrank.errors import DataError
+from abrank.errors import ConfigError, DataError
 from abrank.metrics.names import parse_metric
 from abrank.readout import Readout
 from abrank.readout.model import Summary
@@ -166,7 +166,7 @@ def metric_display(summary: Summary | None, metric: str) -> str:
         return str(labels[metric])
     try:
         return parse_metric(metric).label
-    except Exception:  # a name the registry does not know (a custom column): as it is
+    except ConfigError:  # a name the registry does not know: shown as it is
         return str(metric)
 
 
