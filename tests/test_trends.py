@@ -456,3 +456,15 @@ def test_a_written_dated_readout_lists_its_history_and_loads_it_back(tmp_path):
     loaded = load_readout(folder)
     pd.testing.assert_frame_equal(loaded.history, history)
     assert (folder / "report.md").read_text(encoding="utf-8") == render_markdown(loaded)
+
+
+def test_rows_after_the_readouts_own_date_are_left_out():
+    summary = golden_summary()
+    summary["schedule"] = {"date": "2026-11-04", "window": "daily"}  # as summary.json has it
+    history = history_frame(summary, dates_from("2026-11-01", 6), seed=7)
+    readout = golden_readout(history, summary)
+    panels = trend_panels(readout)
+    assert {p.dates for p in panels} == {("2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04")}
+    markdown = render_markdown(readout)
+    assert "2026-11-01 to 2026-11-04 (this readout's)" in markdown
+    assert "2026-11-05" not in markdown and "2026-11-06" not in markdown

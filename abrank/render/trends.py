@@ -150,12 +150,23 @@ def overall_rows(history: pd.DataFrame, experiment: str | None = None) -> pd.Dat
     return frame.sort_values("date", kind="stable")
 
 
+def readout_date(readout: Readout) -> str | None:
+    """The date of a dated readout (summary.json's ``schedule.date``), else None."""
+    schedule = readout.summary.get("schedule")
+    day = schedule.get("date") if isinstance(schedule, dict) else None
+    return str(day) if day is not None else None
+
+
 def readout_rows(readout: Readout) -> pd.DataFrame | None:
-    """The readout's overall history rows, or None when it holds fewer than two dates."""
+    """The readout's overall history rows up to and including its date (when the summary
+    names it), or None when they span fewer than two dates."""
     if readout.history is None:
         return None
     experiment = (readout.summary.get("experiment") or {}).get("name")
     rows = overall_rows(readout.history, experiment)
+    day = readout_date(readout)
+    if day is not None:  # YYYY-MM-DD texts sort as the dates do
+        rows = rows[rows["date"].astype(str) <= day]
     return rows if rows["date"].nunique() >= 2 else None
 
 
