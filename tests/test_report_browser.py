@@ -24,7 +24,7 @@ from abrank.render import write_report
 WIDTH, TALL = 1280, 16000
 
 
-def _chromium() -> str:
+def find_chromium() -> str:
     path = shutil.which("chromium")
     if path is None:
         if os.environ.get("CI") == "true":
@@ -44,7 +44,7 @@ HEADLESS_FLAGS = (
 )
 
 
-def _screenshot(browser: str, page: Path, shot: Path, profile: Path, height: int) -> np.ndarray:
+def screenshot(browser: str, page: Path, shot: Path, profile: Path, height: int) -> np.ndarray:
     command = [
         browser,
         *HEADLESS_FLAGS,
@@ -62,10 +62,10 @@ def _screenshot(browser: str, page: Path, shot: Path, profile: Path, height: int
 
 @pytest.mark.slow
 def test_report_renders_in_headless_chromium(tmp_path):
-    browser = _chromium()
+    browser = find_chromium()
     write_report(build_readout(n=300), tmp_path, formats=("html",))
     page = tmp_path / "report.html"
-    pixels = _screenshot(browser, page, tmp_path / "shot.png", tmp_path / "profile", TALL)
+    pixels = screenshot(browser, page, tmp_path / "shot.png", tmp_path / "profile", TALL)
     assert pixels.shape == (TALL, WIDTH, 3)
 
     # Not blank: text, tables and charts put many distinct colours on the page.
@@ -92,7 +92,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
 
 @pytest.mark.slow
 def test_report_prints_to_a_few_pages(tmp_path):
-    browser = _chromium()
+    browser = find_chromium()
     write_report(build_readout(n=300), tmp_path, formats=("html",))
     pdf = tmp_path / "report.pdf"
     command = [
@@ -158,7 +158,7 @@ def _measure(browser: str, page: Path, profile: Path) -> dict:
 
 @pytest.mark.slow
 def test_two_treatments_fit_a_laptop_screen_and_open_with_the_sentence(tmp_path):
-    browser = _chromium()
+    browser = find_chromium()
     readout = build_readout(n=300, treatments=("reranker", "boost"))
     write_report(readout, tmp_path, formats=("html",))
     page = tmp_path / "report.html"
@@ -197,7 +197,7 @@ def test_two_treatments_fit_a_laptop_screen_and_open_with_the_sentence(tmp_path)
     # The screenshot: the opening sentence sits right under the title, before the headline
     # band; text in the right margin is the sticky verdict column, not a cut-off table.
     shot = tmp_path / "shot.png"
-    pixels = _screenshot(browser, page, shot, tmp_path / "profile", 1600)
+    pixels = screenshot(browser, page, shot, tmp_path / "profile", 1600)
     inked = (pixels < 200).any(axis=2)
     rows = np.flatnonzero(inked[:, : WIDTH // 2].any(axis=1))
     bands = np.split(rows, np.flatnonzero(np.diff(rows) > 6) + 1)

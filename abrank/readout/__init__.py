@@ -6,12 +6,13 @@ folder back, so that it can be rendered again.
 """
 
 from abrank.readout.core import Readout
-from abrank.readout.folder import CHART_DATA, load_readout, write_chart_data
+from abrank.readout.folder import CHART_DATA, HISTORY_DATA, load_readout, write_chart_data
 from abrank.readout.model import ComparisonSummary, Summary, summary_json
 
 __all__ = [
     "CHART_DATA",
     "ComparisonSummary",
+    "HISTORY_DATA",
     "Readout",
     "Summary",
     "load_readout",

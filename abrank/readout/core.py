@@ -45,6 +45,10 @@ class Readout:
     unit_values:
         Online experiments: each unit's mean of the primary metric per arm, columns ``arm``
         and ``value``, for the per-unit distribution chart (None offline).
+    history:
+        Dated readouts: this experiment's rows of the history store (one per date, metric,
+        treatment and segment, the store's columns) for every date up to and including
+        this readout's, for the trend charts; None for an undated readout.
     """
 
     summary: dict[str, Any]
@@ -55,6 +59,7 @@ class Readout:
     config_text: str = ""
     ctr_by_rank: pd.DataFrame | None = None
     unit_values: pd.DataFrame | None = None
+    history: pd.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable readout (what ``summary.json`` holds)."""
@@ -72,6 +77,7 @@ class Readout:
         *,
         ctr_by_rank: pd.DataFrame | None = None,
         unit_values: pd.DataFrame | None = None,
+        history: pd.DataFrame | None = None,
     ) -> Readout:
         """A readout whose ``summary`` is the typed ``summary``'s dict."""
         readout = cls(
@@ -83,6 +89,7 @@ class Readout:
             config_text,
             ctr_by_rank,
             unit_values,
+            history,
         )
         vars(readout)["model"] = summary  # what the cached property would compute
         return readout

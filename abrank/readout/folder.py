@@ -6,7 +6,9 @@ the bootstrap draws of each overall delta, and the config text shown in the repo
 holding a report keeps those in :data:`CHART_DATA` (NumPy's ``.npz``, no pickled objects),
 beside the charts, so that :func:`load_readout` gives back a readout that renders the same
 report. A folder written without a report (``--format json,csv``) loads without them, and
-renders without those charts.
+renders without those charts. A dated readout also keeps its rows of the history store,
+which its trend charts are drawn from, in :data:`HISTORY_DATA` (Parquet, the store's own
+schema), so the trends render again the same too.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from abrank.readout.model import Summary
 
 #: The chart data file of a readout folder, relative to the folder.
 CHART_DATA = "charts/data.npz"
+#: The history rows behind a dated readout's trend charts, relative to the folder.
+HISTORY_DATA = "charts/history.parquet"
 
 
 def write_chart_data(readout: Readout, folder: str | Path) -> Path:
     """Save what the charts are drawn from, beyond summary.json and per_query.csv, into
-    ``folder`` / :data:`CHART_DATA`; returns the path written."""
+    ``folder`` / :data:`CHART_DATA` (and a dated readout's history rows into
+    :data:`HISTORY_DATA`); returns the path of :data:`CHART_DATA`."""
     path = Path(folder) / CHART_DATA
     path.parent.mkdir(parents=True, exist_ok=True)
     curves = readout.curves if readout.curves is not None else pd.DataFrame()
@@ -60,7 +65,31 @@ def write_chart_data(readout: Readout, folder: str | Path) -> Path:
         arrays["units_value"] = _numbers(readout.unit_values, "value")
     with open(path, "wb") as handle:
         np.savez_compressed(handle, **arrays)
+    if readout.history is not None:
+        _write_history(readout.history, Path(folder) / HISTORY_DATA)
     return path
+
+
+def _write_history(history: pd.DataFrame, path: Path) -> None:
+    """The history rows as Parquet: column types as they are (the store's schema) and the
+    frame's index, so that reading them back gives the same frame."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(history), path)
+
+
+def _read_history(path: Path) -> pd.DataFrame | None:
+    """The history rows saved beside the charts, or None when the readout had none."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return None
+    try:
+        return pq.read_table(path).to_pandas()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{path}: expected the history rows abrank wrote, got {exc}") from None
 
 
 def load_readout(folder: str | Path) -> Readout:
@@ -68,7 +97,7 @@ def load_readout(folder: str | Path) -> Readout:
 
     Reads summary.json (checked against the typed model: a missing or malformed key is a
     DataError naming it), per_query.csv (ids and segment values as text, metrics as
-    numbers) and, when present, :data:`CHART_DATA`.
+    numbers) and, when present, :data:`CHART_DATA` and :data:`HISTORY_DATA`.
     """
     folder = Path(folder)
     summary_path = folder / "summary.json"
@@ -88,7 +117,10 @@ def load_readout(folder: str | Path) -> Readout:
         raise DataError(f"{summary_path}: {exc}") from None
     per_query = _read_per_query(folder / "per_query.csv", summary)
     curves, first, deltas, config_text, online = _read_chart_data(folder / CHART_DATA)
-    return Readout.from_summary(summary, per_query, curves, first, deltas, config_text, **online)
+    history = _read_history(folder / HISTORY_DATA)
+    return Readout.from_summary(
+        summary, per_query, curves, first, deltas, config_text, **online, history=history
+    )
 
 
 def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:

@@ -11,9 +11,11 @@ The parts, in the order the data flows:
 - :mod:`.glossary` — the legend of the metrics and terms shown;
 - :mod:`.moves` — the queries that moved most;
 - :mod:`.charts` — the charts (:class:`~abrank.render.charts.Chart`: file name, section);
+- :mod:`.trends` — a dated readout's Trend section: its deltas over the history's dates;
 - :mod:`.blocks` and :mod:`.sections` — one model of the readout's sections, built once;
 - :mod:`.markdown` and :mod:`.html` — each draws that model;
-- :mod:`.files` — writes the reports and charts into a readout folder.
+- :mod:`.files` — writes the reports and charts into a readout folder;
+- :mod:`.index_page` — the reports root's index.html over the history store.
 
 Every user text (titles, labels, descriptions, query ids, segment values, paths, config
 text) is escaped for the format it lands in, and the HTML page loads nothing from the
@@ -35,6 +37,7 @@ from abrank.render.headline import (
     verdict_phrase,
 )
 from abrank.render.html import render_html
+from abrank.render.index_page import render_index, write_index
 from abrank.render.markdown import md_escape, render_markdown
 from abrank.render.sections import build_document
 from abrank.render.text import (
@@ -81,9 +84,11 @@ __all__ = [
     "p_phrase",
     "plan_charts",
     "render_html",
+    "render_index",
     "render_markdown",
     "test_name",
     "verdict_phrase",
     "write_charts",
+    "write_index",
     "write_report",
 ]

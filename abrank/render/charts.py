@@ -71,7 +71,8 @@ RANK_BUCKETS: tuple[tuple[str, float, float], ...] = (
 
 # The report sections that show charts: the overall results, where relevant documents
 # land (offline) or where clicks land and how units spread (online), the segment breakdowns.
-SECTIONS = ("results", "positions", "clicks", "segments")
+# Dated readouts add the trend over the history's dates.
+SECTIONS = ("results", "trend", "positions", "clicks", "segments")
 
 DPI = 100
 LOG_K = 100  # metric@k curves deeper than this get a log x axis
@@ -114,6 +115,7 @@ def plan_charts(readout: Readout) -> list[Chart]:
     left out rather than drawn empty. Nothing is drawn until a chart's ``png`` is read.
     """
     from abrank.render.online_charts import ctr_by_rank_chart, unit_distribution_chart
+    from abrank.render.trends import trend_chart, units_chart
 
     summary = readout_summary(readout)
     charts: list[Chart | None] = [
@@ -125,6 +127,8 @@ def plan_charts(readout: Readout) -> list[Chart]:
         unit_distribution_chart(readout),
         *segment_forest_charts(summary),
         bootstrap_chart(readout),
+        trend_chart(readout),
+        units_chart(readout),
     ]
     return [chart for chart in charts if chart is not None]
 
@@ -259,7 +263,7 @@ def _place(
 _LEGEND_ROW = _points(8) * 1.6 + _points(4)  # one row of 8 pt legend entries and a pad
 
 
-def _figure_legend(fig: Figure, handles: Sequence[Any], suptitle: bool) -> None:
+def figure_legend(fig: Figure, handles: Sequence[Any], suptitle: bool) -> None:
     """One legend for every panel, in a row of its own under the figure's title: outside
     the axes, so it never hides a curve or a bar."""
     height = fig.get_figheight() * DPI
@@ -280,7 +284,7 @@ def _count_labels(top: float) -> list[str]:
     return [f"{int(top):d}", f"{int(top * 1.35):d}"]
 
 
-def _value_labels(values: Sequence[float]) -> list[str]:
+def value_labels(values: Sequence[float]) -> list[str]:
     """The y tick labels an axis over these values may get (for its width)."""
     finite = [float(v) for v in values if is_number(v)]
     if not finite:
@@ -513,7 +517,7 @@ def place_grid(
     and the gaps between columns widen to keep every title whole and apart, as long as
     the panels keep 60% of their width (a longer title then overlaps, as it would in
     matplotlib's tight layout). ``legend_row`` keeps a row under the figure's title for a
-    legend shared by the panels (:func:`_figure_legend`).
+    legend shared by the panels (:func:`figure_legend`).
     """
     y_side = _y_furniture(y_labels)
     x_side = _XAXIS + _AXIS_LABEL
@@ -752,9 +756,9 @@ def curves_chart(readout: Readout) -> Chart | None:
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
         fig.suptitle("Metric@k curves per arm", fontsize=12)
-        _figure_legend(fig, [drawn[a] for a in arms if a in drawn], suptitle=True)
+        figure_legend(fig, [drawn[a] for a in arms if a in drawn], suptitle=True)
         values = [0.0, *curves["value"].to_numpy(float)]
-        place_grid(fig, nrows, ncols, _value_labels(values), suptitle=True, legend_row=True)
+        place_grid(fig, nrows, ncols, value_labels(values), suptitle=True, legend_row=True)
         return fig
 
     return Chart(
@@ -910,7 +914,7 @@ def bootstrap_chart(readout: Readout) -> Chart | None:
                 legend.setdefault(text, handle)
             ax.spines["top"].set_visible(False)
             ax.spines["right"].set_visible(False)
-        _figure_legend(fig, list(legend.values()), suptitle=False)
+        figure_legend(fig, list(legend.values()), suptitle=False)
         place_grid(fig, len(order), 1, _count_labels(max(tops)), suptitle=False, legend_row=True)
         return fig
 

@@ -36,7 +36,8 @@ from abrank.render.blocks import (
 from abrank.render.charts import Chart, plan_charts
 from abrank.render.sections import build_document
 
-_CSS = """
+#: The page styles of report.html (colours, type, tables), shared by the index page.
+REPORT_CSS = """
 :root { --win: #007a5a; --loss: #b34700; --neutral: #666; --line: #d9d9d9; --ink: #1a1a1a; }
 * { box-sizing: border-box; }
 body { margin: 0; background: #fff; color: var(--ink);
@@ -245,7 +246,7 @@ def draw_html(document: Document, charts: Sequence[Chart]) -> str:
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(head.title)} · abrank readout</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{REPORT_CSS}</style>",
         "</head>",
         "<body>",
         "<main>",

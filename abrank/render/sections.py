@@ -3,7 +3,7 @@
 :func:`build_document` turns a :class:`~abrank.readout.Readout` (and the charts planned
 for it) into a :class:`~abrank.render.blocks.Document`: the title block (opening
 sentences, big numbers, stamp), then the sections Headline, Results (with the legend),
-Unjudged documents (when the sensitivity check ran), Where relevant documents land, Segments, Queries that moved most, Diagnostics and
+Trend (dated readouts with two dates of history or more), Unjudged documents (when the sensitivity check ran), Where relevant documents land, Segments, Queries that moved most, Diagnostics and
 Reproducibility. Each section is plain data (headings, paragraphs, tables with columns
 and cells, chart references); :mod:`abrank.render.markdown` and :mod:`abrank.render.html`
 only draw it. Every number is a number of the summary formatted by :mod:`.text`.
@@ -75,6 +75,7 @@ from abrank.render.text import (
     test_name,
     widened,
 )
+from abrank.render.trends import trend_section
 from abrank.render.typed import as_summary, readout_summary
 from abrank.render.unjudged import unjudged_section
 
@@ -86,6 +87,7 @@ def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
     sections = [
         _headline_section(summary),
         _results_section(summary, charts),
+        trend_section(readout, charts),
         None if online else unjudged_section(summary),
         _clicks_section(charts) if online else _positions_section(charts),
         _segments_section(summary, charts),
