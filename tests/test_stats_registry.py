@@ -80,8 +80,20 @@ def shown(spec: registry.CorrectionSpec) -> str | None:
 
 
 def test_tables_hold_the_known_names_and_labels() -> None:
-    assert registry.test_names("paired") == ("t", "permutation", "bootstrap", "wilcoxon")
-    assert registry.test_names("independent") == ("t", "permutation", "bootstrap", "mannwhitney")
+    assert registry.test_names("paired") == (
+        "t",
+        "permutation",
+        "bootstrap",
+        "wilcoxon",
+        "sequential",
+    )
+    assert registry.test_names("independent") == (
+        "t",
+        "permutation",
+        "bootstrap",
+        "mannwhitney",
+        "sequential",
+    )
     assert registry.test_spec("randomization").name == "permutation"
     assert registry.correction_spec("BH").name == "fdr_bh"
     assert registry.correction_spec("hochberg").name == "simes-hochberg"
