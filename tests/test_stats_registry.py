@@ -40,7 +40,7 @@ CORRECTION_SPELLINGS = [
     for spelling in (spec.name, *spec.aliases)
 ]
 
-TESTS_LISTED = "'t', 'permutation', 'bootstrap', 'wilcoxon'"
+TESTS_LISTED = "'t', 'permutation', 'bootstrap', 'wilcoxon', 'sequential'"
 CORRECTIONS_LISTED = (
     "'holm', 'bonferroni', 'sidak', 'holm-sidak', 'simes-hochberg', 'hommel', 'fdr_bh', "
     "'fdr_by', 'none'"
@@ -256,7 +256,7 @@ def test_an_unknown_test_reads_the_same_everywhere(tmp_path, capsys) -> None:
 
 def test_a_test_of_the_other_design_is_refused_everywhere(tmp_path) -> None:
     problem = (
-        "expected one of 't', 'permutation', 'bootstrap', 'mannwhitney' for the independent "
+        "expected one of 't', 'permutation', 'bootstrap', 'mannwhitney', 'sequential' for the independent "
         "design, got 'wilcoxon'"
     )
     with pytest.raises(ConfigError) as info:

@@ -615,7 +615,8 @@ def _sequential_update(
 ) -> dict:
     """``analysis.sequential: true`` makes ``sequential`` the primary test and adds it and
     ``t`` (the fixed-horizon second opinion) to the tests; an explicit other primary test
-    beside it is a problem. A primary test ``sequential`` turns ``sequential`` on."""
+    beside it is a problem. A primary test ``sequential`` alone turns ``sequential`` on
+    (the tests stay those listed)."""
     primary = update["primary_test"]
     explicit = "primary_test" in analysis.model_fields_set
     if analysis.sequential and explicit and primary != "sequential":
@@ -629,11 +630,11 @@ def _sequential_update(
             )
         )
         return {}
-    if not (analysis.sequential or primary == "sequential"):
-        return {}
+    if not analysis.sequential:
+        return {"sequential": True} if primary == "sequential" else {}
     tests = list(update["tests"])
     tests += [name for name in ("t", "sequential") if name not in tests]
-    return {"sequential": True, "primary_test": "sequential", "tests": tests}
+    return {"primary_test": "sequential", "tests": tests}
 
 
 def _check_online(

@@ -595,12 +595,10 @@ def clustered_comparison(
         treatment_name=treatment_name,
         **names,
     )
-    adjusted_outcomes = CLUSTERED_TESTS.run(
-        ("t", *(name for name in run if name in DELTA_METHOD_TESTS)), sample
-    )
-    adjusted_outcomes.update(
-        {name: TestOutcome(math.nan) for name in run if name not in DELTA_METHOD_TESTS}
-    )  # resampling tests: unadjusted only
+    adjusted = CLUSTERED_TESTS.run([name for name in run if name in DELTA_METHOD_TESTS], sample)
+    adjusted_outcomes = {  # resampling tests: unadjusted only
+        name: adjusted.get(name, TestOutcome(math.nan)) for name in outcomes
+    }
     adjusted = build(sample, adjusted_outcomes, control, treatment, cuped=True, **labels)
     var_raw = y_c.variance + y_t.variance
     var_adj = adjustment.control.variance + adjustment.treatment.variance
