@@ -509,7 +509,9 @@ def test_bad_arguments() -> None:
         compare_clustered(good, good, tests=("mannwhitney",))
     with pytest.raises(ConfigError, match="unit: expected the name of the clustering column"):
         compare_clustered(good, good, unit="")
-    with pytest.raises(ConfigError, match="primary_test: expected 't' with a CUPED covariate"):
+    with pytest.raises(
+        ConfigError, match="primary_test: expected 't' or 'sequential' with a CUPED covariate"
+    ):
         compare_clustered(good, good, primary_test="permutation", covariate=(good, good))
     with pytest.raises(DataError, match=r"covariate\[treatment\]: expected one value per unit"):
         compare_clustered(good, good, covariate=(good, UnitSums([1.0], [1.0])))

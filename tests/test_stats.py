@@ -411,13 +411,13 @@ def test_to_dict_is_json_safe_and_carries_the_stable_keys() -> None:
         ({"design": "pared"},
          "design: expected one of 'paired', 'independent', got 'pared' (did you mean 'paired'?)"),
         ({"primary_test": "mannwhitney"},
-         "primary_test: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon' for the "
+         "primary_test: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon', 'sequential' for the "
          "paired design, got 'mannwhitney'"),
         ({"tests": ("t", "bootstrapp")},
-         "tests: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon' for the paired "
+         "tests: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon', 'sequential' for the paired "
          "design, got 'bootstrapp' (did you mean 'bootstrap'?)"),
         ({"design": "independent", "tests": ("wilcoxon",)},
-         "tests: expected one of 't', 'permutation', 'bootstrap', 'mannwhitney' for the "
+         "tests: expected one of 't', 'permutation', 'bootstrap', 'mannwhitney', 'sequential' for the "
          "independent design, got 'wilcoxon'"),
         ({"alpha": 1.5}, "alpha: expected a number between 0 and 1, got 1.5"),
         ({"confidence_level": 95}, "confidence_level: expected a number between 0 and 1, got 95"),

@@ -40,7 +40,7 @@ CORRECTION_SPELLINGS = [
     for spelling in (spec.name, *spec.aliases)
 ]
 
-TESTS_LISTED = "'t', 'permutation', 'bootstrap', 'wilcoxon'"
+TESTS_LISTED = "'t', 'permutation', 'bootstrap', 'wilcoxon', 'sequential'"
 CORRECTIONS_LISTED = (
     "'holm', 'bonferroni', 'sidak', 'holm-sidak', 'simes-hochberg', 'hommel', 'fdr_bh', "
     "'fdr_by', 'none'"
@@ -80,8 +80,20 @@ def shown(spec: registry.CorrectionSpec) -> str | None:
 
 
 def test_tables_hold_the_known_names_and_labels() -> None:
-    assert registry.test_names("paired") == ("t", "permutation", "bootstrap", "wilcoxon")
-    assert registry.test_names("independent") == ("t", "permutation", "bootstrap", "mannwhitney")
+    assert registry.test_names("paired") == (
+        "t",
+        "permutation",
+        "bootstrap",
+        "wilcoxon",
+        "sequential",
+    )
+    assert registry.test_names("independent") == (
+        "t",
+        "permutation",
+        "bootstrap",
+        "mannwhitney",
+        "sequential",
+    )
     assert registry.test_spec("randomization").name == "permutation"
     assert registry.correction_spec("BH").name == "fdr_bh"
     assert registry.correction_spec("hochberg").name == "simes-hochberg"
@@ -244,7 +256,7 @@ def test_an_unknown_test_reads_the_same_everywhere(tmp_path, capsys) -> None:
 
 def test_a_test_of_the_other_design_is_refused_everywhere(tmp_path) -> None:
     problem = (
-        "expected one of 't', 'permutation', 'bootstrap', 'mannwhitney' for the independent "
+        "expected one of 't', 'permutation', 'bootstrap', 'mannwhitney', 'sequential' for the independent "
         "design, got 'wilcoxon'"
     )
     with pytest.raises(ConfigError) as info:

@@ -51,7 +51,8 @@ def arm_pairs(experiment: Experiment) -> list[ArmPair]:
 
 def test_options(experiment: Experiment) -> dict:
     """The keyword arguments of every comparison of the experiment: which tests run, at
-    which level, with how many resamples and which seed."""
+    which level, with how many resamples and which seed, and the N* of the ``sequential``
+    test's confidence sequence."""
     analysis = experiment.analysis
     return dict(
         primary_test=analysis.primary_test,
@@ -60,6 +61,7 @@ def test_options(experiment: Experiment) -> dict:
         confidence_level=analysis.confidence_level,
         n_resamples=analysis.resamples,
         seed=analysis.seed,
+        sequential_tuning=analysis.sequential_tuning,
     )
 
 

@@ -26,6 +26,7 @@ from abrank.readout.model import (
     JudgedAtK,
     Schedule,
     SegmentsSummary,
+    SequentialSummary,
     Summary,
     TooSmall,
     Undefined,
@@ -85,6 +86,7 @@ def build_readout(
             for arm in experiment.arms
         ),
         family=_family(experiment, pairs),
+        sequential=sequential_summary(experiment, comparisons),
         comparisons=saved,
         segments=SegmentsSummary(
             columns=tuple(experiment.segments.columns),
@@ -231,6 +233,30 @@ def _family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Family | None:
     )
 
 
+def sequential_summary(
+    experiment: Experiment, comparisons: list[Comparison]
+) -> SequentialSummary | None:
+    """``sequential`` (None unless ``analysis.sequential``): the method, its N* and how
+    many times as wide as the fixed-horizon t-interval the primary metric's first overall
+    comparison's sequence is at the nominal level. The t quantile has n - 1 degrees of
+    freedom (paired: n queries) or n - 2 (two arms; n the values or units of both), the
+    pooled t's, which Welch's degrees of freedom match within 1% from a few dozen per arm.
+    """
+    from abrank.stats.sequential import METHOD, width_ratio
+
+    analysis = experiment.analysis
+    if not analysis.sequential:
+        return None
+    primary = experiment.primary_metric or experiment.metrics[0]
+    first = next((c for c in comparisons if c.metric == primary and c.segment is None), None)
+    ratio = None
+    if first is not None:
+        df = first.n - 1 if first.design == "paired" else first.n - 2
+        found = width_ratio(first.n, analysis.confidence_level, analysis.sequential_tuning, df)
+        ratio = _finite(found)
+    return SequentialSummary(method=METHOD, tuning=analysis.sequential_tuning, width_ratio=ratio)
+
+
 def _saved(comparison: Any, pairs: dict[str, ArmPair], all_pairs: bool) -> ComparisonSummary:
     """A comparison as summary.json holds it; with ``all-pairs`` it names both of its arms."""
     if not all_pairs:
@@ -350,6 +376,7 @@ def build_online_readout(
             for arm in experiment.arms
         ),
         family=_family(experiment, pairs),
+        sequential=sequential_summary(experiment, comparisons),
         comparisons=tuple(_saved(c, pairs, all_pairs) for c in comparisons),
         segments=SegmentsSummary(
             columns=tuple(experiment.segments.columns),

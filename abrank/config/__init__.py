@@ -142,6 +142,11 @@ class AnalysisConfig(_Strict):
     # test and correction names: abrank.stats.registry, checked against the design below
     primary_test: str = "t"
     tests: list[str] = ["t", "permutation", "bootstrap"]
+    #: always-valid inference (a cumulative readout looked at every day): the primary test
+    #: becomes ``sequential``, a confidence sequence (abrank.stats.sequential); t stays beside it
+    sequential: bool = False
+    #: N*: the sample size at which the confidence sequence is tightest (GrowthBook's 5000)
+    sequential_tuning: int = Field(stats_registry.SEQUENTIAL_TUNING, ge=1)
     resamples: int = Field(10_000, ge=100, le=10_000_000)
     correction: str = "holm"
     segment_correction: str = "fdr_bh"
@@ -601,7 +606,35 @@ def _check_analysis(
         "correction": correction("correction"),
         "segment_correction": correction("segment_correction"),
     }
+    update.update(_sequential_update(analysis, update, source, lines, errors))
     return analysis.model_copy(update=update), errors
+
+
+def _sequential_update(
+    analysis: AnalysisConfig, update: dict, source: str, lines: dict, errors: list[str]
+) -> dict:
+    """``analysis.sequential: true`` makes ``sequential`` the primary test and adds it and
+    ``t`` (the fixed-horizon second opinion) to the tests; an explicit other primary test
+    beside it is a problem. A primary test ``sequential`` alone turns ``sequential`` on
+    (the tests stay those listed)."""
+    primary = update["primary_test"]
+    explicit = "primary_test" in analysis.model_fields_set
+    if analysis.sequential and explicit and primary != "sequential":
+        errors.append(
+            _format(
+                source,
+                lines,
+                ("analysis", "primary_test"),
+                f"expected 'sequential' (or no primary_test) with analysis.sequential: true, "
+                f"got {analysis.primary_test!r}",
+            )
+        )
+        return {}
+    if not analysis.sequential:
+        return {"sequential": True} if primary == "sequential" else {}
+    tests = list(update["tests"])
+    tests += [name for name in ("t", "sequential") if name not in tests]
+    return {"primary_test": "sequential", "tests": tests}
 
 
 def _check_online(

@@ -440,6 +440,21 @@ class Family(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class SequentialSummary(Record):
+    """``sequential``: the intervals and p-values are always valid under repeated looks.
+
+    ``method`` names the confidence sequence, ``tuning`` its N* (the sample size at which
+    it is tightest), ``width_ratio`` how many times as wide it is as the fixed-horizon
+    t-interval of the same level, for the primary metric's first overall comparison
+    (None when that is undefined).
+    """
+
+    method: str
+    tuning: int
+    width_ratio: float | None
+
+
+@dataclasses.dataclass(frozen=True)
 class Summary(Record):
     """The whole ``summary.json`` of a readout."""
 
@@ -463,6 +478,7 @@ class Summary(Record):
     primary_metric: str | None
     arms: tuple[ArmSummary, ...]
     family: Family | None = None
+    sequential: SequentialSummary | None = None  # null: fixed-horizon inference
     comparisons: tuple[ComparisonSummary, ...] = ()
     segments: SegmentsSummary = SegmentsSummary()
     diagnostics: DiagnosticsSummary | None = None

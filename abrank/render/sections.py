@@ -179,8 +179,31 @@ def _headline_section(summary: Summary) -> Section:
         )
     else:
         blocks.append(Paragraph((own("No comparisons."),)))
+    sequential = sequential_sentence(summary)
+    if sequential is not None:
+        blocks.append(Paragraph((own(sequential),), role="note"))
     blocks += _warnings(summary)
     return Section("headline", "Headline", tuple(blocks))
+
+
+def sequential_sentence(summary: Summary) -> str | None:
+    """What sequential inference means and costs, for a readout with ``sequential`` set:
+    the intervals and p-values stay valid however often a cumulative readout is looked at,
+    and are this many times as wide as fixed-horizon ones."""
+    sequential = summary.sequential
+    if sequential is None:
+        return None
+    cost = (
+        f": intervals {sequential.width_ratio:.1f}x as wide as fixed-horizon ones at this "
+        "sample size"
+        if sequential.width_ratio is not None
+        else ""
+    )
+    return (
+        "The intervals and p-values are sequential (always valid under daily looks: an "
+        f"asymptotic confidence sequence, Waudby-Smith et al., tightest at N* = "
+        f"{fmt_count(sequential.tuning)}){cost}."
+    )
 
 
 # --------------------------------------------------------------------------- results
@@ -315,6 +338,11 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
             if summary.unit is not None
             else "the relative CI is a bootstrap interval of the ratio"
         )
+        if summary.sequential is not None:
+            ratio = (
+                "the CI and the relative CI are confidence sequences (the relative one on the "
+                "log ratio), the other p-values fixed-horizon second opinions"
+            )
         blocks += [
             results_table(summary, comps, segments=False),
             Paragraph(

@@ -20,6 +20,7 @@ from abrank.stats.draws import SharedDraws, plan_shared_draws
 from abrank.stats.independent import compare_independent
 from abrank.stats.paired import compare_paired
 from abrank.stats.results import Comparison
+from abrank.stats.sequential import checked_tuning
 from abrank.stats.validation import paired_values, validate, values, with_primary_interval
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
@@ -49,6 +50,7 @@ def compare(
     metric: str = "",
     treatment_name: str = "treatment",
     segment: str | None = None,
+    sequential_tuning: int | None = None,
 ) -> Comparison:
     """Compare a treatment's per-query metric values with the control's.
 
@@ -64,7 +66,9 @@ def compare(
     :data:`abrank.stats.registry.TESTS` for the design (or their aliases). ``metric``
     defaults to the Series' name when both share one. Resampling tests draw
     ``n_resamples`` resamples from a generator derived from (seed, metric,
-    treatment_name, segment); ``seed=None`` draws fresh entropy. Raises ConfigError for
+    treatment_name, segment); ``seed=None`` draws fresh entropy. The ``sequential`` test
+    (an always-valid confidence sequence, :mod:`abrank.stats.sequential`) is tightest
+    after ``sequential_tuning`` observations (N*; None: 5,000). Raises ConfigError for
     bad arguments.
     """
     if metric == "":
@@ -84,6 +88,7 @@ def compare(
     )
     run = with_primary_interval(run)
     context = dict(
+        sequential_tuning=checked_tuning(sequential_tuning),
         primary_test=run[0],
         alpha=float(alpha),
         confidence_level=float(confidence_level),
@@ -121,6 +126,7 @@ def compare_metrics(
     seed: int | None = 0,
     treatment_name: str = "treatment",
     segment: str | None = None,
+    sequential_tuning: int | None = None,
 ) -> list[Comparison]:
     """:func:`compare` for several metrics of the same two arms, in the order of ``controls``.
 
@@ -147,6 +153,7 @@ def compare_metrics(
         seed=seed,
         treatment_name=treatment_name,
         segment=segment,
+        sequential_tuning=sequential_tuning,
     )
     if design != "paired":
         return [
@@ -169,6 +176,7 @@ def compare_metrics(
         )
         for m in controls
     }
+    tuning = checked_tuning(sequential_tuning)
     pairs = {m: paired_values(controls[m], treatments[m], missing) for m in controls}
     groups: dict[int, list[str]] = {}  # metrics on as many queries share draws
     for m, pair in pairs.items():
@@ -204,6 +212,7 @@ def compare_metrics(
                 treatment_name=treatment_name,
                 segment=segment,
                 run=run,
+                sequential_tuning=tuning,
             )
         )
     return results

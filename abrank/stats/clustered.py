@@ -20,6 +20,9 @@ independent is far too confident; every test here works on units:
 * ``bootstrap``: units are resampled with replacement within each arm; a BCa interval
   (Hesterberg's expanded quantiles, as the other designs) and its p-value; left out below
   ``MIN_BOOTSTRAP`` units per arm.
+* ``sequential``: the always-valid confidence sequence of the delta-method difference
+  (:mod:`abrank.stats.sequential`; n = units in both arms, per-unit variance
+  n (Var R_c + Var R_t)), and the relative lift's on the log ratio.
 
 Resampling never touches rows one by one. While exact resampling of an arm (or of the
 pooled arms) costs at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, the (M_u, D_u)
@@ -74,6 +77,13 @@ from abrank.stats.estimation import (
 from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, Interval, build_comparison, json_safe
 from abrank.stats.seeding import generator
+from abrank.stats.sequential import CI_METHOD as SEQUENCE_METHOD
+from abrank.stats.sequential import (
+    SequenceTuning,
+    checked_tuning,
+    log_ratio_sequence,
+    mean_sequence,
+)
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws, relabel_row_sums
 from abrank.stats.unit_grid import prepared_units
 from abrank.stats.unit_lattice import (
@@ -86,8 +96,10 @@ from abrank.stats.unit_sums import ArmEstimate, UnitSums, checked_sums, lineariz
 from abrank.stats.validation import validate, with_primary_interval
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
-CLUSTERED_TEST_NAMES = ("t", "permutation", "bootstrap")
+CLUSTERED_TEST_NAMES = ("t", "permutation", "bootstrap", "sequential")
 """The tests a clustered comparison can run (rank tests of impressions cannot)."""
+DELTA_METHOD_TESTS = ("t", "sequential")
+"""The tests of the delta-method estimate: the only ones a CUPED adjustment applies to."""
 
 NOTE_FEW_UNITS = "fewer than 2 units in an arm: no test or interval is possible"
 NOTE_SMALL_UNITS = (
@@ -111,7 +123,8 @@ NOTE_NO_COVARIATE = (
 class ClusteredSample:
     """What the tests of one clustered comparison need: the arms' estimates and
     deviations (adjusted under CUPED), the raw (M, D) rows for resampling, and the
-    comparison's names for its generators."""
+    comparison's names for its generators; ``sequential`` tunes the ``sequential``
+    test's confidence sequence."""
 
     control: ArmEstimate
     treatment: ArmEstimate
@@ -125,6 +138,7 @@ class ClusteredSample:
     treatment_name: str
     segment: str | None
     draws: SharedUnitDraws = SharedUnitDraws()
+    sequential: SequenceTuning = SequenceTuning()
 
     @property
     def enough(self) -> bool:
@@ -152,6 +166,7 @@ def sample_of(
     treatment_name: str,
     segment: str | None,
     draws: SharedUnitDraws | None = None,
+    sequential: SequenceTuning | None = None,
 ) -> ClusteredSample:
     """The sample of two arms' estimates and sums (``draws``: resamples shared with other
     metrics, see :mod:`abrank.stats.unit_draws`)."""
@@ -171,6 +186,7 @@ def sample_of(
         treatment_name=treatment_name,
         segment=segment,
         draws=draws or SharedUnitDraws(),
+        sequential=sequential or SequenceTuning(),
     )
 
 
@@ -241,6 +257,25 @@ def log_ratio_interval(c: ArmEstimate, t: ArmEstimate) -> Callable[[float], Inte
         return (math.expm1(centre - half), math.expm1(centre + half))
 
     return relative
+
+
+@CLUSTERED_TESTS.register("sequential")
+def delta_method_sequence(s: ClusteredSample) -> TestOutcome:
+    """The always-valid test of the difference of the arms' estimates: the confidence
+    sequence over n = units in both arms with per-unit variance n (Var R_c + Var R_t), and
+    the relative lift's on the log ratio. Too few units or no variance: the delta-method
+    test's stand-ins."""
+    c, t = s.control, s.treatment
+    if not s.enough or math.sqrt(c.variance + t.variance) <= s.tol:
+        return delta_method_test(s)
+    n = c.n + t.n
+    relative = None
+    if lift(c.estimate, t.estimate, True) is not None:
+        relative = log_ratio_sequence(
+            c.estimate, t.estimate, c.variance, t.variance, 0.0, n, s.sequential
+        )
+    variance = n * (c.variance + t.variance)
+    return mean_sequence(s.obs, n, variance, s.sequential, relative=relative)
 
 
 @CLUSTERED_TESTS.register("permutation")
@@ -409,10 +444,10 @@ def checked_run(
             )
     if not isinstance(unit, str) or not unit:
         raise ConfigError(f"unit: expected the name of the clustering column, got {unit!r}")
-    if cuped and run[0] != "t":
+    if cuped and run[0] not in DELTA_METHOD_TESTS:
         raise ConfigError(
-            f"primary_test: expected 't' with a CUPED covariate (the adjustment is a "
-            f"delta-method one), got {run[0]!r}"
+            f"primary_test: expected 't' or 'sequential' with a CUPED covariate (the "
+            f"adjustment is a delta-method one), got {run[0]!r}"
         )
     return with_primary_interval(run)
 
@@ -432,6 +467,7 @@ def compare_clustered(
     treatment_name: str = "treatment",
     segment: str | None = None,
     covariate: tuple[UnitSums, UnitSums] | None = None,
+    sequential_tuning: int | None = None,
 ) -> Comparison:
     """Compare a treatment's ratio-of-sums metric with the control's, clustered by ``unit``.
 
@@ -451,7 +487,9 @@ def compare_clustered(
     with pre-period data and the unadjusted comparison. Resampling is seeded from (seed,
     metric, treatment_name, segment), or, where the unit resamples are shared with other
     metrics (see :mod:`abrank.stats.unit_draws`), from (seed, units per arm,
-    treatment_name, segment). Raises ConfigError / DataError for bad arguments.
+    treatment_name, segment). ``sequential_tuning`` is the N* of the ``sequential`` test
+    (None: the default, :data:`abrank.stats.registry.SEQUENTIAL_TUNING`). Raises
+    ConfigError / DataError for bad arguments.
     """
     return compare_clustered_metrics(
         {metric: control},
@@ -466,6 +504,7 @@ def compare_clustered(
         seed=seed,
         treatment_name=treatment_name,
         segment=segment,
+        sequential_tuning=sequential_tuning,
     )[0]
 
 
@@ -519,9 +558,16 @@ def clustered_comparison(
     treatment_name: str,
     segment: str | None,
     draws: SharedUnitDraws | None,
+    sequential_tuning: int | None = None,
 ) -> Comparison:
     """The comparison of checked arguments (see :func:`compare_clustered`)."""
-    names = dict(n_resamples=n_resamples, seed=seed, metric=metric, segment=segment)
+    names = dict(
+        n_resamples=n_resamples,
+        seed=seed,
+        metric=metric,
+        segment=segment,
+        sequential=SequenceTuning.of(sequential_tuning, confidence_level),
+    )
     y_c, y_t = linearized(control), linearized(treatment)
     raw = sample_of(
         y_c, y_t, control, treatment, treatment_name=treatment_name, draws=draws, **names
@@ -549,10 +595,10 @@ def clustered_comparison(
         treatment_name=treatment_name,
         **names,
     )
-    adjusted_outcomes = {"t": CLUSTERED_TESTS.run(("t",), sample)["t"]}
-    adjusted_outcomes.update(
-        {name: TestOutcome(math.nan) for name in run if name != "t"}
-    )  # resampling tests: unadjusted only
+    adjusted = CLUSTERED_TESTS.run([name for name in run if name in DELTA_METHOD_TESTS], sample)
+    adjusted_outcomes = {  # resampling tests: unadjusted only
+        name: adjusted.get(name, TestOutcome(math.nan)) for name in outcomes
+    }
     adjusted = build(sample, adjusted_outcomes, control, treatment, cuped=True, **labels)
     var_raw = y_c.variance + y_t.variance
     var_adj = adjustment.control.variance + adjustment.treatment.variance
@@ -611,7 +657,9 @@ def build(
         notes.extend(outcome.notes)
     primary_at, method = primary_interval(run[0], outcomes)
     how = "delta method + CUPED" if cuped else "delta method"
-    if method == "bca":
+    if method == SEQUENCE_METHOD:
+        how = f"{SEQUENCE_METHOD} ({how})"
+    elif method == "bca":
         how = "unit bootstrap (BCa)"
     ci_method = f"{how}, clustered by {unit}"
     variance = c.variance + t.variance
@@ -640,7 +688,7 @@ def build(
         primary_at=primary_at,
         ci_method=ci_method,
         bootstrap_at=boot.interval if boot is not None and boot.interval else None,
-        relative_at=outcomes["t"].relative if "t" in outcomes else None,
+        relative_at=relative_at(run[0], outcomes),
         mde_at=mde_at,
         effect_size=s.obs / sd if s.enough and sd > 0 else math.nan,
         wins_ties_losses=(0, 0, 0),
@@ -652,6 +700,17 @@ def build(
         resampled_deltas=boot.resampled if boot is not None else None,
     )
     return dataclasses.replace(result, unit=unit, n_units={"control": n_c, "treatment": n_t})
+
+
+def relative_at(
+    primary_test: str, outcomes: dict[str, TestOutcome]
+) -> Callable[[float], Interval | None] | None:
+    """The relative lift's interval: the confidence sequence's when it is the primary
+    test, else the delta-method t-interval's."""
+    for name in (primary_test, "t"):
+        if name in DELTA_METHOD_TESTS and name in outcomes:
+            return outcomes[name].relative
+    return None
 
 
 def compare_clustered_metrics(
@@ -668,6 +727,7 @@ def compare_clustered_metrics(
     seed: int | None = 0,
     treatment_name: str = "treatment",
     segment: str | None = None,
+    sequential_tuning: int | None = None,
 ) -> list[Comparison]:
     """:func:`compare_clustered` for several metrics of the same two arms, in the order of
     ``controls``; ``covariates`` maps some (or all) metrics to their pre-period sums.
@@ -702,6 +762,7 @@ def compare_clustered_metrics(
         treatment_name=treatment_name,
         segment=segment,
     )
+    tuning = checked_tuning(sequential_tuning)
     checked = {
         m: checked_arguments(controls[m], treatments[m], covariates.get(m), metric=m, **options)
         for m in controls
@@ -737,6 +798,7 @@ def compare_clustered_metrics(
             treatment_name=treatment_name,
             segment=segment,
             draws=draws.get(m),
+            sequential_tuning=tuning,
         )
         for m, (run, c, t, pre) in checked.items()
     ]

@@ -3,7 +3,8 @@
 Each test is one function of an :class:`IndependentSample`, registered in
 :data:`INDEPENDENT_TESTS` under its :mod:`abrank.stats.registry` name: Welch's t-test (and
 its interval), the label-permutation test, the per-arm BCa bootstrap (and the relative
-lift's interval), the Mann-Whitney U test. :func:`compare_independent` runs the tests a
+lift's interval), the Mann-Whitney U test, the always-valid confidence sequence of the
+difference (:mod:`abrank.stats.sequential`). :func:`compare_independent` runs the tests a
 comparison asks for and builds its :class:`~abrank.stats.results.Comparison`.
 """
 
@@ -36,6 +37,7 @@ from abrank.stats.estimation import (
 from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, build_comparison
 from abrank.stats.seeding import generator
+from abrank.stats.sequential import SequenceTuning, log_ratio_sequence, mean_sequence
 
 NOTE_NO_VARIANCE = (
     "no variance in either arm: the Welch test is undefined, so its p-value and "
@@ -48,7 +50,8 @@ class IndependentSample:
     """The two arms' values (NaN dropped) and what the tests need to know.
 
     ``obs`` is the observed delta, 0 when an arm is empty; ``enough``: both arms have at
-    least two values; ``smallest`` the smaller arm's size.
+    least two values; ``smallest`` the smaller arm's size; ``sequential`` tunes the
+    ``sequential`` test's confidence sequence.
     """
 
     c: np.ndarray
@@ -70,6 +73,7 @@ class IndependentSample:
     metric: str
     treatment_name: str
     segment: str | None
+    sequential: SequenceTuning = SequenceTuning()
 
     @classmethod
     def of(
@@ -82,6 +86,7 @@ class IndependentSample:
         metric: str,
         treatment_name: str,
         segment: str | None,
+        sequential: SequenceTuning | None = None,
     ) -> IndependentSample:
         """The sample of arms ``c`` and ``t``, with their summary statistics."""
         n_c, n_t = int(c.size), int(t.size)
@@ -112,6 +117,7 @@ class IndependentSample:
             metric=metric,
             treatment_name=treatment_name,
             segment=segment,
+            sequential=sequential or SequenceTuning(),
         )
 
     @property
@@ -152,6 +158,22 @@ def welch_t_test(s: IndependentSample) -> TestOutcome:
         warnings.simplefilter("ignore", RuntimeWarning)
         p = finite_or(sps.ttest_ind(s.t, s.c, equal_var=False).pvalue, 1.0)
     return TestOutcome(p, lambda level: t_interval(obs, se, df, level), "t")
+
+
+@INDEPENDENT_TESTS.register("sequential")
+def welch_sequence(s: IndependentSample) -> TestOutcome:
+    """The always-valid test of the difference of means: its confidence sequence over
+    n = n_c + n_t observations of per-observation variance n (s_c^2 / n_c + s_t^2 / n_t)
+    (Welch's standard error), and the relative lift's on the log ratio. Too few values or
+    no variance: Welch's test's stand-ins."""
+    if not s.enough or s.no_variance:
+        return welch_t_test(s)
+    n = s.n_c + s.n_t
+    v_c, v_t = s.var_c / s.n_c, s.var_t / s.n_t
+    relative = None
+    if s.lift is not None:
+        relative = log_ratio_sequence(s.mean_c, s.mean_t, v_c, v_t, 0.0, n, s.sequential)
+    return mean_sequence(s.obs, n, n * (v_c + v_t), s.sequential, relative=relative)
 
 
 @INDEPENDENT_TESTS.register("permutation")
@@ -253,10 +275,12 @@ def compare_independent(
     treatment_name: str,
     segment: str | None,
     run: tuple[str, ...],
+    sequential_tuning: int | None = None,
 ) -> Comparison:
     """The independent comparison of arms ``c`` and ``t`` (NaN values already dropped);
     ``run`` names the tests to run (validated; the bootstrap included when the primary
-    test is not t)."""
+    test is not t); ``sequential_tuning`` is the ``sequential`` test's N* (None: the
+    default)."""
     s = IndependentSample.of(
         c,
         t,
@@ -265,6 +289,7 @@ def compare_independent(
         metric=metric,
         treatment_name=treatment_name,
         segment=segment,
+        sequential=SequenceTuning.of(sequential_tuning, confidence_level),
     )
     n_c, n_t = s.n_c, s.n_t
     notes: list[str] = []
@@ -287,6 +312,8 @@ def compare_independent(
                 s.mean_c, s.mean_t, s.var_c / n_c, s.var_t / n_t, 0.0, s.smallest - 1, level
             )
 
+    if primary_test == "sequential" and s.enough and not s.no_variance:
+        relative_at = outcomes["sequential"].relative if s.lift is not None else None
     primary_at, ci_method = primary_interval(primary_test, outcomes)
     enough = s.enough
     pooled_sd = (

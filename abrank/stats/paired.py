@@ -4,7 +4,8 @@ A paired comparison is a one-sample analysis of the per-query deltas d = treatme
 control. Each test is one function of a :class:`PairedSample`, registered in
 :data:`PAIRED_TESTS` under its :mod:`abrank.stats.registry` name: the paired t-test (and
 its t-interval), the sign-flip randomization test, the BCa bootstrap of the pairs (and of
-the relative lift), Wilcoxon's signed-rank test. :func:`compare_paired` runs the tests a
+the relative lift), Wilcoxon's signed-rank test, the always-valid confidence sequence of
+the mean delta (:mod:`abrank.stats.sequential`). :func:`compare_paired` runs the tests a
 comparison asks for and builds its :class:`~abrank.stats.results.Comparison`.
 """
 
@@ -42,6 +43,7 @@ from abrank.stats.estimation import (
 from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, build_comparison
 from abrank.stats.seeding import generator
+from abrank.stats.sequential import SequenceTuning, log_ratio_sequence, mean_sequence
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class PairedSample:
     ``d`` their deltas; ``sd`` is 0 when every delta is the same (``constant``), NaN with
     fewer than two pairs; ``tol`` the tolerance of equal resampled statistics; ``lift``
     the relative lift (None where it is not reported). ``draws`` holds resamples shared
-    with other metrics of the comparison (see :mod:`abrank.stats.draws`).
+    with other metrics of the comparison (see :mod:`abrank.stats.draws`); ``sequential``
+    tunes the ``sequential`` test's confidence sequence.
     """
 
     c: np.ndarray
@@ -73,6 +76,7 @@ class PairedSample:
     metric: str
     treatment_name: str
     segment: str | None
+    sequential: SequenceTuning = SequenceTuning()
 
     @classmethod
     def of(
@@ -87,6 +91,7 @@ class PairedSample:
         metric: str,
         treatment_name: str,
         segment: str | None,
+        sequential: SequenceTuning | None = None,
     ) -> PairedSample:
         """The sample of the pairs (c[i], t[i]), with its summary statistics."""
         n = int(c.size)
@@ -117,6 +122,7 @@ class PairedSample:
             metric=metric,
             treatment_name=treatment_name,
             segment=segment,
+            sequential=sequential or SequenceTuning(alpha=1.0 - confidence_level),
         )
 
     def generator(self, stream: str) -> np.random.Generator:
@@ -141,6 +147,22 @@ def paired_t_test(s: PairedSample) -> TestOutcome:
     # scipy.stats.ttest_1samp(d, 0.0).pvalue, the same bits
     p = finite_or(fast_stats.ttest_1samp(s.d, s.confidence_level)[0], 1.0)
     return TestOutcome(p, lambda level: t_interval(s.mean_d, se, n - 1, level), "t")
+
+
+@PAIRED_TESTS.register("sequential")
+def paired_sequence(s: PairedSample) -> TestOutcome:
+    """The always-valid test of the mean delta: its confidence sequence (n queries,
+    per-query variance sd^2) and the relative lift's on the log ratio. Fewer than two
+    pairs or no variance in the deltas: the t-test's stand-ins."""
+    if s.n < 2 or s.constant:
+        return paired_t_test(s)
+    relative = None
+    if s.lift is not None:
+        cov = np.cov(s.c, s.t, ddof=1) / s.n
+        relative = log_ratio_sequence(
+            s.mean_c, s.mean_t, cov[0, 0], cov[1, 1], cov[0, 1], s.n, s.sequential
+        )
+    return mean_sequence(s.mean_d, s.n, s.sd**2, s.sequential, relative=relative)
 
 
 @PAIRED_TESTS.register("permutation")
@@ -309,11 +331,13 @@ def compare_paired(
     treatment_name: str,
     segment: str | None,
     run: tuple[str, ...],
+    sequential_tuning: int | None = None,
 ) -> Comparison:
     """The paired comparison of aligned values ``c`` and ``t`` (NaN pairs already dropped).
 
     ``n_control`` / ``n_treatment`` count the pairs observed in each arm; ``run`` names
-    the tests to run (validated; the bootstrap included when the primary test is not t).
+    the tests to run (validated; the bootstrap included when the primary test is not t);
+    ``sequential_tuning`` is the ``sequential`` test's N* (None: the default).
     """
     s = PairedSample.of(
         c,
@@ -325,6 +349,7 @@ def compare_paired(
         metric=metric,
         treatment_name=treatment_name,
         segment=segment,
+        sequential=SequenceTuning.of(sequential_tuning, confidence_level),
     )
     n = s.n
     notes: list[str] = []
@@ -354,6 +379,8 @@ def compare_paired(
                     s.mean_c, s.mean_t, cov[0, 0], cov[1, 1], cov[0, 1], n - 1, level
                 )
 
+    if primary_test == "sequential" and s.lift is not None and not s.constant and n >= 2:
+        relative_at = outcomes["sequential"].relative
     primary_at, ci_method = primary_interval(primary_test, outcomes)
     boot = outcomes.get("bootstrap")
 

@@ -24,6 +24,10 @@ DESIGNS = ("paired", "independent")
 """The designs: ``paired`` (the same queries through both rankers), ``independent``
 (different queries or users per arm)."""
 
+SEQUENTIAL_TUNING = 5000
+"""The default N* of the ``sequential`` test: its confidence sequence is tightest after this
+many observations (GrowthBook's default); see :mod:`abrank.stats.sequential`."""
+
 
 @dataclass(frozen=True)
 class TestSpec:
@@ -105,6 +109,17 @@ TESTS: tuple[TestSpec, ...] = (
         description="Mann-Whitney U test (tests a shift of the distribution)",
         aliases=("mann-whitney",),
         thread_safe=False,
+    ),
+    TestSpec(
+        "sequential",
+        display="always-valid",
+        label="seq.",
+        designs=("paired", "independent"),
+        description=(
+            "asymptotic confidence sequence (Waudby-Smith et al.): an always-valid p-value "
+            "and interval, valid however often a cumulative readout is looked at"
+        ),
+        aliases=("always-valid", "confidence-sequence"),
     ),
 )
 """Every statistical test, in the order results list their p-values."""

@@ -22,10 +22,14 @@ MISSING = ("zero", "drop", "error")
 """What a query missing from one arm of a paired comparison becomes: 0, dropped, an error."""
 
 
+OWN_INTERVAL = ("t", "sequential")
+"""The tests whose interval is their own (the t-interval, the confidence sequence)."""
+
+
 def with_primary_interval(run: tuple[str, ...]) -> tuple[str, ...]:
-    """The tests to run, with the bootstrap added when the primary test is not t: the
-    primary interval of a non-t test is the BCa one."""
-    if run[0] != "t" and "bootstrap" not in run:
+    """The tests to run, with the bootstrap added when the primary test has no interval
+    of its own (see :data:`OWN_INTERVAL`): its primary interval is then the BCa one."""
+    if run[0] not in OWN_INTERVAL and "bootstrap" not in run:
         return (*run, "bootstrap")
     return run
 
