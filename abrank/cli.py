@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--to", dest="end", metavar="YYYY-MM-DD", help="through this one (default: today)"
     )
     run.add_argument(
+        "--no-history",
+        action="store_true",
+        help="do not record the run in the reports root's history (nor rebuild its index.html)",
+    )
+    run.add_argument(
         "--missing",
         choices=("error", "skip"),
         default="error",
@@ -495,6 +500,7 @@ def _run_one(args, experiment, date, several: bool, batch: bool, fail_on, format
     """One (config, date) of ``abrank run``: analyse, write, record; its outcome."""
     from abrank.analysis import check_output_folder, readout_folder, run_experiment, write_readout
     from abrank.analysis.alerts import EXIT_ALERT, fired_alerts
+    from abrank.analysis.record import attach_history, recording_for, store_run
     from abrank.analysis.window import check_dated, missing_inputs
     from abrank.batch import EXIT_OK, EXIT_SKIPPED, RunOutcome, verdict_counts
     from abrank.render import alarms, headline_lines
@@ -519,9 +525,13 @@ def _run_one(args, experiment, date, several: bool, batch: bool, fail_on, format
         out = Path(args.out) / experiment.name if args.out and several else args.out
         folder = readout_folder(run, out)
         check_output_folder(folder)  # a refused output path fails before the analysis runs
+        recording = None if args.no_history else recording_for(run, folder, out)
         progress = None if batch else _progress(args.quiet)
         readout = run_experiment(run, seed=args.seed, progress=progress)
+        if recording is not None:
+            readout, rows = attach_history(readout, run, recording)
         write_readout(readout, folder, formats=formats)
+        notes = store_run(recording, rows) if recording is not None else []
     except Exception as exc:
         if args.debug or not batch:
             raise
@@ -538,6 +548,8 @@ def _run_one(args, experiment, date, several: bool, batch: bool, fail_on, format
         for warning in summary["diagnostics"]["warnings"]:
             if warning not in shown:
                 print(f"note: {warning}", file=sys.stderr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     fired = fired_alerts(summary, fail_on)
     for reason in fired:
         print(f"abrank: alert: {experiment.name}: {reason}", file=sys.stderr)

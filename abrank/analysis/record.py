@@ -1,0 +1,147 @@
+"""Recording a run: its rows in the history store, its trend, the reports root's index page.
+
+A dated run (and an undated one whose readout goes to its default place under
+``reports/``) is recorded under its *reports root*, the folder that holds the experiments'
+folders: ``reports/<name>/<date>/`` has the root ``reports``. Before the readout is written
+the history is read, to tell whether the date's inputs are the previous date's very bytes
+(``schedule.stale``) and to give the readout its trend (the rows of every date up to its
+own); after it is written, the run's rows replace that date's in the store and
+``<root>/index.html`` is rebuilt from the whole history.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+from pathlib import Path
+
+import pandas as pd
+
+from abrank.config import Experiment
+from abrank.config.dates import is_dated
+from abrank.errors import ConfigError
+from abrank.readout import Readout
+
+
+@dataclasses.dataclass(frozen=True)
+class Recording:
+    """Where and as what date a run is recorded."""
+
+    root: Path
+    experiment: str
+    date: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The recording as JSON-safe builtins."""
+        return {"root": str(self.root), "experiment": self.experiment, "date": self.date}
+
+
+def recording_for(
+    experiment: Experiment, folder: Path, out: str | Path | None, today: dt.date | None = None
+) -> Recording | None:
+    """The recording of a run whose readout goes to ``folder``, or None when it is not
+    recorded: an undated run sent elsewhere than its default place (``--out``, ``output``)
+    is a one-off readout, self-contained, and leaves no history beside it."""
+    if experiment.date is None:
+        if out is not None or experiment.output is not None:
+            return None
+        day = today or dt.date.today()
+        root = folder.parent
+    else:
+        day = experiment.date
+        dated_output = out is None and is_dated(experiment.output)
+        root = folder.parent if dated_output else folder.parent.parent
+    recording = Recording(root, experiment.name, day.isoformat())
+    check_recording(recording)
+    return recording
+
+
+def check_recording(recording: Recording) -> None:
+    """Refuse, before any work, a history store that cannot be written: a file where its
+    folders go."""
+    from abrank.history import history_folder
+
+    for path in (
+        history_folder(recording.root),
+        history_folder(recording.root) / recording.experiment,
+    ):
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"{path}: expected the history store's folder, got a file")
+
+
+def attach_history(
+    readout: Readout, experiment: Experiment, recording: Recording
+) -> tuple[Readout, pd.DataFrame]:
+    """The readout with its ``schedule.stale`` / ``previous_date`` and its trend (every
+    earlier date's rows and its own), and the rows to store for its date."""
+    from abrank.history import history_rows, inputs_fingerprint, read_history
+
+    summary = dict(readout.summary)
+    earlier = _experiment_history(read_history, recording)
+    earlier = earlier[earlier["date"] < recording.date]
+    previous_date = str(earlier["date"].max()) if len(earlier) else None
+    stale = False
+    if previous_date is not None:
+        before = earlier.loc[earlier["date"] == previous_date, "inputs_sha256"]
+        stale = bool((before == inputs_fingerprint(summary["inputs"])).all())
+    if summary.get("schedule") is not None:
+        summary["schedule"] = {
+            **summary["schedule"],
+            "previous_date": previous_date,
+            "stale": stale if previous_date is not None else None,
+        }
+    start = experiment.window_start if experiment.date is not None else None
+    rows = history_rows(
+        summary,
+        date=recording.date,
+        window="cumulative" if start is not None else "daily",
+        window_start=None if start is None else start.isoformat(),
+        stale=stale,
+        config_sha256=hashlib.sha256(experiment.text.encode("utf-8")).hexdigest(),
+    )
+    trend = pd.concat([earlier, rows], ignore_index=True) if len(earlier) else rows
+    return dataclasses.replace(readout, summary=summary, history=trend), rows
+
+
+def store_run(recording: Recording, rows: pd.DataFrame) -> list[str]:
+    """Store the run's rows and rebuild the index page; the notes to show (an index page
+    that is not abrank's is left alone, and said so)."""
+    from abrank.history import read_history, write_history
+    from abrank.render import write_index
+
+    write_history(recording.root, recording.experiment, recording.date, rows)
+    history = read_history(recording.root)
+    try:
+        write_index(recording.root, history, readout_links(recording.root, history))
+    except ConfigError as exc:
+        return [f"index page not written: {exc}"]
+    return []
+
+
+def readout_links(root: Path, history: pd.DataFrame) -> dict[str, str]:
+    """Each experiment's latest readout, relative to the root: ``<name>/<date>/report.html``
+    for a dated one, ``<name>/report.html`` for an undated one (its summary.json when the
+    report was not written)."""
+    links = {}
+    if not len(history):
+        return links
+    latest = history.groupby("experiment", sort=True)["date"].max()
+    for name, date in latest.items():
+        for folder in (Path(str(name)) / str(date), Path(str(name))):
+            for page in ("report.html", "summary.json"):
+                if (root / folder / page).is_file():
+                    links[str(name)] = (folder / page).as_posix()
+                    break
+            if str(name) in links:
+                break
+    return links
+
+
+def _experiment_history(read, recording: Recording) -> pd.DataFrame:
+    """The experiment's rows so far (an empty frame with the columns when it has none)."""
+    from abrank.history import HISTORY_SCHEMA, history_folder
+
+    if not (history_folder(recording.root) / recording.experiment).is_dir():
+        return HISTORY_SCHEMA.empty_table().to_pandas()
+    return read(recording.root, recording.experiment)
