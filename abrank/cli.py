@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
               abrank run experiments/demo-reranker.yaml
               abrank metrics qrels.txt run.txt -m ndcg@10 mrr@10 --per-query
               abrank compare qrels.txt bm25.run reranker.run -m ndcg@10 mrr@10
+              abrank history demo-reranker --csv
             """),
     )
     parser.add_argument("--version", action="version", version=f"abrank {__version__}")
@@ -173,6 +174,25 @@ def build_parser() -> argparse.ArgumentParser:
         default="zero",
         choices=("zero", "drop", "error"),
         help="a query missing from one run: score 0, drop it, or fail",
+    )
+
+    history = verb(
+        "history",
+        "Print an experiment's history: every dated readout's comparisons, by date.",
+        "abrank history demo-reranker --json --root reports\n\n"
+        "Without --json or --csv: an aligned table of date, treatment, metric, segment, the\n"
+        "means, delta, interval, adjusted p-value, verdict and n. --json: a list of row\n"
+        "objects with every column of the history store; --csv: every column.",
+    )
+    history.add_argument("name", metavar="NAME", help="the experiment's name (config name)")
+    shape = history.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="every column, as a list of objects")
+    shape.add_argument("--csv", action="store_true", help="every column, as CSV")
+    history.add_argument(
+        "--root",
+        default="reports",
+        metavar="DIR",
+        help="the reports root holding the history/ folder (default: reports)",
     )
 
     demo = verb(
@@ -319,6 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "validate": _validate,
         "metrics": _metrics,
         "compare": _compare,
+        "history": _history,
         "demo-data": _demo_data,
     }[args.verb]
     try:
@@ -670,6 +691,23 @@ def _judged_only_names(names: list[str], judged_only: bool) -> list[str]:
     from abrank.metrics import as_judged_only, parse_metrics
 
     return [m.name for m in as_judged_only(parse_metrics(names))]
+
+
+def _history(args: argparse.Namespace) -> int:
+    """``abrank history``: pyarrow only (no pandas), so that it answers in a blink."""
+    from abrank.history.output import csv_parts, json_parts, text_parts
+    from abrank.history.store import history_table
+
+    if _OWN_PROCESS:
+        reuse_freed_memory()  # each batch of formatted rows reuses the previous one's memory
+    table = history_table(args.root, args.name)
+    parts = json_parts if args.json else csv_parts if args.csv else text_parts
+    out = sys.stdout
+    out.flush()
+    for part in parts(table):
+        out.buffer.write(part)
+    out.buffer.flush()
+    return EXIT_OK
 
 
 def _demo_data(args: argparse.Namespace) -> int:
