@@ -695,12 +695,13 @@ def _judged_only_names(names: list[str], judged_only: bool) -> list[str]:
 
 def _history(args: argparse.Namespace) -> int:
     """``abrank history``: pyarrow only (no pandas), so that it answers in a blink."""
-    from abrank.history.output import csv_parts, json_parts, text_parts
+    from abrank.history.output import TEXT_COLUMNS, csv_parts, json_parts, text_parts
     from abrank.history.store import history_table
 
     if _OWN_PROCESS:
         reuse_freed_memory()  # each batch of formatted rows reuses the previous one's memory
-    table = history_table(args.root, args.name)
+    every = args.json or args.csv
+    table = history_table(args.root, args.name, columns=None if every else TEXT_COLUMNS)
     parts = json_parts if args.json else csv_parts if args.csv else text_parts
     out = sys.stdout
     out.flush()

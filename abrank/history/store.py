@@ -21,6 +21,7 @@ import contextlib
 import os
 import re
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,24 +105,36 @@ def remove_abandoned_files(folder: Path) -> list[Path]:
     return removed
 
 
-def history_table(root: str | Path, experiment: str | None = None) -> pa.Table:
+def history_table(
+    root: str | Path, experiment: str | None = None, columns: Sequence[str] | None = None
+) -> pa.Table:
     """The store's rows as one Arrow table (what :func:`read_history` returns, unconverted).
 
     Sorted by experiment and date, each date's rows in the order they were written (the
     readout's comparison order). With ``experiment``, that experiment's rows only: a
     DataError naming the experiments that have a history when it has none. A file that is
     not a history file (unreadable, or another schema, or rows of another experiment or
-    date) is a DataError naming it.
+    date) is a DataError naming it. ``columns``: only those (and ``experiment`` and
+    ``date``), in the schema's order; reading fewer columns is faster.
     """
     files = _history_files(root, experiment)
+    if columns is not None:
+        unknown = sorted(set(columns) - set(HISTORY_COLUMNS))
+        if unknown:
+            raise ConfigError(
+                f"columns: expected history columns ({', '.join(HISTORY_COLUMNS)}), "
+                f"got {', '.join(unknown)}"
+            )
+        columns = _with_keys(columns)
     workers = min(len(files), READ_THREADS, os.cpu_count() or 1)
     if workers > 1:  # a file's decoding releases the GIL: files are read side by side
         with ThreadPoolExecutor(workers) as pool:
-            tables = list(pool.map(lambda file: _read_file(file[2], file[0], file[1]), files))
+            tables = list(pool.map(lambda file: _read_file(*file, columns), files))
     else:
-        tables = [_read_file(path, name, date) for name, date, path in files]
+        tables = [_read_file(*file, columns) for file in files]
     if not tables:
-        return HISTORY_SCHEMA.empty_table()
+        empty = HISTORY_SCHEMA.empty_table()
+        return empty if columns is None else empty.select(columns)
     return pa.concat_tables(tables)
 
 
@@ -148,7 +161,7 @@ def previous_inputs(root: str | Path, experiment: str, date: str) -> str | None:
     earlier = sorted(d for d, path in _date_files(folder) if d < date)
     for day in reversed(earlier):
         path = folder / f"{day}.parquet"
-        column = _read_file(path, experiment, day).column("inputs_sha256")
+        column = _read_file(experiment, day, path, ["inputs_sha256"]).column("inputs_sha256")
         if len(column):
             return column[0].as_py()
     return None
@@ -283,8 +296,19 @@ def _history_files(root: str | Path, experiment: str | None) -> list[tuple[str, 
     return [(name, date, path) for name in names for date, path in _date_files(store / name)]
 
 
-def _read_file(path: Path, experiment: str, date: str) -> pa.Table:
-    """One history file, checked: its schema, and every row of its experiment and date."""
+def _with_keys(columns: Sequence[str]) -> list[str]:
+    """``columns`` and ``experiment`` and ``date``, in the schema's order."""
+    wanted = {"experiment", "date", *columns}
+    return [name for name in HISTORY_COLUMNS if name in wanted]
+
+
+def _read_file(
+    experiment: str, date: str, path: Path, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """One history file (its ``columns``, or all), checked: its schema, and every row of
+    its experiment and date."""
+    if columns is not None:
+        columns = _with_keys(columns)
     try:
         handle = pq.ParquetFile(path)
         schema = handle.schema_arrow
@@ -293,7 +317,7 @@ def _read_file(path: Path, experiment: str, date: str) -> pa.Table:
                 f"{path}: expected a history file (columns {', '.join(HISTORY_COLUMNS)} "
                 f"with their types), got columns {', '.join(schema.names)}"
             )
-        table = handle.read(use_threads=False)
+        table = handle.read(columns=columns, use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{path}: expected a history file (Parquet), got {exc}") from None
     for column, expected in (("experiment", experiment), ("date", date)):

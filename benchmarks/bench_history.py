@@ -1,0 +1,121 @@
+"""Speed of ``abrank history`` on a store of 100,000 rows, against the 1 s goal.
+
+Builds a history in a temporary folder with :func:`abrank.history.write_history`: one
+experiment x ``--dates`` dates (default 500) x ``--rows`` rows a date (default 200: the
+demo's 32 comparisons repeated with distinct values), so 100,000 rows by default. Then
+times, best of ``--repeat`` (default 3):
+
+* ``abrank history NAME``, ``--json`` and ``--csv`` as subprocesses (interpreter start-up,
+  imports, reading, formatting and writing to a pipe included; output discarded);
+* :func:`abrank.history.read_history` (to a DataFrame) and
+  :func:`abrank.history.store.history_table` (Arrow only) in this process.
+
+It prints each figure beside the goal, and the time to write the store (one
+``write_history`` per date). The machine is shared: the load average is printed too.
+
+    python benchmarks/bench_history.py
+    python benchmarks/bench_history.py --dates 50 --repeat 1   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOAL = 1.0  # seconds, for `abrank history` on 100,000 rows
+NAME = "demo-reranker"
+
+
+def build(root: Path, dates: int, rows: int) -> float:
+    """Write the store; return the seconds it took."""
+    import datetime as dt
+
+    import numpy as np
+
+    from abrank.history import history_rows, write_history
+
+    summary = json.loads((ROOT / "tests" / "golden" / "demo-summary.json").read_text())
+    comparisons = summary["comparisons"]
+    summary["comparisons"] = [dict(comparisons[i % len(comparisons)]) for i in range(rows)]
+    base = history_rows(summary, date="2025-01-01", config_sha256="c" * 64)
+    rng = np.random.default_rng(7)
+    first = dt.date(2025, 1, 1)
+    start = time.perf_counter()
+    for day in range(dates):
+        date = (first + dt.timedelta(days=day)).isoformat()
+        noise = rng.normal(0, 0.01, rows)
+        frame = base.assign(
+            date=date,
+            delta=base["delta"] + noise,
+            ci_low=base["ci_low"] + noise,
+            ci_high=base["ci_high"] + noise,
+            p_adjusted=rng.uniform(0, 1, rows),
+        )
+        frame["ci"] = list(np.column_stack([frame["ci_low"], frame["ci_high"]]))
+        write_history(root, NAME, date, frame)
+    return time.perf_counter() - start
+
+
+def best(function, repeat: int) -> float:
+    """The shortest of ``repeat`` timings of ``function()``."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def command(root: Path, *options: str):
+    """A function that runs ``abrank history NAME OPTIONS`` and checks it succeeded."""
+    argv = [sys.executable, "-m", "abrank", "history", NAME, "--root", str(root), *options]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run() -> None:
+        done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if done.returncode:
+            raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.decode()}")
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dates", type=int, default=500)
+    parser.add_argument("--rows", type=int, default=200, help="rows a date")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    from abrank.history import read_history
+    from abrank.history.store import history_table
+
+    with tempfile.TemporaryDirectory(prefix="abrank-history-") as folder:
+        root = Path(folder)
+        written = build(root, args.dates, args.rows)
+        total = args.dates * args.rows
+        print(f"history of {total:,} rows ({args.dates} dates x {args.rows} rows)")
+        print(f"  write_history, one call per date: {written:.2f} s")
+        print(f"  load average: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+        checks = [
+            (f"abrank history {NAME}", command(root)),
+            (f"abrank history {NAME} --json", command(root, "--json")),
+            (f"abrank history {NAME} --csv", command(root, "--csv")),
+        ]
+        for label, run in checks:
+            seconds = best(run, args.repeat)
+            verdict = "ok" if seconds < GOAL else "over"
+            print(f"  {label:40s} {seconds:6.3f} s  (goal < {GOAL:.1f} s: {verdict})")
+        seconds = best(lambda: history_table(root, NAME), args.repeat)
+        print(f"  {'history_table (Arrow, in process)':40s} {seconds:6.3f} s")
+        seconds = best(lambda: read_history(root, NAME), args.repeat)
+        print(f"  {'read_history (DataFrame, in process)':40s} {seconds:6.3f} s")
+
+
+if __name__ == "__main__":
+    main()
