@@ -2,7 +2,8 @@
 
 Builds a history in a temporary folder with :func:`abrank.history.write_history`: one
 experiment x ``--dates`` dates (default 500) x ``--rows`` rows a date (default 200: the
-demo's 32 comparisons repeated with distinct values), so 100,000 rows by default. Then
+demo's 32 comparisons repeated, every date's means, deltas, intervals and p-values
+made distinct with random noise), so 100,000 rows by default. Then
 times, best of ``--repeat`` (default 3):
 
 * ``abrank history NAME``, ``--json`` and ``--csv`` as subprocesses (interpreter start-up,
@@ -50,12 +51,16 @@ def build(root: Path, dates: int, rows: int) -> float:
     start = time.perf_counter()
     for day in range(dates):
         date = (first + dt.timedelta(days=day)).isoformat()
-        noise = rng.normal(0, 0.01, rows)
+        noise = rng.normal(0, 0.01, (3, rows))  # every date's values are its own
         frame = base.assign(
             date=date,
-            delta=base["delta"] + noise,
-            ci_low=base["ci_low"] + noise,
-            ci_high=base["ci_high"] + noise,
+            control_mean=base["control_mean"] + noise[0],
+            treatment_mean=base["treatment_mean"] + noise[1],
+            delta=base["delta"] + noise[2],
+            ci_low=base["ci_low"] + noise[2],
+            ci_high=base["ci_high"] + noise[2],
+            relative_lift=base["relative_lift"] + noise[0],
+            p_value=rng.uniform(0, 1, rows),
             p_adjusted=rng.uniform(0, 1, rows),
         )
         frame["ci"] = list(np.column_stack([frame["ci_low"], frame["ci_high"]]))

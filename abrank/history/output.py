@@ -41,6 +41,7 @@ OVERALL = "overall"  # the text table's segment of an overall comparison
 MISSING = "-"  # the text table's missing value
 DIGITS = 4  # decimals of the text table's numbers
 BATCH = 16_384  # rows formatted at once
+REPEATED = 4  # a float column is formatted by distinct value when it has 4 rows a value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,10 +55,6 @@ class _Cells:
     def map(self, function: Callable[[pa.Array], pa.Array]) -> _Cells:
         """The same cells with ``function`` applied to their texts."""
         return _Cells(function(self.texts), self.codes)
-
-    def rows(self) -> pa.Array:
-        """One text per row."""
-        return self.texts if self.codes is None else self.texts.take(_int32s(self.codes))
 
 
 def history_json(table: pa.Table) -> bytes:
@@ -137,7 +134,6 @@ def text_parts(
         headers.append(name.ljust(width) if left else name.rjust(width))
         pieces += [cells, "  " if not last else "\n"]
     header = "  ".join(headers).rstrip() + "\n"
-    rows = table.num_rows
     yield header.encode("utf-8")
     rows = table.num_rows
     for start in range(0, rows, BATCH):
@@ -230,7 +226,7 @@ def _json_cells(column: pa.Array) -> _Cells:
         texts = _json_strings(_iso_times(values) if pa.types.is_timestamp(kind) else values)
         return _Cells(pc.fill_null(texts, _NULL), codes)
     if pa.types.is_floating(kind):
-        return _Cells(pc.fill_null(_shortest(column), _NULL))
+        return _float_cells(column).map(lambda texts: pc.fill_null(texts, _NULL))
     if pa.types.is_list(kind):
         return _Cells(pc.fill_null(_intervals(column, _shortest, "null"), _NULL))
     return _Cells(pc.fill_null(pc.cast(column, pa.string()), _NULL))  # integers, booleans
@@ -246,7 +242,7 @@ def _csv_cells(column: pa.Array) -> _Cells:
         fields = [None if v is None else _csv_field(v) for v in values.to_pylist()]
         return _Cells(pc.fill_null(_strings(fields), _EMPTY), codes)
     if pa.types.is_floating(kind):
-        return _Cells(pc.fill_null(_shortest(column), _EMPTY))
+        return _float_cells(column).map(lambda texts: pc.fill_null(texts, _EMPTY))
     if pa.types.is_list(kind):
         text = _intervals(column, _shortest, "null")
         return _Cells(
@@ -265,6 +261,15 @@ def _csv_field(value: str) -> str:
 def _json_strings(values: pa.Array) -> pa.Array:
     """Strings as JSON string literals (missing ones stay missing)."""
     return _strings([None if v is None else json.dumps(v) for v in values.to_pylist()])
+
+
+def _float_cells(column: pa.Array) -> _Cells:
+    """Floats in their shortest exact form, each distinct value formatted once when a
+    column repeats its values (a confidence level, a date's SRM p-value)."""
+    values, codes = _distinct(column)
+    if len(values) * REPEATED <= len(column):
+        return _Cells(_shortest(values), codes)
+    return _Cells(_shortest(column))
 
 
 def _shortest(values: pa.Array) -> pa.Array:
