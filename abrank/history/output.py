@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +43,7 @@ OVERALL = "overall"  # the text table's segment of an overall comparison
 MISSING = "-"  # the text table's missing value
 DIGITS = 4  # decimals of the text table's numbers
 BATCH = 16_384  # rows formatted at once
+FORMAT_THREADS = 2  # batches formatted at once
 REPEATED = 4  # a float column is formatted by distinct value when it has 4 rows a value
 
 
@@ -136,9 +139,13 @@ def text_parts(
     header = "  ".join(headers).rstrip() + "\n"
     yield header.encode("utf-8")
     rows = table.num_rows
-    for start in range(0, rows, BATCH):
+
+    def laid(start: int) -> memoryview:
         batch = [_rows_of(piece, start, BATCH) for piece in pieces]
-        yield _interleave(batch, min(BATCH, rows - start))
+        return _interleave(batch, min(BATCH, rows - start))
+
+    for _, body in _side_by_side(laid, range(0, rows, BATCH)):
+        yield body
 
 
 # --------------------------------------------------------------------------- layout
@@ -157,12 +164,31 @@ def _batches(
     table: pa.Table, pieces: Callable[[pa.Table], list[_Cells | str]]
 ) -> Iterator[tuple[bool, memoryview]]:
     """(last?, :func:`_interleave` of ``pieces(batch)``) for each batch of at most
-    :data:`BATCH` rows: small batches reuse the same memory, and stay far below Arrow's
-    2 GiB limit on one string array."""
+    :data:`BATCH` rows, in order: small batches reuse the same memory and stay far below
+    Arrow's 2 GiB limit on one string array."""
     rows = table.num_rows
-    for start in range(0, rows, BATCH):
+
+    def laid(start: int) -> memoryview:
         count = min(BATCH, rows - start)
-        yield start + count >= rows, _interleave(pieces(table.slice(start, count)), count)
+        return _interleave(pieces(table.slice(start, count)), count)
+
+    for start, body in _side_by_side(laid, range(0, rows, BATCH)):
+        yield start + BATCH >= rows, body
+
+
+def _side_by_side(
+    function: Callable[[int], memoryview], starts: Sequence[int]
+) -> Iterator[tuple[int, memoryview]]:
+    """(start, ``function(start)``) for each start, in order, with up to
+    :data:`FORMAT_THREADS` batches made at once (Arrow's kernels release the GIL)."""
+    workers = min(FORMAT_THREADS, os.cpu_count() or 1, len(starts))
+    if workers < 2:
+        yield from ((start, function(start)) for start in starts)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        for first in range(0, len(starts), workers):
+            window = starts[first : first + workers]
+            yield from zip(window, pool.map(function, window))
 
 
 def _interleave(pieces: Sequence[_Cells | str], rows: int) -> memoryview:
