@@ -735,3 +735,28 @@ def test_schema_is_the_shared_one():
         "primary", "sequential", "srm_alarm", "stale",
     ]  # fmt: skip
     assert [n for n, t in types.items() if t == "int64"] == ["n", "n_control", "n_treatment"]
+
+
+def test_a_file_of_another_experiment_or_with_missing_keys_is_named(tmp_path):
+    write_history(tmp_path, "demo-reranker", "2026-11-30", _rows("2026-11-30"))
+    write_history(tmp_path, "demo-online", "2026-11-29", _rows("2026-11-29", _online_summary()))
+    moved = tmp_path / "history" / "demo-reranker" / "2026-11-29.parquet"
+    os.replace(tmp_path / "history" / "demo-online" / "2026-11-29.parquet", moved)
+    with pytest.raises(DataError) as caught:
+        read_history(tmp_path, "demo-reranker")
+    assert str(caught.value) == (
+        f"{moved}: experiment: expected 'demo-reranker' in every row (the file's folder), "
+        "got 'demo-online'"
+    )
+    with pytest.raises(DataError, match="expected 'demo-reranker' in every row"):
+        previous_inputs(tmp_path, "demo-reranker", "2026-11-30")
+    table = pq.read_table(moved)
+    dates = pa.array(["2026-11-29"] * 31 + [None], pa.string())
+    experiments = pa.array(["demo-reranker"] * 32, pa.string())
+    table = table.set_column(0, "experiment", experiments).set_column(1, "date", dates)
+    pq.write_table(table, moved)
+    with pytest.raises(DataError) as caught:
+        read_history(tmp_path)
+    assert str(caught.value) == (
+        f"{moved}: date: expected '2026-11-29' in every row (the file's name), got None"
+    )

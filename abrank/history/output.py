@@ -24,6 +24,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from abrank.history.values import (
+    float_value,
+    index_codes,
+    int32s,
+    int_value,
+    null_value,
+    strings,
+    text_value,
+)
+
 # the text table's columns, and the ones aligned to the left (the others are numbers)
 TEXT_COLUMNS = (
     "date",
@@ -207,20 +217,20 @@ def _interleave(pieces: Sequence[_Cells | str], rows: int) -> memoryview:
             continue
         texts = pc.cast(piece.texts, pa.string())
         if prefix:
-            texts = pc.binary_join_element_wise(_text(prefix), texts, _EMPTY)
+            texts = pc.binary_join_element_wise(text_value(prefix), texts, _EMPTY)
         cells.append(_Cells(texts, piece.codes))
         prefix = ""
     if prefix:
         last = cells[-1]
         cells[-1] = _Cells(
-            pc.binary_join_element_wise(last.texts, _text(prefix), _EMPTY), last.codes
+            pc.binary_join_element_wise(last.texts, text_value(prefix), _EMPTY), last.codes
         )
     index = np.empty((rows, len(cells)), dtype=np.int32)
     start = 0
     for column, piece in enumerate(cells):
         index[:, column] = start + (np.arange(rows) if piece.codes is None else piece.codes)
         start += len(piece.texts)
-    laid = pa.concat_arrays([piece.texts for piece in cells]).take(_int32s(index.ravel()))
+    laid = pa.concat_arrays([piece.texts for piece in cells]).take(int32s(index.ravel()))
     offsets = np.frombuffer(laid.buffers()[1], dtype=np.int32, count=len(laid) + 1 + laid.offset)
     begin, end = offsets[laid.offset], offsets[-1]
     return memoryview(laid.buffers()[2])[begin:end]
@@ -234,11 +244,7 @@ def _column(table: pa.Table, name: str) -> pa.Array:
 def _distinct(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """A column's distinct values (missing included, as one) and each row's code."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
-    indices = encoded.indices  # int32, none missing; read from its buffer (to_numpy loads pandas)
-    if indices.type != pa.int32():
-        indices = indices.cast(pa.int32())
-    codes = np.frombuffer(indices.buffers()[1], dtype=np.int32, count=len(indices) + indices.offset)
-    return encoded.dictionary, codes[indices.offset :]
+    return encoded.dictionary, index_codes(encoded.indices)
 
 
 # --------------------------------------------------------------------------- JSON and CSV
@@ -266,13 +272,15 @@ def _csv_cells(column: pa.Array) -> _Cells:
         if pa.types.is_timestamp(kind):
             values = _iso_times(values)
         fields = [None if v is None else _csv_field(v) for v in values.to_pylist()]
-        return _Cells(pc.fill_null(_strings(fields), _EMPTY), codes)
+        return _Cells(pc.fill_null(strings(fields), _EMPTY), codes)
     if pa.types.is_floating(kind):
         return _float_cells(column).map(lambda texts: pc.fill_null(texts, _EMPTY))
     if pa.types.is_list(kind):
         text = _intervals(column, _shortest, "null")
         return _Cells(
-            pc.fill_null(pc.binary_join_element_wise(_text('"'), text, _text('"'), _EMPTY), _EMPTY)
+            pc.fill_null(
+                pc.binary_join_element_wise(text_value('"'), text, text_value('"'), _EMPTY), _EMPTY
+            )
         )
     return _Cells(pc.fill_null(pc.cast(column, pa.string()), _EMPTY))
 
@@ -286,7 +294,7 @@ def _csv_field(value: str) -> str:
 
 def _json_strings(values: pa.Array) -> pa.Array:
     """Strings as JSON string literals (missing ones stay missing)."""
-    return _strings([None if v is None else json.dumps(v) for v in values.to_pylist()])
+    return strings([None if v is None else json.dumps(v) for v in values.to_pylist()])
 
 
 def _float_cells(column: pa.Array) -> _Cells:
@@ -305,22 +313,24 @@ def _shortest(values: pa.Array) -> pa.Array:
 
 def _finite(values: pa.Array) -> pa.Array:
     """A float column with NaN and infinities made missing (JSON has no such numbers)."""
-    return pc.if_else(pc.is_finite(values), values, _null(values.type))
+    return pc.if_else(pc.is_finite(values), values, null_value(values.type))
 
 
 def _intervals(column: pa.Array, number: Callable[[pa.Array], pa.Array], missing: str) -> pa.Array:
     """A list<float64> column of intervals as ``[low, high]`` text; a missing interval
     stays missing, a missing end is written ``missing``."""
-    low = pc.fill_null(number(pc.list_element(column, _int(0))), _text(missing))
-    high = pc.fill_null(number(pc.list_element(column, _int(1))), _text(missing))
-    text = pc.binary_join_element_wise(_text("["), low, _text(", "), high, _text("]"), _EMPTY)
-    return pc.if_else(pc.is_null(column), _null(pa.string()), text)
+    low = pc.fill_null(number(pc.list_element(column, int_value(0))), text_value(missing))
+    high = pc.fill_null(number(pc.list_element(column, int_value(1))), text_value(missing))
+    text = pc.binary_join_element_wise(
+        text_value("["), low, text_value(", "), high, text_value("]"), _EMPTY
+    )
+    return pc.if_else(pc.is_null(column), null_value(pa.string()), text)
 
 
 def _iso_times(values: pa.Array) -> pa.Array:
     """UTC times in ISO 8601 with microseconds (``2026-12-01T17:15:03.865306+00:00``)."""
     text = pc.strftime(values, format="%Y-%m-%dT%H:%M:%S")
-    return pc.binary_join_element_wise(text, _text("+00:00"), _EMPTY)
+    return pc.binary_join_element_wise(text, text_value("+00:00"), _EMPTY)
 
 
 # --------------------------------------------------------------------------- text cells
@@ -333,17 +343,21 @@ def _text_cells(column: pa.Array, name: str) -> _Cells:
         values, codes = _distinct(column)
         if pa.types.is_timestamp(kind):
             values = _iso_times(values)
-        return _Cells(pc.fill_null(values, _text(OVERALL if name == "segment" else MISSING)), codes)
+        return _Cells(
+            pc.fill_null(values, text_value(OVERALL if name == "segment" else MISSING)), codes
+        )
     if name == "p_adjusted":
-        small = pc.less(column, _float(10.0**-DIGITS))
-        text = pc.if_else(small, _text("<" + format(10.0**-DIGITS, f".{DIGITS}f")), _fixed(column))
-        return _Cells(pc.fill_null(text, _text(MISSING)))
+        small = pc.less(column, float_value(10.0**-DIGITS))
+        text = pc.if_else(
+            small, text_value("<" + format(10.0**-DIGITS, f".{DIGITS}f")), _fixed(column)
+        )
+        return _Cells(pc.fill_null(text, text_value(MISSING)))
     if pa.types.is_list(kind):
         signed = lambda values: _fixed(values, signed=True)  # noqa: E731
-        return _Cells(pc.fill_null(_intervals(column, signed, MISSING), _text(MISSING)))
+        return _Cells(pc.fill_null(_intervals(column, signed, MISSING), text_value(MISSING)))
     if pa.types.is_floating(kind):
-        return _Cells(pc.fill_null(_fixed(column, signed=name == "delta"), _text(MISSING)))
-    return _Cells(pc.fill_null(pc.cast(column, pa.string()), _text(MISSING)))
+        return _Cells(pc.fill_null(_fixed(column, signed=name == "delta"), text_value(MISSING)))
+    return _Cells(pc.fill_null(pc.cast(column, pa.string()), text_value(MISSING)))
 
 
 def _fixed(values: pa.Array, *, signed: bool = False) -> pa.Array:
@@ -352,63 +366,22 @@ def _fixed(values: pa.Array, *, signed: bool = False) -> pa.Array:
     are written in their shortest form instead."""
     values = _finite(values)
     scale = 10**DIGITS
-    huge = pc.greater_equal(pc.abs(values), _float(1e12))
-    safe = pc.if_else(huge, _float(0.0), values)
-    scaled = pc.cast(pc.round(pc.multiply(pc.abs(safe), _float(scale))), pa.int64())
-    whole = pc.divide(scaled, _int(scale))
-    fraction = pc.subtract(scaled, pc.multiply(whole, _int(scale)))
-    negative = pc.and_(pc.less(safe, _float(0.0)), pc.greater(scaled, _int(0)))
-    positive = pc.and_(pc.greater(safe, _float(0.0)), pc.greater(scaled, _int(0)))
+    huge = pc.greater_equal(pc.abs(values), float_value(1e12))
+    safe = pc.if_else(huge, float_value(0.0), values)
+    scaled = pc.cast(pc.round(pc.multiply(pc.abs(safe), float_value(scale))), pa.int64())
+    whole = pc.divide(scaled, int_value(scale))
+    fraction = pc.subtract(scaled, pc.multiply(whole, int_value(scale)))
+    negative = pc.and_(pc.less(safe, float_value(0.0)), pc.greater(scaled, int_value(0)))
+    positive = pc.and_(pc.greater(safe, float_value(0.0)), pc.greater(scaled, int_value(0)))
     sign = pc.if_else(
-        negative, _text("-"), pc.if_else(positive, _text("+" if signed else ""), _EMPTY)
+        negative, text_value("-"), pc.if_else(positive, text_value("+" if signed else ""), _EMPTY)
     )
     digits = pc.utf8_lpad(pc.cast(fraction, pa.string()), width=DIGITS, padding="0")
     text = pc.binary_join_element_wise(
-        sign, pc.cast(whole, pa.string()), _text("."), digits, _EMPTY
+        sign, pc.cast(whole, pa.string()), text_value("."), digits, _EMPTY
     )
     return pc.if_else(huge, pc.cast(values, pa.string()), text)
 
 
-# --------------------------------------------------------------------------- constants
-# pyarrow converts a Python value (pa.scalar, pa.array, a str or float passed to a
-# kernel) by first asking whether it is a pandas object, which imports pandas: half a
-# second. Values made from buffers skip that.
-
-
-def _strings(values: Sequence[str | None]) -> pa.Array:
-    """A string array of ``values`` (None missing), made from its buffers."""
-    data = [b"" if value is None else value.encode("utf-8") for value in values]
-    offsets = np.zeros(len(data) + 1, dtype=np.int32)
-    np.cumsum([len(item) for item in data], out=offsets[1:])
-    valid = np.array([value is not None for value in values], dtype=bool)
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
-    return pa.Array.from_buffers(pa.string(), len(data), buffers)
-
-
-def _int32s(values: np.ndarray) -> pa.Array:
-    """An int32 array of NumPy integers, sharing their memory when they are int32."""
-    values = np.ascontiguousarray(values, dtype=np.int32)
-    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
-
-
-def _text(value: str) -> pa.Scalar:
-    return _strings([value])[0]
-
-
-def _float(value: float) -> pa.Scalar:
-    data = np.array([value], dtype=np.float64)
-    return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(data)])[0]
-
-
-def _int(value: int) -> pa.Scalar:
-    data = np.array([value], dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(data)])[0]
-
-
-def _null(kind: pa.DataType) -> pa.Scalar:
-    return pa.nulls(1, kind)[0]
-
-
-_EMPTY = _text("")
-_NULL = _text("null")
+_EMPTY = text_value("")
+_NULL = text_value("null")

@@ -26,12 +26,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from abrank.errors import ConfigError, DataError
 from abrank.history.rows import check_date
 from abrank.history.schema import HISTORY_COLUMNS, HISTORY_SCHEMA
+from abrank.history.values import int32s, strings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -138,7 +141,9 @@ def history_table(
     if not tables:
         empty = HISTORY_SCHEMA.empty_table()
         return empty if columns is None else empty.select(columns)
-    return pa.concat_tables(tables).combine_chunks()  # one chunk a column: slices are views
+    table = pa.concat_tables(tables).combine_chunks()  # one chunk a column: slices are views
+    _check_keys(table, files, [part.num_rows for part in tables])
+    return table
 
 
 def read_history(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
@@ -164,7 +169,9 @@ def previous_inputs(root: str | Path, experiment: str, date: str) -> str | None:
     earlier = sorted(d for d, path in _date_files(folder) if d < date)
     for day in reversed(earlier):
         path = folder / f"{day}.parquet"
-        column = _read_file(experiment, day, path, ["inputs_sha256"]).column("inputs_sha256")
+        table = _read_file(experiment, day, path, ["inputs_sha256"])
+        _check_keys(table, [(experiment, day, path)], [table.num_rows])
+        column = table.column("inputs_sha256")
         if len(column):
             return column[0].as_py()
     return None
@@ -323,11 +330,25 @@ def _read_file(
         table = handle.read(columns=columns, use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{path}: expected a history file (Parquet), got {exc}") from None
-    for column, expected in (("experiment", experiment), ("date", date)):
-        values = table.column(column)
-        if values.null_count or any(v != expected for v in values.unique().to_pylist()):
-            raise DataError(
-                f"{path}: {column}: expected {expected!r} in every row (the file's "
-                f"{'folder' if column == 'experiment' else 'name'}), got others"
-            )
     return table
+
+
+def _check_keys(table: pa.Table, files: list[tuple[str, str, Path]], counts: list[int]) -> None:
+    """Every row holds the experiment and date of the file it was read from (its folder's
+    and its name's), checked on the whole table at once; DataError naming the first file
+    whose rows do not."""
+    owner = int32s(np.repeat(np.arange(len(files), dtype=np.int32), counts))
+    for position, column in ((0, "experiment"), (1, "date")):
+        keys = strings([file[position] for file in files])
+        expected = pa.DictionaryArray.from_arrays(owner, keys).dictionary_decode()
+        same = pc.equal(table.column(column), expected)
+        if pc.all(same, skip_nulls=False).as_py():  # (a missing value makes it null)
+            continue
+        first = pc.index(pc.fill_null(same, False), False).as_py()
+        name, date, path = files[int(np.searchsorted(np.cumsum(counts), first, side="right"))]
+        expect = name if column == "experiment" else date
+        where = "folder" if column == "experiment" else "name"
+        raise DataError(
+            f"{path}: {column}: expected {expect!r} in every row (the file's {where}), "
+            f"got {table.column(column)[first].as_py()!r}"
+        )
