@@ -1,0 +1,150 @@
+"""The history's rows of one dated readout, built from its summary.json.
+
+One row per entry of ``summary["comparisons"]`` (the overall comparisons and the
+segments'), in that order, with the readout's own facts beside them: the date and window,
+the config's and the inputs' fingerprints, the SRM test, the abrank version and the run
+time. The columns are :data:`abrank.history.schema.HISTORY_SCHEMA`'s.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from abrank.errors import ConfigError, DataError
+from abrank.history.schema import HISTORY_SCHEMA
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+WINDOWS = ("daily", "cumulative")
+
+
+def check_date(value: Any, field: str) -> str:
+    """``value`` if it is a real date written YYYY-MM-DD; ConfigError naming ``field`` else."""
+    if isinstance(value, str) and len(value) == 10:
+        try:
+            if dt.date.fromisoformat(value).isoformat() == value:
+                return value
+        except ValueError:
+            pass
+    raise ConfigError(f"{field}: expected a date written YYYY-MM-DD, got {value!r}")
+
+
+def inputs_fingerprint(inputs: Iterable[Mapping[str, Any]]) -> str:
+    """sha256 of the input files' sha256s: sorted, one per line (``summary["inputs"]``).
+
+    The same files give the same fingerprint whatever their order or roles, so that a date
+    whose inputs are the previous date's very bytes can be recognised (``stale``).
+    """
+    digests = sorted(str(item["sha256"]) for item in inputs)
+    return hashlib.sha256("\n".join(digests).encode("ascii")).hexdigest()
+
+
+def history_rows(
+    summary: Mapping[str, Any],
+    *,
+    date: str,
+    window: str = "daily",
+    window_start: str | None = None,
+    stale: bool = False,
+    config_sha256: str,
+    run_time: dt.datetime | None = None,
+) -> pd.DataFrame:
+    """The history rows of one readout: one per comparison of ``summary`` (summary.json).
+
+    ``date`` is the readout's date; ``window`` ``daily`` or ``cumulative`` (then
+    ``window_start`` is the window's first date); ``stale`` whether the inputs are those of
+    the previous date; ``run_time`` (timezone-aware; default now) when it was computed. The
+    frame has the history's columns, in order; ``treatment`` and ``segment`` are
+    summary.json's, ``control`` the comparison's own control arm (``comparisons:
+    all-pairs``) or the experiment's, and ``n_control``/``n_treatment`` the units per arm of
+    a clustered comparison, the arms' queries otherwise.
+    """
+    check_date(date, "date")
+    if window not in WINDOWS:
+        raise ConfigError(f"window: expected one of {', '.join(WINDOWS)}, got {window!r}")
+    if window == "cumulative":
+        check_date(window_start, "window_start")
+        if window_start > date:
+            raise ConfigError(
+                f"window_start: expected a date on or before {date}, got {window_start}"
+            )
+    elif window_start is not None:
+        raise ConfigError(f"window_start: expected none for a daily window, got {window_start!r}")
+    if run_time is None:
+        run_time = dt.datetime.now(dt.timezone.utc)
+    elif run_time.tzinfo is None or run_time.utcoffset() is None:
+        raise ConfigError(f"run_time: expected a timezone-aware time, got {run_time.isoformat()}")
+    try:
+        columns = _columns(summary)
+        experiment = summary["experiment"]["name"]
+        srm = summary["diagnostics"].get("srm")
+        constants = {
+            "experiment": experiment,
+            "date": date,
+            "sequential": summary.get("sequential") is not None,
+            "srm_p_value": None if srm is None else srm["p_value"],
+            "srm_alarm": None if srm is None else bool(srm["alarm"]),
+            "window": window,
+            "window_start": window_start,
+            "stale": bool(stale),
+            "config_sha256": config_sha256,
+            "inputs_sha256": inputs_fingerprint(summary["inputs"]),
+            "abrank_version": summary["abrank_version"],
+            "run_time": run_time.astimezone(dt.timezone.utc),
+        }
+    except (KeyError, TypeError) as exc:
+        raise DataError(f"summary: expected the keys of summary.json, missing {exc}") from None
+    count = len(columns["metric"])
+    data = {
+        name: columns[name] if name in columns else [constants[name]] * count
+        for name in HISTORY_SCHEMA.names
+    }
+    table = pa.Table.from_pydict(data, schema=HISTORY_SCHEMA)
+    return table.to_pandas()
+
+
+def _columns(summary: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The columns that vary from one comparison to the next, from ``comparisons``."""
+    comparisons = summary["comparisons"]
+    control = next(arm["name"] for arm in summary["arms"] if arm["role"] == "control")
+    primary = summary["primary_metric"]
+    columns: dict[str, list[Any]] = {}
+    same = (
+        "metric",
+        "treatment",
+        "segment",
+        "design",
+        "primary_test",
+        "unit",
+        "control_mean",
+        "treatment_mean",
+        "delta",
+        "ci_level",
+        "relative_lift",
+        "p_value",
+        "p_adjusted",
+        "verdict",
+        "n",
+    )
+    for name in same:
+        columns[name] = [c.get(name) for c in comparisons]
+    columns["control"] = [c.get("control") or control for c in comparisons]
+    columns["primary"] = [c["metric"] == primary for c in comparisons]
+    intervals = [list(c["ci"]) if c.get("ci") is not None else None for c in comparisons]
+    columns["ci"] = intervals
+    columns["ci_low"] = [None if ci is None else ci[0] for ci in intervals]
+    columns["ci_high"] = [None if ci is None else ci[1] for ci in intervals]
+    units = [c.get("n_units") for c in comparisons]
+    columns["n_control"] = [
+        c["n_control"] if u is None else u["control"] for c, u in zip(comparisons, units)
+    ]
+    columns["n_treatment"] = [
+        c["n_treatment"] if u is None else u["treatment"] for c, u in zip(comparisons, units)
+    ]
+    return columns
