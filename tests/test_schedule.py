@@ -288,3 +288,136 @@ def test_a_cumulative_readout_without_sequential_tests_warns_about_peeking(cumul
     assert any("analysis.sequential: true" in w for w in warned["warnings"])
     plain = abrank.run_experiment(daily, date="2026-01-02").summary["diagnostics"]
     assert not any("analysis.sequential" in w for w in plain["warnings"])
+
+
+# --------------------------------------------------------------------------- recording
+
+
+def _history(root: Path) -> pd.DataFrame:
+    return pd.read_parquet(root / "history")  # the one pandas call the README promises
+
+
+def test_a_backfill_records_each_date_and_a_rerun_replaces_its_rows(daily, tmp_path, capsys):
+    root = tmp_path / "reports"
+    out = root / "demo-daily"
+    args = ["run", daily, "--out", out, "--format", "json", "-q"]
+    assert run_cli(capsys, *args, "--from", "2026-01-01", "--to", "2026-01-05")[0] == 0
+    history = _history(root)
+    assert sorted(history["date"].unique()) == [f"2026-01-0{d}" for d in range(1, 6)]
+    per_date = history.groupby("date").size().to_dict()
+    summaries = {day: json.loads((out / day / "summary.json").read_text()) for day in per_date}
+    assert per_date == {day: len(s["comparisons"]) for day, s in summaries.items()}
+    summary = summaries["2026-01-03"]
+    day3 = history[(history["date"] == "2026-01-03") & history["segment"].isna()]
+    overall = [c for c in summary["comparisons"] if c["segment"] is None]
+    assert list(day3["metric"]) == [c["metric"] for c in overall]
+    assert list(day3["delta"]) == [c["delta"] for c in overall]
+    assert list(day3["p_adjusted"]) == [c["p_adjusted"] for c in overall]
+    count = len(history)
+    assert run_cli(capsys, *args, "--date", "2026-01-03", "--seed", "3")[0] == 0
+    again = _history(root)
+    assert len(again) == count
+    assert sorted(again["date"].unique()) == sorted(history["date"].unique())
+    # the index page lists the experiment and links its latest readout
+    page = (root / "index.html").read_text()
+    assert "demo-daily" in page and "2026-01-05" in page
+
+
+def test_a_dated_readout_charts_the_trend_of_the_dates_before_it(daily, tmp_path, capsys):
+    out = tmp_path / "reports" / "demo-daily"
+    args = ["run", daily, "--out", out, "--format", "md,json", "-q"]
+    assert run_cli(capsys, *args, "--from", "2026-01-01", "--to", "2026-01-03")[0] == 0
+    first = (out / "2026-01-01" / "report.md").read_text()
+    third = (out / "2026-01-03" / "report.md").read_text()
+    assert "Trend" not in first  # one date: nothing to chart
+    assert "## Trend" in third and "charts/trend.png" in third
+    trend = pd.read_parquet(out / "2026-01-03" / "charts" / "history.parquet")
+    assert sorted(trend["date"].unique()) == ["2026-01-01", "2026-01-02", "2026-01-03"]
+
+
+def test_the_same_inputs_on_a_later_date_are_stale(tmp_path, capsys):
+    # an undated config run on two dates reads the very same files: the logs did not refresh
+    config = tmp_path / "fixed.yaml"
+    config.write_text(
+        (ROOT / "experiments" / "demo-reranker.yaml")
+        .read_text()
+        .replace("data/", f"{ROOT}/experiments/data/")
+        .replace("resamples: 10000", "resamples: 500")
+    )
+    out = tmp_path / "reports" / "demo-reranker"
+    args = ["run", config, "--out", out, "--format", "json", "-q", "--fail-on", "stale"]
+    assert run_cli(capsys, *args, "--date", "2026-01-01")[0] == 0
+    code, _, err = run_cli(capsys, *args, "--date", "2026-01-02")
+    assert code == 3
+    assert "stale" in err and "2026-01-01" in err
+    schedule = json.loads((out / "2026-01-02" / "summary.json").read_text())["schedule"]
+    assert schedule["stale"] is True and schedule["previous_date"] == "2026-01-01"
+    assert _history(tmp_path / "reports").groupby("date")["stale"].all().to_dict() == {
+        "2026-01-01": False,
+        "2026-01-02": True,
+    }
+
+
+def test_two_processes_recording_two_dates_at_once_both_land(daily, tmp_path):
+    out = tmp_path / "reports" / "demo-daily"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "abrank", "run", str(daily), "--out", str(out), "-q"]
+    runs = [
+        subprocess.Popen(
+            [*command, "--date", day, "--format", "json"], env=env, stderr=subprocess.PIPE
+        )
+        for day in ("2026-01-02", "2026-01-04")
+    ]
+    for run in runs:
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+    assert sorted(_history(tmp_path / "reports")["date"].unique()) == ["2026-01-02", "2026-01-04"]
+
+
+def test_an_undated_one_off_readout_leaves_no_history_beside_it(tmp_path, capsys):
+    config = ROOT / "experiments" / "demo-reranker.yaml"
+    out = tmp_path / "one-off"
+    assert run_cli(capsys, "run", config, "--out", out, "--format", "json", "-q")[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one-off"]
+
+
+def test_no_history_records_nothing(daily, tmp_path, capsys):
+    out = tmp_path / "reports" / "demo-daily"
+    args = ["run", daily, "--out", out, "--format", "json", "-q", "--no-history"]
+    assert run_cli(capsys, *args, "--date", "2026-01-01")[0] == 0
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["demo-daily"]
+
+
+def test_a_file_where_the_history_goes_is_refused_before_the_analysis(daily, tmp_path, capsys):
+    root = tmp_path / "reports"
+    root.mkdir()
+    (root / "history").write_text("mine")
+    code, _, err = run_cli(
+        capsys, "run", daily, "--out", root / "demo-daily", "--date", "2026-01-01", "-q"
+    )
+    assert code == 2 and "history" in err and "expected" in err
+    assert (root / "history").read_text() == "mine"
+    assert not (root / "demo-daily").exists()
+
+
+def test_a_foreign_index_page_is_left_alone_with_a_note(daily, tmp_path, capsys):
+    root = tmp_path / "reports"
+    root.mkdir()
+    (root / "index.html").write_text("<html>my page</html>")
+    code, _, err = run_cli(
+        capsys, "run", daily, "--out", root / "demo-daily", "--date", "2026-01-01",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert (root / "index.html").read_text() == "<html>my page</html>"
+    assert "index page not written" in err
+
+
+def test_a_sequential_cumulative_config_does_not_warn_about_peeking(cumulative):
+    config = cumulative.parent / "sequential.yaml"
+    config.write_text(
+        cumulative.read_text().replace("analysis: {", "analysis: {sequential: true, ")
+    )
+    summary = abrank.run_experiment(config, date="2026-01-02").summary
+    assert not any("analysis.sequential" in w for w in summary["diagnostics"]["warnings"])
+    assert summary["sequential"] is not None
