@@ -50,8 +50,9 @@ def interleave(
     ``rank``; other columns are ignored); within a query the order is by ``rank``, ties in
     the order of the rows. The result has ``query_id`` and ``doc_id`` as strings, ``rank``
     (1 = top, consecutive) and ``team``: ``names[0]`` for a result contributed by the
-    control ranking, ``names[1]`` for one from the treatment. Queries come in the order
-    they first appear (control first), ranks in order within each query.
+    control ranking, ``names[1]`` for one from the treatment. Queries come in the byte
+    order of their ids as text (integer and text ids are the same ids: ``7`` is ``"7"``),
+    ranks in order within each query.
 
     ``method="team_draft"`` (Radlinski, Kurup & Joachims, CIKM 2008): at each step the team
     with fewer picks so far picks next; when both have as many, a coin flip decides
@@ -346,7 +347,7 @@ def _check_once_per_query(
     row = int(order[by_key[repeats + 1]].min())
     raise DataError(
         f"{frame.what}: row {row + 1}: doc_id: expected each document once per "
-        f"query, got {frame.doc_id.iloc[row]!r} twice in query {frame.query_id.iloc[row]!r}"
+        f"query, got {_cell(frame.doc_id.iloc[row])!r} twice in query {_cell(frame.query_id.iloc[row])!r}"
     )
 
 
@@ -392,7 +393,7 @@ def _check_frame(frame: pd.DataFrame, what: str) -> _Ranking:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise DataError(
-            f"{what}: row {row + 1}: rank: expected a number, got {frame['rank'].iloc[row]!r}"
+            f"{what}: row {row + 1}: rank: expected a number, got {_cell(frame['rank'].iloc[row])!r}"
         )
     for column in ("query_id", "doc_id"):
         empty = frame[column].isna().to_numpy()
@@ -400,3 +401,8 @@ def _check_frame(frame: pd.DataFrame, what: str) -> _Ranking:
             row = int(np.flatnonzero(empty)[0])
             raise DataError(f"{what}: row {row + 1}: {column}: expected an id, got nothing")
     return _Ranking(what, frame["query_id"], frame["doc_id"], ranks.to_numpy())
+
+
+def _cell(value: object) -> object:
+    """A cell as a plain Python value, so that messages read ``1``, not ``np.int64(1)``."""
+    return value.item() if isinstance(value, np.generic) else value

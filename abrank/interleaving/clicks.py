@@ -173,7 +173,7 @@ def simulate_clicks(
         row = int(np.flatnonzero(np.isnan(ranks) | (ranks < 1) | (ranks != np.round(ranks)))[0])
         raise DataError(
             f"shown: row {row + 1}: rank: expected a whole number >= 1, "
-            f"got {shown['rank'].iloc[row]!r}"
+            f"got {_cell(shown['rank'].iloc[row])!r}"
         )
     attract = _lookup(model.attractiveness, grades, "attractiveness")
     if isinstance(model, PositionBased):
@@ -194,7 +194,7 @@ def _cascade(shown, ranks, attract, stop, impressions: int, rng) -> np.ndarray:
         row = int(order[np.flatnonzero(repeat)[0] + 1])
         raise DataError(
             f"shown: row {row + 1}: rank: expected each rank once per query, got rank "
-            f"{shown['rank'].iloc[row]!r} twice in query {shown['query_id'].iloc[row]!r}"
+            f"{_cell(shown['rank'].iloc[row])!r} twice in query {_cell(shown['query_id'].iloc[row])!r}"
         )
     n = len(order)
     starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if n else np.zeros(0, int)
@@ -290,3 +290,8 @@ def _need_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> N
             f"{what}: columns: expected {', '.join(columns)}, got no {', '.join(missing)} "
             f"(columns: {', '.join(map(str, frame.columns))})"
         )
+
+
+def _cell(value: object) -> object:
+    """A cell as a plain Python value, so that messages read ``1``, not ``np.int64(1)``."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -156,7 +156,7 @@ def _clicks(values: pd.Series) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise DataError(
-            f"log: row {row + 1}: clicked: expected 0/1 or true/false, got {values.iloc[row]!r}"
+            f"log: row {row + 1}: clicked: expected 0/1 or true/false, got {_cell(values.iloc[row])!r}"
         )
     return numbers == 1
 
@@ -167,7 +167,9 @@ def _first_rows(codes: np.ndarray, log: pd.DataFrame, n: int) -> np.ndarray:
     ranks = pd.to_numeric(rank, errors="coerce").to_numpy(dtype=float)
     if np.isnan(ranks).any():
         row = int(np.flatnonzero(np.isnan(ranks))[0])
-        raise DataError(f"log: row {row + 1}: rank: expected a number, got {rank.iloc[row]!r}")
+        raise DataError(
+            f"log: row {row + 1}: rank: expected a number, got {_cell(rank.iloc[row])!r}"
+        )
     order = np.lexsort((ranks, codes))
     c, r = codes[order], ranks[order]
     repeat = (c[1:] == c[:-1]) & (r[1:] == r[:-1])
@@ -175,7 +177,7 @@ def _first_rows(codes: np.ndarray, log: pd.DataFrame, n: int) -> np.ndarray:
         row = int(order[np.flatnonzero(repeat)[0] + 1])
         raise DataError(
             f"log: row {row + 1}: rank: expected each rank once per impression, got rank "
-            f"{rank.iloc[row]!r} twice in impression {log['impression_id'].iloc[row]!r}"
+            f"{_cell(rank.iloc[row])!r} twice in impression {_cell(log['impression_id'].iloc[row])!r}"
         )
     starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     first = np.empty(n, dtype=np.int64)
@@ -191,6 +193,11 @@ def _check_one_user(codes: np.ndarray, users: np.ndarray, first: np.ndarray, log
         row = int(np.flatnonzero(differs)[0])
         raise DataError(
             f"log: row {row + 1}: user_id: expected one user per impression, got "
-            f"{log['user_id'].iloc[row]!r} and {log['user_id'].iloc[first[codes[row]]]!r} in "
-            f"impression {log['impression_id'].iloc[row]!r}"
+            f"{_cell(log['user_id'].iloc[row])!r} and {_cell(log['user_id'].iloc[first[codes[row]]])!r} in "
+            f"impression {_cell(log['impression_id'].iloc[row])!r}"
         )
+
+
+def _cell(value: object) -> object:
+    """A cell as a plain Python value, so that messages read ``1``, not ``np.int64(1)``."""
+    return value.item() if isinstance(value, np.generic) else value
