@@ -310,3 +310,109 @@ def test_bad_options_are_config_errors(options, message):
 def test_exported_from_the_package():
     assert abrank.interleave is interleave
     assert "interleave" in dir(abrank)
+
+
+# ------------------------------------------------------------------ the CLI verb
+
+
+def write_trec_files(folder):
+    qrels = folder / "judgments.qrels"
+    qrels.write_text("q1 0 a 2\nq1 0 b 0\nq1 0 e 1\n")
+    runs = []
+    for name, docs in (("a.run", A["q1"]), ("b.run", B["q1"])):
+        path = folder / name
+        lines = [f"q1 Q0 {doc} {i + 1} {10 - i} {name}" for i, doc in enumerate(docs)]
+        path.write_text("\n".join(lines) + "\n")
+        runs.append(str(path))
+    return str(qrels), runs
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    from abrank.cli import main
+
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_writes_the_interleaved_lists_with_their_grades(tmp_path, capsys):
+    qrels, (run_a, run_b) = write_trec_files(tmp_path)
+    seed = seed_with_flips("q1", (True, True, True))
+    out = tmp_path / "shown.csv"
+    code, printed, err = run_cli(
+        capsys, "interleave", qrels, run_a, run_b, "-o", out, "--seed", seed, "--names", "A,B"
+    )
+    assert code == 0, err
+    assert printed.startswith(f"{out}: 6 shown results of 1 queries")
+    table = pd.read_csv(out)
+    assert list(table.columns) == ["query_id", "rank", "doc_id", "team", "relevance"]
+    assert list(zip(table["doc_id"], table["team"])) == [
+        ("a", "A"),
+        ("b", "B"),
+        ("c", "A"),
+        ("e", "B"),
+        ("d", "A"),
+        ("f", "B"),
+    ]
+    assert table["relevance"].tolist()[:2] == [2.0, 0.0]
+    assert table["relevance"].tolist()[3] == 1.0
+    assert table["relevance"].isna().tolist() == [False, False, True, False, True, True]
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet", ".jsonl"])
+def test_cli_output_format_follows_the_suffix_and_none_means_no_judgments(tmp_path, capsys, suffix):
+    _, (run_a, run_b) = write_trec_files(tmp_path)
+    out = tmp_path / f"shown{suffix}"
+    code, _, err = run_cli(
+        capsys,
+        "interleave",
+        "none",
+        run_a,
+        run_b,
+        "-o",
+        out,
+        "--method",
+        "balanced",
+        "--depth",
+        "4",
+    )
+    assert code == 0, err
+    table = abrank.read_rankings(out)
+    assert table["rank"].tolist() == [1, 2, 3, 4]
+    assert "relevance" not in table.columns
+    expected = interleave(rankings(A), rankings(B), method="balanced", seed=0, depth=4)
+    assert table["doc_id"].tolist() == expected["doc_id"].tolist()
+    assert table["team"].tolist() == expected["team"].tolist()
+
+
+def test_cli_bad_method_exits_2(tmp_path, capsys):
+    _, (run_a, run_b) = write_trec_files(tmp_path)
+    code, _, err = run_cli(
+        capsys, "interleave", "-", run_a, run_b, "-o", tmp_path / "x.csv", "--method", "tdi"
+    )
+    assert code == 2
+    assert "--method: expected one of team_draft, balanced, got 'tdi'" in err
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_cli_missing_file_exits_2(tmp_path, capsys):
+    _, (run_a, _) = write_trec_files(tmp_path)
+    missing = tmp_path / "nope.run"
+    code, _, err = run_cli(capsys, "interleave", "-", run_a, missing, "-o", tmp_path / "x.csv")
+    assert code == 2
+    assert f"{missing}: expected an existing file, got no such file" in err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["-o", "x.xlsx"], "--out: expected a file ending in .csv, .tsv, .parquet, .jsonl"),
+        (["-o", "x.csv", "--names", "A"], "--names: expected two different team names A,B"),
+        (["-o", "x.csv", "--depth", "0"], "--depth: expected a whole number >= 1, got 0"),
+    ],
+)
+def test_cli_bad_options_exit_2(tmp_path, capsys, options, message):
+    _, (run_a, run_b) = write_trec_files(tmp_path)
+    code, _, err = run_cli(capsys, "interleave", "-", run_a, run_b, *options)
+    assert code == 2
+    assert message in err

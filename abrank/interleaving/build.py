@@ -122,13 +122,14 @@ def interleave(
     )
 
 
-def check_method(method: str) -> str:
-    """``method`` when it names an interleaving method; ConfigError with the choices if not."""
+def check_method(method: str, field: str = "method") -> str:
+    """``method`` when it names an interleaving method; ConfigError with the choices if not
+    (``field`` names the option in the message)."""
     if isinstance(method, str) and method.strip().lower().replace("-", "_") in METHODS:
         return method.strip().lower().replace("-", "_")
     close = difflib.get_close_matches(str(method).lower(), METHODS, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(f"method: expected one of {', '.join(METHODS)}, got {method!r}{hint}")
+    raise ConfigError(f"{field}: expected one of {', '.join(METHODS)}, got {method!r}{hint}")
 
 
 def coin_flips(
