@@ -321,7 +321,7 @@ def _ranking_matrix(
     """
     queries, docs = query_codes[part], doc_codes[part]
     ranks = frame.rank
-    order = np.lexsort((np.arange(len(queries)), ranks, queries))
+    order = _rank_order(queries, ranks)
     queries, docs = queries[order], docs[order]
     _check_once_per_query(queries, docs, order, frame)
     counts = np.bincount(queries, minlength=n_queries)
@@ -334,6 +334,14 @@ def _ranking_matrix(
     matrix = np.full((n_queries, width), -1, dtype=np.int64)
     matrix[queries[keep], positions[keep]] = docs[keep]
     return matrix
+
+
+def _rank_order(queries: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The rows by (query, rank), ties in row order; no sort when they already are."""
+    same = queries[1:] == queries[:-1]
+    if bool(((queries[1:] > queries[:-1]) | (same & (ranks[1:] >= ranks[:-1]))).all()):
+        return np.arange(len(queries))
+    return np.lexsort((np.arange(len(queries)), ranks, queries))
 
 
 def _check_once_per_query(

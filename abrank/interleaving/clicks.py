@@ -2,20 +2,21 @@
 
 Two models, each a frozen dataclass with ``to_dict()``:
 
-- :class:`PositionBased` (PBM; Craswell, Zoeter, Taylor & Ramsey, WSDM 2008; Chuklin,
-  Markov & de Rijke, "Click Models for Web Search", 2015, chapter 3): a result at rank
-  ``r`` with grade ``g`` is clicked with probability ``examination[r] * attractiveness[g]``,
+- :class:`PositionBased` (PBM; Richardson, Dominowska & Ragno, WWW 2007; Chuklin, Markov
+  & de Rijke, "Click Models for Web Search", 2015, chapter 3): a result at rank ``r`` with
+  grade ``g`` is clicked with probability ``examination[r] * attractiveness[g]``,
   independently of the other results.
-- :class:`Cascade` (the cascade model of Craswell et al. 2008, with the stop probabilities
-  of the dependent click model, Guo, Liu & Wang, WSDM 2009): the user scans the list top
-  down, clicks a result with probability ``attractiveness[g]``, and after a click stops
-  with probability ``stop[g]``, else goes on; without a click the user goes on.
+- :class:`Cascade` (the cascade model of Craswell, Zoeter, Taylor & Ramsey, WSDM 2008,
+  with a stop after each click as in the dependent click model of Guo, Liu & Wang, WSDM
+  2009, here per grade as in the simulated users of Hofmann et al. below): the user scans
+  the list top down, clicks a result with probability ``attractiveness[g]``, and after a
+  click stops with probability ``stop[g]``, else goes on; without a click the user goes on.
 
 The default probabilities per grade are the "navigational" user of Hofmann, Whiteson &
-de Rijke (TOIS 2013, table 2), used across the interleaving literature for five grades
-0..4 (``CLICK_PROFILES`` holds their "perfect", "navigational" and "informational"
-users); a judgment scale with fewer grades uses the first ones (TREC DL's 0..3 reach
-0.7). The default examination of the PBM is ``(1 / rank) ** eta`` with ``eta = 1``, the
+de Rijke ("Fidelity, soundness, and efficiency of interleaved comparison methods", TOIS
+2013), used across the interleaving literature, for five grades 0..4
+(``CLICK_PROFILES`` holds their "perfect", "navigational" and "informational" users); a
+judgment scale with fewer grades uses the first ones (TREC DL's 0..3 reach 0.7). The default examination of the PBM is ``(1 / rank) ** eta`` with ``eta = 1``, the
 propensity model of Joachims, Swaminathan & Schnabel (WSDM 2017).
 
 :func:`simulate_clicks` draws the clicks of many simulated impressions at once from one
