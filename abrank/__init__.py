@@ -35,6 +35,7 @@ _LAZY = {
     "write_readout": "abrank.analysis",
     "Readout": "abrank.readout",
     "load_readout": "abrank.readout",
+    "interleave": "abrank.interleaving",
 }
 
 __all__ = ["AbrankError", "ConfigError", "DataError", "__version__", *_LAZY]

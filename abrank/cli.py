@@ -227,6 +227,36 @@ def build_parser() -> argparse.ArgumentParser:
         help="the reports root holding the history/ folder (default: reports)",
     )
 
+    inter = verb(
+        "interleave",
+        "Interleaved result lists of two runs, one row per shown result and the team that "
+        "contributed it (for serving tests and simulations).",
+        "abrank interleave qrels.txt bm25.run reranker.run -o shown.csv --method team_draft",
+    )
+    inter.add_argument(
+        "qrels",
+        metavar="QRELS_OR_NONE",
+        help="judgments (TREC qrels or a table): adds a relevance column; - or none: no judgments",
+    )
+    inter.add_argument("run_a", metavar="RUN_A", help="the control ranking (first team)")
+    inter.add_argument("run_b", metavar="RUN_B", help="the treatment ranking (second team)")
+    inter.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="output table; its format from the suffix: .csv, .tsv, .parquet or .jsonl",
+    )
+    inter.add_argument("--method", default="team_draft", help="team_draft (default) or balanced")
+    inter.add_argument("--seed", type=int, default=0, help="coin-flip seed (default 0)")
+    inter.add_argument("--depth", type=int, help="results shown per query (default: all)")
+    inter.add_argument(
+        "--names",
+        default="control,treatment",
+        metavar="A,B",
+        help="the two team names (default control,treatment)",
+    )
+
     demo = verb(
         "demo-data",
         "Write the bundled demos' data: a simulated offline reranker replay and a simulated "
@@ -404,6 +434,7 @@ def _handle(args: argparse.Namespace) -> int:
         "metrics": _metrics,
         "compare": _compare,
         "history": _history,
+        "interleave": _interleave,
         "demo-data": _demo_data,
     }[args.verb]
     try:
@@ -855,6 +886,66 @@ def _small_buffers_pool() -> None:
 
     with contextlib.suppress(NotImplementedError):
         pa.set_memory_pool(pa.jemalloc_memory_pool())
+
+
+# output suffix -> pandas writer of the interleaved lists
+_TABLE_WRITERS = {
+    ".csv": lambda frame, path: frame.to_csv(path, index=False),
+    ".tsv": lambda frame, path: frame.to_csv(path, index=False, sep="\t"),
+    ".parquet": lambda frame, path: frame.to_parquet(path, index=False),
+    ".jsonl": lambda frame, path: frame.to_json(path, orient="records", lines=True),
+}
+
+
+def _interleave(args: argparse.Namespace) -> int:
+    from abrank.errors import ConfigError
+    from abrank.interleaving import interleave
+    from abrank.interleaving.build import check_method
+    from abrank.io import read_judgments, read_rankings
+
+    # every option is checked before any file is read
+    suffix = Path(args.out).suffix.lower()
+    writer = _TABLE_WRITERS.get(suffix)
+    if writer is None:
+        raise ConfigError(
+            f"--out: expected a file ending in {', '.join(_TABLE_WRITERS)}, got {args.out}"
+        )
+    method = check_method(args.method, "--method")
+    names = tuple(name.strip() for name in args.names.split(","))
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise ConfigError(f"--names: expected two different team names A,B, got {args.names!r}")
+    if args.depth is not None and args.depth < 1:
+        raise ConfigError(f"--depth: expected a whole number >= 1, got {args.depth}")
+    no_judgments = args.qrels.strip().lower() in ("-", "none")
+    judgments = None if no_judgments else read_judgments(args.qrels)
+    shown = interleave(
+        read_rankings(args.run_a),
+        read_rankings(args.run_b),
+        method=method,
+        seed=args.seed,
+        depth=args.depth,
+        names=names,
+    )
+    if judgments is not None:
+        shown["relevance"] = _grades_of_shown(shown, judgments)
+    writer(shown, args.out)
+    print(
+        f"{args.out}: {len(shown):,} shown results of {shown['query_id'].nunique():,} queries "
+        f"({method}, seed {args.seed})"
+    )
+    return EXIT_OK
+
+
+def _grades_of_shown(shown, judgments):
+    """Each shown result's grade in the judgments (NaN when unjudged)."""
+    import pandas as pd
+
+    keys = pd.MultiIndex.from_arrays(
+        [judgments["query_id"].astype(str), judgments["doc_id"].astype(str)]
+    )
+    at = keys.get_indexer(pd.MultiIndex.from_arrays([shown["query_id"], shown["doc_id"]]))
+    grades = judgments["relevance"].to_numpy(dtype=float)
+    return pd.Series(grades[at], index=shown.index).where(at >= 0)
 
 
 def _demo_data(args: argparse.Namespace) -> int:

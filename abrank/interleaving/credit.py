@@ -1,0 +1,203 @@
+"""Per-impression credit of an interleaved log: win, tie or loss for the treatment.
+
+An interleaved log has one row per shown result (``impression_id``, ``user_id``,
+``rank``, ``doc_id``, ``team``, ``clicked``, optional ``dwell``). Each click is credited to
+the team that contributed the clicked result; per impression the treatment wins when its
+team got more credited clicks than the control's, loses when fewer, and ties otherwise
+(an impression without a credited click is a tie). With more than two teams
+(multileaving) each (treatment, control) pair is scored on its own, the other teams'
+clicks ignored. Every count is a ``np.bincount`` over impression codes: no Python loop
+over impressions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from abrank.errors import ConfigError, DataError
+
+CREDITS: tuple[str, ...] = ("clicks", "sat_clicks")
+"""What counts as a credited click: any click, or a click with dwell >= ``sat_dwell``."""
+
+LOG_COLUMNS: tuple[str, ...] = ("impression_id", "user_id", "rank", "team", "clicked")
+"""The columns an interleaved log must have (``dwell`` too for ``sat_clicks``)."""
+
+OUTCOME_COLUMNS: tuple[str, ...] = (
+    "impression_id",
+    "user_id",
+    "treatment_credit",
+    "control_credit",
+    "outcome",
+    "clicked",
+    "first_team",
+)
+"""The columns of :func:`impression_outcomes`, in order."""
+
+
+def impression_outcomes(
+    log: pd.DataFrame,
+    *,
+    control: str,
+    treatment: str,
+    credit: str = "clicks",
+    sat_dwell: float = 30.0,
+) -> pd.DataFrame:
+    """One row per impression of an interleaved log: the credit of each team and the outcome.
+
+    Columns: ``impression_id`` and ``user_id`` (as in the log), ``treatment_credit`` and
+    ``control_credit`` (credited clicks on each team's results, int), ``outcome`` (+1: the
+    treatment wins, 0: tie, -1: loss; int8), ``clicked`` (any click in the impression, on
+    any team's result, whatever the credit), ``first_team`` (the team of the impression's
+    top-ranked result). Impressions in the order they first appear in the log.
+
+    ``credit="clicks"`` counts every click; ``"sat_clicks"`` counts clicks with
+    ``dwell >= sat_dwell`` seconds (a click without a dwell is not satisfied). ``clicked``
+    is 0/1 or bool.
+
+    ConfigError for an unknown credit, equal team names or a bad ``sat_dwell``; DataError
+    for missing columns, a team name not in the log, a ``clicked`` value that is not 0/1,
+    a rank repeated within an impression, or an impression with two users.
+    """
+    credit = _check_credit(credit)
+    if not isinstance(control, str) or not isinstance(treatment, str) or control == treatment:
+        raise ConfigError(
+            f"control, treatment: expected two different team names, got "
+            f"{control!r} and {treatment!r}"
+        )
+    if isinstance(sat_dwell, bool) or not np.isfinite(sat_dwell) or sat_dwell < 0:
+        raise ConfigError(f"sat_dwell: expected a number of seconds >= 0, got {sat_dwell!r}")
+    needed = LOG_COLUMNS + (("dwell",) if credit == "sat_clicks" else ())
+    _need_columns(log, needed)
+
+    codes, impressions = pd.factorize(log["impression_id"], sort=False)
+    if (codes < 0).any():
+        row = int(np.flatnonzero(codes < 0)[0])
+        raise DataError(f"log: row {row + 1}: impression_id: expected an id, got nothing")
+    n = len(impressions)
+    teams = log["team"].astype(str).to_numpy()
+    _check_teams(teams, control, treatment)
+    clicked = _clicks(log["clicked"])
+    credited = clicked
+    if credit == "sat_clicks":
+        dwell = pd.to_numeric(log["dwell"], errors="coerce").to_numpy(dtype=float)
+        credited = clicked & (dwell >= sat_dwell)  # NaN dwell: not satisfied
+    treatment_credit = np.bincount(codes, weights=credited & (teams == treatment), minlength=n)
+    control_credit = np.bincount(codes, weights=credited & (teams == control), minlength=n)
+    first = _first_rows(codes, log, n)
+    users = log["user_id"].to_numpy()
+    _check_one_user(codes, users, first, log)
+    treatment_credit = treatment_credit.astype(np.int64)
+    control_credit = control_credit.astype(np.int64)
+    return pd.DataFrame(
+        {
+            "impression_id": impressions,
+            "user_id": log["user_id"].iloc[first].to_numpy(),
+            "treatment_credit": treatment_credit,
+            "control_credit": control_credit,
+            "outcome": np.sign(treatment_credit - control_credit).astype(np.int8),
+            "clicked": np.bincount(codes, weights=clicked, minlength=n) > 0,
+            "first_team": teams[first],
+        }
+    )
+
+
+def delta_ab(wins: int, ties: int, losses: int) -> float:
+    """Δ_AB = (wins + ties / 2) / N − 1/2, with N = wins + ties + losses.
+
+    The treatment's preference (Chapelle, Joachims, Radlinski & Yue, TOIS 2012): 0 when
+    both teams are equally preferred, +1/2 when the treatment wins every impression.
+    ConfigError for negative counts or N = 0.
+    """
+    counts = {"wins": wins, "ties": ties, "losses": losses}
+    for name, value in counts.items():
+        if isinstance(value, bool) or not float(value).is_integer() or value < 0:
+            raise ConfigError(f"{name}: expected a whole number >= 0, got {value!r}")
+    total = wins + ties + losses
+    if total == 0:
+        raise ConfigError("wins, ties, losses: expected at least one impression, got none")
+    return (wins + ties / 2) / total - 0.5
+
+
+def _check_credit(credit: str) -> str:
+    if isinstance(credit, str) and credit.strip().lower() in CREDITS:
+        return credit.strip().lower()
+    raise ConfigError(f"credit: expected one of {', '.join(CREDITS)}, got {credit!r}")
+
+
+def _need_columns(log: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    if not isinstance(log, pd.DataFrame):
+        raise DataError(f"log: expected a DataFrame, got {type(log).__name__}")
+    missing = [c for c in columns if c not in log.columns]
+    if missing:
+        raise DataError(
+            f"log: columns: expected {', '.join(columns)}, got no {', '.join(missing)} "
+            f"(columns: {', '.join(map(str, log.columns))})"
+        )
+
+
+def _check_teams(teams: np.ndarray, control: str, treatment: str) -> None:
+    """DataError when a named team never appears in the log (a misspelled arm)."""
+    present = pd.unique(teams)
+    for role, name in (("control", control), ("treatment", treatment)):
+        if name not in set(present):
+            shown = ", ".join(sorted(map(str, present))[:10]) or "none"
+            raise DataError(
+                f"log: team: expected the {role} team {name!r} in the log, got teams {shown}"
+            )
+
+
+def _clicks(values: pd.Series) -> np.ndarray:
+    """The clicked column as bool; DataError naming the first value that is not 0/1."""
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return values.to_numpy(dtype=bool)
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    bad = ~((numbers == 0) | (numbers == 1))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"log: row {row + 1}: clicked: expected 0/1 or true/false, got {_cell(values.iloc[row])!r}"
+        )
+    return numbers == 1
+
+
+def _first_rows(codes: np.ndarray, log: pd.DataFrame, n: int) -> np.ndarray:
+    """Per impression, the row of its top-ranked result; DataError if a rank repeats."""
+    rank = log["rank"]
+    ranks = pd.to_numeric(rank, errors="coerce").to_numpy(dtype=float)
+    if np.isnan(ranks).any():
+        row = int(np.flatnonzero(np.isnan(ranks))[0])
+        raise DataError(
+            f"log: row {row + 1}: rank: expected a number, got {_cell(rank.iloc[row])!r}"
+        )
+    order = np.lexsort((ranks, codes))
+    c, r = codes[order], ranks[order]
+    repeat = (c[1:] == c[:-1]) & (r[1:] == r[:-1])
+    if repeat.any():
+        row = int(order[np.flatnonzero(repeat)[0] + 1])
+        raise DataError(
+            f"log: row {row + 1}: rank: expected each rank once per impression, got rank "
+            f"{_cell(rank.iloc[row])!r} twice in impression {_cell(log['impression_id'].iloc[row])!r}"
+        )
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    first = np.empty(n, dtype=np.int64)
+    first[c[starts]] = order[starts]
+    return first
+
+
+def _check_one_user(codes: np.ndarray, users: np.ndarray, first: np.ndarray, log) -> None:
+    """DataError when an impression's rows name more than one user."""
+    user_codes = pd.factorize(users)[0]
+    differs = user_codes != user_codes[first[codes]]
+    if differs.any():
+        row = int(np.flatnonzero(differs)[0])
+        raise DataError(
+            f"log: row {row + 1}: user_id: expected one user per impression, got "
+            f"{_cell(log['user_id'].iloc[row])!r} and {_cell(log['user_id'].iloc[first[codes[row]]])!r} in "
+            f"impression {_cell(log['impression_id'].iloc[row])!r}"
+        )
+
+
+def _cell(value: object) -> object:
+    """A cell as a plain Python value, so that messages read ``1``, not ``np.int64(1)``."""
+    return value.item() if isinstance(value, np.generic) else value
