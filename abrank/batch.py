@@ -10,13 +10,16 @@ outcome (DESIGN.md "Exit codes"): 1 an internal error, 2 bad input, 3 an alert n
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from abrank.config import Experiment
 from abrank.config.dates import date_range, parse_date
-from abrank.errors import ConfigError
+from abrank.errors import AbrankError, ConfigError, DataError
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_ALERT = 0, 1, 2, 3
 #: a dated input is not there yet and ``--missing skip`` was given (Airflow's skip code)
@@ -113,3 +116,192 @@ def verdict_counts(summary: dict[str, Any]) -> str:
             parts.append(f"{n} {one if n == 1 else many}")
     total = len(overall)
     return f"{', '.join(parts) or 'no verdict'} of {total} comparison{'s' * (total != 1)}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of ``abrank run`` that every run of a batch shares."""
+
+    out: str | None = None
+    seed: int | None = None
+    formats: tuple[str, ...] = ("html", "md", "json", "csv")
+    fail_on: tuple[str, ...] = ()
+    missing: str = "error"  # or "skip"
+    history: bool = True
+    quiet: bool = False
+    debug: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as JSON-safe builtins."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class _Analysed:
+    """A run whose readout is computed, waiting to be written and recorded."""
+
+    config: str
+    experiment: Experiment
+    date: str | None
+    folder: Path
+    recording: Any
+    readout: Any
+
+
+def run_batch(
+    configs: Sequence[str | Path],
+    dates: tuple[str | None, str | None, str | None],
+    options: RunOptions,
+    *,
+    online: Callable[[], None] | None = None,
+) -> int:
+    """Run every config (folders: their configs) for every date; return the exit code.
+
+    ``dates`` is (``--date``, ``--from``, ``--to``). A single run raises its errors (the
+    CLI reports them); a batch reports each run on one line and goes on. Runs are written
+    in order, in a batch each one while the next is computed (the readout of a date is
+    written, and its rows stored, before the next date's reads the history; SIGTERM then
+    lets the readout being written complete, and stops the rest). ``online`` is called once
+    before the first online experiment (the CLI's memory settings).
+    """
+    from abrank.config import load_experiment
+    from abrank.workers import start_chart_workers
+
+    days = run_dates(*dates)
+    paths = config_files(configs)
+    several = len(paths) > 1 or any(Path(p).is_dir() for p in configs)
+    batch = several or len(days) > 1
+    if {"html", "md"} & set(options.formats):
+        start_chart_workers()  # they import matplotlib while this process computes
+    outcomes: list[RunOutcome] = []
+
+    def report(outcome: RunOutcome) -> None:
+        outcomes.append(outcome)
+        if batch:
+            print(outcome.line(), file=sys.stdout if outcome.code == 0 else sys.stderr)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="abrank-writer") as writer:
+        pending: Future | None = None
+        try:
+            for path in paths:
+                try:
+                    experiment = load_experiment(path)
+                except AbrankError as exc:
+                    if options.debug or not batch:
+                        raise
+                    report(_failed(str(path), None, None, exc))
+                    continue
+                if online is not None and experiment.online:
+                    online()
+                    online = None
+                for day in days:
+                    step = _analyse(experiment, day, several, batch, options)
+                    if pending is not None:
+                        report(pending.result())
+                        pending = None
+                    if isinstance(step, RunOutcome):
+                        report(step)
+                        continue
+                    if batch:
+                        pending = writer.submit(_finish, step, batch, options)
+                    else:  # in this thread: SIGTERM stops the one run where it stands
+                        report(_finish(step, batch, options))
+            if pending is not None:
+                report(pending.result())
+                pending = None
+        finally:
+            if pending is not None:  # stopped: let the readout being written complete
+                pending.exception()
+    return worst(outcome.code for outcome in outcomes)
+
+
+def _failed(config: str, name: str | None, date: str | None, exc: BaseException) -> RunOutcome:
+    if isinstance(exc, AbrankError):
+        return RunOutcome(config, name, date, EXIT_BAD_INPUT, "error", str(exc))
+    reason = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)"
+    return RunOutcome(config, name, date, EXIT_FAILURE, "failed", reason)
+
+
+def _analyse(
+    experiment: Experiment, date: dt.date | None, several: bool, batch: bool, options: RunOptions
+) -> _Analysed | RunOutcome:
+    """Compute one (config, date) run's readout; or its outcome when it ends here (an input
+    not there yet, an error in a batch)."""
+    from abrank.analysis import check_output_folder, display_path, readout_folder, run_experiment
+    from abrank.analysis.record import recording_for
+    from abrank.analysis.window import check_dated, missing_inputs
+
+    config = experiment.source
+    day = None if date is None else date.isoformat()
+    try:
+        run = experiment.for_date(date)
+        check_dated(run)
+        missing = missing_inputs(run) if day is not None else []
+        if missing:
+            key, file = missing[0]
+            if options.missing == "skip":
+                detail = f"{key}: {display_path(file)} does not exist yet (nothing written)"
+                if not batch:
+                    print(f"abrank: skipped: {experiment.name} {day}: {detail}", file=sys.stderr)
+                return RunOutcome(config, experiment.name, day, EXIT_SKIPPED, "skipped", detail)
+            raise DataError(
+                f"{display_path(file)}: {key}: expected the input of {day}, got no such file "
+                "(--missing skip exits 99 instead)"
+            )
+        out = options.out
+        out = Path(out) / experiment.name if out and several else out
+        folder = readout_folder(run, out)
+        check_output_folder(folder)  # a refused output path fails before the analysis runs
+        recording = recording_for(run, folder, out) if options.history else None
+        progress = None if batch or options.quiet else _progress
+        readout = run_experiment(run, seed=options.seed, progress=progress)
+    except Exception as exc:
+        if options.debug or not batch:
+            raise
+        return _failed(config, experiment.name, day, exc)
+    return _Analysed(config, run, day, folder, recording, readout)
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
+    """Write one computed run, record it, tell what it found; its outcome."""
+    from abrank.analysis import write_readout
+    from abrank.analysis.alerts import fired_alerts
+    from abrank.analysis.record import attach_history, store_run
+    from abrank.render import alarms, headline_lines
+
+    name, folder = step.experiment.name, step.folder
+    try:
+        readout, notes = step.readout, []
+        if step.recording is not None:
+            readout, rows = attach_history(readout, step.experiment, step.recording)
+        write_readout(readout, folder, formats=options.formats)
+        if step.recording is not None:
+            notes = store_run(step.recording, rows)
+    except Exception as exc:
+        if options.debug or not batch:
+            raise
+        return _failed(step.config, name, step.date, exc)
+    summary = readout.summary
+    if not options.quiet and not batch:
+        print(f"{summary['experiment']['title']}")
+        for alarm in alarms(summary):
+            print(f"ALARM: {alarm}")
+        for line in headline_lines(summary):
+            print(line)
+        print(f"readout written to {folder}/")
+        shown = set(alarms(summary))
+        for warning in summary["diagnostics"]["warnings"]:
+            if warning not in shown:
+                print(f"note: {warning}", file=sys.stderr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    fired = fired_alerts(summary, options.fail_on)
+    for reason in fired:
+        print(f"abrank: alert: {name}: {reason}", file=sys.stderr)
+    detail = f"{verdict_counts(summary)}; readout {folder}/"
+    code, status = (EXIT_ALERT, "alert") if fired else (EXIT_OK, "ok")
+    return RunOutcome(step.config, name, step.date, code, status, detail, str(folder))

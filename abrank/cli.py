@@ -14,12 +14,9 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from abrank.errors import AbrankError, DataError
-
-if TYPE_CHECKING:
-    from abrank.batch import RunOutcome
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
@@ -505,116 +502,20 @@ def _progress(quiet: bool):
 
 def _run(args: argparse.Namespace) -> int:
     from abrank.analysis.alerts import parse_alerts
-    from abrank.batch import config_files, run_dates, worst
-    from abrank.config import load_experiment
-    from abrank.workers import start_chart_workers
+    from abrank.batch import RunOptions, run_batch
 
-    fail_on = parse_alerts(args.fail_on)
-    formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    dates = run_dates(args.date, args.start, args.end)
-    paths = config_files(args.configs)
-    several = len(paths) > 1 or any(Path(p).is_dir() for p in args.configs)
-    batch = several or len(dates) > 1
-    if {"html", "md"} & set(formats):
-        start_chart_workers()  # they import matplotlib while this process computes
-    outcomes: list[RunOutcome] = []
-    online_memory = False
-    for path in paths:
-        try:
-            experiment = load_experiment(path)
-        except AbrankError as exc:
-            if args.debug or not batch:
-                raise
-            outcomes.append(_failed(str(path), None, None, exc))
-            print(outcomes[-1].line(), file=sys.stderr)
-            continue
-        if _OWN_PROCESS and experiment.online and not online_memory:
-            reuse_freed_memory()  # an online log's columns: tens of millions of rows
-            online_memory = True
-        for date in dates:
-            outcome = _run_one(args, experiment, date, several, batch, fail_on, formats)
-            outcomes.append(outcome)
-            if batch:
-                print(outcome.line(), file=sys.stdout if outcome.code == 0 else sys.stderr)
-    return worst(outcome.code for outcome in outcomes)
-
-
-def _failed(config: str, name: str | None, date, exc: BaseException) -> RunOutcome:
-    from abrank.batch import EXIT_BAD_INPUT, EXIT_FAILURE, RunOutcome
-
-    if isinstance(exc, AbrankError):
-        return RunOutcome(config, name, date, EXIT_BAD_INPUT, "error", str(exc))
-    reason = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)"
-    return RunOutcome(config, name, date, EXIT_FAILURE, "failed", reason)
-
-
-def _run_one(args, experiment, date, several: bool, batch: bool, fail_on, formats) -> RunOutcome:
-    """One (config, date) of ``abrank run``: analyse, write, record; its outcome."""
-    from abrank.analysis import check_output_folder, readout_folder, run_experiment, write_readout
-    from abrank.analysis.alerts import EXIT_ALERT, fired_alerts
-    from abrank.analysis.record import attach_history, recording_for, store_run
-    from abrank.analysis.window import check_dated, missing_inputs
-    from abrank.batch import EXIT_OK, EXIT_SKIPPED, RunOutcome, verdict_counts
-    from abrank.render import alarms, headline_lines
-
-    config = experiment.source
-    day = None if date is None else date.isoformat()
-    try:
-        run = experiment.for_date(date)
-        check_dated(run)
-        missing = missing_inputs(run) if day is not None else []
-        if missing:
-            key, file = missing[0]
-            if args.missing == "skip":
-                detail = f"{key}: {display(file)} does not exist yet (nothing written)"
-                if not batch:
-                    print(f"abrank: skipped: {experiment.name} {day}: {detail}", file=sys.stderr)
-                return RunOutcome(config, experiment.name, day, EXIT_SKIPPED, "skipped", detail)
-            raise DataError(
-                f"{display(file)}: {key}: expected the input of {day}, got no such file "
-                "(--missing skip exits 99 instead)"
-            )
-        out = Path(args.out) / experiment.name if args.out and several else args.out
-        folder = readout_folder(run, out)
-        check_output_folder(folder)  # a refused output path fails before the analysis runs
-        recording = None if args.no_history else recording_for(run, folder, out)
-        progress = None if batch else _progress(args.quiet)
-        readout = run_experiment(run, seed=args.seed, progress=progress)
-        if recording is not None:
-            readout, rows = attach_history(readout, run, recording)
-        write_readout(readout, folder, formats=formats)
-        notes = store_run(recording, rows) if recording is not None else []
-    except Exception as exc:
-        if args.debug or not batch:
-            raise
-        return _failed(config, experiment.name, day, exc)
-    summary = readout.summary
-    if not args.quiet and not batch:
-        print(f"{summary['experiment']['title']}")
-        for alarm in alarms(summary):
-            print(f"ALARM: {alarm}")
-        for line in headline_lines(summary):
-            print(line)
-        print(f"readout written to {folder}/")
-        shown = set(alarms(summary))
-        for warning in summary["diagnostics"]["warnings"]:
-            if warning not in shown:
-                print(f"note: {warning}", file=sys.stderr)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    fired = fired_alerts(summary, fail_on)
-    for reason in fired:
-        print(f"abrank: alert: {experiment.name}: {reason}", file=sys.stderr)
-    detail = f"{verdict_counts(summary)}; readout {folder}/"
-    if fired:
-        return RunOutcome(config, experiment.name, day, EXIT_ALERT, "alert", detail, str(folder))
-    return RunOutcome(config, experiment.name, day, EXIT_OK, "ok", detail, str(folder))
-
-
-def display(path: str) -> str:
-    from abrank.analysis import display_path
-
-    return display_path(path)
+    options = RunOptions(
+        out=args.out,
+        seed=args.seed,
+        formats=tuple(f.strip() for f in args.format.split(",") if f.strip()),
+        fail_on=parse_alerts(args.fail_on),
+        missing=args.missing,
+        history=not args.no_history,
+        quiet=args.quiet,
+        debug=args.debug,
+    )
+    memory = reuse_freed_memory if _OWN_PROCESS else None
+    return run_batch(args.configs, (args.date, args.start, args.end), options, online=memory)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -776,7 +677,7 @@ def _check_metric_options(args: argparse.Namespace) -> None:
 def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int) -> str:
     """trec_eval's output for rankings and judgments read from tables (no run tag)."""
     from abrank.engines.memory import check_options, prepare
-    from abrank.errors import ConfigError, DataError
+    from abrank.errors import ConfigError
     from abrank.treceval import format_report
 
     if "runid" in measures.cutoffs:
