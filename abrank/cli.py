@@ -1,7 +1,9 @@
 """The ``abrank`` command line: a thin layer over the library.
 
 Exit codes: 0 success; 2 bad input (config, data, options), reported as one clean message
-that names the file, line or field; 1 anything else. ``--debug`` shows tracebacks.
+that names the file, line or field; 3 an alert named by ``--fail-on`` fired (the readout
+written); 99 an input of the run's date does not exist yet and ``--missing skip`` was given;
+143 stopped by SIGTERM; 1 anything else (:mod:`abrank.batch`). ``--debug`` shows tracebacks.
 """
 
 from __future__ import annotations
@@ -445,7 +447,7 @@ def _handle(args: argparse.Namespace) -> int:
         print("abrank: interrupted", file=sys.stderr)
         return 130
     except Terminated:
-        print("abrank: stopped by SIGTERM; nothing of this run was kept", file=sys.stderr)
+        print("abrank: stopped by SIGTERM; no readout was left half-written", file=sys.stderr)
         return EXIT_TERMINATED
     except BrokenPipeError:
         return EXIT_OK
