@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
         "abrank validate experiments/*.yaml",
     )
     validate.add_argument("configs", nargs="+", metavar="CONFIG", help="experiment YAML file(s)")
+    validate.add_argument(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="check a dated config's files of this date (without it, only the config)",
+    )
 
     metrics = verb(
         "metrics",
@@ -526,6 +531,11 @@ def _validate(args: argparse.Namespace) -> int:
 
     experiments = [load_experiment(path) for path in args.configs]
     for path, experiment in zip(args.configs, experiments):
+        if args.date is not None:
+            experiment = experiment.for_date(args.date)
+        elif experiment.dated:
+            print(f"{path}: ok: {experiment.name}: dated config (give --date to check its files)")
+            continue
         if experiment.online:
             print(f"{path}: ok: {experiment.name}: {_online_inputs(experiment)}")
             continue

@@ -421,3 +421,13 @@ def test_a_sequential_cumulative_config_does_not_warn_about_peeking(cumulative):
     summary = abrank.run_experiment(config, date="2026-01-02").summary
     assert not any("analysis.sequential" in w for w in summary["diagnostics"]["warnings"])
     assert summary["sequential"] is not None
+
+
+def test_validate_checks_a_dated_config_and_with_a_date_its_files(daily, capsys):
+    code, out, _ = run_cli(capsys, "validate", daily)
+    assert code == 0 and "dated config" in out
+    code, out, _ = run_cli(capsys, "validate", daily, "--date", "2026-01-02")
+    assert code == 0
+    assert f"bm25 ({queries_on(daily, ['2026-01-02']):,} queries)" in out
+    code, _, err = run_cli(capsys, "validate", daily, "--date", "2026-03-01")
+    assert code == 2 and "2026-03-01" in err
