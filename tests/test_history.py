@@ -369,6 +369,7 @@ def test_two_processes_writing_two_dates_at_once_lose_nothing(tmp_path):
     assert sorted(p.name for p in (tmp_path / "history" / "demo-reranker").iterdir()) == [
         "2026-11-29.parquet",
         "2026-11-30.parquet",
+        "_rows.parquet",  # the consolidated copy
     ]
 
 
@@ -385,8 +386,9 @@ def test_two_processes_rewriting_the_same_date_leave_one_complete_file(tmp_path)
     assert reads > 0
     history = read_history(tmp_path, "demo-reranker")
     assert len(history) == 32 and set(history["config_sha256"]) <= {"a" * 64, "b" * 64}
-    assert [p.name for p in (tmp_path / "history" / "demo-reranker").iterdir()] == [
-        "2026-11-30.parquet"
+    assert sorted(p.name for p in (tmp_path / "history" / "demo-reranker").iterdir()) == [
+        "2026-11-30.parquet",
+        "_rows.parquet",  # the consolidated copy
     ]
 
 
@@ -478,6 +480,7 @@ def test_other_files_in_the_store_are_never_touched(tmp_path):
             ".2026-11-30.parquet.tmp-1x",
             "2026-11-30.parquet",
             "2026-11-30.parquet.tmp-1",
+            "_rows.parquet",  # the consolidated copy
             "notes.txt",
         ]
     )
