@@ -15,9 +15,10 @@ types). A copy that does not read, or whose manifest or schema is not this versi
 whose rows do not match its manifest is ignored (and rebuilt), never an error. So a stale
 copy, or one lost to a race between two writers, can only cost time.
 
-:func:`refresh_copy` (run by each writer once its date file is in place) and a reader that
-finds the copy far out of date (more than a tenth of the dates) write a new copy whole to a
-hidden temporary file (``._rows.parquet.tmp-<pid>``) and rename it over the old one, as the
+:func:`refresh_copy` (run by each writer once its date file is in place) and a reader
+find whether the copy is far out of date (more than a tenth of the dates); if so they write
+a new copy whole (its cost grows with all the rows, hence the tenth) to a hidden temporary
+file (``._rows.parquet.tmp-<pid>``) and rename it over the old one, as the
 date files are written; the store's writers remove such a file left by a killed process.
 Without the right to write (a read-only store) the reader still reads.
 """
@@ -119,14 +120,31 @@ def experiment_rows(
     return assembled.table
 
 
-def refresh_copy(folder: Path, experiment: str) -> bool:
-    """Bring the experiment's copy up to date with its date files; return whether it was
-    written (False when it already was). DataError as :func:`experiment_rows`."""
-    assembled = assemble(folder, experiment, date_files(folder))
-    if assembled.stale == 0 and copy_path(folder).is_file():
+def refresh_copy(folder: Path, experiment: str, *, always: bool = False) -> bool:
+    """Bring the experiment's copy up to date with its date files when it misses more than
+    :data:`REBUILD_SHARE` of the dates (or whenever it misses one, with ``always``); return
+    whether a copy was written. DataError as :func:`experiment_rows`.
+
+    Whether it is out of date is told from the manifest alone (the file's footer): a
+    writer pays for rewriting the copy (all the rows) only once a tenth of the dates have
+    changed, so a backfill of 500 dates rewrites it about 50 times, not 500 times.
+    """
+    files = date_files(folder)
+    stale = _stale_dates(folder, files)
+    if stale == 0 or (not always and stale <= REBUILD_SHARE * len(files)):
         return False
-    write_copy(folder, assembled)
+    write_copy(folder, assemble(folder, experiment, files))
     return True
+
+
+def copy_manifest(folder: Path) -> tuple[ManifestEntry, ...] | None:
+    """The manifest of the folder's copy (from its footer, without reading the rows); None
+    when there is no copy or it is not one of this format."""
+    try:
+        with open(copy_path(folder), "rb") as handle:
+            return tuple(_manifest(pq.ParquetFile(handle).metadata.metadata or {}))
+    except (OSError, pa.ArrowException, ValueError, TypeError, KeyError):
+        return None
 
 
 def assemble(
@@ -202,7 +220,7 @@ def write_copy(folder: Path, assembled: Assembled) -> Path:
                 temp.unlink()
             with open(temp, "xb") as handle:  # made here: never written through a link
                 # no flush to disk: a copy lost in a crash only costs a rebuild
-                pq.write_table(table, handle, compression="none", write_statistics=False)
+                pq.write_table(table, handle, write_statistics=False)
             os.replace(temp, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -212,6 +230,17 @@ def write_copy(folder: Path, assembled: Assembled) -> Path:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _stale_dates(folder: Path, files: Sequence[DateFile]) -> int:
+    """How many dates the copy's manifest says it cannot give: new or changed date files,
+    and dates whose file is gone (all of them without a copy)."""
+    manifest = copy_manifest(folder)
+    if manifest is None:
+        return len(files) + 1
+    held = {entry.date: _key(entry) for entry in manifest}
+    changed = sum(held.get(file.date) != file.key for file in files)
+    return changed + len(held.keys() - {file.date for file in files})
 
 
 def _key(entry: ManifestEntry) -> tuple[int, int, int]:
