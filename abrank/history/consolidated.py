@@ -270,7 +270,7 @@ def _load_copy(folder: Path, experiment: str, columns: Sequence[str] | None) -> 
                 return None
             if sum(entry.rows for entry in entries) != parquet.metadata.num_rows:
                 return None
-            table = parquet.read(columns=columns, use_threads=False)
+            table = parquet.read(columns=columns)  # one large file: its columns side by side
     except (OSError, pa.ArrowException, ValueError, TypeError, KeyError):
         return None
     counts = [entry.rows for entry in entries]
