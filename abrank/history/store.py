@@ -9,7 +9,10 @@ ones, never part of a file; two writers of the same date each rename a complete 
 later one wins); writers of different dates never touch each other's files. A writer
 killed mid-write leaves only its hidden temporary file, which Parquet readers skip and the
 next writer of that experiment removes once its process is gone. Nothing else in the
-folders is ever deleted or overwritten.
+folders is ever deleted or overwritten, but for each experiment's consolidated copy of its
+rows (``_rows.parquet``, :mod:`abrank.history.consolidated`): readers take the rows of
+unchanged date files from it, and it is rewritten whole, as a date file is, when it falls
+out of date.
 
 This module needs only pyarrow to read (``abrank history`` stays fast); pandas is imported
 by the functions that return or take DataFrames.
@@ -128,7 +131,9 @@ def history_table(
     DataError naming the experiments that have a history when it has none. A file that is
     not a history file (unreadable, or another schema, or rows of another experiment or
     date) is a DataError naming it. ``columns``: only those (and ``experiment`` and
-    ``date``), in the schema's order; reading fewer columns is faster.
+    ``date``), in the schema's order; reading fewer columns is faster. The rows of each
+    date file that its experiment's consolidated copy holds unchanged come from the copy
+    (one read instead of one per date); the result is the same.
     """
     if columns is not None:
         unknown = sorted(set(columns) - set(HISTORY_COLUMNS))
