@@ -9,7 +9,9 @@ times, best of ``--repeat`` (default 3):
 * ``abrank history NAME``, ``--json`` and ``--csv`` as subprocesses (interpreter start-up,
   imports, reading, formatting and writing to a pipe included; output discarded);
 * :func:`abrank.history.read_history` (to a DataFrame) and
-  :func:`abrank.history.store.history_table` (Arrow only) in this process.
+  :func:`abrank.history.store.history_table` (Arrow only) in this process, and the
+  latter once more without the experiment's consolidated copy (``_rows.parquet``: every
+  date file read, and the copy rebuilt), as the first read of a store written without it.
 
 It prints each figure beside the goal (wall seconds, and the CPU seconds of the command's
 process: on a busy machine the wall time waits for the CPU, the CPU time does not), the
@@ -131,6 +133,14 @@ def main() -> None:
         print(f"  {'history_table (Arrow, in process)':40s} {seconds:6.3f} s wall")
         seconds, _ = best(lambda: read_history(root, NAME), args.repeat)
         print(f"  {'read_history (DataFrame, in process)':40s} {seconds:6.3f} s wall")
+        copy = root / "history" / NAME / "_rows.parquet"
+
+        def first_read() -> None:  # a store without its copy: every file read, copy rebuilt
+            copy.unlink(missing_ok=True)
+            history_table(root, NAME)
+
+        seconds, _ = best(first_read, args.repeat)
+        print(f"  {'history_table without the copy (rebuilt)':40s} {seconds:6.3f} s wall")
         print(f"  load average after: {os.getloadavg()[0]:.2f}")
         baseline, cpu = best(
             lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat

@@ -369,6 +369,7 @@ def test_two_processes_writing_two_dates_at_once_lose_nothing(tmp_path):
     assert sorted(p.name for p in (tmp_path / "history" / "demo-reranker").iterdir()) == [
         "2026-11-29.parquet",
         "2026-11-30.parquet",
+        "_rows.parquet",  # the consolidated copy
     ]
 
 
@@ -385,8 +386,9 @@ def test_two_processes_rewriting_the_same_date_leave_one_complete_file(tmp_path)
     assert reads > 0
     history = read_history(tmp_path, "demo-reranker")
     assert len(history) == 32 and set(history["config_sha256"]) <= {"a" * 64, "b" * 64}
-    assert [p.name for p in (tmp_path / "history" / "demo-reranker").iterdir()] == [
-        "2026-11-30.parquet"
+    assert sorted(p.name for p in (tmp_path / "history" / "demo-reranker").iterdir()) == [
+        "2026-11-30.parquet",
+        "_rows.parquet",  # the consolidated copy
     ]
 
 
@@ -478,6 +480,7 @@ def test_other_files_in_the_store_are_never_touched(tmp_path):
             ".2026-11-30.parquet.tmp-1x",
             "2026-11-30.parquet",
             "2026-11-30.parquet.tmp-1",
+            "_rows.parquet",  # the consolidated copy
             "notes.txt",
         ]
     )
@@ -760,3 +763,301 @@ def test_a_file_of_another_experiment_or_with_missing_keys_is_named(tmp_path):
     assert str(caught.value) == (
         f"{moved}: date: expected '2026-11-29' in every row (the file's name), got None"
     )
+
+
+# --------------------------------------------------------------------------- consolidated copy
+
+from abrank.history import consolidated  # noqa: E402
+from abrank.history.consolidated import MANIFEST_KEY, copy_manifest, refresh_copy  # noqa: E402
+from abrank.history.store import history_table  # noqa: E402
+
+NAME = "demo-reranker"
+
+
+def _file_by_file(root: Path, experiment: str | None = None, columns=None) -> pd.DataFrame:
+    """The reference: every date file read on its own with pyarrow, by experiment and date."""
+    tables = []
+    for folder in sorted((root / "history").iterdir()):
+        if folder.is_dir() and experiment in (None, folder.name):
+            for path in sorted(folder.glob("[0-9]*.parquet")):
+                tables.append(pq.read_table(path, columns=columns))
+    return pa.concat_tables(tables).to_pandas()
+
+
+def _assert_reads_as_its_files(root: Path, experiment: str | None = NAME) -> None:
+    pd.testing.assert_frame_equal(read_history(root, experiment), _file_by_file(root, experiment))
+    few = ["experiment", "date", "metric", "delta", "ci", "verdict"]
+    pd.testing.assert_frame_equal(
+        history_table(root, experiment, columns=["metric", "delta", "ci", "verdict"]).to_pandas(),
+        _file_by_file(root, experiment, columns=few),
+    )
+
+
+def _distinct_rows(date: str, seed: int, **options) -> pd.DataFrame:
+    """A date's rows with means of their own, so that rows of two dates never look alike."""
+    rows = _rows(date, **options)
+    rng = np.random.default_rng(seed)
+    rows["control_mean"] = rng.uniform(0, 1, len(rows))
+    rows["delta"] = rng.normal(0, 0.1, len(rows))
+    return rows
+
+
+@pytest.fixture()
+def backfill(tmp_path) -> Path:
+    """Thirty dates of one experiment, each written by write_history, and one of another."""
+    for index, date in enumerate(_dates("2026-10-01", 30)):
+        write_history(tmp_path, NAME, date, _distinct_rows(date, index))
+    online = _rows("2026-10-05", _online_summary())
+    write_history(tmp_path, "demo-online", "2026-10-05", online)
+    return tmp_path
+
+
+@pytest.fixture()
+def file_reads(monkeypatch) -> list[Path]:
+    """The date files the copy's reader reads, in the order it reads them."""
+    read: list[Path] = []
+    real = consolidated.read_date_file
+
+    def counted(path, columns=None):
+        read.append(Path(path))
+        return real(path, columns)
+
+    monkeypatch.setattr(consolidated, "read_date_file", counted)
+    return read
+
+
+def _folder(root: Path, experiment: str = NAME) -> Path:
+    return root / "history" / experiment
+
+
+def test_a_backfill_reads_from_its_copy_as_from_its_files(backfill, file_reads):
+    manifest = copy_manifest(_folder(backfill))
+    assert manifest is not None
+    refresh_copy(_folder(backfill), NAME, always=True)
+    file_reads.clear()
+    _assert_reads_as_its_files(backfill)
+    _assert_reads_as_its_files(backfill, None)
+    assert file_reads == []  # every row came from the copies
+    manifest = copy_manifest(_folder(backfill))
+    assert [entry.date for entry in manifest] == _dates("2026-10-01", 30)
+    for entry in manifest:
+        stat = (_folder(backfill) / f"{entry.date}.parquet").stat()
+        assert (entry.inode, entry.size, entry.mtime_ns) == (
+            stat.st_ino,
+            stat.st_size,
+            stat.st_mtime_ns,
+        )
+        assert entry.rows == 32
+    # pandas' one call still sees each row once: the copy is not read as history
+    whole = pd.read_parquet(backfill / "history")
+    assert len(whole) == 31 * 32
+    assert whole.groupby(["experiment", "date"]).size().eq(32).all()
+
+
+def test_a_rerun_of_one_date_is_read_from_its_new_file(backfill, file_reads):
+    refresh_copy(_folder(backfill), NAME, always=True)
+    old = (_folder(backfill) / "2026-10-07.parquet").stat().st_ino
+    write_history(backfill, NAME, "2026-10-07", _distinct_rows("2026-10-07", 99, stale=True))
+    assert (_folder(backfill) / "2026-10-07.parquet").stat().st_ino != old
+    file_reads.clear()
+    _assert_reads_as_its_files(backfill)
+    assert set(file_reads) == {_folder(backfill) / "2026-10-07.parquet"}
+    history = read_history(backfill, NAME)
+    assert history.groupby("date")["stale"].all().to_dict() == {
+        date: date == "2026-10-07" for date in _dates("2026-10-01", 30)
+    }
+
+
+def test_a_date_file_removed_by_hand_is_gone_from_the_read(backfill, file_reads):
+    refresh_copy(_folder(backfill), NAME, always=True)
+    for date in ("2026-10-01", "2026-10-15", "2026-10-30"):
+        (_folder(backfill) / f"{date}.parquet").unlink()
+    file_reads.clear()
+    _assert_reads_as_its_files(backfill)
+    assert file_reads == []
+    history = read_history(backfill, NAME)
+    assert len(history) == 27 * 32
+    assert not history["date"].isin(["2026-10-01", "2026-10-15", "2026-10-30"]).any()
+
+
+def test_dates_added_by_another_writer_without_the_copy_are_read(backfill, file_reads):
+    refresh_copy(_folder(backfill), NAME, always=True)
+    before = copy_manifest(_folder(backfill))
+    # a writer that knows nothing of the copy: one earlier date, one later, one in between
+    for seed, date in enumerate(("2026-09-30", "2026-10-31", "2026-10-10")):
+        rows = _distinct_rows(date, 200 + seed)
+        table = pa.Table.from_pandas(rows, schema=HISTORY_SCHEMA, preserve_index=False)
+        if date == "2026-10-10":  # a rewrite in place: same inode, new size or time
+            os.utime(_folder(backfill) / f"{date}.parquet", ns=(1, 1))
+        else:
+            pq.write_table(
+                table.replace_schema_metadata(None), _folder(backfill) / f"{date}.parquet"
+            )
+    file_reads.clear()
+    _assert_reads_as_its_files(backfill)
+    assert sorted(p.name for p in set(file_reads)) == [
+        "2026-09-30.parquet",
+        "2026-10-10.parquet",
+        "2026-10-31.parquet",
+    ]
+    assert copy_manifest(_folder(backfill)) == before  # 3 of 32 dates: not rebuilt yet
+    assert len(read_history(backfill, NAME)) == 32 * 32
+
+
+def test_a_copy_far_out_of_date_is_rebuilt_by_its_reader(backfill, file_reads):
+    refresh_copy(_folder(backfill), NAME, always=True)
+    for date in _dates("2026-11-01", 4):  # 4 of 34 dates: more than a tenth
+        rows = _distinct_rows(date, 300)
+        table = pa.Table.from_pandas(rows, schema=HISTORY_SCHEMA, preserve_index=False)
+        pq.write_table(table.replace_schema_metadata(None), _folder(backfill) / f"{date}.parquet")
+    file_reads.clear()
+    _assert_reads_as_its_files(backfill)
+    assert len(copy_manifest(_folder(backfill))) == 34
+    file_reads.clear()
+    _assert_reads_as_its_files(backfill)
+    assert file_reads == []
+
+
+def test_a_read_only_store_still_reads(backfill, monkeypatch):
+    (_folder(backfill) / "_rows.parquet").unlink()
+
+    def refused(folder, assembled):
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(consolidated, "write_copy", refused)
+    _assert_reads_as_its_files(backfill)
+    assert not (_folder(backfill) / "_rows.parquet").exists()
+
+
+def _write_copy_like(folder: Path, table: pa.Table, manifest: dict) -> None:
+    metadata = {MANIFEST_KEY: json.dumps(manifest).encode()}
+    pq.write_table(table.replace_schema_metadata(metadata), folder / "_rows.parquet")
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        "garbage",
+        "empty",
+        "no manifest",
+        "older manifest format",
+        "older schema",
+        "rows that are not the manifest's",
+        "another experiment's copy",
+    ],
+)
+def test_a_corrupt_or_foreign_copy_is_ignored_and_rebuilt(backfill, spoil):
+    folder = _folder(backfill)
+    refresh_copy(folder, NAME, always=True)
+    copy = folder / "_rows.parquet"
+    good = pq.read_table(copy)
+    manifest = json.loads(pq.read_metadata(copy).metadata[MANIFEST_KEY])
+    if spoil == "garbage":
+        copy.write_bytes(b"PAR1" + os.urandom(5000) + b"PAR1")
+    elif spoil == "empty":
+        copy.write_bytes(b"")
+    elif spoil == "no manifest":
+        pq.write_table(good.replace_schema_metadata(None), copy)
+    elif spoil == "older manifest format":
+        _write_copy_like(folder, good, {**manifest, "format": 0})
+    elif spoil == "older schema":  # a column fewer, the manifest as it was
+        _write_copy_like(folder, good.drop_columns(["srm_alarm"]), manifest)
+    elif spoil == "rows that are not the manifest's":  # each date's rows moved a date on
+        shifted = good.slice(32).append_column("x", pa.nulls(len(good) - 32)).drop_columns("x")
+        shifted = pa.concat_tables([shifted, good.slice(0, 32)])
+        _write_copy_like(folder, shifted, manifest)
+    else:
+        other = _folder(backfill, "demo-online")
+        refresh_copy(other, "demo-online", always=True)
+        os.replace(other / "_rows.parquet", copy)
+    _assert_reads_as_its_files(backfill)
+    rebuilt = copy_manifest(folder)  # every date was missing: the reader rebuilt it
+    assert rebuilt is not None and len(rebuilt) == 30
+    assert pq.read_table(copy).equals(good)
+
+
+def test_concurrent_writers_leave_a_correct_store_and_copy(tmp_path):
+    write_history(tmp_path, NAME, "2026-11-28", _rows("2026-11-28"))
+    writers = [
+        _writer(tmp_path, date, m, 8) for date, m in (("2026-11-29", "a"), ("2026-11-30", "b"))
+    ]
+    writers.append(_writer(tmp_path, "2026-11-29", "c", 8))
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0, writer.stderr.read()
+    _assert_reads_as_its_files(tmp_path)
+    history = read_history(tmp_path, NAME)
+    assert len(history) == 3 * 32
+    assert history.groupby("date")["config_sha256"].nunique().eq(1).all()
+    refresh_copy(_folder(tmp_path), NAME, always=True)
+    _assert_reads_as_its_files(tmp_path)
+    assert [entry.date for entry in copy_manifest(_folder(tmp_path))] == [
+        "2026-11-28",
+        "2026-11-29",
+        "2026-11-30",
+    ]
+
+
+_KILLED_COPY = """
+import sys, time, json
+import pyarrow.parquet as pq
+from abrank.history import history_rows, write_history
+
+real = pq.write_table
+
+def stuck(table, where, **options):  # the copy: half a file, then hangs until killed
+    if not where.name.endswith(".tmp-%d" % __import__("os").getpid()) or "_rows" not in where.name:
+        return real(table, where, **options)
+    where.write(b"PAR1" + b"x" * 1000)
+    where.flush()
+    print("writing", flush=True)
+    time.sleep(60)
+
+pq.write_table = stuck
+rows = history_rows(json.load(open(sys.argv[2])), date="2026-11-30", config_sha256="k" * 64)
+write_history(sys.argv[1], "demo-reranker", "2026-11-30", rows)
+"""
+
+
+def test_a_writer_killed_writing_the_copy_leaves_a_temp_file_the_next_removes(tmp_path):
+    write_history(tmp_path, NAME, "2026-11-29", _rows("2026-11-29"))
+    (_folder(tmp_path) / "_rows.parquet").unlink()  # so that the next writer rebuilds it
+    golden = str(ROOT / "tests" / "golden" / "demo-summary.json")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_COPY, str(tmp_path), golden],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout.readline() == "writing\n"
+    temp = _folder(tmp_path) / f"._rows.parquet.tmp-{child.pid}"
+    assert temp.exists()
+    write_history(tmp_path, NAME, "2026-11-28", _rows("2026-11-28"))  # it runs: left alone
+    assert temp.exists()
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=30) == -signal.SIGKILL
+    _assert_reads_as_its_files(tmp_path)  # its date file is in place, its copy never was
+    assert len(read_history(tmp_path, NAME)) == 3 * 32
+    assert len(pd.read_parquet(tmp_path / "history")) == 3 * 32
+    write_history(tmp_path, NAME, "2026-11-27", _rows("2026-11-27"))
+    assert not temp.exists()
+    assert sorted(p.name for p in _folder(tmp_path).iterdir()) == [
+        "2026-11-27.parquet",
+        "2026-11-28.parquet",
+        "2026-11-29.parquet",
+        "2026-11-30.parquet",
+        "_rows.parquet",
+    ]
+    _assert_reads_as_its_files(tmp_path)
+
+
+def test_only_dead_writers_temporary_copies_are_removed(tmp_path):
+    folder = _folder(tmp_path)
+    folder.mkdir(parents=True)
+    dead = _dead_pid()
+    gone = folder / f"._rows.parquet.tmp-{dead}"
+    mine = folder / f"._rows.parquet.tmp-{os.getpid()}"
+    other = folder / f"._rows.parquet.tmp-{dead}.bak"
+    for path in (gone, mine, other):
+        path.write_bytes(b"partial")
+    assert remove_abandoned_files(folder) == [gone]
+    assert mine.exists() and other.exists()

@@ -9,7 +9,10 @@ ones, never part of a file; two writers of the same date each rename a complete 
 later one wins); writers of different dates never touch each other's files. A writer
 killed mid-write leaves only its hidden temporary file, which Parquet readers skip and the
 next writer of that experiment removes once its process is gone. Nothing else in the
-folders is ever deleted or overwritten.
+folders is ever deleted or overwritten, but for each experiment's consolidated copy of its
+rows (``_rows.parquet``, :mod:`abrank.history.consolidated`): readers take the rows of
+unchanged date files from it, and it is rewritten whole, as a date file is, when it falls
+out of date.
 
 This module needs only pyarrow to read (``abrank history`` stays fast); pandas is imported
 by the functions that return or take DataFrames.
@@ -22,30 +25,32 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from abrank.errors import ConfigError, DataError
+from abrank.history.consolidated import experiment_rows, refresh_copy
+from abrank.history.files import (
+    TEMP_FILE,
+    DateFile,
+    check_keys,
+    date_files,
+    read_date_file,
+    with_keys,
+)
 from abrank.history.rows import check_date
 from abrank.history.schema import HISTORY_COLUMNS, HISTORY_SCHEMA
-from abrank.history.values import int32s, strings
 
 if TYPE_CHECKING:
     import pandas as pd
 
 HISTORY = "history"
-READ_THREADS = 4  # most files read at once (each file is small: its decoding is the cost)
 
 # an experiment's name as a config may write it (config ``name``): a folder name too
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_DATE_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.parquet$")
-_TEMP_FILE = re.compile(r"^\.(\d{4}-\d{2}-\d{2})\.parquet\.tmp-(\d+)$")
 
 # the temporary file's name holds the process id only: one writer at a time per process
 _WRITING = threading.Lock()
@@ -89,18 +94,23 @@ def write_history(root: str | Path, experiment: str, date: str, rows: pd.DataFra
                 temp.unlink()
             raise
     _sync_folder(folder)
+    # the consolidated copy is only a cache of the date files: failing to bring it up to
+    # date (a broken file of another date, a full disk) costs readers time, never rows
+    with contextlib.suppress(OSError, pa.ArrowException, DataError):
+        refresh_copy(folder, experiment)
     return target
 
 
 def remove_abandoned_files(folder: Path) -> list[Path]:
     """Remove the temporary files of writers that no longer run; return those removed.
 
-    Only names of abrank's own pattern (``.<YYYY-MM-DD>.parquet.tmp-<pid>``) whose process
+    Only names of abrank's own patterns (``.<YYYY-MM-DD>.parquet.tmp-<pid>``, and
+    ``._rows.parquet.tmp-<pid>`` of the consolidated copy) whose process
     is gone from this machine are removed; any other file is left alone.
     """
     removed = []
     for entry in os.scandir(folder):
-        match = _TEMP_FILE.match(entry.name)
+        match = TEMP_FILE.match(entry.name)
         if match is None or not entry.is_file(follow_symlinks=False):
             continue
         if _process_runs(int(match.group(2))):
@@ -121,9 +131,10 @@ def history_table(
     DataError naming the experiments that have a history when it has none. A file that is
     not a history file (unreadable, or another schema, or rows of another experiment or
     date) is a DataError naming it. ``columns``: only those (and ``experiment`` and
-    ``date``), in the schema's order; reading fewer columns is faster.
+    ``date``), in the schema's order; reading fewer columns is faster. The rows of each
+    date file that its experiment's consolidated copy holds unchanged come from the copy
+    (one read instead of one per date); the result is the same.
     """
-    files = _history_files(root, experiment)
     if columns is not None:
         unknown = sorted(set(columns) - set(HISTORY_COLUMNS))
         if unknown:
@@ -131,19 +142,17 @@ def history_table(
                 f"columns: expected history columns ({', '.join(HISTORY_COLUMNS)}), "
                 f"got {', '.join(unknown)}"
             )
-        columns = _with_keys(columns)
-    workers = min(len(files), READ_THREADS, os.cpu_count() or 1)
-    if workers > 1:  # a file's decoding releases the GIL: files are read side by side
-        with ThreadPoolExecutor(workers) as pool:
-            tables = list(pool.map(lambda file: _read_file(*file, columns), files))
-    else:
-        tables = [_read_file(*file, columns) for file in files]
+        columns = with_keys(columns)
+    tables = [
+        experiment_rows(folder, name, files, columns)
+        for name, folder, files in _history_files(root, experiment)
+    ]
     if not tables:
         empty = HISTORY_SCHEMA.empty_table()
         return empty if columns is None else empty.select(columns)
-    table = pa.concat_tables(tables).combine_chunks()  # one chunk a column: slices are views
-    _check_keys(table, files, [part.num_rows for part in tables])
-    return table
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables).combine_chunks()  # one chunk a column: slices are views
 
 
 def read_history(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
@@ -166,11 +175,10 @@ def previous_inputs(root: str | Path, experiment: str, date: str) -> str | None:
     folder = history_folder(root) / experiment
     if not folder.is_dir():
         return None
-    earlier = sorted(d for d, path in _date_files(folder) if d < date)
-    for day in reversed(earlier):
-        path = folder / f"{day}.parquet"
-        table = _read_file(experiment, day, path, ["inputs_sha256"])
-        _check_keys(table, [(experiment, day, path)], [table.num_rows])
+    earlier = [file for file in date_files(folder) if file.date < date]
+    for file in reversed(earlier):
+        table, _ = read_date_file(file.path, ["inputs_sha256"])
+        check_keys(table, [(experiment, file.date, file.path)], [table.num_rows])
         column = table.column("inputs_sha256")
         if len(column):
             return column[0].as_py()
@@ -260,28 +268,10 @@ def _sync_folder(folder: Path) -> None:
             os.close(descriptor)
 
 
-def _date_files(folder: Path) -> list[tuple[str, Path]]:
-    """(date, path) of every visible Parquet file of an experiment's folder, by name.
-
-    DataError for a Parquet file whose name is not a date's: the store's one-call readers
-    would read it as history.
-    """
-    found = []
-    for entry in os.scandir(folder):
-        if entry.name.startswith((".", "_")) or not entry.name.endswith(".parquet"):
-            continue
-        match = _DATE_FILE.match(entry.name)
-        if match is None:
-            raise DataError(
-                f"{entry.path}: expected history files named <YYYY-MM-DD>.parquet, "
-                f"got {entry.name!r}"
-            )
-        found.append((match.group(1), Path(entry.path)))
-    return sorted(found)
-
-
-def _history_files(root: str | Path, experiment: str | None) -> list[tuple[str, str, Path]]:
-    """(experiment, date, path) of the files to read, in the store's order."""
+def _history_files(
+    root: str | Path, experiment: str | None
+) -> list[tuple[str, Path, list[DateFile]]]:
+    """(experiment, its folder, its date files) of each experiment to read, by name."""
     store = history_folder(root)
     if store.exists() and not store.is_dir():
         raise ConfigError(f"{store}: expected a folder for the history store, got a file")
@@ -295,60 +285,14 @@ def _history_files(root: str | Path, experiment: str | None) -> list[tuple[str, 
         else []
     )
     if experiment is not None:
-        if experiment not in names or not _date_files(store / experiment):
-            having = [name for name in names if _date_files(store / name)]
+        files = date_files(store / experiment) if experiment in names else []
+        if not files:
+            having = [name for name in names if date_files(store / name)]
             listed = ", ".join(having) if having else "none"
             raise DataError(
                 f"{store}: expected a history for experiment {experiment!r}, got none "
                 f"(experiments with a history: {listed})"
             )
-        names = [experiment]
-    return [(name, date, path) for name in names for date, path in _date_files(store / name)]
-
-
-def _with_keys(columns: Sequence[str]) -> list[str]:
-    """``columns`` and ``experiment`` and ``date``, in the schema's order."""
-    wanted = {"experiment", "date", *columns}
-    return [name for name in HISTORY_COLUMNS if name in wanted]
-
-
-def _read_file(
-    experiment: str, date: str, path: Path, columns: Sequence[str] | None = None
-) -> pa.Table:
-    """One history file (its ``columns``, or all), checked: its schema, and every row of
-    its experiment and date."""
-    if columns is not None:
-        columns = _with_keys(columns)
-    try:
-        handle = pq.ParquetFile(path)
-        schema = handle.schema_arrow
-        if not schema.equals(HISTORY_SCHEMA):
-            raise DataError(
-                f"{path}: expected a history file (columns {', '.join(HISTORY_COLUMNS)} "
-                f"with their types), got columns {', '.join(schema.names)}"
-            )
-        table = handle.read(columns=columns, use_threads=False)
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{path}: expected a history file (Parquet), got {exc}") from None
-    return table
-
-
-def _check_keys(table: pa.Table, files: list[tuple[str, str, Path]], counts: list[int]) -> None:
-    """Every row holds the experiment and date of the file it was read from (its folder's
-    and its name's), checked on the whole table at once; DataError naming the first file
-    whose rows do not."""
-    owner = int32s(np.repeat(np.arange(len(files), dtype=np.int32), counts))
-    for position, column in ((0, "experiment"), (1, "date")):
-        keys = strings([file[position] for file in files])
-        expected = pa.DictionaryArray.from_arrays(owner, keys).dictionary_decode()
-        same = pc.equal(table.column(column), expected)
-        if pc.all(same, skip_nulls=False).as_py():  # (a missing value makes it null)
-            continue
-        first = pc.index(pc.fill_null(same, False), False).as_py()
-        name, date, path = files[int(np.searchsorted(np.cumsum(counts), first, side="right"))]
-        expect = name if column == "experiment" else date
-        where = "folder" if column == "experiment" else "name"
-        raise DataError(
-            f"{path}: {column}: expected {expect!r} in every row (the file's {where}), "
-            f"got {table.column(column)[first].as_py()!r}"
-        )
+        return [(experiment, store / experiment, files)]
+    found = [(name, store / name, date_files(store / name)) for name in names]
+    return [(name, folder, files) for name, folder, files in found if files]
