@@ -22,6 +22,9 @@ bootstrap, optionally CUPED-adjusted (:mod:`~abrank.stats.cuped`), on the per-un
 and linearization of :mod:`~abrank.stats.unit_sums`; its metrics share unit resamples
 (:mod:`~abrank.stats.unit_draws`) and, at very many distinct units, resample grid cells
 with a variance-based error bound (:mod:`~abrank.stats.unit_grid`).
+``compare_interleaved`` (:mod:`~abrank.stats.interleaved`) tests the treatment's preference
+Δ_AB in an interleaving test, clustered on the user (delta method and unit bootstrap), and
+``first_team_balance`` checks that each team contributed the first result half the time.
 ``sample_ratio_mismatch`` (:mod:`~abrank.stats.srm`) checks the units per arm against the
 expected split.
 
@@ -70,6 +73,10 @@ _LAZY = {
     "SampleRatioCheck": "abrank.stats.srm",
     "sample_ratio_mismatch": "abrank.stats.srm",
     "SRM_ALPHA": "abrank.stats.srm",
+    "PreferenceCounts": "abrank.stats.interleaved",
+    "compare_interleaved": "abrank.stats.interleaved",
+    "first_team_balance": "abrank.stats.interleaved",
+    "preference_counts": "abrank.stats.interleaved",
 }
 
 __all__ = ["CORRECTIONS", "DESIGNS", "TESTS", "CorrectionSpec", "TestSpec", *_LAZY]

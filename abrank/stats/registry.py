@@ -24,6 +24,13 @@ DESIGNS = ("paired", "independent")
 """The designs: ``paired`` (the same queries through both rankers), ``independent``
 (different queries or users per arm)."""
 
+INTERLEAVED = "interleaved"
+"""The design of an interleaving test (:mod:`abrank.stats.interleaved`): one population of
+users, each impression showing both rankers. Not yet among :data:`DESIGNS`, which the
+config accepts: the pipeline does not run it."""
+INTERLEAVED_TESTS = ("t", "bootstrap")
+"""The tests of an interleaved comparison (the delta method and the unit bootstrap)."""
+
 SEQUENTIAL_TUNING = 5000
 """The default N* of the ``sequential`` test: its confidence sequence is tightest after this
 many observations (GrowthBook's default); see :mod:`abrank.stats.sequential`."""

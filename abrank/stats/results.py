@@ -68,6 +68,10 @@ class Comparison:
     ``n_control`` / ``n_treatment`` count impressions) and, with a pre-period covariate,
     ``cuped`` (theta, the variance reduction and the unadjusted comparison); all three
     are None for the other designs.
+
+    An interleaved comparison (:func:`abrank.stats.compare_interleaved`) also fills
+    ``interleaving`` (units, impressions with a click and their share, the first-team
+    check); it is None, and left out of :meth:`to_dict`, for the other designs.
     """
 
     metric: str
@@ -109,13 +113,16 @@ class Comparison:
     unit: str | None = None
     n_units: dict[str, int] | None = None
     cuped: dict[str, Any] | None = None
+    interleaving: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe builtins only: tuples become lists, NaN and infinities become None."""
+        """JSON-safe builtins only: tuples become lists, NaN and infinities become None;
+        ``interleaving`` only when it is set."""
         return {
             f.name: json_safe(getattr(self, f.name))
             for f in fields(self)
             if f.name not in _INTERNAL
+            and not (f.name in _OMITTED_WHEN_NONE and getattr(self, f.name) is None)
         }
 
     def __repr__(self) -> str:
@@ -163,6 +170,7 @@ class Comparison:
 
 
 _INTERNAL = {"resampled_deltas", "levels"}
+_OMITTED_WHEN_NONE = {"interleaving"}
 
 
 def json_safe(value: Any) -> Any:
