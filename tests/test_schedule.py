@@ -431,3 +431,21 @@ def test_validate_checks_a_dated_config_and_with_a_date_its_files(daily, capsys)
     assert f"bm25 ({queries_on(daily, ['2026-01-02']):,} queries)" in out
     code, _, err = run_cli(capsys, "validate", daily, "--date", "2026-03-01")
     assert code == 2 and "2026-03-01" in err
+
+
+def test_a_history_folder_made_by_another_run_before_its_first_date_reads_as_empty(
+    daily, tmp_path
+):
+    # a concurrent run has made reports/history/<name>/ but not yet renamed its first file
+    from abrank.analysis.record import attach_history, recording_for
+    from abrank.analysis.write import readout_folder
+
+    root = tmp_path / "reports"
+    (root / "history" / "demo-daily").mkdir(parents=True)
+    (root / "history" / "demo-daily" / ".2026-01-01.parquet.tmp-1").write_bytes(b"")
+    run = abrank.load_experiment(daily).for_date("2026-01-02")
+    recording = recording_for(run, readout_folder(run, root / "demo-daily"), root / "demo-daily")
+    readout, rows = attach_history(abrank.run_experiment(run), run, recording)
+    assert readout.summary["schedule"]["previous_date"] is None
+    assert list(readout.history["date"].unique()) == ["2026-01-02"]
+    assert len(rows) == len(readout.summary["comparisons"])

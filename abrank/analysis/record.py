@@ -139,9 +139,13 @@ def readout_links(root: Path, history: pd.DataFrame) -> dict[str, str]:
 
 
 def _experiment_history(read, recording: Recording) -> pd.DataFrame:
-    """The experiment's rows so far (an empty frame with the columns when it has none)."""
+    """The experiment's rows so far (an empty frame with the columns when it has none: no
+    folder yet, or a folder that another run has made and not yet written its first date
+    into)."""
     from abrank.history import HISTORY_SCHEMA, history_folder
+    from abrank.history.files import date_files
 
-    if not (history_folder(recording.root) / recording.experiment).is_dir():
+    folder = history_folder(recording.root) / recording.experiment
+    if not folder.is_dir() or not date_files(folder):
         return HISTORY_SCHEMA.empty_table().to_pandas()
     return read(recording.root, recording.experiment)
