@@ -433,9 +433,7 @@ def test_validate_checks_a_dated_config_and_with_a_date_its_files(daily, capsys)
     assert code == 2 and "2026-03-01" in err
 
 
-def test_a_history_folder_made_by_another_run_before_its_first_date_reads_as_empty(
-    daily, tmp_path
-):
+def test_a_history_folder_made_by_another_run_before_its_first_date_reads_as_empty(daily, tmp_path):
     # a concurrent run has made reports/history/<name>/ but not yet renamed its first file
     from abrank.analysis.record import attach_history, recording_for
     from abrank.analysis.write import readout_folder
