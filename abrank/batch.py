@@ -229,13 +229,12 @@ def _analyse(
     not there yet, an error in a batch)."""
     from abrank.analysis import check_output_folder, display_path, readout_folder, run_experiment
     from abrank.analysis.record import recording_for
-    from abrank.analysis.window import check_dated, missing_inputs
+    from abrank.analysis.window import missing_inputs
 
     config = experiment.source
     day = None if date is None else date.isoformat()
     try:
-        run = experiment.for_date(date)
-        check_dated(run)
+        run = experiment.for_date(date)  # an undated run of a dated config: load says so
         missing = missing_inputs(run) if day is not None else []
         if missing:
             key, file = missing[0]

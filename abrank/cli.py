@@ -501,12 +501,6 @@ def console() -> NoReturn:
 # --------------------------------------------------------------------------- verbs
 
 
-def _progress(quiet: bool):
-    if quiet:
-        return None
-    return lambda message: print(message, file=sys.stderr, flush=True)
-
-
 def _run(args: argparse.Namespace) -> int:
     from abrank.analysis.alerts import parse_alerts
     from abrank.batch import RunOptions, run_batch

@@ -121,7 +121,7 @@ def peeking_warnings(experiment: Experiment) -> list[str]:
     intervals, its chance of a false win grows with every look."""
     if experiment.date is None or experiment.window_start is None:
         return []
-    if getattr(experiment.analysis, "sequential", False):
+    if experiment.analysis.sequential:
         return []
     return [
         "window: cumulative readouts looked at day after day are sequential looks: with "
