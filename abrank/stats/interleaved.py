@@ -67,7 +67,7 @@ from abrank.stats.seeding import generator
 from abrank.stats.srm import SRM_ALPHA, SampleRatioCheck, sample_ratio_mismatch
 from abrank.stats.unit_grid import prepared_units
 from abrank.stats.unit_sums import UnitSums, linearized
-from abrank.stats.validation import probability
+from abrank.stats.validation import probability, resample_count, seed_value, test_list
 
 DESIGN = registry.INTERLEAVED
 DEFAULT_TESTS = registry.INTERLEAVED_TESTS
@@ -406,23 +406,11 @@ def _checked_run(
 ) -> tuple[str, ...]:
     """The tests to run, primary first (the bootstrap added when it is primary anyway)."""
     primary = _test_name("primary_test", primary_test)
-    if isinstance(tests, str):
-        tests = (tests,)
-    if not isinstance(tests, Sequence):
-        raise ConfigError(f"tests: expected a list of test names, got {tests!r}")
-    wanted = {_test_name("tests", test) for test in tests} | {primary}
+    wanted = {_test_name("tests", test) for test in test_list(tests)} | {primary}
     probability("alpha", alpha)
     probability("confidence_level", confidence_level)
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, (int, np.integer))
-        or n_resamples < 1
-    ):
-        raise ConfigError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
-    if seed is not None and (
-        isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
-    ):
-        raise ConfigError(f"seed: expected a non-negative integer or None, got {seed!r}")
+    resample_count(n_resamples)
+    seed_value(seed)
     return (primary, *(name for name in DEFAULT_TESTS if name in wanted and name != primary))
 
 

@@ -56,6 +56,35 @@ def probability(argument: str, value: Any) -> float:
     return float(value)
 
 
+def test_list(tests: Any) -> Sequence[Any]:
+    """``tests`` as a sequence of names (one name alone is a list of one); ConfigError else."""
+    if isinstance(tests, str):
+        return (tests,)
+    if not isinstance(tests, Sequence):
+        raise ConfigError(f"tests: expected a list of test names, got {tests!r}")
+    return tests
+
+
+def resample_count(n_resamples: Any) -> int:
+    """``n_resamples`` as a positive integer; else ConfigError."""
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 1
+    ):
+        raise ConfigError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    return int(n_resamples)
+
+
+def seed_value(seed: Any) -> int | None:
+    """``seed`` as a non-negative integer or None; else ConfigError."""
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
+    ):
+        raise ConfigError(f"seed: expected a non-negative integer or None, got {seed!r}")
+    return None if seed is None else int(seed)
+
+
 def validate(
     design: Any,
     primary_test: Any,
@@ -73,24 +102,12 @@ def validate(
     then the others in the registry's order (canonical names)."""
     choice("design", design, registry.DESIGNS)
     primary = registry.resolve_test(primary_test, design, "primary_test")
-    if isinstance(tests, str):
-        tests = (tests,)
-    if not isinstance(tests, Sequence):
-        raise ConfigError(f"tests: expected a list of test names, got {tests!r}")
-    wanted = {registry.resolve_test(test, design, "tests") for test in tests}
+    wanted = {registry.resolve_test(test, design, "tests") for test in test_list(tests)}
     probability("alpha", alpha)
     probability("confidence_level", confidence_level)
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, (int, np.integer))
-        or n_resamples < 1
-    ):
-        raise ConfigError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    resample_count(n_resamples)
     choice("missing", missing, MISSING)
-    if seed is not None and (
-        isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
-    ):
-        raise ConfigError(f"seed: expected a non-negative integer or None, got {seed!r}")
+    seed_value(seed)
     for argument, value in (("metric", metric), ("treatment_name", treatment_name)):
         if not isinstance(value, str):
             raise ConfigError(f"{argument}: expected a string, got {value!r}")
