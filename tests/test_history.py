@@ -407,12 +407,17 @@ def test_threads_of_one_process_writing_at_once_lose_nothing(tmp_path):
     assert sorted(history["date"].unique()) == dates and len(history) == 6 * 32
 
 
-_KILLED = """
+_STUCK_WRITER = """
 import sys, time, json
 import pyarrow.parquet as pq
 from abrank.history import history_rows, write_history
 
-def stuck(table, where, **options):  # writes half a file, then hangs until killed
+real = pq.write_table
+copy = sys.argv[3] == "copy"  # stall on the consolidated copy, or on the date file
+
+def stuck(table, where, **options):  # half a file, then hangs until killed
+    if ("_rows" in where.name) != copy:
+        return real(table, where, **options)
     where.write(b"PAR1" + b"x" * 1000)
     where.flush()
     print("writing", flush=True)
@@ -422,6 +427,20 @@ pq.write_table = stuck
 rows = history_rows(json.load(open(sys.argv[2])), date="2026-11-30", config_sha256="k" * 64)
 write_history(sys.argv[1], "demo-reranker", "2026-11-30", rows)
 """
+
+
+def _stuck_writer(root: Path, stalls_on: str) -> subprocess.Popen:
+    """A process writing 2026-11-30 that hangs halfway through its ``date`` file or its
+    ``copy``, once it has said so."""
+    golden = str(ROOT / "tests" / "golden" / "demo-summary.json")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_WRITER, str(root), golden, stalls_on],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout.readline() == "writing\n"
+    return child
 
 
 def test_a_writer_killed_mid_write_leaves_the_store_readable_and_the_next_cleans_up(tmp_path):
@@ -434,14 +453,7 @@ def test_a_writer_killed_mid_write_leaves_the_store_readable_and_the_next_cleans
     }
     for name, content in foreign.items():
         (folder / name).write_bytes(content)
-    golden = str(ROOT / "tests" / "golden" / "demo-summary.json")
-    child = subprocess.Popen(
-        [sys.executable, "-c", _KILLED, str(tmp_path), golden],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout.readline() == "writing\n"
+    child = _stuck_writer(tmp_path, "date")
     temp = folder / f".2026-11-30.parquet.tmp-{child.pid}"
     assert temp.exists()
     # while it runs, another writer leaves its temporary file alone
@@ -997,38 +1009,10 @@ def test_concurrent_writers_leave_a_correct_store_and_copy(tmp_path):
     ]
 
 
-_KILLED_COPY = """
-import sys, time, json
-import pyarrow.parquet as pq
-from abrank.history import history_rows, write_history
-
-real = pq.write_table
-
-def stuck(table, where, **options):  # the copy: half a file, then hangs until killed
-    if not where.name.endswith(".tmp-%d" % __import__("os").getpid()) or "_rows" not in where.name:
-        return real(table, where, **options)
-    where.write(b"PAR1" + b"x" * 1000)
-    where.flush()
-    print("writing", flush=True)
-    time.sleep(60)
-
-pq.write_table = stuck
-rows = history_rows(json.load(open(sys.argv[2])), date="2026-11-30", config_sha256="k" * 64)
-write_history(sys.argv[1], "demo-reranker", "2026-11-30", rows)
-"""
-
-
 def test_a_writer_killed_writing_the_copy_leaves_a_temp_file_the_next_removes(tmp_path):
     write_history(tmp_path, NAME, "2026-11-29", _rows("2026-11-29"))
     (_folder(tmp_path) / "_rows.parquet").unlink()  # so that the next writer rebuilds it
-    golden = str(ROOT / "tests" / "golden" / "demo-summary.json")
-    child = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_COPY, str(tmp_path), golden],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout.readline() == "writing\n"
+    child = _stuck_writer(tmp_path, "copy")
     temp = _folder(tmp_path) / f"._rows.parquet.tmp-{child.pid}"
     assert temp.exists()
     write_history(tmp_path, NAME, "2026-11-28", _rows("2026-11-28"))  # it runs: left alone

@@ -43,6 +43,15 @@ def cumulative(tmp_path_factory) -> Path:
     return write_daily_demo(folder, days=5, resamples=500, cumulative=True)
 
 
+def demo_copy(path: Path, extra: str = "") -> Path:
+    """The bundled offline demo's config at ``path`` (its data where it is, 500 resamples),
+    with ``extra`` keys appended."""
+    text = (ROOT / "experiments" / "demo-reranker.yaml").read_text()
+    text = text.replace("data/", f"{ROOT}/experiments/data/")
+    path.write_text(text.replace("resamples: 10000", "resamples: 500") + extra)
+    return path
+
+
 def queries_on(config: Path, days: list[str]) -> int:
     """Queries in the control logs of those days, counted from the files themselves."""
     frames = [pd.read_csv(config.parent / "logs" / day / "control.csv") for day in days]
@@ -92,13 +101,7 @@ def test_a_bad_date_field_is_a_config_error_naming_the_key(tmp_path, daily, caps
 
 
 def test_a_cumulative_window_needs_dated_logs(tmp_path, capsys):
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        (ROOT / "experiments" / "demo-reranker.yaml")
-        .read_text()
-        .replace("data/", f"{ROOT}/experiments/data/")
-        + "window: {cumulative: 2026-01-01}\n"
-    )
+    config = demo_copy(tmp_path / "c.yaml", "window: {cumulative: 2026-01-01}\n")
     code, _, err = run_cli(capsys, "validate", config)
     assert code == 2
     assert "window" in err and "{date}" in err
@@ -337,13 +340,7 @@ def test_a_dated_readout_charts_the_trend_of_the_dates_before_it(daily, tmp_path
 
 def test_the_same_inputs_on_a_later_date_are_stale(tmp_path, capsys):
     # an undated config run on two dates reads the very same files: the logs did not refresh
-    config = tmp_path / "fixed.yaml"
-    config.write_text(
-        (ROOT / "experiments" / "demo-reranker.yaml")
-        .read_text()
-        .replace("data/", f"{ROOT}/experiments/data/")
-        .replace("resamples: 10000", "resamples: 500")
-    )
+    config = demo_copy(tmp_path / "fixed.yaml")
     out = tmp_path / "reports" / "demo-reranker"
     args = ["run", config, "--out", out, "--format", "json", "-q", "--fail-on", "stale"]
     assert run_cli(capsys, *args, "--date", "2026-01-01")[0] == 0
