@@ -130,14 +130,7 @@ def relabel_row_sums(
     if n == 0 or n_first == 0:
         return out
     if sample.method == "index":
-        raw = np.ascontiguousarray(sample.raw)
-        step = max(1, rs.CHUNK_ELEMENTS // max(n * k, 1))
-        for start in range(0, n_resamples, step):
-            b = min(step, n_resamples - start)
-            order = np.tile(np.arange(n), (b, 1))
-            rng.permuted(order, axis=1, out=order)
-            out[start : start + b] = raw[order[:, :n_first]].sum(axis=1)
-        return out
+        return permuted_row_sums(sample.raw, n_first, n_resamples, rng)
     atoms = sample.atoms
     step = max(1, rs.CHUNK_ELEMENTS // max(atoms.m, 1))
     for start in range(0, n_resamples, step):
