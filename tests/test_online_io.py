@@ -132,7 +132,7 @@ def test_a_mapping_and_common_spellings_name_the_columns(tmp_path):
         read_impressions(path, columns={"user": "visitor"})
     assert str(info.value) == (
         f"{path}: columns.user: expected one of impression_id, user_id, rank, doc_id, clicked, "
-        "dwell, timestamp, query, arm, got 'user'"
+        "dwell, timestamp, query, arm, team, got 'user'"
     )
 
 

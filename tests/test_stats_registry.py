@@ -20,7 +20,15 @@ from abrank.analysis import run_experiment
 from abrank.config import load_experiment
 from abrank.errors import ConfigError
 from abrank.render import correction_name, headline_lines, render_markdown
-from abrank.stats import CORRECTIONS, TESTS, Comparison, adjust, compare, registry
+from abrank.stats import (
+    CORRECTIONS,
+    TESTS,
+    Comparison,
+    adjust,
+    compare,
+    compare_interleaved,
+    registry,
+)
 from abrank.stats.estimation import DesignTests
 from abrank.stats.independent import INDEPENDENT_TESTS
 from abrank.stats.paired import PAIRED_TESTS
@@ -32,6 +40,13 @@ TEST_SPELLINGS = [
     for spec in TESTS
     for spelling in (spec.name, *spec.aliases)
     for design in spec.designs
+    if design != "interleaved"  # one log, not two sets of values: the test below
+]
+INTERLEAVED_SPELLINGS = [
+    pytest.param(spec, spelling, id=spelling)
+    for spec in TESTS
+    for spelling in (spec.name, *spec.aliases)
+    if "interleaved" in spec.designs
 ]
 PAIRED_SPELLINGS = [p for p in TEST_SPELLINGS if p.values[2] == "paired"]
 CORRECTION_SPELLINGS = [
@@ -135,6 +150,23 @@ def test_library_accepts_every_test_name(spec, spelling, design) -> None:
     assert (
         math.isfinite(result.p_values[spec.name]) and result.p_value == result.p_values[spec.name]
     )
+
+
+@pytest.mark.parametrize(("spec", "spelling"), INTERLEAVED_SPELLINGS)
+def test_the_interleaved_comparison_accepts_its_test_names(spec, spelling) -> None:
+    rng = np.random.default_rng(5)
+    outcomes = pd.DataFrame(
+        {"user_id": rng.integers(0, 40, 300), "outcome": rng.choice([-1, 0, 0, 1], 300)}
+    )
+    result = compare_interleaved(
+        outcomes, primary_test=spelling, tests=(spelling,), n_resamples=200, seed=1
+    )
+    assert result.primary_test == spec.name
+    assert math.isfinite(result.p_value) and result.p_value == result.p_values[spec.name]
+    with pytest.raises(ConfigError, match="for an interleaved comparison"):
+        compare_interleaved(outcomes, primary_test="permutation")
+    with pytest.raises(ConfigError, match="got 'interleaved'"):
+        compare([0.1, 0.2], [0.3, 0.4], design="interleaved")
 
 
 @pytest.mark.parametrize(("spec", "spelling"), CORRECTION_SPELLINGS)

@@ -73,6 +73,8 @@ def run_experiment(
             update={"analysis": experiment.analysis.model_copy(update={"seed": seed})}
         )
     say = _timed(progress)
+    if experiment.interleaved:
+        return _run_interleaved(experiment, say)
     if experiment.online:
         return _run_online(experiment, say)
     data = load_data(experiment, say)
@@ -102,6 +104,25 @@ def _run_online(experiment: Experiment, say: Progress) -> Readout:
     say("summarising")
     srm = sample_ratio(experiment, scores)
     return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
+
+
+def _run_interleaved(experiment: Experiment, say: Progress) -> Readout:
+    """The interleaving path: one log of merged lists, per-impression outcomes, the
+    preference clustered on the unit."""
+    from abrank.analysis.interleaved import (
+        compare_interleaved_arms,
+        load_interleaved,
+        score_interleaved,
+    )
+    from abrank.analysis.interleaved_summary import build_interleaved_readout
+
+    data = load_interleaved(experiment, say)
+    say("crediting clicks to teams")
+    scores = score_interleaved(experiment, data)
+    say("comparing the preference on per-unit sums")
+    comparisons, too_small = compare_interleaved_arms(experiment, scores)
+    say("summarising")
+    return build_interleaved_readout(experiment, data, scores, comparisons, too_small)
 
 
 def _timed(progress: Progress | None) -> Progress:

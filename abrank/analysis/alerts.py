@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from abrank.errors import ConfigError
+from abrank.history.rows import split_check
 
 #: The exit code of a run whose readout was written but an alert named by --fail-on fired.
 EXIT_ALERT = 3
@@ -28,10 +29,12 @@ class Alert:
 
 
 def _srm(summary: dict[str, Any]) -> list[str]:
-    srm = (summary.get("diagnostics") or {}).get("srm")
+    diagnostics = summary.get("diagnostics") or {}
+    srm = split_check(diagnostics)
     if not srm or not srm.get("alarm"):
         return []
-    return [f"sample ratio mismatch (p = {srm['p_value']:.2g} < {srm.get('alpha', 0.001):g})"]
+    what = "sample ratio mismatch" if diagnostics.get("srm") else "first-team imbalance"
+    return [f"{what} (p = {srm['p_value']:.2g} < {srm.get('alpha', 0.001):g})"]
 
 
 def _overall(summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check
 from abrank.analysis.window import peeking_warnings, window_summary
 from abrank.config import Experiment
+from abrank.config.interleaved import credit_label
 from abrank.readout import Readout
 from abrank.readout.model import (
     ArmSummary,
@@ -68,14 +69,16 @@ def build_readout(
     matched = int(intersection(scored.present.values()).size)
     warnings = [*_identical_logs(data.inputs), *_warnings(experiment, scored, missing)]
     warnings += peeking_warnings(experiment)
-    warnings += _comparison_warnings(comparisons)
+    warnings += comparison_warnings(comparisons)
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
-    saved = tuple(_saved(c, pairs, all_pairs) for c in comparisons)
-    unjudged = unjudged_check(scored, saved, [_saved(c, pairs, all_pairs) for c in condensed or ()])
+    saved = tuple(saved_comparison(c, pairs, all_pairs) for c in comparisons)
+    unjudged = unjudged_check(
+        scored, saved, [saved_comparison(c, pairs, all_pairs) for c in condensed or ()]
+    )
     warnings += changed_verdict_notes(unjudged, saved)
     summary = Summary(
-        **_settings(experiment),
+        **summary_settings(experiment),
         arms=tuple(
             ArmSummary(
                 name=arm.name,
@@ -85,7 +88,7 @@ def build_readout(
             )
             for arm in experiment.arms
         ),
-        family=_family(experiment, pairs),
+        family=comparison_family(experiment, pairs),
         sequential=sequential_summary(experiment, comparisons),
         comparisons=saved,
         segments=SegmentsSummary(
@@ -116,12 +119,12 @@ def build_readout(
         _per_query_table(experiment, data, scored),
         scored.curves,
         _first_relevant_table(scored),
-        _resampled(comparisons),
+        resampled_draws(comparisons),
         experiment.text,
     )
 
 
-def _resampled(comparisons: list[Comparison]) -> dict:
+def resampled_draws(comparisons: list[Comparison]) -> dict:
     """The bootstrap draws of each overall comparison's delta, by (metric, treatment), for
     the bootstrap-distribution chart."""
     return {
@@ -131,11 +134,10 @@ def _resampled(comparisons: list[Comparison]) -> dict:
     }
 
 
-def _settings(experiment: Experiment) -> dict[str, Any]:
+def summary_settings(experiment: Experiment) -> dict[str, Any]:
     """The summary's fields that come from the config alone: what the experiment is and
     how it was analysed (the same for every kind of experiment)."""
     from abrank import __version__
-    from abrank.metrics import parse_metric
 
     analysis = experiment.analysis
     return dict(
@@ -160,10 +162,19 @@ def _settings(experiment: Experiment) -> dict[str, Any]:
         gain=experiment.gain,
         depth=experiment.depth,
         metrics=tuple(experiment.metrics),
-        metric_labels={name: parse_metric(name).label for name in experiment.metrics},
+        metric_labels={name: metric_label(experiment, name) for name in experiment.metrics},
         primary_metric=experiment.primary_metric,
         schedule=_schedule(experiment),
     )
+
+
+def metric_label(experiment: Experiment, name: str) -> str:
+    """A metric's name in a report's prose; a credit's for the interleaved design."""
+    from abrank.metrics import parse_metric
+
+    if experiment.interleaved:
+        return credit_label(name, experiment.analysis.sat_dwell)
+    return parse_metric(name).label
 
 
 def _schedule(experiment: Experiment) -> Schedule | None:
@@ -195,7 +206,7 @@ def _first_relevant_table(scored: ScoredArms) -> pd.DataFrame:
     )[["arm", "query_id", "rank"]]
 
 
-def _comparison_warnings(comparisons: list[Comparison]) -> list[str]:
+def comparison_warnings(comparisons: list[Comparison]) -> list[str]:
     """The small-sample notes of the comparisons, each once with what it applies to, and
     the resampling approximations of the overall comparisons."""
     warnings: list[str] = []
@@ -221,7 +232,7 @@ def _comparison_warnings(comparisons: list[Comparison]) -> list[str]:
     return warnings
 
 
-def _family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Family | None:
+def comparison_family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Family | None:
     """The primary family when treatments are also compared with each other (``all-pairs``);
     None for the default family (each treatment against the control), which is not written."""
     if experiment.comparisons != "all-pairs":
@@ -257,7 +268,9 @@ def sequential_summary(
     return SequentialSummary(method=METHOD, tuning=analysis.sequential_tuning, width_ratio=ratio)
 
 
-def _saved(comparison: Any, pairs: dict[str, ArmPair], all_pairs: bool) -> ComparisonSummary:
+def saved_comparison(
+    comparison: Any, pairs: dict[str, ArmPair], all_pairs: bool
+) -> ComparisonSummary:
     """A comparison as summary.json holds it; with ``all-pairs`` it names both of its arms."""
     if not all_pairs:
         return ComparisonSummary.of(comparison)
@@ -353,7 +366,7 @@ def build_online_readout(
     )
     warnings = [*srm_warnings(check), *_mixed_warnings(mixed, scores.units)]
     warnings += peeking_warnings(experiment)
-    warnings += _comparison_warnings(comparisons)
+    warnings += comparison_warnings(comparisons)
     for metric, count in scores.undefined.items():
         if count:
             warnings.append(
@@ -363,7 +376,7 @@ def build_online_readout(
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
     summary = Summary(
-        **_settings(experiment),
+        **summary_settings(experiment),
         arms=tuple(
             ArmSummary(
                 name=arm.name,
@@ -375,9 +388,9 @@ def build_online_readout(
             )
             for arm in experiment.arms
         ),
-        family=_family(experiment, pairs),
+        family=comparison_family(experiment, pairs),
         sequential=sequential_summary(experiment, comparisons),
-        comparisons=tuple(_saved(c, pairs, all_pairs) for c in comparisons),
+        comparisons=tuple(saved_comparison(c, pairs, all_pairs) for c in comparisons),
         segments=SegmentsSummary(
             columns=tuple(experiment.segments.columns),
             min_queries=experiment.segments.min_queries,
@@ -415,7 +428,7 @@ def build_online_readout(
         per_impression,
         pd.DataFrame(columns=["arm", "metric", "k", "value"]),
         pd.DataFrame(columns=["arm", "query_id", "rank"]),
-        _resampled(comparisons),
+        resampled_draws(comparisons),
         experiment.text,
         ctr_by_rank=scores.ctr_by_rank,
         unit_values=values,

@@ -19,9 +19,11 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from abrank.config.dates import check_template, date_range, is_dated, parse_date
+from abrank.config.interleaved import credit_name, credit_problem, interleaved_problems
 from abrank.errors import ConfigError
 from abrank.io import formats as input_formats
 from abrank.stats import registry as stats_registry
+from abrank.stats.registry import INTERLEAVED, INTERLEAVED_TESTS
 
 #: Input file formats a config may name (`format:` of a data file).
 INPUT_FORMATS = input_formats.NAMES
@@ -72,6 +74,8 @@ class Columns(_Strict):
     timestamp: str | None = None
     query: str | None = None
     arm: str | None = None
+    # interleaved logs (DESIGN.md "Interleaving"): the arm that contributed each result
+    team: str | None = None
 
     def mapping(self) -> dict[str, str]:
         """Canonical column -> the user's column, for the names that were given."""
@@ -266,10 +270,18 @@ class Experiment(_Strict):
         return self.model_copy(update={"date": day})
 
     @property
+    def interleaved(self) -> bool:
+        """An interleaving test: one log of interleaved lists, credits as metrics."""
+        return self.analysis.design == INTERLEAVED
+
+    @property
     def online(self) -> bool:
-        """The logs are impression logs (one ``log:``, or click metrics to compute)."""
+        """The logs are impression logs of an A/B test (one ``log:``, or click metrics to
+        compute); an interleaved log is not (:attr:`interleaved`)."""
         from abrank.metrics import parse_metric
 
+        if self.interleaved:
+            return False
         return self.log is not None or any(parse_metric(m).is_click for m in self.metrics)
 
 
@@ -469,7 +481,7 @@ def _check_semantics(
             )
         seen[name] = loc
         path = arm.path
-        if path is not None and log is not None:
+        if path is not None and log is not None and not exp.interleaved:
             errors.append(
                 _format(
                     source,
@@ -479,7 +491,7 @@ def _check_semantics(
                     f"names the arm), got {path!r}",
                 )
             )
-        elif path is None and log is None:
+        elif path is None and log is None and not exp.interleaved:
             errors.append(
                 _format(
                     source,
@@ -504,10 +516,19 @@ def _check_semantics(
         )
         segments = segments.model_copy(update={"attributes": attributes})
 
+    def metric_name(name: str) -> str:
+        """The canonical name of a metric (a credit of the interleaved design)."""
+        if not exp.interleaved:
+            return parse_metric(name).name
+        credit = credit_name(name)
+        if credit is None:
+            raise ConfigError(credit_problem(name))
+        return credit
+
     canonical: list[str] = []
     for index, name in enumerate(exp.metrics):
         try:
-            metric = parse_metric(name).name
+            metric = metric_name(name)
         except ConfigError as exc:
             errors.append(_format(source, lines, ("metrics", index), str(exc)))
             continue
@@ -524,7 +545,7 @@ def _check_semantics(
     primary = exp.primary_metric
     if primary is not None:
         try:
-            primary = parse_metric(primary).name
+            primary = metric_name(primary)
         except ConfigError as exc:
             errors.append(_format(source, lines, ("primary_metric",), str(exc)))
         else:
@@ -542,8 +563,13 @@ def _check_semantics(
 
     analysis, more = _check_analysis(exp.analysis, source, lines)
     errors.extend(more)
-    analysis, more = _check_online(exp, analysis, [a.name for a in arms], source, lines, resolve)
-    errors.extend(more)
+    if exp.interleaved:
+        errors += [_format(source, lines, loc, text) for loc, text in interleaved_problems(exp)]
+    else:
+        analysis, more = _check_online(
+            exp, analysis, [a.name for a in arms], source, lines, resolve
+        )
+        errors.extend(more)
 
     output = exp.output
     if output is not None:
@@ -600,9 +626,12 @@ def _check_analysis(
             return value
         return stats_registry.correction_spec(value).name
 
+    tests = analysis.tests
+    if design == INTERLEAVED and "tests" not in analysis.model_fields_set:
+        tests = list(INTERLEAVED_TESTS)
     update = {
         "primary_test": test(("primary_test",), analysis.primary_test),
-        "tests": [test(("tests", index), name) for index, name in enumerate(analysis.tests)],
+        "tests": [test(("tests", index), name) for index, name in enumerate(tests)],
         "correction": correction("correction"),
         "segment_correction": correction("segment_correction"),
     }

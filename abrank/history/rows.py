@@ -83,7 +83,7 @@ def history_rows(
     try:
         columns = _columns(summary)
         experiment = summary["experiment"]["name"]
-        srm = summary["diagnostics"].get("srm")
+        srm = split_check(summary["diagnostics"])
         constants = {
             "experiment": experiment,
             "date": date,
@@ -141,10 +141,22 @@ def _columns(summary: Mapping[str, Any]) -> dict[str, list[Any]]:
     columns["ci_low"] = [None if ci is None else ci[0] for ci in intervals]
     columns["ci_high"] = [None if ci is None else ci[1] for ci in intervals]
     units = [c.get("n_units") for c in comparisons]
+    # an interleaved comparison's units ("all") see both arms
     columns["n_control"] = [
-        c["n_control"] if u is None else u["control"] for c, u in zip(comparisons, units)
+        c["n_control"] if u is None else u.get("control", u.get("all"))
+        for c, u in zip(comparisons, units)
     ]
     columns["n_treatment"] = [
-        c["n_treatment"] if u is None else u["treatment"] for c, u in zip(comparisons, units)
+        c["n_treatment"] if u is None else u.get("treatment", u.get("all"))
+        for c, u in zip(comparisons, units)
     ]
     return columns
+
+
+def split_check(diagnostics: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The split test of a readout: the sample-ratio check of an online A/B test, the
+    first-team check of an interleaving experiment (None offline)."""
+    srm = diagnostics.get("srm")
+    if srm is not None:
+        return srm
+    return (diagnostics.get("interleaving") or {}).get("first_team")

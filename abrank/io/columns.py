@@ -41,6 +41,7 @@ IMPRESSION_ALIASES: dict[str, tuple[str, ...]] = {
     "timestamp": ("timestamp", "time", "ts", "event_time"),
     "query": ("query", "query_text", "query_id", "qid"),
     "arm": ("arm", "variant", "bucket"),
+    "team": ("team",),
 }
 
 

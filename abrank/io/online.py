@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: Canonical columns of the impressions frame, in the order the frame holds them.
-_CANONICAL_ORDER = (*IMPRESSION_COLUMNS, "dwell", "timestamp", "query", "arm")
+_CANONICAL_ORDER = (*IMPRESSION_COLUMNS, "dwell", "timestamp", "query", "arm", "team")
 _IDS = ("impression_id", "user_id", "doc_id")
 
 
@@ -74,8 +74,8 @@ def read_impressions(
 ) -> pd.DataFrame:
     """Load an impression log into the canonical impressions frame.
 
-    Columns: ``impression_id``, ``user_id``, ``doc_id``, ``query`` and ``arm`` as
-    categoricals of text (categories: the distinct ids as text in byte order, each used by
+    Columns: ``impression_id``, ``user_id``, ``doc_id``, ``query``, ``arm`` and ``team`` (of
+    an interleaved log) as categoricals of text (categories: the distinct ids as text in byte order, each used by
     some row; ``query`` NaN where missing), ``rank`` (int64, 1 = top), ``clicked`` (int8
     0/1), ``dwell`` (float64 seconds, NaN where missing; only when the log has it),
     ``timestamp`` (as read), then every other column as it is, text columns as categoricals
@@ -108,8 +108,9 @@ def read_impressions(
     if fmt == "parquet":
         log, first_line = parquet_columns(Path(path), columns, keep), 1
     else:
-        text = {name for canon in (*_IDS, "query", "arm") for name in IMPRESSION_ALIASES[canon]}
-        text |= {u for canon, u in (columns or {}).items() if canon in (*_IDS, "query", "arm")}
+        labels = (*_IDS, "query", "arm", "team")
+        text = {name for canon in labels for name in IMPRESSION_ALIASES[canon]}
+        text |= {u for canon, u in (columns or {}).items() if canon in labels}
         frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal, text_columns=text)
         names = canonical_names(list(frame.columns), path, columns)
         log = {canon: frame[name] for name, canon in names.items() if is_kept(canon, keep)}
@@ -119,7 +120,7 @@ def read_impressions(
         return f"{path}: {unit} {row + first_line}"
 
     out: dict[str, Any] = {}
-    for column in (*_IDS, "arm"):
+    for column in (*_IDS, "arm", "team"):
         if column in log:
             out[column] = id_column(log[column], lambda row, c=column: f"{where(row)}: {c}")
     if "query" in log:

@@ -264,9 +264,13 @@ class ComparisonSummary(Record):
     cuped: dict[str, Any] | None = None
     control: str | None = None
     treatment_arm: str | None = None
+    #: interleaved design: units, impressions with a click, the first-team check
+    interleaving: dict[str, Any] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"control", "treatment_arm"})
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"control", "treatment_arm", "interleaving"}
+    )
 
     @classmethod
     def of(
@@ -362,6 +366,41 @@ class SampleRatio(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class InterleavingChecks(Record):
+    """``diagnostics.interleaving``: the validity checks of an interleaving experiment.
+
+    ``impressions``, ``units`` and ``clicked`` (impressions with any click, whatever the
+    credit) count the log; ``first_team`` tests the impressions whose first result each
+    arm contributed against equal shares (``units`` there counts impressions; a fair
+    interleaving puts each team first half the time); ``same_lists`` counts the impressions
+    whose shown list both source rankings would have shown alike (null without them).
+    """
+
+    impressions: int
+    units: int
+    clicked: int
+    clicked_share: float | None
+    first_team: SampleRatio
+    same_lists: dict[str, Any] | None = None
+
+    def message(self) -> str | None:
+        """The first-team alarm as one sentence for the top of every output (None when
+        the first results are balanced)."""
+        check = self.first_team
+        if not check.alarm:
+            return None
+        total = sum(check.units.values()) or 1
+        shares = ", ".join(f"{arm} {n / total:.1%}" for arm, n in check.units.items())
+        p = check.p_value
+        shown = "p < 1e-300" if p is not None and p == 0 else f"p = {p:.2g}"
+        return (
+            f"First-team imbalance: the first result of each impression came from {shares} "
+            f"({shown} < {check.alpha:g} against equal shares); the interleaving is not fair, "
+            "so the preference is not trustworthy until the coin flips are explained"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class MixedUnitsSummary(Record):
     """``diagnostics.mixed_units``: units seen in more than one arm, and what was done."""
 
@@ -391,10 +430,11 @@ class DiagnosticsSummary(Record):
     impressions: dict[str, int] | None = None  # online: impressions per arm
     srm: SampleRatio | None = None
     mixed_units: MixedUnitsSummary | None = None
+    interleaving: InterleavingChecks | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"unjudged", "units", "impressions", "srm", "mixed_units"}
+        {"unjudged", "units", "impressions", "srm", "mixed_units", "interleaving"}
     )
 
 
@@ -494,9 +534,14 @@ class Summary(Record):
 
     @property
     def srm_alarm(self) -> bool:
-        """The sample-ratio check of an online experiment raised its alarm."""
-        srm = self.diagnostics.srm if self.diagnostics is not None else None
-        return bool(srm is not None and srm.alarm)
+        """The sample-ratio check of an online experiment raised its alarm (of an
+        interleaving experiment: its first-team check, the same kind of split)."""
+        diagnostics = self.diagnostics
+        srm = diagnostics.srm if diagnostics is not None else None
+        checks = diagnostics.interleaving if diagnostics is not None else None
+        return bool(srm is not None and srm.alarm) or bool(
+            checks is not None and checks.first_team.alarm
+        )
 
     @property
     def control(self) -> str | None:

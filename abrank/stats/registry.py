@@ -20,14 +20,13 @@ from typing import Any
 
 from abrank.errors import ConfigError
 
-DESIGNS = ("paired", "independent")
-"""The designs: ``paired`` (the same queries through both rankers), ``independent``
-(different queries or users per arm)."""
-
 INTERLEAVED = "interleaved"
 """The design of an interleaving test (:mod:`abrank.stats.interleaved`): one population of
-users, each impression showing both rankers. Not yet among :data:`DESIGNS`, which the
-config accepts: the pipeline does not run it."""
+users, each impression showing both rankers."""
+
+DESIGNS = ("paired", "independent", INTERLEAVED)
+"""The designs: ``paired`` (the same queries through both rankers), ``independent``
+(different queries or users per arm), ``interleaved`` (one log of interleaved lists)."""
 INTERLEAVED_TESTS = ("t", "bootstrap")
 """The tests of an interleaved comparison (the delta method and the unit bootstrap)."""
 
@@ -78,8 +77,11 @@ TESTS: tuple[TestSpec, ...] = (
         "t",
         display="t",
         label="t",
-        designs=("paired", "independent"),
-        description="paired t-test on the per-query deltas; Welch's t-test for independent arms",
+        designs=("paired", "independent", INTERLEAVED),
+        description=(
+            "paired t-test on the per-query deltas; Welch's t-test for independent arms; "
+            "the delta-method t-test of the preference over units (interleaved)"
+        ),
         aliases=("t-test", "ttest"),
     ),
     TestSpec(
@@ -95,8 +97,8 @@ TESTS: tuple[TestSpec, ...] = (
         "bootstrap",
         display="bootstrap",
         label="boot.",
-        designs=("paired", "independent"),
-        description="BCa bootstrap of the mean delta (query pairs, or each arm)",
+        designs=("paired", "independent", INTERLEAVED),
+        description="BCa bootstrap of the mean delta (query pairs, each arm, or units)",
         resamples=True,
     ),
     TestSpec(

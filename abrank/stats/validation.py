@@ -34,6 +34,10 @@ def with_primary_interval(run: tuple[str, ...]) -> tuple[str, ...]:
     return run
 
 
+#: the designs that compare two sets of per-query (or per-impression) values
+TWO_ARM_DESIGNS = ("paired", "independent")
+
+
 def choice(argument: str, value: Any, choices: Sequence[str], extra: str = "") -> str:
     """``value`` when it is one of ``choices``; else ConfigError listing them."""
     if isinstance(value, str) and value in choices:
@@ -100,7 +104,12 @@ def validate(
 ) -> tuple[str, ...]:
     """Check every argument of a comparison; return the tests to run, primary first,
     then the others in the registry's order (canonical names)."""
-    choice("design", design, registry.DESIGNS)
+    if design == registry.INTERLEAVED:
+        raise ConfigError(
+            "design: expected paired or independent for two sets of per-query values, got "
+            "'interleaved' (an interleaving log: abrank.stats.compare_interleaved)"
+        )
+    choice("design", design, TWO_ARM_DESIGNS)
     primary = registry.resolve_test(primary_test, design, "primary_test")
     wanted = {registry.resolve_test(test, design, "tests") for test in test_list(tests)}
     probability("alpha", alpha)

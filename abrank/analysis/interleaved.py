@@ -1,0 +1,319 @@
+"""Interleaving experiments: an interleaved log in, per-impression outcomes and comparisons out.
+
+One log holds every impression's merged list, each result marked with the ``team`` (the
+arm) that contributed it (DESIGN.md "Interleaving"). Per impression and per pair of arms,
+the treatment wins when its results got more credited clicks, loses when fewer and ties
+otherwise (:func:`abrank.interleaving.impression_outcomes`); the comparison tests the
+preference Δ_AB clustered on ``analysis.unit``
+(:func:`abrank.stats.compare_interleaved`), overall and per segment. Two validity checks
+come with it: which team contributed each impression's first result (half the time each
+for a fair interleaving), and, when the arms' source rankings are given, how many
+impressions showed a list that both rankings would have shown alike (such impressions
+carry no preference).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.compare import arm_pairs, test_options
+from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
+from abrank.analysis.window import check_dated, dated_file, log_files, read_window, with_dated_files
+from abrank.config import Experiment
+from abrank.errors import DataError
+
+
+@dataclasses.dataclass(frozen=True)
+class InterleavedData:
+    """An interleaving experiment's inputs: the log (canonical impressions frame with its
+    ``team`` column, rows by impression and rank), the source rankings of the arms that
+    name one (canonical rankings frames), the fingerprints of the files read, and the log
+    as messages show it."""
+
+    log: pd.DataFrame
+    rankings: dict[str, pd.DataFrame]
+    inputs: list[dict[str, Any]]
+    path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SameLists:
+    """Impressions whose shown list both source rankings would have shown alike: their
+    top ``n`` (n the impression's length) is the same documents in the same order.
+    ``compared`` counts the impressions whose query both rankings hold, ``unmatched`` the
+    others (no query column, or a query one ranking lacks)."""
+
+    compared: int
+    same: int
+    unmatched: int
+
+    @property
+    def share(self) -> float | None:
+        return self.same / self.compared if self.compared else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compared": self.compared,
+            "same": self.same,
+            "share": self.share,
+            "unmatched": self.unmatched,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class InterleavedScores:
+    """Per-impression outcomes of every (pair of arms, credit), with the segment columns;
+    the log's totals; the first-team counts; the same-list check (None without source
+    rankings)."""
+
+    outcomes: dict[tuple[str, str], pd.DataFrame]
+    impressions: int
+    units: int
+    clicked: int
+    per_arm: dict[str, tuple[int, int]]  # arm -> (impressions, units) it contributed to
+    first_team: dict[str, int]
+    same_lists: SameLists | None
+
+
+def load_interleaved(experiment: Experiment, say: Progress | None = None) -> InterleavedData:
+    """Read the interleaved log (every date of the window) and the arms' source rankings;
+    check the team column against the arms."""
+    from abrank.io import read_impressions, read_rankings
+
+    say = say or (lambda message: None)
+    check_dated(experiment)
+    experiment = with_dated_files(experiment)
+    source = experiment.log
+    assert source is not None  # the config requires it for the interleaved design
+    unit = experiment.analysis.unit or "user_id"
+    keep = needed_columns(experiment)
+    files = log_files(experiment, source.path)
+    shown = display_path(files[0])
+
+    def read_file(file: str, keep: list[str] | None = keep) -> pd.DataFrame:
+        return read_impressions(
+            file,
+            format=source.format,
+            columns=source.columns.mapping(),
+            sep=source.sep,
+            decimal=source.decimal,
+            keep=keep,
+        )
+
+    say(f"loading the interleaved log ({shown_files(files)})")
+    log, sizes = read_window(
+        read_file, files, key="impression_id", order=("impression_id", "rank"), what="impression"
+    )
+    inputs = [fingerprint(file, "log", None, rows) for file, rows in sizes]
+    for column, key in [("team", "log.columns.team"), (unit, "analysis.unit")] + [
+        (c, "segments.columns") for c in experiment.segments.columns
+    ]:
+        if column not in log.columns:
+            hint = "the arm that contributed each result" if column == "team" else key
+            found = read_file(files[0], None).columns  # every column, for the message
+            raise DataError(
+                f"{shown}: expected a {column} column ({hint}), found columns: "
+                f"{', '.join(map(str, found))}"
+            )
+    check_teams(log, [arm.name for arm in experiment.arms], shown)
+    rankings: dict[str, pd.DataFrame] = {}
+    for arm in experiment.arms:
+        if arm.path is None:
+            continue
+        path = dated_file(experiment, arm.path)
+        say(f"loading the source ranking of {arm.name} ({display_path(path)})")
+        rankings[arm.name] = read_rankings(
+            path,
+            format=arm.format,
+            columns=arm.columns.mapping(),
+            duplicates=arm.duplicates or experiment.duplicates,
+            sep=arm.sep,
+            decimal=arm.decimal,
+        )
+        role = "control" if arm is experiment.control else "treatment"
+        inputs.append(fingerprint(path, role, arm.name, len(rankings[arm.name])))
+    return InterleavedData(log, rankings, inputs, shown)
+
+
+def needed_columns(experiment: Experiment) -> list[str]:
+    """The log's columns an interleaving experiment reads besides impression_id, rank and
+    clicked: the unit, the team, the segments, ``dwell`` for satisfied clicks, ``query``
+    and ``doc_id`` when source rankings are given."""
+    wanted = [experiment.analysis.unit or "user_id", "team", *experiment.segments.columns]
+    if "sat_clicks" in experiment.metrics:
+        wanted.append("dwell")
+    if sum(arm.path is not None for arm in experiment.arms) >= 2:
+        wanted += ["query", "doc_id"]
+    return list(dict.fromkeys(wanted))
+
+
+def check_teams(log: pd.DataFrame, arms: list[str], path: str) -> None:
+    """DataError when a team value names no arm (the first such row: its impression and
+    rank) or when an arm contributed no result at all."""
+    team = log["team"]
+    categories = [str(c) for c in team.cat.categories]
+    unknown = [c for c in categories if c not in arms]
+    if unknown:
+        bad = np.isin(team.cat.codes.to_numpy(), [categories.index(c) for c in unknown])
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"{path}: impression {log['impression_id'].iloc[row]!s}, rank "
+            f"{int(log['rank'].iloc[row])}: team: expected one of the arms "
+            f"({', '.join(arms)}), got {str(team.iloc[row])!r}"
+        )
+    used = set(np.asarray(team.cat.categories)[np.unique(team.cat.codes.to_numpy())])
+    absent = [arm for arm in arms if arm not in used]
+    if absent:
+        raise DataError(
+            f"{path}: team: expected results from every arm ({', '.join(arms)}), got none "
+            f"from {', '.join(repr(a) for a in absent)}"
+        )
+
+
+def score_interleaved(experiment: Experiment, data: InterleavedData) -> InterleavedScores:
+    """The per-impression outcomes of every pair of arms and credit, and the log's totals."""
+    from abrank.interleaving import impression_outcomes
+
+    log = data.log
+    unit = experiment.analysis.unit or "user_id"
+    heads = _first_rows(log)
+    segments = {c: log[c].iloc[heads].to_numpy() for c in experiment.segments.columns}
+    outcomes: dict[tuple[str, str], pd.DataFrame] = {}
+    frame = log if unit == "user_id" else log.assign(user_id=log[unit])
+    for pair in arm_pairs(experiment):
+        for credit in experiment.metrics:
+            table = impression_outcomes(
+                frame,
+                control=pair.control,
+                treatment=pair.treatment,
+                credit=credit,
+                sat_dwell=experiment.analysis.sat_dwell,
+            )
+            if unit != "user_id":
+                table = table.rename(columns={"user_id": unit})
+            outcomes[(pair.name, credit)] = table.assign(**segments)
+    first = next(iter(outcomes.values()))
+    codes = log["impression_id"].cat.codes.to_numpy()
+    users = log[unit].cat.codes.to_numpy() if hasattr(log[unit], "cat") else None
+    per_arm = {}
+    for arm in experiment.arms:
+        rows = (log["team"] == arm.name).to_numpy()
+        n_units = (
+            int(np.unique(users[rows]).size) if users is not None else log[unit][rows].nunique()
+        )
+        per_arm[arm.name] = (int(np.unique(codes[rows]).size), n_units)
+    counts = first["first_team"].astype(str).value_counts()
+    return InterleavedScores(
+        outcomes=outcomes,
+        impressions=len(first),
+        units=int(first[unit].nunique()),
+        clicked=int(first["clicked"].sum()),
+        per_arm=per_arm,
+        first_team={arm.name: int(counts.get(arm.name, 0)) for arm in experiment.arms},
+        same_lists=same_lists(log, data.rankings, experiment) if data.rankings else None,
+    )
+
+
+def _first_rows(log: pd.DataFrame) -> np.ndarray:
+    """The row of each impression's first result (rows come by impression, then rank)."""
+    codes = log["impression_id"].cat.codes.to_numpy()
+    return np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+
+
+def same_lists(
+    log: pd.DataFrame, rankings: dict[str, pd.DataFrame], experiment: Experiment
+) -> SameLists | None:
+    """How many impressions showed a list whose top n the control's and the first
+    treatment's source rankings share exactly (n = the impression's length): for each
+    query, the depth to which both rankings agree, compared with each impression's length."""
+    control = experiment.control.name
+    other = next((t.name for t in experiment.treatments if t.name in rankings), None)
+    if control not in rankings or other is None:
+        return None
+    agree = agreement_depth(rankings[control], rankings[other])
+    heads = _first_rows(log)
+    lengths = np.diff(np.r_[heads, len(log)])
+    if "query" not in log.columns:
+        return SameLists(compared=0, same=0, unmatched=int(heads.size))
+    queries = log["query"].iloc[heads].astype(str).to_numpy()
+    depth = agree.reindex(queries).to_numpy()
+    known = ~np.isnan(depth)
+    return SameLists(
+        compared=int(known.sum()),
+        same=int((depth[known] >= lengths[known]).sum()),
+        unmatched=int((~known).sum()),
+    )
+
+
+def agreement_depth(first: pd.DataFrame, second: pd.DataFrame) -> pd.Series:
+    """Per query both rankings hold: the number of leading ranks at which they show the
+    same document (their common prefix; its length when one is a prefix of the other)."""
+    a = first[["query_id", "doc_id", "rank"]].astype({"query_id": str, "doc_id": str})
+    b = second[["query_id", "doc_id", "rank"]].astype({"query_id": str, "doc_id": str})
+    a = a.assign(position=a.groupby("query_id").cumcount() + 1)
+    b = b.assign(position=b.groupby("query_id").cumcount() + 1)
+    both = a.merge(b, on=["query_id", "position"], how="inner", suffixes=("_a", "_b"))
+    common = pd.Index(a["query_id"].unique()).intersection(b["query_id"].unique())
+    shorter = np.minimum(
+        a.groupby("query_id").size().reindex(common), b.groupby("query_id").size().reindex(common)
+    )
+    differ = both.loc[both["doc_id_a"] != both["doc_id_b"]]
+    first_difference = differ.groupby("query_id")["position"].min().reindex(common)
+    return (first_difference - 1).fillna(shorter).astype(float)
+
+
+def compare_interleaved_arms(
+    experiment: Experiment, scores: InterleavedScores
+) -> tuple[list, list[dict]]:
+    """Every (pair, credit) comparison, overall and per segment value (those with fewer
+    than ``segments.min_queries`` units skipped), p-values adjusted per family as for the
+    other designs."""
+    from abrank.stats import adjust, compare_interleaved
+
+    analysis = experiment.analysis
+    unit = analysis.unit or "user_id"
+    options = test_options(experiment)
+    options.pop("sequential_tuning")
+    primary: list = []
+    breakdown: list = []
+    too_small: list[dict] = []
+    for (pair_name, credit), table in scores.outcomes.items():
+        pair = next(p for p in arm_pairs(experiment) if p.name == pair_name)
+        primary.append(
+            compare_interleaved(
+                table,
+                unit=unit,
+                metric=credit,
+                treatment_name=pair_name,
+                teams=(pair.control, pair.treatment),
+                **options,
+            )
+        )
+        for column in experiment.segments.columns:
+            values = table[column].astype(str)
+            for value in sorted(values.unique()):
+                subset = table.loc[(values == value).to_numpy()]
+                label = f"{column}={value}"
+                n = int(subset[unit].nunique())
+                if n < experiment.segments.min_queries:
+                    too_small.append(
+                        {"segment": label, "treatment": pair_name, "metric": credit, "n": n}
+                    )
+                    continue
+                breakdown.append(
+                    compare_interleaved(
+                        subset,
+                        unit=unit,
+                        metric=credit,
+                        treatment_name=pair_name,
+                        segment=label,
+                        **options,
+                    )
+                )
+    primary = adjust(primary, method=analysis.correction)
+    segments = adjust(breakdown, method=analysis.segment_correction)
+    return [*primary, *segments], too_small

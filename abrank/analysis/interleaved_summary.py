@@ -1,0 +1,175 @@
+"""The readout of an interleaving experiment (:mod:`abrank.analysis.interleaved`).
+
+summary.json keeps the shape of every other design: ``arms`` (impressions and units each
+arm contributed results to), ``comparisons`` (one per pair of arms and credit, design
+``interleaved``: wins, ties, losses, ``delta`` = Δ_AB with its clustered interval and
+p-value, ``interleaving`` with the units, the impressions with a click and the pair's
+first-team check) and ``diagnostics.interleaving`` (the log's first-team check over every
+arm and the same-list count). ``per_query.csv`` holds one row per (pair, credit,
+impression); the per-unit distribution chart reads each unit's preference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.compare import arm_pairs
+from abrank.analysis.interleaved import InterleavedData, InterleavedScores
+from abrank.analysis.score import JUDGED_K
+from abrank.analysis.summarise import (
+    comparison_family,
+    comparison_warnings,
+    resampled_draws,
+    saved_comparison,
+    summary_settings,
+)
+from abrank.analysis.window import peeking_warnings
+from abrank.config import Experiment
+from abrank.readout import Readout
+from abrank.readout.model import (
+    ArmSummary,
+    DiagnosticsSummary,
+    InputFile,
+    InterleavingChecks,
+    JudgedAtK,
+    SampleRatio,
+    SegmentsSummary,
+    Summary,
+    TooSmall,
+    Undefined,
+)
+
+#: the columns of the per-impression table, before the segment columns
+PER_IMPRESSION_COLUMNS = (
+    "treatment",
+    "metric",
+    "impression_id",
+    "treatment_credit",
+    "control_credit",
+    "outcome",
+    "clicked",
+    "first_team",
+)
+
+
+def build_interleaved_readout(
+    experiment: Experiment,
+    data: InterleavedData,
+    scores: InterleavedScores,
+    comparisons: list,
+    too_small: list[dict[str, Any]],
+) -> Readout:
+    """The readout of an interleaving experiment from its scores and comparisons."""
+    from abrank.stats import sample_ratio_mismatch
+
+    analysis = experiment.analysis
+    unit = analysis.unit or "user_id"
+    balance = sample_ratio_mismatch(scores.first_team, alpha=analysis.srm_alpha)
+    checks = InterleavingChecks(
+        impressions=scores.impressions,
+        units=scores.units,
+        clicked=scores.clicked,
+        clicked_share=scores.clicked / scores.impressions if scores.impressions else None,
+        first_team=SampleRatio.from_dict(balance.to_dict(), "first_team"),
+        same_lists=None if scores.same_lists is None else scores.same_lists.to_dict(),
+    )
+    warnings = [message for message in [checks.message()] if message]
+    warnings += same_list_warnings(checks)
+    warnings += peeking_warnings(experiment)
+    warnings += comparison_warnings(comparisons)
+    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
+    all_pairs = experiment.comparisons == "all-pairs"
+    control = experiment.control.name
+    summary = Summary(
+        **summary_settings(experiment),
+        arms=tuple(
+            ArmSummary(
+                name=arm.name,
+                label=arm.label or arm.name,
+                role="control" if arm.name == control else "treatment",
+                queries=scores.per_arm[arm.name][0],
+                units=scores.per_arm[arm.name][1],
+                impressions=scores.per_arm[arm.name][0],
+            )
+            for arm in experiment.arms
+        ),
+        family=comparison_family(experiment, pairs),
+        comparisons=tuple(saved_comparison(c, pairs, all_pairs) for c in comparisons),
+        segments=SegmentsSummary(
+            columns=tuple(experiment.segments.columns),
+            min_queries=experiment.segments.min_queries,
+            too_small=tuple(TooSmall(**entry) for entry in too_small),
+        ),
+        diagnostics=DiagnosticsSummary(
+            queries={arm: n for arm, (n, _) in scores.per_arm.items()},
+            judged_queries=0,
+            analysed_queries=scores.impressions,
+            matched=0,
+            missing={},
+            missing_policy=analysis.missing_queries,
+            without_relevant=0,
+            undefined=Undefined(policy=experiment.no_relevant, metrics={}),
+            unjudged_queries={},
+            judged_at_k=JudgedAtK(k=JUDGED_K, arms={}),
+            warnings=tuple(warnings),
+            units={arm: u for arm, (_, u) in scores.per_arm.items()},
+            impressions={arm: n for arm, (n, _) in scores.per_arm.items()},
+            interleaving=checks,
+        ),
+        inputs=tuple(InputFile(**item) for item in data.inputs),
+        unit=unit,
+        sat_dwell=float(analysis.sat_dwell) if "sat_clicks" in experiment.metrics else None,
+    )
+    primary = experiment.primary_metric or experiment.metrics[0]
+    return Readout.from_summary(
+        summary,
+        per_impression_table(experiment, scores),
+        pd.DataFrame(columns=["arm", "metric", "k", "value"]),
+        pd.DataFrame(columns=["arm", "query_id", "rank"]),
+        resampled_draws(comparisons),
+        experiment.text,
+        unit_values=unit_preferences(scores, primary, unit),
+    )
+
+
+def same_list_warnings(checks: InterleavingChecks) -> list[str]:
+    """A warning when many impressions showed a list both rankings agree on (they cannot
+    prefer either ranker, so they dilute the preference towards zero)."""
+    same = checks.same_lists
+    if not same or not same.get("compared") or (same.get("share") or 0) < 0.5:
+        return []
+    return [
+        f"{same['share']:.0%} of the impressions showed a list that both rankings would have "
+        "shown alike: they carry no preference and pull delta towards 0, so the share of "
+        "impressions that can tell the rankers apart is small"
+    ]
+
+
+def per_impression_table(experiment: Experiment, scores: InterleavedScores) -> pd.DataFrame:
+    """per_query.csv of an interleaving experiment: one row per (pair, credit, impression)
+    with the credits, the outcome (+1 the treatment won, 0 tie, -1 lost), whether any
+    result was clicked, the team of the first result, the unit and the segment columns."""
+    unit = experiment.analysis.unit or "user_id"
+    frames = []
+    for (pair, credit), table in scores.outcomes.items():
+        frames.append(table.assign(treatment=pair, metric=credit))
+    frame = pd.concat(frames, ignore_index=True)
+    ordered = [*PER_IMPRESSION_COLUMNS[:3], unit, *PER_IMPRESSION_COLUMNS[3:]]
+    return frame[[*ordered, *experiment.segments.columns]]
+
+
+def unit_preferences(scores: InterleavedScores, credit: str, unit: str) -> pd.DataFrame:
+    """Each unit's preference for the treatment by ``credit``: the mean over its impressions
+    of 1 (win), 1/2 (tie) or 0 (loss), minus 1/2; columns ``arm`` (the pair) and ``value``."""
+    frames = []
+    for (pair, name), table in scores.outcomes.items():
+        if name != credit:
+            continue
+        score = (table["outcome"].to_numpy() + 1) / 2
+        codes, _ = pd.factorize(table[unit])
+        means = np.bincount(codes, weights=score) / np.bincount(codes) - 0.5
+        frames.append(pd.DataFrame({"arm": pair, "value": means}))
+    return pd.concat(frames, ignore_index=True)
