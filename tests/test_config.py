@@ -84,7 +84,10 @@ def test_nested_unknown_key_and_bad_choice_reported_together(folder):
     text = MINIMAL + "analysis:\n  sed: 3\n  design: pairde\n"
     message = error_of(write(folder, text))
     assert "line 8: analysis.sed: unknown key; did you mean 'seed'?" in message
-    assert "line 9: analysis.design: expected 'paired', 'independent' or 'interleaved', got 'pairde'" in message
+    assert (
+        "line 9: analysis.design: expected 'paired', 'independent' or 'interleaved', got 'pairde'"
+        in message
+    )
 
 
 def test_missing_data_file_is_named_with_its_field(folder):
