@@ -70,9 +70,10 @@ RANK_BUCKETS: tuple[tuple[str, float, float], ...] = (
 )
 
 # The report sections that show charts: the overall results, where relevant documents
-# land (offline) or where clicks land and how units spread (online), the segment breakdowns.
+# land (offline) or where clicks land and how units spread (online), the preference per
+# impression and per unit (interleaving), the segment breakdowns.
 # Dated readouts add the trend over the history's dates.
-SECTIONS = ("results", "trend", "positions", "clicks", "segments")
+SECTIONS = ("results", "trend", "positions", "clicks", "preference", "segments")
 
 DPI = 100
 LOG_K = 100  # metric@k curves deeper than this get a log x axis
@@ -114,6 +115,7 @@ def plan_charts(readout: Readout) -> list[Chart]:
     Charts whose data is absent (no segments, no curves, no bootstrap draws, ...) are
     left out rather than drawn empty. Nothing is drawn until a chart's ``png`` is read.
     """
+    from abrank.render.interleaved import outcome_chart, preference_chart
     from abrank.render.online_charts import ctr_by_rank_chart, unit_distribution_chart
     from abrank.render.trends import trend_chart, units_chart
 
@@ -125,6 +127,8 @@ def plan_charts(readout: Readout) -> list[Chart]:
         curves_chart(readout),
         ctr_by_rank_chart(readout),
         unit_distribution_chart(readout),
+        outcome_chart(readout),
+        preference_chart(readout),
         *segment_forest_charts(summary),
         bootstrap_chart(readout),
         trend_chart(readout),

@@ -88,17 +88,48 @@ def _corrections(summary: Summary) -> list[tuple[str, str]]:
     return [(family, method) for family, method in pairs if correction_name(method)]
 
 
+def _preference_entries(summary: Summary) -> list[tuple[str, str]]:
+    """The terms of an interleaved results table: the credits, Δ_AB, W / T / L."""
+    entries = [
+        (
+            metric_label(summary, name),
+            "each impression's list mixes both arms' results; a click counts for the arm "
+            "that contributed the clicked result"
+            + (" when its dwell reached the satisfied-click threshold" if "sat" in name else "")
+            + ".",
+        )
+        for name in summary.metrics or ()
+    ]
+    entries += [
+        (
+            "Δ_AB, CI",
+            "the treatment's preference (Chapelle et al. 2012): (wins + ties / 2) / impressions "
+            "− 1/2, from −0.5 (the control won every impression) to +0.5; 0 when both are "
+            "preferred as often. The shares are the impressions each arm won, ties counted half.",
+        ),
+        (
+            "W / T / L",
+            "the impressions whose credited clicks went more to the treatment (wins), equally "
+            "(ties, most of them without a click) or more to the control (losses).",
+        ),
+    ]
+    return entries
+
+
 def legend_entries(summary: Summary | dict[str, Any], *, paired: bool) -> list[tuple[str, str]]:
     """The legend: the metrics, then the results table's terms, then the corrections."""
     summary = as_summary(summary)
-    entries = metric_entries(summary)
-    entries.append(
-        (
-            "Δ, CI",
-            "the mean difference treatment − control, and the interval that holds it with "
-            "the stated confidence.",
+    if summary.design == "interleaved":
+        entries = _preference_entries(summary)
+    else:
+        entries = metric_entries(summary)
+        entries.append(
+            (
+                "Δ, CI",
+                "the mean difference treatment − control, and the interval that holds it with "
+                "the stated confidence.",
+            )
         )
-    )
     if paired:
         entries.append(
             (

@@ -6,7 +6,13 @@ The headline grammar, one line per metric x treatment::
     p < 0.001 (t, Holm)  n = 1,880  W/T/L 1,103/582/195  → Cross-encoder reranker wins
 
 (printed on one line). Inconclusive lines end with what the experiment could have
-detected: ``→ inconclusive (this experiment could detect deltas ≥ 0.031)``.
+detected: ``→ inconclusive (this experiment could detect deltas ≥ 0.031)``. An interleaved
+comparison shows the share of impressions each arm won (ties counted half) and the
+preference Δ_AB instead of the means and the lift::
+
+    preference by clicks  0.436 vs 0.564  Δ_AB +0.064  95% CI [+0.057, +0.071]
+    p < 0.001 (delta method, clustered by user_id, Holm)  n = 10,000 impressions / 2,000
+    users  W/T/L 2,704/5,866/1,430  → reranker wins
 
 The opening sentence says the same for the primary metric in plain words, one per
 treatment ("Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98.3% CI
@@ -84,6 +90,9 @@ def n_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     """``n = 1,880`` (paired) or ``n = 1,000 / 998`` (control / treatment, independent)."""
     comp = as_comparison(comp)
     units = comp.n_units
+    if interleaved(comp):
+        shown = fmt_count(units.get("all")) if isinstance(units, dict) else "n/a"
+        return f"n = {fmt_count(comp.n)} impressions / {shown} {unit_plural(comp.unit or 'unit')}"
     if comp.unit and isinstance(units, dict):
         return (
             f"n = {fmt_count(units.get('control'))} / {fmt_count(units.get('treatment'))} "
@@ -92,6 +101,11 @@ def n_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     if comp.design == "independent":
         return f"n = {fmt_count(comp.n_control)} / {fmt_count(comp.n_treatment)}"
     return f"n = {fmt_count(comp.n)}"
+
+
+def interleaved(comp: ComparisonSummary) -> bool:
+    """A comparison of an interleaving experiment (the treatment's preference Δ_AB)."""
+    return comp.design == "interleaved"
 
 
 def unit_plural(unit: str) -> str:
@@ -122,9 +136,10 @@ def verdict_phrase(comp: ComparisonSummary | dict[str, Any], treatment_label: st
 
 
 def wtl_phrase(comp: ComparisonSummary | dict[str, Any]) -> str | None:
-    """``W/T/L 1,103/582/195`` for a paired comparison with counts, else None."""
+    """``W/T/L 1,103/582/195`` for a paired or interleaved comparison with counts (queries
+    or impressions), else None."""
     comp = as_comparison(comp)
-    paired = comp.design == "paired"
+    paired = comp.design == "paired" or interleaved(comp)
     counts = [comp.wins, comp.ties, comp.losses]
     if not paired or not all(is_number(v) for v in counts):
         return None
@@ -142,8 +157,8 @@ def headline_line(
     summary, comp = as_summary(summary), as_comparison(comp)
     parts = [
         oneline(comparison_subject(summary, comp, several)).ljust(subject_width),
-        f"{fmt_value(comp.control_mean)} → {fmt_value(comp.treatment_mean)}",
-        f"{fmt_signed(comp.delta)} ({fmt_percent(comp.relative_lift)})",
+        means_phrase(comp),
+        delta_phrase(comp),
     ]
     parts += [interval_phrase(comp), p_phrase(comp), n_phrase(comp)]
     wtl = wtl_phrase(comp)
@@ -154,13 +169,31 @@ def headline_line(
     return "  ".join(parts)
 
 
+def means_phrase(comp: ComparisonSummary) -> str:
+    """``0.541 → 0.779``: the arms' means; ``0.436 vs 0.564`` for an interleaved comparison,
+    the shares of impressions each arm won (ties counted half)."""
+    arrow = "vs" if interleaved(comp) else "→"
+    return f"{fmt_value(comp.control_mean)} {arrow} {fmt_value(comp.treatment_mean)}"
+
+
+def delta_phrase(comp: ComparisonSummary) -> str:
+    """``+0.238 (+44.0%)``: the delta and the relative lift; ``Δ_AB +0.064`` interleaved."""
+    if interleaved(comp):
+        return f"Δ_AB {fmt_signed(comp.delta)}"
+    return f"{fmt_signed(comp.delta)} ({fmt_percent(comp.relative_lift)})"
+
+
 def alarms(summary: Summary | dict[str, Any]) -> list[str]:
-    """The alarms that go above everything else (a sample ratio mismatch), as sentences."""
+    """The alarms that go above everything else (a sample ratio mismatch, an interleaving's
+    first-team imbalance), as sentences."""
     summary = as_summary(summary)
     diagnostics = summary.diagnostics
-    srm = diagnostics.srm if diagnostics is not None else None
-    message = srm.message() if srm is not None else None
-    return [message] if message else []
+    checks = [
+        diagnostics.srm if diagnostics is not None else None,
+        diagnostics.interleaving if diagnostics is not None else None,
+    ]
+    messages = [check.message() for check in checks if check is not None]
+    return [message for message in messages if message]
 
 
 def headline_lines(summary: Summary | dict[str, Any]) -> list[str]:
@@ -218,6 +251,8 @@ def opening_parts(
     summary, comp = as_summary(summary), as_comparison(comp)
     treatment = arm_label(summary, comp.treatment)
     metric = comparison_subject(summary, comp, several=False)
+    if interleaved(comp):
+        return _preference_parts(summary, comp, treatment, metric)
     control, new = fmt_value(comp.control_mean), fmt_value(comp.treatment_mean)
     delta = comp.delta
     if is_number(delta) and delta > 0:
@@ -235,6 +270,29 @@ def opening_parts(
         (f" {verb} ", False),
         (metric, True),
         (f"{figures} ({size}, {interval}): {_verdict_words(comp)}.", False),
+    ]
+
+
+def _preference_parts(
+    summary: Summary, comp: ComparisonSummary, treatment: str, metric: str
+) -> list[tuple[str, bool]]:
+    """``reranker against bm25: preference by clicks +0.064 (won 2,704 impressions, lost
+    1,430, tied 5,866; 95% CI [+0.057, +0.071]): a win.``"""
+    control = arm_label(summary, comp.control or control_name(summary) or "control")
+    counts = (
+        f"won {fmt_count(comp.wins)} impressions, lost {fmt_count(comp.losses)}, tied "
+        f"{fmt_count(comp.ties)}; "
+        if all(is_number(v) for v in (comp.wins, comp.ties, comp.losses))
+        else ""
+    )
+    interval = f"{fmt_level(comp)} CI {fmt_interval(comp.ci)}"
+    return [
+        (treatment, True),
+        (" against ", False),
+        (control, True),
+        (": ", False),
+        (metric, True),
+        (f" {fmt_signed(comp.delta)} ({counts}{interval}): {_verdict_words(comp)}.", False),
     ]
 
 
@@ -270,6 +328,8 @@ def gloss(
     if not comps:
         return None
     summary, comps = as_summary(summary), [as_comparison(c) for c in comps]
+    if interleaved(comps[0]):
+        return _clicks_gloss(summary, comps)
     means = [comps[0].control_mean, *(c.treatment_mean for c in comps)]
     if not all(is_number(m) for m in means):
         return None
@@ -309,6 +369,23 @@ def gloss(
     return f"{leads[family]}: {_listing(shares)}."
 
 
+def _clicks_gloss(summary: Summary, comps: list[ComparisonSummary]) -> str | None:
+    """How many impressions could show a preference: those with a click, and in how many
+    each arm's results drew more of the credited clicks (one treatment only)."""
+    details = comps[0].interleaving or {}
+    clicked, n = details.get("clicked"), comps[0].n
+    if len(comps) != 1 or not is_number(clicked) or not is_number(n) or not n:
+        return None
+    comp = comps[0]
+    control = arm_label(summary, comp.control or control_name(summary) or "control")
+    treatment = arm_label(summary, comp.treatment)
+    return (
+        f"{fmt_count(clicked)} of the {fmt_count(n)} impressions ({fmt_share(clicked / n)}) "
+        f"had a click; {treatment}'s results drew more of the credited clicks in "
+        f"{fmt_count(comp.wins)} of them and {control}'s in {fmt_count(comp.losses)}."
+    )
+
+
 def stamp(summary: Summary | dict[str, Any]) -> list[str]:
     """When and with what the readout was made, as far as the summary tells: the run date,
     the data window (or "offline replay" for a replayed paired experiment), the abrank
@@ -342,8 +419,8 @@ def key_figures(summary: Summary | dict[str, Any]) -> list[dict[str, str]]:
     return [
         {
             "subject": comparison_subject(summary, comp, several),
-            "means": f"{fmt_value(comp.control_mean)} → {fmt_value(comp.treatment_mean)}",
-            "delta": f"{fmt_signed(comp.delta)} ({fmt_percent(comp.relative_lift)})",
+            "means": means_phrase(comp),
+            "delta": delta_phrase(comp),
             "verdict": str(comp.verdict or "inconclusive"),
         }
         for comp in comps

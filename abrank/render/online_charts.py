@@ -76,6 +76,8 @@ def unit_distribution_chart(readout: Readout) -> Chart | None:
     if frame is None or frame.empty:
         return None
     summary = readout_summary(readout)
+    if summary.design == "interleaved":  # a preference per unit: its own chart
+        return None
     labels = arm_labels(summary)
     arms = arms_of(frame, labels)
     metric = summary.primary_metric or (summary.metrics[0] if summary.metrics else "")

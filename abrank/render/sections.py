@@ -50,6 +50,12 @@ from abrank.render.headline import (
     stamp,
     unit_plural,
 )
+from abrank.render.interleaved import (
+    interleaving_facts,
+    interleaving_table,
+    is_interleaved,
+    preference_section,
+)
 from abrank.render.moves import largest_moves
 from abrank.render.text import (
     SHORT_TEST_NAMES,
@@ -84,12 +90,16 @@ def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
     """The readout as a :class:`Document`; ``charts`` are placed in their sections."""
     summary = readout_summary(readout)
     online = summary.unit is not None
+    if is_interleaved(summary):
+        charts_section = preference_section(charts)
+    else:
+        charts_section = _clicks_section(charts) if online else _positions_section(charts)
     sections = [
         _headline_section(summary),
         _results_section(summary, charts),
         trend_section(readout, charts),
         None if online else unjudged_section(summary),
-        _clicks_section(charts) if online else _positions_section(charts),
+        charts_section,
         _segments_section(summary, charts),
         None if online else _moves_section(readout),
         _diagnostics_section(summary),
@@ -137,10 +147,14 @@ def _title_block(summary: Summary) -> TitleBlock:
     meta.append(f"{summary.design} design")
     if summary.unit is not None:
         meta.append(f"clustered by {summary.unit}")
-        srm = summary.diagnostics.srm if summary.diagnostics is not None else None
-        if srm is not None:
-            state = "ALARM" if srm.alarm else "ok"
-            meta.append(f"sample ratio {state} (p = {fmt_p(srm.p_value)})")
+        diagnostics = summary.diagnostics
+        srm = diagnostics.srm if diagnostics is not None else None
+        checks = diagnostics.interleaving if diagnostics is not None else None
+        split = srm or (checks.first_team if checks is not None else None)
+        if split is not None:
+            state = "ALARM" if split.alarm else "ok"
+            what = "sample ratio" if srm is not None else "first team"
+            meta.append(f"{what} {state} (p = {fmt_p(split.p_value)})")
     control = control_name(summary)
     if control:
         meta.append(f"control {arm_label(summary, control)}")
@@ -219,6 +233,22 @@ def _number_columns(comps: Sequence[ComparisonSummary]) -> list[tuple[str, str]]
     level = levels.pop() if len(levels) == 1 else None
     corrections = {correction_name(c.correction) for c in comps} - {None}
     adjusted = f"p adj. ({', '.join(sorted(corrections))})" if corrections else "p adj."
+    if comps and all(c.design == "interleaved" for c in comps):
+        return [
+            ("control_mean", "control share"),
+            ("treatment_mean", "treatment share"),
+            ("delta", "Δ_AB"),
+            ("ci", f"{level} CI" if level else "CI (level)"),
+            *(
+                (f"p_values.{k}", f"p ({SHORT_TEST_NAMES.get(k, test_name(k))})")
+                for k in _p_columns(comps)
+            ),
+            ("p_adjusted", adjusted),
+            ("effect_size", "effect size"),
+            ("mde", "MDE"),
+            ("n", "n"),
+            ("wtl", "W / T / L"),
+        ]
     columns = [
         ("control_mean", "control mean"),
         ("treatment_mean", "treatment mean"),
@@ -267,6 +297,10 @@ def _value_cell(comp: ComparisonSummary, key: str, css: str = "") -> Cell:
         value, text = comp.ci, fmt_interval(comp.ci)
         if widened(comp):
             text += f" ({fmt_level(comp)})"
+    elif key == "n" and comp.design == "interleaved":
+        units = comp.n_units.get("all") if isinstance(comp.n_units, dict) else None
+        value = [comp.n, units]
+        text = f"{fmt_count(comp.n)} / {fmt_count(units)} {unit_plural(comp.unit or 'unit')}"
     elif key == "n" and comp.unit and isinstance(comp.n_units, dict):
         value = [comp.n_units.get("control"), comp.n_units.get("treatment")]
         text = " / ".join(fmt_count(v) for v in value) + f" {unit_plural(comp.unit)}"
@@ -338,6 +372,12 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
             if summary.unit is not None
             else "the relative CI is a bootstrap interval of the ratio"
         )
+        if is_interleaved(summary):
+            ratio = (
+                "Δ_AB is the share of impressions the treatment won, ties counted half, minus "
+                "1/2 (n: impressions / units); the intervals come from the delta method over "
+                f"{unit_plural(summary.unit or 'unit')}, and the bootstrap resamples them"
+            )
         if summary.sequential is not None:
             ratio = (
                 "the CI and the relative CI are confidence sequences (the relative one on the "
@@ -349,7 +389,8 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
                 (
                     own(
                         "p-values are two-sided; the adjusted p-value decides the verdict "
-                        f"(alpha = {0.05 if summary.alpha is None else summary.alpha}). Δ is treatment − control; "
+                        f"(alpha = {0.05 if summary.alpha is None else summary.alpha}). "
+                        f"{'' if is_interleaved(summary) else 'Δ is treatment − control; '}"
                         f"{ratio}."
                     ),
                 ),
@@ -487,7 +528,8 @@ def _segments_section(summary: Summary, charts: Sequence[Chart]) -> Section | No
                     *spans(", ".join(map(str, segments.columns))),
                     own(
                         f"; segments with fewer than {fmt_count(segments.min_queries)} "
-                        "queries are not compared."
+                        f"{unit_plural(summary.unit) if summary.unit else 'queries'} are not "
+                        "compared."
                     ),
                 )
             )
@@ -614,6 +656,8 @@ def _online_facts(summary: Summary) -> list[tuple[str, str]]:
 
 def _diagnostics_table(summary: Summary) -> Table:
     """The per-arm diagnostics: queries, missing, without judgments, judged@k."""
+    if is_interleaved(summary):
+        return interleaving_table(summary)
     if summary.unit is not None:
         return _online_table(summary)
     diagnostics = summary.diagnostics
@@ -648,6 +692,8 @@ def _diagnostics_table(summary: Summary) -> Table:
 
 
 def _diagnostic_facts(summary: Summary) -> list[tuple[str, str]]:
+    if is_interleaved(summary):
+        return interleaving_facts(summary)
     if summary.unit is not None:
         return _online_facts(summary)
     diagnostics = summary.diagnostics
