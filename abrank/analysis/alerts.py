@@ -71,7 +71,11 @@ def _stale(summary: dict[str, Any]) -> list[str]:
 ALERTS: dict[str, Alert] = {
     alert.name: alert
     for alert in (
-        Alert("srm", "the units per arm fail the sample-ratio check", _srm),
+        Alert(
+            "srm",
+            "the units per arm fail the sample-ratio check (an interleaving: the first-team check)",
+            _srm,
+        ),
         Alert("loss", "an overall comparison is a significant loss", _loss),
         Alert("inconclusive", "the primary metric's comparison is inconclusive", _inconclusive),
         Alert("stale", "a dated run's inputs are those of the previous date", _stale),

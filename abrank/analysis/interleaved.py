@@ -197,15 +197,7 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
                 table = table.rename(columns={"user_id": unit})
             outcomes[(pair.name, credit)] = table.assign(**segments)
     first = next(iter(outcomes.values()))
-    codes = log["impression_id"].cat.codes.to_numpy()
-    users = log[unit].cat.codes.to_numpy() if hasattr(log[unit], "cat") else None
-    per_arm = {}
-    for arm in experiment.arms:
-        rows = (log["team"] == arm.name).to_numpy()
-        n_units = (
-            int(np.unique(users[rows]).size) if users is not None else log[unit][rows].nunique()
-        )
-        per_arm[arm.name] = (int(np.unique(codes[rows]).size), n_units)
+    per_arm = contributions(log, [arm.name for arm in experiment.arms], unit)
     counts = first["first_team"].astype(str).value_counts()
     return InterleavedScores(
         outcomes=outcomes,
@@ -216,6 +208,22 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
         first_team={arm.name: int(counts.get(arm.name, 0)) for arm in experiment.arms},
         same_lists=same_lists(log, data.rankings, experiment) if data.rankings else None,
     )
+
+
+def contributions(log: pd.DataFrame, arms: list[str], unit: str) -> dict[str, tuple[int, int]]:
+    """Per arm: the impressions and the units that saw at least one of its results."""
+    impressions = log["impression_id"].cat.codes.to_numpy()
+    units, _ = pd.factorize(log[unit])
+    team = log["team"]
+    codes = team.cat.codes.to_numpy()
+    found = {}
+    for arm in arms:
+        code = list(team.cat.categories).index(arm)
+        rows = codes == code
+        seen = np.bincount(impressions[rows], minlength=1) > 0
+        users = np.bincount(units[rows], minlength=1) > 0
+        found[arm] = (int(seen.sum()), int(users.sum()))
+    return found
 
 
 def _first_rows(log: pd.DataFrame) -> np.ndarray:
