@@ -260,8 +260,12 @@ def same_lists(
 def agreement_depth(first: pd.DataFrame, second: pd.DataFrame) -> pd.Series:
     """Per query both rankings hold: the number of leading ranks at which they show the
     same document (their common prefix; its length when one is a prefix of the other)."""
-    a = first[["query_id", "doc_id", "rank"]].astype({"query_id": str, "doc_id": str})
-    b = second[["query_id", "doc_id", "rank"]].astype({"query_id": str, "doc_id": str})
+    a, b = (
+        frame[["query_id", "doc_id", "rank"]]
+        .astype({"query_id": str, "doc_id": str})
+        .sort_values(["query_id", "rank"], kind="stable")
+        for frame in (first, second)
+    )
     a = a.assign(position=a.groupby("query_id").cumcount() + 1)
     b = b.assign(position=b.groupby("query_id").cumcount() + 1)
     both = a.merge(b, on=["query_id", "position"], how="inner", suffixes=("_a", "_b"))
