@@ -143,8 +143,8 @@ def same_list_warnings(checks: InterleavingChecks) -> list[str]:
         return []
     return [
         f"{same['share']:.0%} of the impressions showed a list that both rankings would have "
-        "shown alike: they carry no preference and pull delta towards 0, so the share of "
-        "impressions that can tell the rankers apart is small"
+        "shown alike: those carry no preference and pull delta towards 0 (the rankings "
+        f"differ on the other {1 - same['share']:.0%})"
     ]
 
 
