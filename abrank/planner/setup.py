@@ -78,15 +78,18 @@ def top_results(rankings: pd.DataFrame, queries: pd.Index, depth: int) -> pd.Dat
 
 def shared_queries(control: pd.DataFrame, treatment: pd.DataFrame, judgments: pd.DataFrame):
     """The queries of both rankings that have judgments, sorted; DataError when none."""
-    ids = [set(frame["query_id"].astype(str)) for frame in (control, treatment, judgments)]
-    shared = sorted(ids[0] & ids[1] & ids[2])
-    if not shared:
+    ids = [
+        pd.Index(pd.unique(frame["query_id"].astype(str).to_numpy(dtype=object)))
+        for frame in (control, treatment, judgments)
+    ]
+    shared = ids[0].intersection(ids[1]).intersection(ids[2]).sort_values()
+    if shared.empty:
         raise DataError(
             "rankings, judgments: expected queries in both rankings that have judgments, got "
             f"none ({len(ids[0]):,} control, {len(ids[1]):,} treatment and {len(ids[2]):,} "
             "judged queries)"
         )
-    return pd.Index(shared)
+    return shared
 
 
 def click_setup(

@@ -98,6 +98,7 @@ def simulate_units(
     base = setup.arm_probability.astype(np.float32)[arm, query]
     survival = np.cumprod(1.0 - np.minimum(base * scale, 1.0), axis=1)
     first = 1 + (survival > rng.random(total, dtype=np.float32)[:, None]).sum(axis=1)
+    first = np.where(first > setup.depth, np.inf, first)  # past the list: no click
     click_rr = np.where(first <= CLICK_RR_K, 1.0 / first, 0.0)
     ctr = (first <= ctr_k).astype(np.float64)
 
