@@ -458,3 +458,24 @@ def test_cli_refuses_a_folder_abrank_did_not_write(tmp_path, capsys):
     assert code == 2
     assert "without the .abrank-readout marker" in err
     assert [p.name for p in out_dir.iterdir()] == ["notes.txt"]
+
+
+def test_cli_refuses_an_online_experiment(tmp_path, capsys):
+    out_dir = tmp_path / "plan"
+    code, _, err = run_cli(
+        capsys, "simulate", EXPERIMENTS / "demo-online.yaml", "--users", 40, "--out", out_dir
+    )
+    assert code == 2
+    assert "demo-online.yaml: expected an offline experiment (a ranking per arm and" in err
+    assert not out_dir.exists()
+
+
+def test_ctr_k_and_cascade_stop_overrides_are_used():
+    result = simulate_power(
+        demo_config(ctr_k=5, click_model="cascade", stop={0: 1, 1: 1, 2: 1, 3: 1}),
+        users=[40],
+        simulations=20,
+    )
+    assert result.ctr_k == 5 and result.design("ab_ctr").label == "A/B ctr@5"
+    assert result.click_model["stop"] == {"0": 1.0, "1": 1.0, "2": 1.0, "3": 1.0}
+    assert result.click_model["attractiveness"]["4"] == 0.95  # the navigational profile's

@@ -20,7 +20,8 @@ Every option has a default taken from the literature, so an offline config needs
   1; default 0.5), so that users differ and clustering on them matters.
 - ``simulations`` per traffic size (default 200), ``depth`` results shown (default 10),
   ``power`` the target (default 0.8), ``ctr_k`` the cutoff of the A/B test's ``ctr@k``
-  (default: a ``ctr@k`` among the config's metrics, else 3), ``treatment`` the treatment
+  (default 3; an option here, since a click metric among the config's ``metrics`` would
+  make it an online experiment), ``treatment`` the treatment
   arm (default the first), ``seed`` (default ``analysis.seed``).
 """
 

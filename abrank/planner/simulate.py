@@ -41,7 +41,6 @@ from abrank.config.simulation import (
 )
 from abrank.errors import ConfigError
 from abrank.interleaving.clicks import CLICK_PROFILES, Cascade, ClickModel, PositionBased
-from abrank.metrics import parse_metric
 from abrank.planner.result import (
     AB_CLICK_RR,
     AB_CTR,
@@ -98,9 +97,15 @@ def simulate_power(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"seed: expected a whole number >= 0, got {seed!r}")
 
+    if experiment.online:
+        raise ConfigError(
+            f"{experiment.source}: expected an offline experiment (a ranking per arm and "
+            "judgments) to simulate users on, got an online one (an impression log or click "
+            "metrics)"
+        )
     model = click_model_of(options, model_name)
     treatment = _treatment_arm(experiment, options)
-    ctr_k = options.ctr_k or _ctr_k_of(experiment.metrics)
+    ctr_k = options.ctr_k or DEFAULT_CTR_K
     people = UserModel(options.impressions_per_user, options.propensity_sd)
     alpha, target = experiment.analysis.alpha, options.power
 
@@ -211,15 +216,6 @@ def _treatment_arm(experiment: Experiment, options: SimulationConfig) -> str:
             f"({', '.join(names)}), got {options.treatment!r}"
         )
     return options.treatment
-
-
-def _ctr_k_of(metrics: list[str]) -> int:
-    """The cutoff of a ``ctr@k`` among the config's metrics, else :data:`DEFAULT_CTR_K`."""
-    for name in metrics:
-        metric = parse_metric(name)
-        if metric.family == "ctr" and metric.k:
-            return int(metric.k)
-    return DEFAULT_CTR_K
 
 
 def design_tests(units: SimulatedUnits, n: int) -> dict[str, np.ndarray]:
