@@ -36,6 +36,7 @@ _LAZY = {
     "Readout": "abrank.readout",
     "load_readout": "abrank.readout",
     "interleave": "abrank.interleaving",
+    "simulate_power": "abrank.planner",
 }
 
 __all__ = ["AbrankError", "ConfigError", "DataError", "__version__", *_LAZY]

@@ -261,6 +261,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="the two team names (default control,treatment)",
     )
 
+    sim = verb(
+        "simulate",
+        "Plan an online test from an offline experiment: the users an A/B test and a "
+        "team-draft interleaving test need for 80% power, from simulated clicks.",
+        "abrank simulate experiments/demo-reranker.yaml --click-model pbm --users 50 100 200",
+    )
+    sim.add_argument("config", metavar="CONFIG", help="an offline experiment config")
+    sim.add_argument("--click-model", help="pbm or cascade (default: the config's, else pbm)")
+    sim.add_argument(
+        "--users", nargs="+", type=int, metavar="N", help="traffic sizes (default: automatic)"
+    )
+    sim.add_argument("--simulations", type=int, help="experiments per size (default 200)")
+    sim.add_argument("--seed", type=int, help="seed (default: the config's)")
+    sim.add_argument(
+        "--out", metavar="DIR", help="output folder (default reports/<name>-simulation)"
+    )
+
     demo = verb(
         "demo-data",
         "Write the bundled demos' data: a simulated offline reranker replay and a simulated "
@@ -439,6 +456,7 @@ def _handle(args: argparse.Namespace) -> int:
         "compare": _compare,
         "history": _history,
         "interleave": _interleave,
+        "simulate": _simulate,
         "demo-data": _demo_data,
     }[args.verb]
     try:
@@ -840,6 +858,46 @@ def _interleave(args: argparse.Namespace) -> int:
         f"{args.out}: {len(shown):,} shown results of {shown['query_id'].nunique():,} queries "
         f"({method}, seed {args.seed})"
     )
+    return EXIT_OK
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from abrank.analysis.write import check_output_folder
+    from abrank.config import load_experiment
+    from abrank.config.simulation import check_users
+    from abrank.errors import ConfigError
+    from abrank.planner import simulate_power, write_simulation
+    from abrank.planner.output import simulation_folder, table_text
+
+    if args.users is not None:
+        try:
+            check_users(args.users)
+        except ValueError as exc:
+            raise ConfigError(
+                f"--users: expected {exc}, got {' '.join(map(str, args.users))}"
+            ) from None
+    for flag, value, low in (("--simulations", args.simulations, 20), ("--seed", args.seed, 0)):
+        if value is not None and value < low:
+            raise ConfigError(f"{flag}: expected a whole number >= {low}, got {value}")
+    experiment = load_experiment(args.config)
+    folder = simulation_folder(experiment.name, args.out)
+    check_output_folder(folder)
+    try:
+        result = simulate_power(
+            experiment,
+            click_model=args.click_model,
+            users=args.users,
+            simulations=args.simulations,
+            seed=args.seed,
+        )
+    except ConfigError as exc:
+        flag = str(exc).split(":", 1)[0]
+        if flag in ("click_model", "users", "simulations", "seed"):
+            raise ConfigError(f"--{flag.replace('_', '-')}:{str(exc).split(':', 1)[1]}") from None
+        raise
+    write_simulation(result, folder)
+    print(table_text(result))
+    print(f"written: {folder}")
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -127,6 +127,39 @@ def write_readout(
             if p.is_file() and p != staging / READOUT_MARKER
         ]
         _write_marker(staging, readout, sorted(written))
+        _swap_into_place(staging, folder)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _write_error(folder, exc) from exc
+        raise
+    _remove_leftovers(folder)
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def write_folder(folder: str | Path, name: str, fill: Callable[[Path], None]) -> list[Path]:
+    """Write a folder of files atomically, as :func:`write_readout` writes a readout:
+    ``fill(staging)`` writes the files into a hidden staging folder, which then takes the
+    place of ``folder`` (the same output rules, the :data:`READOUT_MARKER` naming the
+    experiment ``name``). Returns the files written."""
+    folder = Path(folder)
+    _output_state(folder)
+    staging = _hidden_sibling(folder, "tmp")
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _clear_own_leftover(staging, folder)
+        staging.mkdir()
+    except OSError as exc:
+        raise _write_error(folder, exc) from exc
+    try:
+        _mark(staging, name, None)
+        fill(staging)
+        written = [
+            p.relative_to(staging).as_posix()
+            for p in staging.rglob("*")
+            if p.is_file() and p != staging / READOUT_MARKER
+        ]
+        _mark(staging, name, sorted(written))
         _swap_into_place(staging, folder)
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -307,12 +340,17 @@ def _is_abrank_folder(path: Path) -> bool:
 
 def _write_marker(folder: Path, readout: Readout, files: list[str] | None) -> None:
     """Mark ``folder`` as written by abrank; ``files`` None while the readout is unfinished."""
+    _mark(folder, readout.summary.get("experiment", {}).get("name"), files)
+
+
+def _mark(folder: Path, name: str | None, files: list[str] | None) -> None:
+    """The marker of a folder abrank writes for the experiment ``name``."""
     from abrank import __version__
 
     marker = {
         "abrank_readout": _MARKER_FORMAT,
         "abrank_version": __version__,
-        "experiment": readout.summary.get("experiment", {}).get("name"),
+        "experiment": name,
         "complete": files is not None,
         "files": files or [],
     }

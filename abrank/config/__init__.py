@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from abrank.config.dates import check_template, date_range, is_dated, parse_date
 from abrank.config.interleaved import credit_name, credit_problem, interleaved_problems
+from abrank.config.simulation import SimulationConfig
 from abrank.errors import ConfigError
 from abrank.io import formats as input_formats
 from abrank.stats import registry as stats_registry
@@ -208,6 +209,7 @@ class Experiment(_Strict):
     output: str | None = None
     #: which dates a dated run reads: its own (daily), or every date from a start date
     window: Literal["daily"] | CumulativeWindow = "daily"
+    simulation: SimulationConfig | None = None  # `abrank simulate` (abrank.config.simulation)
 
     source: str = ""  # the config file, as the user named it
     text: str = ""  # the config as written

@@ -183,6 +183,21 @@ def simulate_clicks(
     return _cascade(shown, ranks, attract, _lookup(model.stop, grades, "stop"), impressions, rng)
 
 
+def shown_grades(shown: pd.DataFrame, judgments: pd.DataFrame) -> np.ndarray:
+    """The grade of each row of ``shown`` (``query_id``, ``doc_id``) in ``judgments``
+    (NaN when unjudged), as :func:`simulate_clicks` reads it; DataError for a
+    (query_id, doc_id) pair judged twice or missing columns."""
+    _need_columns(shown, ("query_id", "doc_id"), "shown")
+    return _grades_of(shown, judgments)
+
+
+def grade_probabilities(table: Mapping[float, float], grades: np.ndarray, what: str) -> np.ndarray:
+    """The probability ``table`` gives each grade (grade 0's for NaN: unjudged), as
+    :func:`simulate_clicks` reads a click model's per-grade tables; DataError naming
+    ``what`` for a grade the table does not list."""
+    return _lookup(table, np.asarray(grades, dtype=float), what)
+
+
 def _cascade(shown, ranks, attract, stop, impressions: int, rng) -> np.ndarray:
     """Cascade clicks: a result is examined when no earlier result of its list was clicked
     and followed by a stop; a click is an examined result whose uniform is below its
