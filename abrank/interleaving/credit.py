@@ -8,9 +8,10 @@ team got more credited clicks than the control's, loses when fewer, and ties oth
 (multileaving) each (treatment, control) pair is scored on its own, the other teams'
 clicks ignored. Every count is a ``np.bincount`` over impression codes: no Python loop
 over impressions. The team column is factorized once and compared as codes (only its
-distinct values become text); each impression's top-ranked row is found by a bincount over
-(impression, rank) cells when ranks are whole numbers in a compact range, by a sort
-otherwise.
+distinct values become text). Each impression's top-ranked row is its first row when the
+log holds each impression's rows together in rank order (the usual layout, checked in one
+pass); else it is found by a bincount over (impression, rank) cells when ranks are whole
+numbers in a compact range, and by a sort otherwise.
 """
 
 from __future__ import annotations
