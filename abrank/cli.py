@@ -280,8 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = verb(
         "demo-data",
-        "Write the bundled demos' data: a simulated offline reranker replay and a simulated "
-        "online A/B test of the same reranker (impressions and clicks).",
+        "Write the bundled demos' data: a simulated offline reranker replay, a simulated "
+        "online A/B test of the same reranker (impressions and clicks) and a simulated "
+        "team-draft interleaving of the two rankers.",
         "abrank demo-data --out experiments/data",
     )
     demo.add_argument("--out", default="experiments/data", metavar="DIR")
@@ -916,17 +917,23 @@ def _grades_of_shown(shown, judgments):
 def _demo_data(args: argparse.Namespace) -> int:
     from abrank.demo import write_demo
     from abrank.errors import ConfigError
+    from abrank.interleaving_demo import write_interleaving_demo
     from abrank.online_demo import MIN_USERS, write_online_demo
 
     if args.users < MIN_USERS:  # checked first, so that a bad option writes nothing
         raise ConfigError(f"--users: expected a whole number >= {MIN_USERS}, got {args.users}")
     options = {"n_queries": args.queries}
     online_options = {"users": args.users}
+    # the interleaving demo merges the offline demo's rankings: the same seed and size
+    interleaving_options = {"n_queries": args.queries}
     if args.seed is not None:
         options["seed"] = online_options["seed"] = args.seed
+        interleaving_options["seed"] = interleaving_options["demo_seed"] = args.seed
     for path in write_demo(Path(args.out), **options):
         print(path)
     for path in write_online_demo(Path(args.out), **online_options):
+        print(path)
+    for path in write_interleaving_demo(Path(args.out), **interleaving_options):
         print(path)
     return EXIT_OK
 

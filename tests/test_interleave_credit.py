@@ -213,3 +213,150 @@ def test_bad_options_are_config_errors(options, message):
     arguments = {"control": "bm25", "treatment": "rerank", **options}
     with pytest.raises(ConfigError, match=message):
         impression_outcomes(hand_log(), **arguments)
+
+
+# --------------------------------------------------------------------------- column kinds
+
+
+def _as_outcomes(out: pd.DataFrame) -> dict:
+    return {
+        row.impression_id: (
+            row.user_id,
+            row.treatment_credit,
+            row.control_credit,
+            row.outcome,
+            bool(row.clicked),
+            row.first_team,
+        )
+        for row in out.itertuples()
+    }
+
+
+def test_integer_teams_are_named_by_their_text():
+    log = hand_log()
+    log["team"] = log["team"].map({"bm25": 1, "rerank": 2}).astype(np.int64)
+    out = impression_outcomes(log, control="1", treatment="2")
+    # the hand-worked credits of test_hand_worked_clicks_credit, under other names
+    assert out["treatment_credit"].tolist() == [2, 0, 0]
+    assert out["control_credit"].tolist() == [1, 1, 0]
+    assert out["outcome"].tolist() == [1, -1, 0]
+    assert out["first_team"].tolist() == ["1", "2", "2"]
+    with pytest.raises(
+        DataError, match=r"expected the treatment team '2.0' in the log, got teams 1, 2"
+    ):
+        impression_outcomes(log, control="1", treatment="2.0")
+
+
+def test_a_categorical_team_with_a_missing_value_credits_nobody_for_it():
+    log = hand_log()
+    teams = log["team"].astype(object)
+    teams[2] = None  # i1's clicked rank 3: no team
+    teams[4] = None  # i2's top result: no team
+    log["team"] = pd.Categorical(teams, categories=["rerank", "bm25", "unused"])
+    out = impression_outcomes(log, control="bm25", treatment="rerank")
+    # i1: a (bm25) and b (rerank) clicked, c has no team: 1-1, a tie
+    assert out["treatment_credit"].tolist() == [1, 0, 0]
+    assert out["control_credit"].tolist() == [1, 1, 0]
+    assert out["outcome"].tolist() == [0, -1, 0]
+    assert out["clicked"].tolist() == [True, True, False]
+    first = out["first_team"].tolist()
+    assert first[0] == "bm25" and pd.isna(first[1]) and first[2] == "rerank"
+
+
+TEAM_KINDS = {
+    "object": lambda t: t.astype(object),
+    "str": lambda t: t.astype("str"),
+    "string[python]": lambda t: t.astype("string"),
+    "categorical": lambda t: t.astype("category"),
+    "categorical of ints, one missing": lambda t: pd.Series(
+        pd.Categorical(t.map({"A": 1, "B": 2, "C": None})), index=t.index
+    ),
+    "int64": lambda t: t.map({"A": 1, "B": 2, "C": 3}).astype(np.int64),
+    "Int64, one missing": lambda t: t.map({"A": 1, "B": 2, "C": None}).astype("Int64"),
+    "float": lambda t: t.map({"A": 1.0, "B": 0.0, "C": -0.0}),
+    "bool": lambda t: t.map({"A": True, "B": False, "C": False}),
+    "object, mixed": lambda t: t.map({"A": 1, "B": "1", "C": 1.0}).astype(object),
+}
+
+
+@pytest.mark.parametrize("kind", list(TEAM_KINDS))
+def test_every_kind_of_team_column_is_credited_by_the_text_of_each_row(kind):
+    """Whatever the column's type, a row's team is its value as text (``astype(str)``)."""
+    log = random_log(np.random.default_rng(5), 150)
+    log["team"] = TEAM_KINDS[kind](log["team"])
+    text = log.assign(team=log["team"].astype(str))
+    names = sorted({t for t in text["team"] if isinstance(t, str)})
+    control, treatment = names[0], names[-1]
+    out = impression_outcomes(log, control=control, treatment=treatment)
+    expected = reference(text, control, treatment, "clicks", 30.0)
+    got = _as_outcomes(out)
+    assert list(got) == list(expected)
+    for key, row in expected.items():
+        same = got[key][:5] == row[:5]
+        first = got[key][5], row[5]
+        assert same and (first[0] == first[1] or (pd.isna(first[0]) and pd.isna(first[1])))
+
+
+# --------------------------------------------------------------------------- row layouts
+
+
+def _layouts() -> dict[str, pd.DataFrame]:
+    log = random_log(np.random.default_rng(23), 300)
+    by_impression = log.sort_values(["impression_id", "rank"], kind="stable")
+    shuffle = np.random.default_rng(1).random(len(log))
+    blocks_unsorted = (
+        log.assign(shuffle=shuffle)
+        .sort_values(["impression_id", "shuffle"])
+        .drop(columns="shuffle")
+    )
+    return {
+        "shuffled rows": log,
+        "blocks in rank order": by_impression,
+        "blocks, ranks shuffled": blocks_unsorted,
+        "float ranks": log.assign(rank=log["rank"] * 1.0),
+        "fractional ranks": log.assign(rank=log["rank"] / 4),
+        "a wide range of ranks": log.assign(rank=log["rank"] ** 4),
+        "ranks near 2**40": log.assign(rank=log["rank"] + 2**40),
+        "negative ranks": log.assign(rank=-log["rank"]),
+        "Int64 ranks": log.assign(rank=log["rank"].astype("Int64")),
+        "int8 ranks": by_impression.assign(rank=by_impression["rank"].astype(np.int8)),
+        "float ids": by_impression.assign(impression_id=by_impression["impression_id"] * 0.5),
+    }
+
+
+@pytest.mark.parametrize("layout", list(_layouts()))
+def test_every_row_layout_matches_the_slow_reference(layout):
+    log = _layouts()[layout]
+    out = impression_outcomes(log, control="A", treatment="B")
+    assert _as_outcomes(out) == reference(log, "A", "B", "clicks", 30.0)
+
+
+def test_a_repeated_rank_in_a_log_of_blocks_is_named_by_the_same_row():
+    log = pd.DataFrame(
+        {
+            "impression_id": [7, 7, 7, 8, 8, 8],
+            "user_id": [1, 1, 1, 2, 2, 2],
+            "rank": [1, 2, 3, 1, 2, 2],
+            "team": ["A", "B", "A", "B", "A", "B"],
+            "clicked": [0, 1, 0, 0, 0, 1],
+        }
+    )
+    with pytest.raises(
+        DataError,
+        match=r"log: row 6: rank: expected each rank once per impression, got rank 2 twice "
+        r"in impression 8",
+    ):
+        impression_outcomes(log, control="A", treatment="B")
+    log.loc[5, "rank"] = 3
+    log.loc[4, "user_id"] = 5
+    with pytest.raises(
+        DataError,
+        match=r"log: row 5: user_id: expected one user per impression, got 5 and 2 "
+        r"in impression 8",
+    ):
+        impression_outcomes(log, control="A", treatment="B")
+    log.loc[4, "user_id"] = 2
+    out = impression_outcomes(log, control="A", treatment="B")
+    assert out["impression_id"].tolist() == [7, 8]
+    assert out["outcome"].tolist() == [1, 1]
+    assert out["first_team"].tolist() == ["A", "B"]

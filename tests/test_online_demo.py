@@ -321,6 +321,7 @@ def test_demo_data_verb_writes_the_online_demo_too(tmp_path: Path, capsys) -> No
         "demo-judgments.tsv",
         "demo-online-log.parquet",
         "demo-online-pre.csv.gz",
+        "demo-interleaving-log.parquet",
     ]
     for name in names:
         if name.endswith(".parquet") and not _parquet_writer_matches()[0]:

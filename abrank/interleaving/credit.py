@@ -7,7 +7,11 @@ team got more credited clicks than the control's, loses when fewer, and ties oth
 (an impression without a credited click is a tie). With more than two teams
 (multileaving) each (treatment, control) pair is scored on its own, the other teams'
 clicks ignored. Every count is a ``np.bincount`` over impression codes: no Python loop
-over impressions.
+over impressions. The team column is factorized once and compared as codes (only its
+distinct values become text). Each impression's top-ranked row is its first row when the
+log holds each impression's rows together in rank order (the usual layout, checked in one
+pass); else it is found by a bincount over (impression, rank) cells when ranks are whole
+numbers in a compact range, and by a sort otherwise.
 """
 
 from __future__ import annotations
@@ -70,23 +74,25 @@ def impression_outcomes(
     needed = LOG_COLUMNS + (("dwell",) if credit == "sat_clicks" else ())
     _need_columns(log, needed)
 
-    codes, impressions = pd.factorize(log["impression_id"], sort=False)
+    codes, impressions, starts = _impression_codes(log["impression_id"])
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
         raise DataError(f"log: row {row + 1}: impression_id: expected an id, got nothing")
     n = len(impressions)
-    teams = log["team"].astype(str).to_numpy()
-    _check_teams(teams, control, treatment)
+    team_codes, team_names = _team_codes(log["team"])
+    _check_teams(team_names, control, treatment)
     clicked = _clicks(log["clicked"])
     credited = clicked
     if credit == "sat_clicks":
         dwell = pd.to_numeric(log["dwell"], errors="coerce").to_numpy(dtype=float)
         credited = clicked & (dwell >= sat_dwell)  # NaN dwell: not satisfied
-    treatment_credit = np.bincount(codes, weights=credited & (teams == treatment), minlength=n)
-    control_credit = np.bincount(codes, weights=credited & (teams == control), minlength=n)
-    first = _first_rows(codes, log, n)
+    on_treatment = (team_names == treatment)[team_codes]
+    on_control = (team_names == control)[team_codes]
+    treatment_credit = np.bincount(codes[credited & on_treatment], minlength=n)
+    control_credit = np.bincount(codes[credited & on_control], minlength=n)
+    first = _first_rows(codes, log, n, starts)
     users = log["user_id"].to_numpy()
-    _check_one_user(codes, users, first, log)
+    _check_one_user(codes, users, first, log, starts)
     treatment_credit = treatment_credit.astype(np.int64)
     control_credit = control_credit.astype(np.int64)
     return pd.DataFrame(
@@ -96,8 +102,8 @@ def impression_outcomes(
             "treatment_credit": treatment_credit,
             "control_credit": control_credit,
             "outcome": np.sign(treatment_credit - control_credit).astype(np.int8),
-            "clicked": np.bincount(codes, weights=clicked, minlength=n) > 0,
-            "first_team": teams[first],
+            "clicked": np.bincount(codes[clicked], minlength=n) > 0,
+            "first_team": team_names[team_codes[first]],
         }
     )
 
@@ -136,6 +142,68 @@ def _need_columns(log: pd.DataFrame, columns: tuple[str, ...]) -> None:
         )
 
 
+def _impression_codes(
+    column: pd.Series,
+) -> tuple[np.ndarray, pd.Index | np.ndarray, np.ndarray | None]:
+    """``pd.factorize(column, sort=False)`` (codes in order of first appearance, -1 for a
+    missing id), and the first row of each impression when every impression's rows sit
+    together (else None).
+
+    A numeric column is factorized by its runs of equal neighbours: only the first row of
+    each run is hashed, which gives the same codes (a run's id first appears at its first
+    row). The runs are the impressions' blocks when there are as many runs as ids.
+    """
+    numeric = isinstance(column.dtype, np.dtype) and column.dtype.kind in "iuf"
+    if not numeric or len(column) < 2:
+        codes, uniques = pd.factorize(column, sort=False)
+        return codes, uniques, None
+    values = column.to_numpy()
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    if len(starts) > len(values) // 2:  # mostly runs of one row: not worth it
+        codes, uniques = pd.factorize(column, sort=False)
+        return codes, uniques, None
+    starts = np.r_[0, starts]
+    run_codes, uniques = pd.factorize(column.iloc[starts], sort=False)
+    codes = np.repeat(run_codes, np.diff(np.r_[starts, len(values)]))
+    together = len(uniques) == len(starts) and not (run_codes < 0).any()
+    return codes, uniques, starts if together else None
+
+
+def _team_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's team as a code into the team names, the names as ``astype(str)`` writes
+    them (an object array; a missing team stays NaN and matches no name).
+
+    Only the distinct values are converted to text. A categorical's codes are used as they
+    are; integers, booleans and text factorize exactly (equal text only for equal values);
+    an object column that holds anything but text (``1`` and ``1.0`` are one value to a
+    hash table, ``"1"`` and ``"1.0"`` as text) and a float column (``0.0`` and ``-0.0``)
+    are converted row by row first.
+    """
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        missing = codes < 0
+        kinds = np.arange(len(dtype.categories))
+        if missing.any():  # a missing team: one more name, converted with the others
+            codes = np.where(missing, len(kinds), codes.astype(np.int64))
+            kinds = np.r_[kinds, -1]
+        values = pd.Series(pd.Categorical.from_codes(kinds, dtype=dtype))
+        return codes, values.astype(str).to_numpy(dtype=object)
+    exact = (
+        pd.api.types.is_string_dtype(dtype)
+        or pd.api.types.is_integer_dtype(dtype)
+        or pd.api.types.is_bool_dtype(dtype)
+    )
+    if exact:
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        plain_text = pd.api.types.infer_dtype(uniques, skipna=True) in ("string", "empty")
+        if not pd.api.types.is_object_dtype(dtype) or plain_text:
+            names = pd.Series(uniques, dtype=dtype).astype(str).to_numpy(dtype=object)
+            return codes, names
+    codes, uniques = pd.factorize(column.astype(str).to_numpy(dtype=object), use_na_sentinel=False)
+    return codes, np.asarray(uniques, dtype=object)
+
+
 def _check_teams(teams: np.ndarray, control: str, treatment: str) -> None:
     """DataError when a named team never appears in the log (a misspelled arm)."""
     present = pd.unique(teams)
@@ -161,15 +229,38 @@ def _clicks(values: pd.Series) -> np.ndarray:
     return numbers == 1
 
 
-def _first_rows(codes: np.ndarray, log: pd.DataFrame, n: int) -> np.ndarray:
-    """Per impression, the row of its top-ranked result; DataError if a rank repeats."""
+def _first_rows(
+    codes: np.ndarray, log: pd.DataFrame, n: int, starts: np.ndarray | None
+) -> np.ndarray:
+    """Per impression, the row of its top-ranked result; DataError if a rank repeats.
+
+    ``starts``: each impression's first row when its rows sit together (else None); when
+    the ranks also rise within each block, those rows are the answer. Else whole-number
+    ranks go through :func:`_first_rows_by_cells`, and the rest (or a repeat, to name it)
+    through a sort.
+    """
     rank = log["rank"]
+    plain_integers = isinstance(rank.dtype, np.dtype) and rank.dtype.kind in "iu"
+    if plain_integers and starts is not None:
+        values = rank.to_numpy()
+        rising = values[1:] > values[:-1]
+        rising[starts[1:] - 1] = True  # a block's first row may rank anywhere
+        if rising.all():
+            return starts
+    if plain_integers:
+        first = _first_rows_by_cells(codes, rank.to_numpy(), n)  # never missing
+        if first is not None:
+            return first
     ranks = pd.to_numeric(rank, errors="coerce").to_numpy(dtype=float)
     if np.isnan(ranks).any():
         row = int(np.flatnonzero(np.isnan(ranks))[0])
         raise DataError(
             f"log: row {row + 1}: rank: expected a number, got {_cell(rank.iloc[row])!r}"
         )
+    if not plain_integers and (ranks == np.floor(ranks)).all():
+        first = _first_rows_by_cells(codes, ranks, n)
+        if first is not None:
+            return first
     order = np.lexsort((ranks, codes))
     c, r = codes[order], ranks[order]
     repeat = (c[1:] == c[:-1]) & (r[1:] == r[:-1])
@@ -185,10 +276,58 @@ def _first_rows(codes: np.ndarray, log: pd.DataFrame, n: int) -> np.ndarray:
     return first
 
 
-def _check_one_user(codes: np.ndarray, users: np.ndarray, first: np.ndarray, log) -> None:
-    """DataError when an impression's rows name more than one user."""
-    user_codes = pd.factorize(users)[0]
-    differs = user_codes != user_codes[first[codes]]
+def _first_rows_by_cells(codes: np.ndarray, ranks: np.ndarray, n: int) -> np.ndarray | None:
+    """Per impression, the row of its top-ranked result, without a sort, for whole-number
+    ``ranks``: None when they span more than ``4 * rows / impressions`` values (a table of
+    (impression, rank) cells would be too large) or when a rank repeats within an
+    impression (the caller's sort then names the repeat).
+
+    Each row's cell is ``code * span + (rank - lowest rank)``; a bincount of the cells finds
+    the repeats, the first filled cell of each impression's block is its top rank, and the
+    row of each impression whose rank is its top rank is its first row.
+    """
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    low, high = ranks.min().item(), ranks.max().item()
+    if not -(2**52) < low <= high < 2**52:  # beyond exact whole numbers in a float
+        return None
+    span = int(high - low + 1)
+    if span * n > 4 * len(ranks) + 1024:
+        return None
+    cells = codes * span
+    np.add(cells, ranks, out=cells, casting="unsafe")  # whole numbers: exact in int64
+    cells -= int(low)
+    filled = np.bincount(cells, minlength=n * span)
+    if filled.max() > 1:
+        return None
+    top = np.argmax(filled.reshape(n, span) > 0, axis=1)
+    del filled, cells
+    top_rank = (top + low).astype(ranks.dtype)
+    rows = np.flatnonzero(ranks == top_rank[codes])  # one per impression: no repeats
+    first = np.empty(n, dtype=np.int64)
+    first[codes[rows]] = rows
+    return first
+
+
+def _check_one_user(
+    codes: np.ndarray, users: np.ndarray, first: np.ndarray, log, starts: np.ndarray | None
+) -> None:
+    """DataError when an impression's rows name more than one user (the first row whose
+    user differs from that of its impression's top-ranked row).
+
+    With each impression's rows together (``starts``) and plain numbers for users, a
+    user that changes only where a block starts is the proof that there is none.
+    """
+    if starts is not None and users.dtype.kind in "iub" and len(users) > 1:
+        changes = users[1:] != users[:-1]
+        changes[starts[1:] - 1] = False
+        if not changes.any():
+            return
+    if users.dtype.kind in "iub":  # compared as they are; others by codes (NaN equals NaN)
+        differs = users != users[first[codes]]
+    else:
+        user_codes = pd.factorize(users)[0]
+        differs = user_codes != user_codes[first[codes]]
     if differs.any():
         row = int(np.flatnonzero(differs)[0])
         raise DataError(
