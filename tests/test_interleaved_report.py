@@ -50,7 +50,7 @@ def make_log(users: int = 300, seed: int = 4, first_old: float = 0.5) -> pd.Data
     )
 
 
-def reference(log: pd.DataFrame) -> pd.DataFrame:
+def reference(log: pd.DataFrame, treatment: str = "new", control: str = "old") -> pd.DataFrame:
     """Per impression by plain pandas: clicks per team, the outcome, the first team."""
     clicks = log.pivot_table(
         index="impression_id", columns="team", values="clicked", aggfunc="sum", fill_value=0
@@ -58,7 +58,7 @@ def reference(log: pd.DataFrame) -> pd.DataFrame:
     first = log[log["rank"] == 1].set_index("impression_id")
     out = pd.DataFrame(
         {
-            "outcome": np.sign(clicks["new"] - clicks["old"]),
+            "outcome": np.sign(clicks[treatment] - clicks[control]),
             "user_id": first["user_id"],
             "first_team": first["team"],
             "clicked": log.groupby("impression_id")["clicked"].max(),
@@ -156,3 +156,30 @@ def test_an_unfair_first_team_is_the_first_warning_of_every_output(tmp_path) -> 
     text = render_markdown(readout, charts=[])
     assert text.index("First-team imbalance") < text.index("## Headline")
     assert "first team ALARM" in text
+
+
+def test_the_bundled_demo_runs_and_its_counts_are_the_logs() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    log = pd.read_parquet(root / "experiments" / "data" / "demo-interleaving-log.parquet")
+    readout = abrank.run_experiment(root / "experiments" / "demo-interleaving.yaml")
+    satisfied = log.assign(clicked=(log["clicked"] == 1) & (log["dwell"] >= 30))
+    for credit, frame in (("clicks", log), ("sat_clicks", satisfied)):
+        ref = reference(frame.astype({"clicked": int}), "reranker", "bm25")
+        (comp,) = [
+            c
+            for c in readout.summary["comparisons"]
+            if c["metric"] == credit and c["segment"] is None
+        ]
+        counts = [int((ref["outcome"] == v).sum()) for v in (1, 0, -1)]
+        assert [comp["wins"], comp["ties"], comp["losses"]] == counts
+        assert comp["n_units"] == {"all": log["user_id"].nunique()}
+    checks = readout.summary["diagnostics"]["interleaving"]
+    firsts = log[log["rank"] == 1]["team"].value_counts()
+    assert checks["first_team"]["units"] == {"bm25": firsts["bm25"], "reranker": firsts["reranker"]}
+    assert not checks["first_team"]["alarm"]
+    assert checks["same_lists"]["compared"] == log["impression_id"].nunique()
+    devices = sorted(log["device"].unique())
+    segments = [c["segment"] for c in readout.summary["comparisons"] if c["metric"] == "clicks"]
+    assert segments == [None, *(f"device={d}" for d in devices)]

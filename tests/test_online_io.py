@@ -399,3 +399,35 @@ def test_check_arms_and_drop_units_need_the_unit_column():
         "arm 'A': expected a session column (the unit of analysis), found columns: "
         "impression_id, user_id, rank, doc_id, clicked, arm"
     )
+
+
+def test_parquet_text_in_an_encoding_without_dictionary_decoding_reads(tmp_path):
+    """Text columns written with DELTA_BYTE_ARRAY (which pyarrow cannot decode straight into
+    dictionaries) are read as plain text: the same canonical frame."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = pd.DataFrame(
+        {
+            "impression_id": ["i2", "i2", "i1"],
+            "user_id": ["u9", "u9", "u3"],
+            "rank": [2, 1, 1],
+            "doc_id": ["b", "a", "c"],
+            "clicked": [0, 1, 1],
+        }
+    )
+    plain = tmp_path / "plain.parquet"
+    delta = tmp_path / "delta.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), plain)
+    pq.write_table(
+        pa.Table.from_pandas(frame, preserve_index=False),
+        delta,
+        use_dictionary=False,
+        column_encoding={c: "DELTA_BYTE_ARRAY" for c in ("impression_id", "user_id", "doc_id")},
+    )
+    with pytest.raises(OSError):  # the direct dictionary read fails on this file
+        pq.read_table(delta, read_dictionary=["impression_id"])
+    read = read_impressions(delta)
+    assert read["impression_id"].astype(str).tolist() == ["i1", "i2", "i2"]
+    assert read["doc_id"].astype(str).tolist() == ["c", "a", "b"]
+    pd.testing.assert_frame_equal(read, read_impressions(plain))

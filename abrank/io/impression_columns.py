@@ -128,8 +128,14 @@ def parquet_columns(
     ]
     try:
         table = pq.read_table(path, columns=chosen, read_dictionary=text, use_pandas_metadata=False)
-    except Exception as exc:
-        raise _unreadable(path, exc) from None
+    except Exception:  # noqa: BLE001 - retried plainly; a second failure is reported
+        # text stored with an encoding that pyarrow cannot decode into dictionaries (e.g.
+        # DELTA_BYTE_ARRAY raises "not yet implemented"): read as plain text, which the id
+        # columns accept too
+        try:
+            table = pq.read_table(path, columns=chosen, use_pandas_metadata=False)
+        except Exception as exc:
+            raise _unreadable(path, exc) from None
     return {renamed[name]: table.column(name) for name in chosen}
 
 
