@@ -19,10 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from abrank.config.interleaved import CREDITS, credit_name
 from abrank.errors import ConfigError, DataError
-
-CREDITS: tuple[str, ...] = ("clicks", "sat_clicks")
-"""What counts as a credited click: any click, or a click with dwell >= ``sat_dwell``."""
 
 LOG_COLUMNS: tuple[str, ...] = ("impression_id", "user_id", "rank", "team", "clicked")
 """The columns an interleaved log must have (``dwell`` too for ``sat_clicks``)."""
@@ -126,8 +124,9 @@ def delta_ab(wins: int, ties: int, losses: int) -> float:
 
 
 def _check_credit(credit: str) -> str:
-    if isinstance(credit, str) and credit.strip().lower() in CREDITS:
-        return credit.strip().lower()
+    name = credit_name(credit)
+    if name is not None:
+        return name
     raise ConfigError(f"credit: expected one of {', '.join(CREDITS)}, got {credit!r}")
 
 
