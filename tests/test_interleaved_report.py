@@ -183,3 +183,35 @@ def test_the_bundled_demo_runs_and_its_counts_are_the_logs() -> None:
     devices = sorted(log["device"].unique())
     segments = [c["segment"] for c in readout.summary["comparisons"] if c["metric"] == "clicks"]
     assert segments == [None, *(f"device={d}" for d in devices)]
+
+
+def test_readme_shows_what_the_interleaving_demo_and_the_planner_print(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    from pathlib import Path
+
+    from abrank.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    monkeypatch.chdir(root)
+
+    def block(command: str) -> list[str]:
+        start = text.index(f"$ {command}\n")
+        return text[start:].split("\n", 1)[1].split("```", 1)[0].splitlines()
+
+    out = tmp_path / "demo-interleaving"
+    assert main(["run", "experiments/demo-interleaving.yaml", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    expected = [
+        f"readout written to {out}/" if line.startswith("readout written") else line
+        for line in block("abrank run experiments/demo-interleaving.yaml")
+    ]
+    assert printed == expected
+    shown = block("abrank simulate experiments/demo-reranker.yaml")
+    assert shown[0] == "..."  # the lines on the experiment and the model are left out
+    folder = tmp_path / "simulation"
+    assert main(["simulate", "experiments/demo-reranker.yaml", "--out", str(folder)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    start = printed.index(shown[1])
+    assert printed[start : start + len(shown) - 1] == shown[1:]
