@@ -109,11 +109,12 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
         read_file, files, key="impression_id", order=("impression_id", "rank"), what="impression"
     )
     inputs = [fingerprint(file, "log", None, rows) for file, rows in sizes]
-    for column, key in [("team", "log.columns.team"), (unit, "analysis.unit")] + [
-        (c, "segments.columns") for c in experiment.segments.columns
-    ]:
+    wanted = [("team", "the arm that contributed each result"), (unit, "analysis.unit")]
+    wanted += [(c, "segments.columns") for c in experiment.segments.columns]
+    if "sat_clicks" in experiment.metrics:
+        wanted.append(("dwell", "metrics: sat_clicks counts the clicks by their dwell time"))
+    for column, hint in wanted:
         if column not in log.columns:
-            hint = "the arm that contributed each result" if column == "team" else key
             found = read_file(files[0], None).columns  # every column, for the message
             raise DataError(
                 f"{shown}: expected a {column} column ({hint}), found columns: "
@@ -259,7 +260,9 @@ def same_lists(
 
 def agreement_depth(first: pd.DataFrame, second: pd.DataFrame) -> pd.Series:
     """Per query both rankings hold: the number of leading ranks at which they show the
-    same document (their common prefix; its length when one is a prefix of the other)."""
+    same document (their common prefix; its length when one is a prefix of the other).
+    Positions count each query's rows in rank order, whatever the order of the frame's rows
+    (a rankings file need not be sorted)."""
     a, b = (
         frame[["query_id", "doc_id", "rank"]]
         .astype({"query_id": str, "doc_id": str})
@@ -323,6 +326,7 @@ def compare_interleaved_arms(
                         metric=credit,
                         treatment_name=pair_name,
                         segment=label,
+                        teams=(pair.control, pair.treatment),
                         **options,
                     )
                 )
