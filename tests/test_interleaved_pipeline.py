@@ -105,17 +105,23 @@ def write_config(
 
 
 def reference_outcomes(
-    log: pd.DataFrame, control: str, treatment: str, credit: str, sat_dwell: float = SAT_DWELL
+    log: pd.DataFrame,
+    control: str,
+    treatment: str,
+    credit: str,
+    sat_dwell: float = SAT_DWELL,
+    unit: str = "user_id",
 ) -> dict[str, dict]:
     """Per impression, in the slowest obvious way: each row's click credited to its team
     when it counts (a satisfied click needs a dwell >= sat_dwell), the two teams' sums
-    compared; the impression's user, device, first team and whether anything was clicked."""
+    compared; the impression's unit (``user``), device, first team and whether anything
+    was clicked."""
     found: dict[str, dict] = {}
     for row in log.sort_values(["impression_id", "rank"]).itertuples(index=False):
         entry = found.setdefault(
             row.impression_id,
             {
-                "user": row.user_id,
+                "user": getattr(row, unit),
                 "device": row.device,
                 "first_team": row.team,
                 "treatment": 0,
@@ -223,6 +229,61 @@ def test_satisfied_clicks_need_a_dwell_of_at_least_sat_dwell(tmp_path):
     assert (plain["wins"], plain["ties"], plain["losses"]) == (0, 3, 0)
     assert plain["interleaving"]["clicked"] == 2
     assert summary["sat_dwell"] == SAT_DWELL
+
+
+def test_sat_dwell_sets_the_threshold_of_a_satisfied_click(tmp_path):
+    log = make_log(18)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    analysis = "design: interleaved, unit: user_id, tests: [t], sat_dwell: 45"
+    config = write_config(tmp_path, metrics="[sat_clicks]", analysis=analysis)
+    summary = abrank.run_experiment(config).summary
+    ref = reference_outcomes(log, CONTROL, TREATMENT, "sat_clicks", sat_dwell=45.0)
+    assert wtl(ref) != wtl(reference_outcomes(log, CONTROL, TREATMENT, "sat_clicks"))
+    got = comparison(summary, "sat_clicks")
+    assert (got["wins"], got["ties"], got["losses"]) == wtl(ref)
+    assert got["p_values"] == {"t": pytest.approx(clustered_t(ref)[1], rel=1e-9)}
+    assert summary["sat_dwell"] == 45.0
+
+
+def test_a_unit_other_than_the_user_clusters_on_that_column(tmp_path):
+    log = make_log(19, users=15)
+    # three sessions per user, each impression in one of its user's sessions
+    session = np.random.default_rng(0).integers(0, 3, log["impression_id"].nunique())
+    codes = pd.factorize(log["impression_id"])[0]
+    log["session_id"] = log["user_id"] + "/s" + session[codes].astype(str)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    analysis = "design: interleaved, unit: session_id, tests: [t]"
+    config = write_config(tmp_path, metrics="[clicks]", analysis=analysis)
+    summary = abrank.run_experiment(config).summary
+    ref = reference_outcomes(log, CONTROL, TREATMENT, "clicks", unit="session_id")
+    got = comparison(summary, "clicks")
+    sessions = len({e["user"] for e in ref.values()})
+    assert sessions > log["user_id"].nunique()
+    assert got["unit"] == "session_id" and got["n_units"] == {"all": sessions}
+    assert got["p_values"]["t"] == pytest.approx(clustered_t(ref)[1], rel=1e-9)
+    assert summary["diagnostics"]["interleaving"]["units"] == sessions
+
+
+def test_the_impression_as_unit_is_the_one_sample_t_test_of_the_impressions(tmp_path, capsys):
+    log = make_log(20)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    analysis = "design: interleaved, unit: impression_id, tests: [t]"
+    config = write_config(tmp_path, metrics="[clicks]", analysis=analysis)
+    out = tmp_path / "readout"
+    code, _, err = run_cli(capsys, "run", config, "--out", out, "-q")
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    ref = reference_outcomes(log, CONTROL, TREATMENT, "clicks")
+    y = [(e["outcome"] + 1) / 2 for e in ref.values()]
+    test = scipy.stats.ttest_1samp(y, 0.5)
+    got = comparison(summary, "clicks")
+    assert got["n_units"] == {"all": 300} and got["unit"] == "impression_id"
+    assert got["p_values"]["t"] == pytest.approx(test.pvalue, rel=1e-9)
+    assert got["ci_unadjusted"] == pytest.approx(
+        list(np.asarray(test.confidence_interval(0.95)) - 0.5), rel=1e-9
+    )
+    table = pd.read_csv(out / "per_query.csv")
+    assert list(table.columns).count("impression_id") == 1 and len(table) == 300
 
 
 def test_the_cli_writes_the_per_impression_table_and_the_summary(two_team, tmp_path, capsys):
@@ -413,6 +474,33 @@ def test_same_lists_counts_impressions_both_rankings_would_have_shown_alike(tmp_
     }
     warned = any("would have shown alike" in w for w in summary["diagnostics"]["warnings"])
     assert warned == (same / compared >= 0.5)
+    # without a query column no impression can be matched with the rankings: said so
+    log.drop(columns="query").to_csv(tmp_path / "log.csv", index=False)
+    summary = abrank.run_experiment(config).summary
+    checks = summary["diagnostics"]["interleaving"]["same_lists"]
+    assert checks == {"compared": 0, "same": 0, "share": None, "unmatched": 300}
+    assert summary["diagnostics"]["warnings"][0].startswith(
+        "none of the 300 impressions could be matched with the source rankings"
+    )
+
+
+def test_many_same_lists_are_warned_about(tmp_path):
+    control, treatment = write_rankings(tmp_path, 4)
+    log = make_log(23, queries=8, lengths=(2, 9))  # q0..q7: identical in both rankings
+    log.to_csv(tmp_path / "log.csv", index=False)
+    config = tmp_path / "tdi.yaml"
+    config.write_text(
+        "name: tdi\nlog: {path: log.csv}\n"
+        f"control: {{name: {CONTROL}, path: {CONTROL}.csv}}\n"
+        f"treatments: [{{name: {TREATMENT}, path: {TREATMENT}.csv}}]\n"
+        "metrics: [clicks]\nanalysis: {design: interleaved, unit: user_id, tests: [t]}\n"
+    )
+    summary = abrank.run_experiment(config).summary
+    checks = summary["diagnostics"]["interleaving"]["same_lists"]
+    assert checks == {"compared": 300, "same": 300, "share": 1.0, "unmatched": 0}
+    assert summary["diagnostics"]["warnings"][0].startswith(
+        "100% of the impressions showed a list that both rankings would have shown alike"
+    )
 
 
 def _ranking(rows: dict[str, list[str]]) -> pd.DataFrame:
@@ -510,6 +598,13 @@ def _unknown_team(folder: Path) -> tuple[Path, list[str]]:
         "'bm52'",
         "team",
     ]
+
+
+def _empty_team(folder: Path) -> tuple[Path, list[str]]:
+    log = _good(folder)
+    log.loc[4, "team"] = None
+    log.to_csv(folder / "log.csv", index=False)
+    return write_config(folder), ["log.csv", "line 6: team", "got an empty value"]
 
 
 def _repeated_rank(folder: Path) -> tuple[Path, list[str]]:
@@ -613,6 +708,7 @@ def _no_unit_column(folder: Path) -> tuple[Path, list[str]]:
 
 BAD = {
     "team value no arm": _unknown_team,
+    "empty team": _empty_team,
     "ranks repeat": _repeated_rank,
     "no team column": _no_team_column,
     "no analysis.unit": _no_unit,

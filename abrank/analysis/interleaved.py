@@ -194,7 +194,9 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
                 credit=credit,
                 sat_dwell=experiment.analysis.sat_dwell,
             )
-            if unit != "user_id":
+            if unit == "impression_id":  # each impression its own unit: one id column
+                table = table.drop(columns="user_id")
+            elif unit != "user_id":
                 table = table.rename(columns={"user_id": unit})
             outcomes[(pair.name, credit)] = table.assign(**segments)
     first = next(iter(outcomes.values()))
