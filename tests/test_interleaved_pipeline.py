@@ -802,3 +802,46 @@ def test_validate_reports_a_bad_interleaved_log(tmp_path, capsys):
     code, out, err = run_cli(capsys, "validate", config)
     assert code == 2 and out == ""
     assert "log.csv" in err and "'bm52'" in err
+
+
+def test_a_cumulative_window_pools_the_impressions_of_every_date(tmp_path, capsys):
+    days = {"2026-03-01": make_log(24, users=20), "2026-03-02": make_log(25, users=20)}
+    for day, log in days.items():
+        log["impression_id"] = day + "/" + log["impression_id"]
+        log.to_csv(tmp_path / f"log-{day}.csv", index=False)
+    config = write_config(
+        tmp_path,
+        log='"log-{date}.csv"',
+        metrics="[clicks]",
+        name="pooled",
+        extra="window: {cumulative: 2026-03-01}",
+    )
+    summary = abrank.run_experiment(config, date="2026-03-02").summary
+    pooled = pd.concat(days.values(), ignore_index=True)
+    ref = reference_outcomes(pooled, CONTROL, TREATMENT, "clicks")
+    got = comparison(summary, "clicks")
+    assert got["n"] == 600 and (got["wins"], got["ties"], got["losses"]) == wtl(ref)
+    assert got["p_values"]["t"] == pytest.approx(clustered_t(ref)[1], rel=1e-9)
+    assert [item["role"] for item in summary["inputs"]] == ["log", "log"]
+    # an impression in two dates is an error naming both files
+    again = days["2026-03-02"].copy()
+    moved = days["2026-03-01"][days["2026-03-01"]["impression_id"] == "2026-03-01/i0000"]
+    pd.concat([again, moved]).to_csv(tmp_path / "log-2026-03-02.csv", index=False)
+    out = tmp_path / "readout"
+    code, _, err = run_cli(capsys, "run", config, "--date", "2026-03-02", "--out", out, "-q")
+    assert code == 2 and not out.exists(), err
+    assert "log-2026-03-01.csv" in err and "log-2026-03-02.csv" in err
+    assert "'2026-03-01/i0000'" in err
+
+
+def test_the_per_unit_preferences_are_each_users_mean_score_minus_a_half(two_team):
+    config, log = two_team
+    readout = abrank.run_experiment(config)
+    ref = reference_outcomes(log, CONTROL, TREATMENT, "clicks")  # the primary credit
+    scores: dict[str, list[float]] = {}
+    for entry in ref.values():
+        scores.setdefault(entry["user"], []).append((entry["outcome"] + 1) / 2)
+    expected = sorted(sum(v) / len(v) - 0.5 for v in scores.values())
+    values = readout.unit_values
+    assert set(values["arm"]) == {TREATMENT}
+    assert sorted(values["value"]) == pytest.approx(expected, abs=1e-12)
