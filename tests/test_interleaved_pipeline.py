@@ -607,6 +607,29 @@ def _empty_team(folder: Path) -> tuple[Path, list[str]]:
     return write_config(folder), ["log.csv", "line 6: team", "got an empty value"]
 
 
+def _missing_segment(folder: Path) -> tuple[Path, list[str]]:
+    log = _good(folder)
+    log.loc[9, "device"] = None
+    log.to_csv(folder / "log.csv", index=False)
+    row = log.loc[9]
+    return write_config(folder, extra="segments: {columns: [device]}"), [
+        f"log.csv: impression {row['impression_id']}, rank {row['rank']}: device: expected a "
+        "segment value (segments.columns), got a missing value",
+    ]
+
+
+def _segment_within_impression(folder: Path) -> tuple[Path, list[str]]:
+    log = _good(folder)
+    row = log.loc[(log["rank"] == 3).to_numpy()].index[0]
+    before = log.loc[row, "device"]
+    log.loc[row, "device"] = "tablet"
+    log.to_csv(folder / "log.csv", index=False)
+    return write_config(folder, extra="segments: {columns: [device]}"), [
+        f"log.csv: impression {log.loc[row, 'impression_id']}, rank 3: device: expected one "
+        f"value per impression (segments.columns), got 'tablet' after {before!r}",
+    ]
+
+
 def _repeated_rank(folder: Path) -> tuple[Path, list[str]]:
     log = _good(folder)
     first = log["impression_id"].iloc[0]
@@ -710,6 +733,8 @@ BAD = {
     "team value no arm": _unknown_team,
     "empty team": _empty_team,
     "ranks repeat": _repeated_rank,
+    "missing segment value": _missing_segment,
+    "segment value within an impression": _segment_within_impression,
     "no team column": _no_team_column,
     "no analysis.unit": _no_unit,
     "not a credit": _not_a_credit,

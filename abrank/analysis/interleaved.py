@@ -120,6 +120,7 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
                 f"{shown}: expected a {column} column ({hint}), found columns: "
                 f"{', '.join(map(str, found))}"
             )
+    check_segments(log, experiment.segments.columns, shown)
     check_teams(log, [arm.name for arm in experiment.arms], shown)
     rankings: dict[str, pd.DataFrame] = {}
     for arm in experiment.arms:
@@ -150,6 +151,34 @@ def needed_columns(experiment: Experiment) -> list[str]:
     if sum(arm.path is not None for arm in experiment.arms) >= 2:
         wanted += ["query", "doc_id"]
     return list(dict.fromkeys(wanted))
+
+
+def check_segments(log: pd.DataFrame, columns: list[str], path: str) -> None:
+    """DataError naming the first row (impression and rank) whose segment value is missing
+    or differs from the value of its impression's first row: every impression belongs to
+    one value of each segment column. Rows come by impression, then rank."""
+    impression = log["impression_id"].cat.codes.to_numpy()
+    same_impression = impression[1:] == impression[:-1]
+
+    def where(row: int) -> str:
+        return f"{path}: impression {log['impression_id'].iloc[row]!s}, rank {int(log['rank'].iloc[row])}"
+
+    for column in columns:
+        missing = log[column].isna().to_numpy()
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            raise DataError(
+                f"{where(row)}: {column}: expected a segment value (segments.columns), "
+                "got a missing value"
+            )
+        codes = pd.factorize(log[column])[0]
+        changes = np.flatnonzero(same_impression & (codes[1:] != codes[:-1]))
+        if changes.size:
+            row = int(changes[0]) + 1
+            raise DataError(
+                f"{where(row)}: {column}: expected one value per impression (segments.columns), "
+                f"got {str(log[column].iloc[row])!r} after {str(log[column].iloc[row - 1])!r}"
+            )
 
 
 def check_teams(log: pd.DataFrame, arms: list[str], path: str) -> None:
