@@ -614,7 +614,7 @@ def _missing_segment(folder: Path) -> tuple[Path, list[str]]:
     row = log.loc[9]
     return write_config(folder, extra="segments: {columns: [device]}"), [
         f"log.csv: impression {row['impression_id']}, rank {row['rank']}: device: expected a "
-        "segment value (segments.columns), got a missing value",
+        "value (segments.columns), got a missing value",
     ]
 
 
@@ -627,6 +627,31 @@ def _segment_within_impression(folder: Path) -> tuple[Path, list[str]]:
     return write_config(folder, extra="segments: {columns: [device]}"), [
         f"log.csv: impression {log.loc[row, 'impression_id']}, rank 3: device: expected one "
         f"value per impression (segments.columns), got 'tablet' after {before!r}",
+    ]
+
+
+def _missing_unit(folder: Path) -> tuple[Path, list[str]]:
+    log = _good(folder)
+    log["session_id"] = log["user_id"] + "/s"
+    log.loc[5, "session_id"] = None
+    log.to_csv(folder / "log.csv", index=False)
+    row = log.loc[5]
+    return write_config(folder, analysis="design: interleaved, unit: session_id"), [
+        f"log.csv: impression {row['impression_id']}, rank {row['rank']}: session_id: expected "
+        "a value (analysis.unit), got a missing value",
+    ]
+
+
+def _unit_within_impression(folder: Path) -> tuple[Path, list[str]]:
+    log = _good(folder)
+    log["session_id"] = log["user_id"] + "/s"
+    row = log.loc[(log["rank"] == 2).to_numpy()].index[0]
+    before = log.loc[row, "session_id"]
+    log.loc[row, "session_id"] = "s-other"
+    log.to_csv(folder / "log.csv", index=False)
+    return write_config(folder, analysis="design: interleaved, unit: session_id"), [
+        f"log.csv: impression {log.loc[row, 'impression_id']}, rank 2: session_id: expected one "
+        f"value per impression (analysis.unit), got 's-other' after {before!r}",
     ]
 
 
@@ -734,6 +759,8 @@ BAD = {
     "empty team": _empty_team,
     "ranks repeat": _repeated_rank,
     "missing segment value": _missing_segment,
+    "missing unit value": _missing_unit,
+    "two units in an impression": _unit_within_impression,
     "segment value within an impression": _segment_within_impression,
     "no team column": _no_team_column,
     "no analysis.unit": _no_unit,

@@ -120,7 +120,8 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
                 f"{shown}: expected a {column} column ({hint}), found columns: "
                 f"{', '.join(map(str, found))}"
             )
-    check_segments(log, experiment.segments.columns, shown)
+    checked = {c: "segments.columns" for c in experiment.segments.columns}
+    check_impression_columns(log, {unit: "analysis.unit", **checked}, shown)
     check_teams(log, [arm.name for arm in experiment.arms], shown)
     rankings: dict[str, pd.DataFrame] = {}
     for arm in experiment.arms:
@@ -153,30 +154,30 @@ def needed_columns(experiment: Experiment) -> list[str]:
     return list(dict.fromkeys(wanted))
 
 
-def check_segments(log: pd.DataFrame, columns: list[str], path: str) -> None:
-    """DataError naming the first row (impression and rank) whose segment value is missing
+def check_impression_columns(log: pd.DataFrame, columns: dict[str, str], path: str) -> None:
+    """DataError naming the first row (impression and rank) whose value of one of
+    ``columns`` (column -> the config key that names it: the unit, the segments) is missing
     or differs from the value of its impression's first row: every impression belongs to
-    one value of each segment column. Rows come by impression, then rank."""
+    one unit and one value of each segment column. Rows come by impression, then rank."""
     impression = log["impression_id"].cat.codes.to_numpy()
     same_impression = impression[1:] == impression[:-1]
 
     def where(row: int) -> str:
         return f"{path}: impression {log['impression_id'].iloc[row]!s}, rank {int(log['rank'].iloc[row])}"
 
-    for column in columns:
+    for column, key in columns.items():
         missing = log[column].isna().to_numpy()
         if missing.any():
             row = int(np.flatnonzero(missing)[0])
             raise DataError(
-                f"{where(row)}: {column}: expected a segment value (segments.columns), "
-                "got a missing value"
+                f"{where(row)}: {column}: expected a value ({key}), got a missing value"
             )
         codes = pd.factorize(log[column])[0]
         changes = np.flatnonzero(same_impression & (codes[1:] != codes[:-1]))
         if changes.size:
             row = int(changes[0]) + 1
             raise DataError(
-                f"{where(row)}: {column}: expected one value per impression (segments.columns), "
+                f"{where(row)}: {column}: expected one value per impression ({key}), "
                 f"got {str(log[column].iloc[row])!r} after {str(log[column].iloc[row - 1])!r}"
             )
 
@@ -213,7 +214,8 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
     heads = _first_rows(log)
     segments = {c: log[c].iloc[heads].to_numpy() for c in experiment.segments.columns}
     outcomes: dict[tuple[str, str], pd.DataFrame] = {}
-    frame = log if unit == "user_id" else log.assign(user_id=log[unit])
+    deciding = log.take(credit_rows(log, heads))
+    frame = deciding if unit == "user_id" else deciding.assign(user_id=deciding[unit])
     for pair in arm_pairs(experiment):
         for credit in experiment.metrics:
             table = impression_outcomes(
@@ -229,33 +231,49 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
                 table = table.rename(columns={"user_id": unit})
             outcomes[(pair.name, credit)] = table.assign(**segments)
     first = next(iter(outcomes.values()))
-    per_arm = contributions(log, [arm.name for arm in experiment.arms], unit)
     counts = first["first_team"].astype(str).value_counts()
     return InterleavedScores(
         outcomes=outcomes,
         impressions=len(first),
         units=int(first[unit].nunique()),
         clicked=int(first["clicked"].sum()),
-        per_arm=per_arm,
+        per_arm=arm_reach(log, [arm.name for arm in experiment.arms], unit),
         first_team={arm.name: int(counts.get(arm.name, 0)) for arm in experiment.arms},
         same_lists=same_lists(log, data.rankings, experiment) if data.rankings else None,
     )
 
 
-def contributions(log: pd.DataFrame, arms: list[str], unit: str) -> dict[str, tuple[int, int]]:
-    """Per arm: the impressions and the units that saw at least one of its results."""
+def credit_rows(log: pd.DataFrame, heads: np.ndarray) -> np.ndarray:
+    """The rows of the log that decide the per-impression outcomes, in log order: every
+    clicked result (the credits and the any-click flag), each impression's first result
+    (its first team and its unit) and the first row of each team (so that every arm is seen).
+    The other rows, results nobody clicked below the first, change no outcome; leaving them
+    out makes crediting several times faster on a log of ten results per impression."""
+    keep = log["clicked"].to_numpy(dtype=bool, na_value=False).copy()
+    keep[heads] = True
+    teams = log["team"].cat.codes.to_numpy()
+    for code in range(len(log["team"].cat.categories)):
+        where = teams == code
+        if where.any():
+            keep[int(np.argmax(where))] = True
+    return np.flatnonzero(keep)
+
+
+def arm_reach(log: pd.DataFrame, arms: list[str], unit: str) -> dict[str, tuple[int, int]]:
+    """Per arm, the impressions and the units it contributed at least one result to."""
     impressions = log["impression_id"].cat.codes.to_numpy()
-    units, _ = pd.factorize(log[unit])
-    team = log["team"]
-    codes = team.cat.codes.to_numpy()
-    found = {}
+    column = log[unit]
+    units = column.cat.codes.to_numpy() if hasattr(column, "cat") else pd.factorize(column)[0]
+    teams = log["team"].cat.codes.to_numpy()
+    categories = [str(c) for c in log["team"].cat.categories]
+    reach = {}
     for arm in arms:
-        code = list(team.cat.categories).index(arm)
-        rows = codes == code
-        seen = np.bincount(impressions[rows], minlength=1) > 0
-        users = np.bincount(units[rows], minlength=1) > 0
-        found[arm] = (int(seen.sum()), int(users.sum()))
-    return found
+        rows = teams == categories.index(arm) if arm in categories else np.zeros(len(log), bool)
+        reach[arm] = (
+            int(np.count_nonzero(np.bincount(impressions[rows]))),
+            int(np.count_nonzero(np.bincount(units[rows]))),
+        )
+    return reach
 
 
 def _first_rows(log: pd.DataFrame) -> np.ndarray:
