@@ -367,6 +367,11 @@ def test_multileaving_compares_each_treatment_with_the_control_on_their_two_team
     first = summary["diagnostics"]["interleaving"]["first_team"]["units"]
     heads = log.sort_values(["impression_id", "rank"]).groupby("impression_id")["team"].first()
     assert first == {team: int((heads == team).sum()) for team in (CONTROL, TREATMENT, OTHER)}
+    arms = {arm["name"]: (arm["impressions"], arm["units"]) for arm in summary["arms"]}
+    assert arms == {
+        team: (len(set(rows["impression_id"])), len(set(rows["user_id"])))
+        for team, rows in log.groupby("team")
+    }
 
 
 def test_all_pairs_adds_the_treatment_against_treatment_comparison(tmp_path):

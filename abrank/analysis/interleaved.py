@@ -172,7 +172,7 @@ def check_impression_columns(log: pd.DataFrame, columns: dict[str, str], path: s
             raise DataError(
                 f"{where(row)}: {column}: expected a value ({key}), got a missing value"
             )
-        codes = pd.factorize(log[column])[0]
+        codes = column_codes(log[column])
         changes = np.flatnonzero(same_impression & (codes[1:] != codes[:-1]))
         if changes.size:
             row = int(changes[0]) + 1
@@ -260,20 +260,33 @@ def credit_rows(log: pd.DataFrame, heads: np.ndarray) -> np.ndarray:
 
 
 def arm_reach(log: pd.DataFrame, arms: list[str], unit: str) -> dict[str, tuple[int, int]]:
-    """Per arm, the impressions and the units it contributed at least one result to."""
-    impressions = log["impression_id"].cat.codes.to_numpy()
-    column = log[unit]
-    units = column.cat.codes.to_numpy() if hasattr(column, "cat") else pd.factorize(column)[0]
+    """Per arm, the impressions and the units it contributed at least one result to: one
+    count per (impression, team) pair over the log's rows, then per (unit, team) pair over
+    the impressions (each impression has one unit)."""
     teams = log["team"].cat.codes.to_numpy()
     categories = [str(c) for c in log["team"].cat.categories]
-    reach = {}
-    for arm in arms:
-        rows = teams == categories.index(arm) if arm in categories else np.zeros(len(log), bool)
-        reach[arm] = (
-            int(np.count_nonzero(np.bincount(impressions[rows]))),
-            int(np.count_nonzero(np.bincount(units[rows]))),
-        )
-    return reach
+    k = len(categories)
+    impressions = log["impression_id"].cat.codes.to_numpy().astype(np.int64)
+    n = int(impressions.max()) + 1
+    shown = np.bincount(impressions * k + teams, minlength=n * k).reshape(n, k) > 0
+    heads = _first_rows(log)
+    unit_of = np.full(n, -1, dtype=np.int64)
+    unit_of[impressions[heads]] = column_codes(log[unit])[heads]
+    present = unit_of >= 0
+    units = [
+        np.count_nonzero(np.bincount(unit_of[present], weights=shown[present, j])) for j in range(k)
+    ]
+    per_team = np.count_nonzero(shown, axis=0)
+    index = {name: j for j, name in enumerate(categories)}
+    return {
+        arm: (int(per_team[index[arm]]), int(units[index[arm]])) if arm in index else (0, 0)
+        for arm in arms
+    }
+
+
+def column_codes(column: pd.Series) -> np.ndarray:
+    """Integer codes of a column's values (a categorical's own codes, else factorized)."""
+    return column.cat.codes.to_numpy() if hasattr(column, "cat") else pd.factorize(column)[0]
 
 
 def _first_rows(log: pd.DataFrame) -> np.ndarray:
