@@ -214,8 +214,11 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
     heads = _first_rows(log)
     segments = {c: log[c].iloc[heads].to_numpy() for c in experiment.segments.columns}
     outcomes: dict[tuple[str, str], pd.DataFrame] = {}
-    deciding = log.take(credit_rows(log, heads))
-    frame = deciding if unit == "user_id" else deciding.assign(user_id=deciding[unit])
+    rows = credit_rows(log, heads)
+    # the ids as integer codes (decoded below): crediting then never handles id text
+    ids = {"impression_id": log["impression_id"], "user_id": log[unit]}
+    codes = {name: column_codes(column) for name, column in ids.items()}
+    frame = log.take(rows).assign(**{name: c[rows] for name, c in codes.items()})
     for pair in arm_pairs(experiment):
         for credit in experiment.metrics:
             table = impression_outcomes(
@@ -224,6 +227,9 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
                 treatment=pair.treatment,
                 credit=credit,
                 sat_dwell=experiment.analysis.sat_dwell,
+            )
+            table = table.assign(
+                **{name: decoded(ids[name], table[name].to_numpy()) for name in ids}
             )
             if unit == "impression_id":  # each impression its own unit: one id column
                 table = table.drop(columns="user_id")
@@ -287,6 +293,13 @@ def arm_reach(log: pd.DataFrame, arms: list[str], unit: str) -> dict[str, tuple[
 def column_codes(column: pd.Series) -> np.ndarray:
     """Integer codes of a column's values (a categorical's own codes, else factorized)."""
     return column.cat.codes.to_numpy() if hasattr(column, "cat") else pd.factorize(column)[0]
+
+
+def decoded(column: pd.Series, codes: np.ndarray) -> pd.Categorical | np.ndarray:
+    """The values of ``column`` whose :func:`column_codes` are ``codes``."""
+    if hasattr(column, "cat"):
+        return pd.Categorical.from_codes(codes, dtype=column.dtype)
+    return pd.unique(column)[codes]
 
 
 def _first_rows(log: pd.DataFrame) -> np.ndarray:
