@@ -549,6 +549,9 @@ def _validate(args: argparse.Namespace) -> int:
         elif experiment.dated:
             print(f"{path}: ok: {experiment.name}: dated config (give --date to check its files)")
             continue
+        if experiment.interleaved:
+            print(f"{path}: ok: {experiment.name}: {_interleaved_inputs(experiment)}")
+            continue
         if experiment.online:
             print(f"{path}: ok: {experiment.name}: {_online_inputs(experiment)}")
             continue
@@ -575,6 +578,24 @@ def _online_inputs(experiment) -> str:
     )
     mixed = f"; {data.mixed.count:,} {unit} values in more than one arm" if data.mixed.count else ""
     return f"{arms}{mixed}; metrics {', '.join(experiment.metrics)}"
+
+
+def _interleaved_inputs(experiment) -> str:
+    """What an interleaved log holds: impressions, units, the impressions each team
+    contributed results to, and the credits compared."""
+    from abrank.analysis.interleaved import load_interleaved
+
+    log = load_interleaved(experiment).log
+    unit = experiment.analysis.unit
+    per_team = log.groupby("team", observed=True)["impression_id"].nunique()
+    teams = ", ".join(
+        f"{arm.name} ({int(per_team.get(arm.name, 0)):,} impressions)" for arm in experiment.arms
+    )
+    return (
+        f"interleaved log of {log['impression_id'].nunique():,} impressions, "
+        f"{log[unit].nunique():,} {unit} values; teams {teams}; "
+        f"credits {', '.join(experiment.metrics)}"
+    )
 
 
 # True when the process is the command's own (``console``), not a Python program calling

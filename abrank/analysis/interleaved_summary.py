@@ -137,8 +137,15 @@ def build_interleaved_readout(
 
 def same_list_warnings(checks: InterleavingChecks) -> list[str]:
     """A warning when many impressions showed a list both rankings agree on (they cannot
-    prefer either ranker, so they dilute the preference towards zero)."""
+    prefer either ranker, so they dilute the preference towards zero), or when source
+    rankings were given but no impression could be matched with them."""
     same = checks.same_lists
+    if same and not same.get("compared") and same.get("unmatched"):
+        return [
+            f"none of the {same['unmatched']:,} impressions could be matched with the source "
+            "rankings (the log has no query column, or none of its queries is in both rankings): "
+            "the share of impressions both rankings would have shown alike is unknown"
+        ]
     if not same or not same.get("compared") or (same.get("share") or 0) < 0.5:
         return []
     return [
@@ -158,7 +165,7 @@ def per_impression_table(experiment: Experiment, scores: InterleavedScores) -> p
         frames.append(table.assign(treatment=pair, metric=credit))
     frame = pd.concat(frames, ignore_index=True)
     ordered = [*PER_IMPRESSION_COLUMNS[:3], unit, *PER_IMPRESSION_COLUMNS[3:]]
-    return frame[[*ordered, *experiment.segments.columns]]
+    return frame[list(dict.fromkeys([*ordered, *experiment.segments.columns]))]
 
 
 def unit_preferences(scores: InterleavedScores, credit: str, unit: str) -> pd.DataFrame:
