@@ -22,23 +22,22 @@ from abrank.analysis.score import JUDGED_K
 from abrank.analysis.summarise import (
     comparison_family,
     comparison_warnings,
+    log_arms,
     resampled_draws,
     saved_comparison,
+    segments_summary,
     summary_settings,
 )
 from abrank.analysis.window import peeking_warnings
 from abrank.config import Experiment
 from abrank.readout import Readout
 from abrank.readout.model import (
-    ArmSummary,
     DiagnosticsSummary,
     InputFile,
     InterleavingChecks,
     JudgedAtK,
     SampleRatio,
-    SegmentsSummary,
     Summary,
-    TooSmall,
     Undefined,
 )
 
@@ -82,27 +81,16 @@ def build_interleaved_readout(
     warnings += comparison_warnings(comparisons)
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
-    control = experiment.control.name
     summary = Summary(
         **summary_settings(experiment),
-        arms=tuple(
-            ArmSummary(
-                name=arm.name,
-                label=arm.label or arm.name,
-                role="control" if arm.name == control else "treatment",
-                queries=scores.per_arm[arm.name][0],
-                units=scores.per_arm[arm.name][1],
-                impressions=scores.per_arm[arm.name][0],
-            )
-            for arm in experiment.arms
+        arms=log_arms(
+            experiment,
+            {arm: n for arm, (n, _) in scores.per_arm.items()},
+            {arm: u for arm, (_, u) in scores.per_arm.items()},
         ),
         family=comparison_family(experiment, pairs),
         comparisons=tuple(saved_comparison(c, pairs, all_pairs) for c in comparisons),
-        segments=SegmentsSummary(
-            columns=tuple(experiment.segments.columns),
-            min_queries=experiment.segments.min_queries,
-            too_small=tuple(TooSmall(**entry) for entry in too_small),
-        ),
+        segments=segments_summary(experiment, too_small),
         diagnostics=DiagnosticsSummary(
             queries={arm: n for arm, (n, _) in scores.per_arm.items()},
             judged_queries=0,

@@ -355,7 +355,6 @@ def build_online_readout(
     from abrank.readout.model import MixedUnitsSummary, SampleRatio
 
     analysis = experiment.analysis
-    control = experiment.control.name
     unit = analysis.unit or "user_id"
     check = SampleRatio.from_dict(srm.to_dict(), "srm")
     mixed = MixedUnitsSummary(
@@ -377,25 +376,11 @@ def build_online_readout(
     all_pairs = experiment.comparisons == "all-pairs"
     summary = Summary(
         **summary_settings(experiment),
-        arms=tuple(
-            ArmSummary(
-                name=arm.name,
-                label=arm.label or arm.name,
-                role="control" if arm.name == control else "treatment",
-                queries=scores.impressions[arm.name],
-                units=scores.units[arm.name],
-                impressions=scores.impressions[arm.name],
-            )
-            for arm in experiment.arms
-        ),
+        arms=log_arms(experiment, scores.impressions, scores.units),
         family=comparison_family(experiment, pairs),
         sequential=sequential_summary(experiment, comparisons),
         comparisons=tuple(saved_comparison(c, pairs, all_pairs) for c in comparisons),
-        segments=SegmentsSummary(
-            columns=tuple(experiment.segments.columns),
-            min_queries=experiment.segments.min_queries,
-            too_small=tuple(TooSmall(**entry) for entry in too_small),
-        ),
+        segments=segments_summary(experiment, too_small),
         diagnostics=DiagnosticsSummary(
             queries=dict(scores.impressions),
             judged_queries=0,
@@ -432,6 +417,33 @@ def build_online_readout(
         experiment.text,
         ctr_by_rank=scores.ctr_by_rank,
         unit_values=values,
+    )
+
+
+def log_arms(
+    experiment: Experiment, impressions: dict[str, int], units: dict[str, int]
+) -> tuple[ArmSummary, ...]:
+    """``arms`` of a readout from impression logs: each arm's impressions and units."""
+    control = experiment.control.name
+    return tuple(
+        ArmSummary(
+            name=arm.name,
+            label=arm.label or arm.name,
+            role="control" if arm.name == control else "treatment",
+            queries=impressions[arm.name],
+            units=units[arm.name],
+            impressions=impressions[arm.name],
+        )
+        for arm in experiment.arms
+    )
+
+
+def segments_summary(experiment: Experiment, too_small: list[dict[str, Any]]) -> SegmentsSummary:
+    """``segments``: the breakdown columns, the size rule and the comparisons it skipped."""
+    return SegmentsSummary(
+        columns=tuple(experiment.segments.columns),
+        min_queries=experiment.segments.min_queries,
+        too_small=tuple(TooSmall(**entry) for entry in too_small),
     )
 
 

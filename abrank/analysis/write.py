@@ -100,17 +100,8 @@ def write_readout(
         raise ConfigError(
             f"--format: expected some of {', '.join(OUTPUT_FORMATS)}, got {', '.join(unknown)}"
         )
-    folder = Path(folder)
-    _output_state(folder)
-    staging = _hidden_sibling(folder, "tmp")
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        _clear_own_leftover(staging, folder)
-        staging.mkdir()
-    except OSError as exc:
-        raise _write_error(folder, exc) from exc
-    try:
-        _write_marker(staging, readout, None)
+
+    def fill(staging: Path) -> None:
         if "json" in formats:
             (staging / "summary.json").write_text(summary_json(readout.summary), encoding="utf-8")
         if "csv" in formats:
@@ -121,23 +112,11 @@ def write_readout(
 
             write_report(readout, staging, formats=tuple(rendered))
             write_chart_data(readout, staging)  # so that the folder can be rendered again
-        written = [
-            p.relative_to(staging).as_posix()
-            for p in staging.rglob("*")
-            if p.is_file() and p != staging / READOUT_MARKER
-        ]
-        _write_marker(staging, readout, sorted(written))
-        _swap_into_place(staging, folder)
-    except BaseException as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        if isinstance(exc, OSError):
-            raise _write_error(folder, exc) from exc
-        raise
-    _remove_leftovers(folder)
-    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+    return write_folder(folder, readout.summary.get("experiment", {}).get("name"), fill)
 
 
-def write_folder(folder: str | Path, name: str, fill: Callable[[Path], None]) -> list[Path]:
+def write_folder(folder: str | Path, name: str | None, fill: Callable[[Path], None]) -> list[Path]:
     """Write a folder of files atomically, as :func:`write_readout` writes a readout:
     ``fill(staging)`` writes the files into a hidden staging folder, which then takes the
     place of ``folder`` (the same output rules, the :data:`READOUT_MARKER` naming the
@@ -336,11 +315,6 @@ def _legacy_readout(folder: Path) -> bool:
 def _is_abrank_folder(path: Path) -> bool:
     """A real folder (not a link) that holds a valid readout marker."""
     return path.is_dir() and not path.is_symlink() and _read_marker(path) is not None
-
-
-def _write_marker(folder: Path, readout: Readout, files: list[str] | None) -> None:
-    """Mark ``folder`` as written by abrank; ``files`` None while the readout is unfinished."""
-    _mark(folder, readout.summary.get("experiment", {}).get("name"), files)
 
 
 def _mark(folder: Path, name: str | None, files: list[str] | None) -> None:
