@@ -233,29 +233,14 @@ def _number_columns(comps: Sequence[ComparisonSummary]) -> list[tuple[str, str]]
     level = levels.pop() if len(levels) == 1 else None
     corrections = {correction_name(c.correction) for c in comps} - {None}
     adjusted = f"p adj. ({', '.join(sorted(corrections))})" if corrections else "p adj."
-    if comps and all(c.design == "interleaved" for c in comps):
-        return [
-            ("control_mean", "control share"),
-            ("treatment_mean", "treatment share"),
-            ("delta", "Δ_AB"),
-            ("ci", f"{level} CI" if level else "CI (level)"),
-            *(
-                (f"p_values.{k}", f"p ({SHORT_TEST_NAMES.get(k, test_name(k))})")
-                for k in _p_columns(comps)
-            ),
-            ("p_adjusted", adjusted),
-            ("effect_size", "effect size"),
-            ("mde", "MDE"),
-            ("n", "n"),
-            ("wtl", "W / T / L"),
-        ]
+    interleaved = bool(comps) and all(c.design == "interleaved" for c in comps)
+    means = ("share", "Δ_AB") if interleaved else ("mean", "Δ")
     columns = [
-        ("control_mean", "control mean"),
-        ("treatment_mean", "treatment mean"),
-        ("delta", "Δ"),
+        ("control_mean", f"control {means[0]}"),
+        ("treatment_mean", f"treatment {means[0]}"),
+        ("delta", means[1]),
         ("ci", f"{level} CI" if level else "CI (level)"),
-        ("relative_lift", "relative"),
-        ("relative_ci", "relative CI"),
+        *(() if interleaved else (("relative_lift", "relative"), ("relative_ci", "relative CI"))),
         *(
             (f"p_values.{k}", f"p ({SHORT_TEST_NAMES.get(k, test_name(k))})")
             for k in _p_columns(comps)
@@ -265,7 +250,7 @@ def _number_columns(comps: Sequence[ComparisonSummary]) -> list[tuple[str, str]]
         ("mde", "MDE"),
         ("n", "n"),
     ]
-    if any(c.design == "paired" for c in comps):
+    if interleaved or any(c.design == "paired" for c in comps):
         columns.append(("wtl", "W / T / L"))
     return columns
 
