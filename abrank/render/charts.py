@@ -390,12 +390,19 @@ def forest_chart(summary: Summary | dict[str, Any]) -> Chart | None:
     )
     widened = " (widened by the correction)" if corrected else ""
     control = labels.get(control_name(summary) or "", "control")
+    interleaved = summary.design == "interleaved"
+    subject = "preference (Δ_AB)" if interleaved else "metric's delta (treatment − control)"
+    what = (
+        "Δ_AB, the treatment's preference"
+        if interleaved
+        else "delta, treatment − control (mean per query)"
+    )
 
     def draw() -> Figure:
         fig = mpl_classes().Figure(figsize=(WIDTH, _row_height(len(rows))))
         ax = fig.add_subplot()
         _verdict_legend(ax, _forest(ax, rows))
-        ax.set_xlabel(f"delta, treatment − control (mean per query), {level} CI{widened}")
+        ax.set_xlabel(f"{what}, {level} CI{widened}")
         ax.set_ylabel("metric")
         chart_title(ax, plain(f"Deltas against {control}, with confidence intervals"))
         _place_forest(fig, ax, rows)
@@ -404,8 +411,8 @@ def forest_chart(summary: Summary | dict[str, Any]) -> Chart | None:
     return Chart(
         "forest.png",
         "Deltas with confidence intervals",
-        f"Each metric's delta (treatment − control) with its {level} confidence "
-        "interval, coloured by verdict; the dashed line marks no change."
+        f"Each {subject} with its {level} confidence interval, coloured by verdict; the dashed "
+        "line marks no change."
         + (
             " The multiple-testing correction widens each interval by the same factor as its "
             "p-value, so an interval crosses the line exactly when the verdict is inconclusive."
