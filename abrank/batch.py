@@ -130,6 +130,7 @@ class RunOptions:
     history: bool = True
     quiet: bool = False
     debug: bool = False
+    engine: str | None = None  # overrides the configs' engine
 
     def to_dict(self) -> dict[str, Any]:
         """The options as JSON-safe builtins."""
@@ -253,7 +254,9 @@ def _analyse(
         check_output_folder(folder)  # a refused output path fails before the analysis runs
         recording = recording_for(run, folder, out) if options.history else None
         progress = None if batch or options.quiet else _progress
-        readout = run_experiment(run, seed=options.seed, progress=progress)
+        readout = run_experiment(
+            run, seed=options.seed, progress=progress, engine=options.engine
+        )
     except Exception as exc:
         if options.debug or not batch:
             raise

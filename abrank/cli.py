@@ -98,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, help="override the config's analysis.seed")
     run.add_argument(
+        "--engine",
+        metavar="NAME",
+        help="override the config's engine: memory, or duckdb for online click logs",
+    )
+    run.add_argument(
         "--format",
         default="html,md,json,csv",
         metavar="LIST",
@@ -533,6 +538,7 @@ def _run(args: argparse.Namespace) -> int:
         history=not args.no_history,
         quiet=args.quiet,
         debug=args.debug,
+        engine=args.engine,
     )
     memory = reuse_freed_memory if _OWN_PROCESS else None
     return run_batch(args.configs, (args.date, args.start, args.end), options, online=memory)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import time
 from pathlib import Path
+from typing import Any
 
 from abrank.analysis.compare import compare_arms
+from abrank.analysis.engine import EngineChoice, choose_engine, score_online_sql
 from abrank.analysis.load import LoadedData, Progress, display_path, load_data
 from abrank.analysis.score import CURVE_POINTS, JUDGED_K, ScoredArms, score_arms
 from abrank.analysis.summarise import JUDGED_GAP_WARNING, build_readout
@@ -56,8 +58,14 @@ def run_experiment(
     seed: int | None = None,
     date: str | dt.date | None = None,
     progress: Progress | None = None,
+    engine: Any = None,
 ) -> Readout:
     """Load, score and compare the arms of one experiment; return its readout (nothing written).
+
+    ``engine`` overrides the config's ``engine:``: a name (``memory``, ``duckdb``), a
+    mapping of engine options, or a ``duckdb.DuckDBPyConnection`` to run on (used as it
+    is, left open). ``duckdb`` runs online experiments on click metrics; an engine that
+    cannot run the experiment is a ConfigError naming what each engine runs now.
 
     ``date`` (``YYYY-MM-DD``) runs a dated config for that date: its ``{date}`` paths read
     that date's files (every date of a cumulative ``window``), and the readout records the
@@ -72,11 +80,12 @@ def run_experiment(
         experiment = experiment.model_copy(
             update={"analysis": experiment.analysis.model_copy(update={"seed": seed})}
         )
+    choice = choose_engine(experiment, engine)
     say = _timed(progress)
     if experiment.interleaved:
         return _run_interleaved(experiment, say)
     if experiment.online:
-        return _run_online(experiment, say)
+        return _run_online(experiment, say, choice)
     data = load_data(experiment, say)
     say("scoring queries")
     scored = score_arms(experiment, data)
@@ -90,15 +99,19 @@ def run_experiment(
     return build_readout(experiment, data, scored, comparisons, too_small, condensed)
 
 
-def _run_online(experiment: Experiment, say: Progress) -> Readout:
-    """The online path: impression logs, per-unit sums, clustered comparisons."""
+def _run_online(experiment: Experiment, say: Progress, choice: EngineChoice) -> Readout:
+    """The online path: impression logs, per-unit sums (from the chosen engine), clustered
+    comparisons."""
     from abrank.analysis.clustered import compare_online, sample_ratio
     from abrank.analysis.online import load_online, score_online
     from abrank.analysis.summarise import build_online_readout
 
-    data = load_online(experiment, say)
-    say("scoring impressions")
-    scores = score_online(experiment, data)
+    if choice.name == "memory":
+        data = load_online(experiment, say)
+        say("scoring impressions")
+        scores = score_online(experiment, data)
+    else:
+        data, scores = score_online_sql(experiment, choice, say)
     say("comparing arms on per-unit sums")
     comparisons, too_small = compare_online(experiment, data, scores)
     say("summarising")

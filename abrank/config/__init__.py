@@ -19,6 +19,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from abrank.config.dates import check_template, date_range, is_dated, parse_date
+from abrank.config.engine import Engine, EngineConfig, is_pattern, pattern_problem
 from abrank.config.interleaved import credit_name, credit_problem, interleaved_problems
 from abrank.config.simulation import SimulationConfig
 from abrank.errors import ConfigError
@@ -210,6 +211,8 @@ class Experiment(_Strict):
     #: which dates a dated run reads: its own (daily), or every date from a start date
     window: Literal["daily"] | CumulativeWindow = "daily"
     simulation: SimulationConfig | None = None  # `abrank simulate` (abrank.config.simulation)
+    #: where the logs become aggregates: memory (default), duckdb or spark, with options
+    engine: Engine = EngineConfig()
 
     source: str = ""  # the config file, as the user named it
     text: str = ""  # the config as written
@@ -447,6 +450,10 @@ def _check_semantics(
         full = (base_dir / value).resolve() if not Path(value).is_absolute() else Path(value)
         if is_dated(value):  # the file of each date is looked for when that date runs
             problem = check_template(value)
+            if problem is not None:
+                errors.append(_format(source, lines, loc, problem))
+        elif loc[0] in ("log", "control", "treatments") and is_pattern(value, full):
+            problem = pattern_problem(value, full)  # a glob or a folder: several files
             if problem is not None:
                 errors.append(_format(source, lines, loc, problem))
         elif not full.exists():

@@ -1,9 +1,11 @@
-"""Engines: where logs become per-query values.
+"""Engines: where logs become per-query values or per-unit sums.
 
 An engine takes rankings (and judgments) and returns per-query metric values; everything
 after that (statistics, readouts) works on those few numbers per query and does not care
 where they were computed. :mod:`abrank.engines.memory` is the in-memory engine (Arrow and
-NumPy, whole columns at once); its vectorized kernels (trec_eval's ordering rule, dense query codes,
+NumPy, whole columns at once), and runs every kind of experiment; :mod:`abrank.engines.sql`
+defines the online click aggregations once for the SQL engines (DuckDB now, Spark next),
+which return per-unit sums only (:data:`SUPPORTED` says which engine runs what). Its vectorized kernels (trec_eval's ordering rule, dense query codes,
 64-bit document keys, the sort-based matcher of equal (query, doc) pairs) live in
 :mod:`abrank.io.arrow`, below both the readers and the engines, which share them.
 """
@@ -33,3 +35,38 @@ def get_engine(name: str = "memory") -> ModuleType:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(f"engine: expected one of {listed}, got {name!r}{hint}")
     return importlib.import_module(module)
+
+
+#: What each engine runs now: kinds of experiment (see :func:`check_supported`). The SQL
+#: engines' module for online click logs is :mod:`abrank.engines.sql.duckdb`.
+SUPPORTED: dict[str, tuple[str, ...]] = {
+    "memory": ("offline", "online", "interleaved"),
+    "duckdb": ("online",),
+    "spark": (),
+}
+
+#: The words of each kind in messages.
+KINDS = {
+    "offline": "offline experiments on judged metrics",
+    "online": "online experiments on click metrics",
+    "interleaved": "interleaving experiments",
+    "online-judged": "judged metrics on an online log",
+}
+
+
+def check_supported(name: str, kind: str) -> None:
+    """ConfigError unless engine ``name`` runs experiments of ``kind`` (``offline``,
+    ``online``, ``interleaved``, ``online-judged``), naming what each engine runs now."""
+    if kind in SUPPORTED.get(name, ()):
+        return
+    now = "; ".join(
+        f"{engine}: {', '.join(KINDS[k] for k in kinds)}"
+        for engine, kinds in SUPPORTED.items()
+        if kinds
+    )
+    if not SUPPORTED.get(name):
+        raise ConfigError(f"engine: expected an engine this version runs ({now}), got {name!r}, which is not available yet")
+    raise ConfigError(
+        f"engine: {name}: expected {' or '.join(KINDS[k] for k in SUPPORTED[name])}, got "
+        f"{KINDS[kind]} (engines now: {now})"
+    )

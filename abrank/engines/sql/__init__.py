@@ -1,0 +1,69 @@
+"""SQL engines: one definition of each aggregation, compiled for every SQL engine.
+
+The click metrics of an online log and their per-unit sums (DESIGN.md "Online logs",
+"Clustered inference") are defined once, in :mod:`abrank.engines.sql.clicks`, as SQL in
+sqlglot's neutral dialect over relations of canonical columns; :func:`compile_sql` turns a
+definition into the dialect of the engine that runs it. A backend module
+(:mod:`abrank.engines.sql.duckdb`; Spark next) only says how to open a log as a relation,
+how to run a statement and how the engine reports failures (:class:`Backend`): it holds
+no aggregation of its own, so a new engine is one small module, not a second copy of the
+metrics.
+
+Why SQL transpiled by sqlglot rather than Ibis expressions: both compile one definition
+to DuckDB and Spark (Ibis itself compiles through sqlglot), but
+
+- sqlglot is one pure-Python wheel; ``ibis-framework[duckdb]`` brings a dozen packages and
+  a deferred-expression API that has broken between its yearly major releases;
+- the checks of bad input need the first bad row with its file and row number, and the
+  engine's own out-of-memory and I/O errors: plain statements run by the backend keep
+  those one step away, where Ibis hides them behind its execution layer;
+- the definitions read as the SQL an analyst would write by hand, and the benchmark
+  compares them with exactly that (``benchmarks/bench_engines.py``).
+
+Results come back as Arrow tables of a few numbers per unit; the statistics then run on
+them in NumPy as for the memory engine.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import pyarrow as pa
+
+__all__ = ["Backend", "compile_sql", "quote"]
+
+
+class Backend(Protocol):
+    """What the shared definitions ask of an SQL engine."""
+
+    #: sqlglot's name of the engine's dialect ("duckdb", "spark")
+    dialect: str
+
+    def register(self, name: str, source: object) -> list[tuple[str, str]]:
+        """Open one log source (:class:`abrank.engines.sql.clicks.LogSource`) as the
+        relation ``name``, with its columns plus ``abrank_file`` (the file of each row)
+        and ``abrank_row`` (its 0-based row in that file, NULL where the engine cannot
+        tell); return the log's own columns as (name, kind), kind one of ``bool``,
+        ``int``, ``float``, ``text``, ``other``."""
+        ...
+
+    def register_table(self, name: str, table: pa.Table) -> None:
+        """Make a small Arrow table (e.g. the units to leave out) the relation ``name``."""
+        ...
+
+    def run(self, sql: str) -> pa.Table:
+        """Run one compiled statement and return its result (engine failures become
+        abrank errors that name the log)."""
+        ...
+
+
+def compile_sql(sql: str, dialect: str) -> str:
+    """A definition in the neutral dialect, written for ``dialect`` (one statement)."""
+    import sqlglot
+
+    return sqlglot.transpile(sql, read=None, write=dialect)[0]
+
+
+def quote(name: str) -> str:
+    """A column name as a quoted identifier of the neutral dialect."""
+    return '"' + name.replace('"', '""') + '"'

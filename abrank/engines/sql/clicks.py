@@ -1,0 +1,641 @@
+"""Click metrics and per-unit sums of an online log, defined once for every SQL engine.
+
+The same numbers as :mod:`abrank.engines.clicks` (the memory engine), computed where the
+log lies: per impression the rank of its first click (and of its first satisfied click)
+and its clicks within each cutoff, then per unit the sum of each metric and the count of
+impressions, overall and per segment value (one GROUPING SETS query), and the CTR at each
+rank. Only those sums (a few numbers per unit) come back to Python.
+
+The happy path is two scans of the log: the per-unit sums, which carry the count of bad
+rows and bad impressions beside them, and the CTR by rank with each file's rows. Only
+when that count is not zero do further statements look for the first bad row or
+impression, so that the message names the file, the row (where the engine tells it) and
+the impression, as the memory engine's do: ids present, ``clicked`` 0/1, ranks whole
+numbers >= 1 and exactly 1..n in each impression, one unit, arm and segment value per
+impression, dwell times >= 0, arm values that name the arms.
+
+Ids are compared as text whatever their type in the file (the int64 12 is the id "12"),
+and units come back in byte order of their text, the memory engine's order, so that the
+resampling draws the same units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from abrank.engines.sql import Backend, compile_sql, quote
+from abrank.errors import DataError
+from abrank.io.impression_columns import canonical_names
+from abrank.io.online import MixedUnits
+from abrank.metrics.names import Metric, click_metrics
+
+__all__ = ["ClickAggregates", "ClickRequest", "LogSource", "click_aggregates"]
+
+#: The largest double: a dwell above it is infinite.
+_LARGEST = "1.7976931348623157E308"
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """One log as the engine reads it: its files (one format), the arm of every row (a
+    log per arm) or None (the log's ``arm`` column names it), the config's column
+    mapping (canonical -> the log's name), and how messages name it (``label``)."""
+
+    files: tuple[str, ...]
+    format: str  # parquet, csv or tsv
+    label: str
+    arm: str | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
+    sep: str | None = None
+    decimal: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins."""
+        return {
+            "files": list(self.files),
+            "format": self.format,
+            "label": self.label,
+            "arm": self.arm,
+            "columns": dict(self.columns),
+            "sep": self.sep,
+            "decimal": self.decimal,
+        }
+
+
+@dataclass(frozen=True)
+class ClickRequest:
+    """What to aggregate: click metrics, the arms (in readout order), the unit column,
+    segment columns, the dwell of a satisfied click, and whether units seen in more than
+    one arm are dropped."""
+
+    metrics: tuple[Metric, ...]
+    arms: tuple[str, ...]
+    unit: str = "user_id"
+    segments: tuple[str, ...] = ()
+    sat_dwell: float = 30.0
+    drop_mixed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins."""
+        return {
+            "metrics": [m.name for m in self.metrics],
+            "arms": list(self.arms),
+            "unit": self.unit,
+            "segments": list(self.segments),
+            "sat_dwell": float(self.sat_dwell),
+            "drop_mixed": bool(self.drop_mixed),
+        }
+
+
+@dataclass(frozen=True)
+class ClickAggregates:
+    """The per-unit sums of every arm, as :func:`abrank.engines.clicks.unit_sums` gives
+    them: ``sums[arm]`` indexed by unit (text, byte order) with columns ``impressions``
+    and one per metric; ``segment_sums[column][arm]`` indexed by (segment value, unit).
+    Also the CTR by rank (columns arm, rank, impressions, clicks, ctr), the rows of each
+    file read, the units seen in several arms and how many were dropped."""
+
+    sums: dict[str, pd.DataFrame]
+    segment_sums: dict[str, dict[str, pd.DataFrame]]
+    ctr_by_rank: pd.DataFrame
+    file_rows: dict[str, int]
+    mixed: MixedUnits
+    dropped_units: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Sizes, JSON-safe: units and impressions per arm, files, mixed units."""
+        return {
+            "units": {arm: int(len(t)) for arm, t in self.sums.items()},
+            "impressions": {arm: int(t["impressions"].sum()) for arm, t in self.sums.items()},
+            "file_rows": dict(self.file_rows),
+            "mixed": self.mixed.to_dict(),
+            "dropped_units": int(self.dropped_units),
+        }
+
+
+def click_aggregates(
+    backend: Backend, sources: Sequence[LogSource], request: ClickRequest
+) -> ClickAggregates:
+    """Per-unit sums of click metrics over the logs, computed by ``backend``.
+
+    Bad input is a DataError naming the log: a missing column (the columns found are
+    listed), a bad cell (its file and row), an impression whose ranks are not 1..n or
+    that has two units, arms or segment values, an arm value that is no arm, an arm
+    without rows.
+    """
+    metrics = tuple(click_metrics(request.metrics))
+    layouts = [_Layout.of(backend, i, source, request, metrics) for i, source in enumerate(sources)]
+    rows = _rows_sql(layouts, request)
+    sat = any(m.family == "sat_ctr" for m in metrics)
+    cutoffs = sorted({m.k for m in metrics if m.family == "clicks"}, key=_cutoff_order)
+    table = backend.run(
+        compile_sql(_sums_sql(rows, request, metrics, sat, cutoffs), backend.dialect)
+    )
+    frame = table.to_pandas()
+    if int(frame["bad"].sum()) if len(frame) else 0:
+        _raise_first_problem(backend, rows, layouts, request)
+    counts = _by_rank(backend, rows, None)
+    files = counts[counts["by_file"] == 1]
+    file_rows = {str(f): int(n) for f, n in zip(files["log_file"], files["shown"])}
+    _check_arms(frame, layouts, request)
+    sums, segment_sums = _split(frame, request, metrics)
+    mixed, dropped = _mixed(sums, request.unit), 0
+    ranks = counts[counts["by_file"] == 0]
+    if request.drop_mixed and mixed.count:
+        name = "abrank_dropped_units"
+        backend.register_table(name, pa.table({"unit": sorted(mixed.units)}))
+        ranks = _by_rank(backend, rows, name)
+        ranks = ranks[ranks["by_file"] == 0]
+        sums = {arm: t[~t.index.isin(mixed.units)] for arm, t in sums.items()}
+        segment_sums = {
+            column: {
+                arm: t[~t.index.get_level_values(1).isin(mixed.units)] for arm, t in by.items()
+            }
+            for column, by in segment_sums.items()
+        }
+        dropped = int(mixed.count)
+    return ClickAggregates(
+        sums=sums,
+        segment_sums=segment_sums,
+        ctr_by_rank=_ctr_table(ranks, request.arms),
+        file_rows=file_rows,
+        mixed=mixed,
+        dropped_units=dropped,
+    )
+
+
+# --------------------------------------------------------------------------- columns
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """One source registered as a relation: its columns by canonical name and kind."""
+
+    relation: str
+    source: LogSource
+    names: list[str]  # the log's own columns, in its order
+    column: dict[str, str]  # canonical (or unit / segment name) -> the log's column
+    kind: dict[str, str]  # the log's column -> kind
+
+    @classmethod
+    def of(
+        cls,
+        backend: Backend,
+        index: int,
+        source: LogSource,
+        request: ClickRequest,
+        metrics: Sequence[Metric],
+    ) -> _Layout:
+        relation = f"abrank_log_{index}"
+        described = backend.register(relation, source)
+        names = [name for name, _ in described]
+        kind = dict(described)
+        renamed = canonical_names(names, source.label, source.columns)
+        column = {canon: name for name, canon in renamed.items()}
+        listing = ", ".join(names)
+        wanted = [(request.unit, "analysis.unit")]
+        wanted += [(c, "segments.columns") for c in request.segments]
+        for name, key in wanted:
+            if name not in column:
+                raise DataError(
+                    f"{source.label}: {key}: expected a column {name!r}, found columns: {listing}"
+                )
+        if any(m.family == "sat_ctr" for m in metrics) and "dwell" not in column:
+            wanted_names = ", ".join(m.name for m in metrics if m.family == "sat_ctr")
+            raise DataError(
+                f"{source.label}: metric {wanted_names}: expected a dwell column (seconds) in "
+                f"the impressions, found columns: {listing}"
+            )
+        if source.arm is None and "arm" not in column:
+            raise DataError(
+                f"{source.label}: expected an arm column (its values the arm names "
+                f"{', '.join(request.arms)}), found columns: {listing}"
+            )
+        return cls(relation, source, names, column, kind)
+
+    def ref(self, canon: str) -> str:
+        return quote(self.column[canon])
+
+    def kind_of(self, canon: str) -> str:
+        return self.kind[self.column[canon]]
+
+
+def _text_id(ref: str, kind: str) -> str:
+    """An id as text: whole floats as the integers they hold (12.0 is the id "12")."""
+    if kind == "float":
+        return (
+            f"CASE WHEN {ref} = FLOOR({ref}) THEN CAST(CAST({ref} AS BIGINT) AS VARCHAR) "
+            f"ELSE CAST({ref} AS VARCHAR) END"
+        )
+    return f"CAST({ref} AS VARCHAR)"
+
+
+def _number(ref: str, kind: str, decimal: str | None) -> str:
+    """A numeric column as DOUBLE (NULL where a text cell is no number)."""
+    if kind in ("int", "float"):
+        return f"CAST({ref} AS DOUBLE)"
+    text = f"TRIM(CAST({ref} AS VARCHAR))"
+    if decimal == ",":
+        text = f"REPLACE({text}, ',', '.')"
+    return f"TRY_CAST(NULLIF({text}, '') AS DOUBLE)"
+
+
+def _clicked(ref: str, kind: str) -> str:
+    """``clicked`` as 1 / 0, NULL where it is not 0, 1, true or false."""
+    if kind == "bool":
+        return f"CASE WHEN {ref} THEN 1 WHEN NOT {ref} THEN 0 END"
+    if kind in ("int", "float"):
+        return f"CASE WHEN {ref} = 1 THEN 1 WHEN {ref} = 0 THEN 0 END"
+    text = f"LOWER(TRIM(CAST({ref} AS VARCHAR)))"
+    return (
+        f"CASE WHEN {text} IN ('1', '1.0', 'true') THEN 1 "
+        f"WHEN {text} IN ('0', '0.0', 'false') THEN 0 END"
+    )
+
+
+def _source_sql(layout: _Layout, request: ClickRequest) -> str:
+    """One source's rows in canonical columns (converted, with the raw text for messages)."""
+    source = layout.source
+    rank_ref, rank_kind = layout.ref("rank"), layout.kind_of("rank")
+    rank = _number(rank_ref, rank_kind, source.decimal)
+    if rank_kind == "int":
+        rank_bad = f"{rank_ref} IS NULL OR {rank_ref} < 1"
+    else:
+        rank_bad = f"{rank} IS NULL OR {rank} < 1 OR {rank} <> FLOOR({rank})"
+    arm = (
+        f"CAST({_literal(source.arm)} AS VARCHAR)"
+        if source.arm is not None
+        else f"CAST({layout.ref('arm')} AS VARCHAR)"
+    )
+    parts = [
+        "abrank_file AS log_file",
+        "abrank_row AS log_row",
+        f"{_text_id(layout.ref('impression_id'), layout.kind_of('impression_id'))} AS impression_id",
+        f"{_text_id(layout.ref(request.unit), layout.kind_of(request.unit))} AS unit",
+        f"{arm} AS arm",
+        f"{rank} AS rank",
+        f"CASE WHEN {rank_bad} THEN 1 ELSE 0 END AS rank_bad",
+        f"CAST({rank_ref} AS VARCHAR) AS rank_text",
+        f"{_clicked(layout.ref('clicked'), layout.kind_of('clicked'))} AS clicked",
+        f"CAST({layout.ref('clicked')} AS VARCHAR) AS clicked_text",
+    ]
+    if "dwell" in layout.column:
+        ref, kind = layout.ref("dwell"), layout.kind_of("dwell")
+        seconds = _number(ref, kind, source.decimal)
+        if kind in ("int", "float"):  # NaN is a missing dwell, as in the memory engine
+            seconds = f"CASE WHEN ISNAN({seconds}) THEN NULL ELSE {seconds} END"
+        bad = (
+            f"({ref} IS NOT NULL AND {seconds} IS NULL AND NULLIF(TRIM(CAST({ref} AS VARCHAR)), "
+            f"'') IS NOT NULL AND LOWER(TRIM(CAST({ref} AS VARCHAR))) <> 'nan') "
+            f"OR {seconds} < 0 OR {seconds} > {_LARGEST}"
+        )
+        parts += [
+            f"{seconds} AS dwell",
+            f"CASE WHEN {bad} THEN 1 ELSE 0 END AS dwell_bad",
+            f"CAST({ref} AS VARCHAR) AS dwell_text",
+        ]
+    else:
+        parts += ["CAST(NULL AS DOUBLE) AS dwell", "0 AS dwell_bad", "CAST(NULL AS VARCHAR) AS dwell_text"]
+    for i, column in enumerate(request.segments):
+        parts.append(f"{layout.ref(column)} AS segment_{i}")
+    return f"SELECT {', '.join(parts)} FROM {layout.relation}"
+
+
+def _rows_sql(layouts: Sequence[_Layout], request: ClickRequest) -> str:
+    """Every source's rows as one relation, with ``row_bad`` (1 for a bad cell)."""
+    union = " UNION ALL ".join(_source_sql(layout, request) for layout in layouts)
+    arms = ", ".join(_literal(a) for a in request.arms)
+    bad = [
+        "impression_id IS NULL OR impression_id = ''",
+        "unit IS NULL OR unit = ''",
+        "clicked IS NULL",
+        "rank_bad = 1",
+        "dwell_bad = 1",
+        f"arm IS NULL OR arm NOT IN ({arms})",
+        *[f"segment_{i} IS NULL" for i in range(len(request.segments))],
+    ]
+    flag = " OR ".join(f"({condition})" for condition in bad)
+    return f"SELECT *, CASE WHEN {flag} THEN 1 ELSE 0 END AS row_bad FROM ({union}) AS logs"
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _cutoff_order(k: int | None) -> float:
+    return float("inf") if k is None else float(k)
+
+
+def _within(k: int | None, column: str) -> str:
+    return f"{column} IS NOT NULL" if k is None else f"{column} <= {int(k)}"
+
+
+def _value_sql(metric: Metric) -> str:
+    """One metric's value per impression from the impression's first click (``first_click``,
+    NULL for none), first satisfied click and clicks within each cutoff."""
+    k = metric.k
+    if metric.family == "click_rr":
+        return (
+            f"CASE WHEN {_within(k, 'first_click')} THEN CAST(1 AS DOUBLE) / first_click "
+            "ELSE CAST(0 AS DOUBLE) END"
+        )
+    if metric.family == "ctr":
+        return f"CASE WHEN {_within(k, 'first_click')} THEN 1 ELSE 0 END"
+    if metric.family == "sat_ctr":
+        return f"CASE WHEN {_within(k, 'first_sat')} THEN 1 ELSE 0 END"
+    if metric.family == "abandonment":
+        return "CASE WHEN first_click IS NULL THEN 1 ELSE 0 END"
+    if metric.family == "clicks":
+        return _clicks_name(k)
+    raise NotImplementedError(f"click metrics: family {metric.family!r} has no SQL definition")
+
+
+def _clicks_name(k: int | None) -> str:
+    return "clicks_all" if k is None else f"clicks_{int(k)}"
+
+
+def _impressions_sql(
+    rows: str, request: ClickRequest, sat: bool, cutoffs: Sequence[int | None], dwell: float
+) -> str:
+    """One row per impression: its arm, unit and segment values (with their maxima, to
+    find an impression that has two), its rows' checks, first click and clicks."""
+    parts = [
+        "impression_id",
+        "MIN(arm) AS arm",
+        "MAX(arm) AS arm_max",
+        "MIN(unit) AS unit",
+        "MAX(unit) AS unit_max",
+        "COUNT(*) AS n",
+        "MAX(rank) AS top",
+        "COUNT(DISTINCT rank) AS ranks",
+        "SUM(row_bad) AS bad_rows",
+        "MIN(CASE WHEN clicked = 1 THEN rank END) AS first_click",
+    ]
+    if sat:
+        parts.append(f"MIN(CASE WHEN clicked = 1 AND dwell >= {dwell!r} THEN rank END) AS first_sat")
+    for k in cutoffs:
+        within = "" if k is None else f" AND rank <= {int(k)}"
+        parts.append(f"SUM(CASE WHEN clicked = 1{within} THEN 1 ELSE 0 END) AS {_clicks_name(k)}")
+    for i in range(len(request.segments)):
+        parts += [f"MIN(segment_{i}) AS segment_{i}", f"MAX(segment_{i}) AS segment_{i}_max"]
+    return f"SELECT {', '.join(parts)} FROM ({rows}) AS log_rows GROUP BY impression_id"
+
+
+def _impression_bad(request: ClickRequest) -> str:
+    """The condition of a bad impression (over :func:`_impressions_sql`'s columns)."""
+    bad = [
+        "bad_rows > 0",
+        "n <> top",
+        "ranks <> n",
+        "arm <> arm_max",
+        "unit <> unit_max",
+        *[f"segment_{i} <> segment_{i}_max" for i in range(len(request.segments))],
+    ]
+    return " OR ".join(f"({condition})" for condition in bad)
+
+
+def _sums_sql(
+    rows: str,
+    request: ClickRequest,
+    metrics: Sequence[Metric],
+    sat: bool,
+    cutoffs: Sequence[int | None],
+) -> str:
+    """Per (arm, unit) and per (arm, segment value, unit): impressions, bad impressions and
+    the sum of each metric (columns ``m0``, ``m1``, ...); ``grouped_i`` is 1 on the rows
+    that do not break down by segment i."""
+    impressions = _impressions_sql(rows, request, sat, cutoffs, float(request.sat_dwell))
+    values = [f"{_value_sql(m)} AS v{i}" for i, m in enumerate(metrics)]
+    segments = [f"segment_{i}" for i in range(len(request.segments))]
+    inner = (
+        f"SELECT arm, unit, {', '.join([*segments, *values])}, "
+        f"CASE WHEN {_impression_bad(request)} THEN 1 ELSE 0 END AS bad "
+        f"FROM ({impressions}) AS per_impression"
+    )
+    columns = ["arm", "unit", *segments]
+    columns += [f"GROUPING({s}) AS grouped_{i}" for i, s in enumerate(segments)]
+    columns += ["COUNT(*) AS impressions", "SUM(bad) AS bad"]
+    columns += [f"CAST(SUM(v{i}) AS DOUBLE) AS m{i}" for i in range(len(metrics))]
+    if segments:
+        sets = ["(arm, unit)", *[f"(arm, {s}, unit)" for s in segments]]
+        group = f"GROUPING SETS ({', '.join(sets)})"
+        order = [f"grouped_{i} DESC" for i in range(len(segments))]
+        order = ["arm", *order, *segments, "unit"]
+    else:
+        group, order = "arm, unit", ["arm", "unit"]
+    return (
+        f"SELECT {', '.join(columns)} FROM ({inner}) AS per_value "
+        f"GROUP BY {group} ORDER BY {', '.join(order)}"
+    )
+
+
+def _by_rank(backend: Backend, rows: str, dropped: str | None) -> pd.DataFrame:
+    """Rows shown and clicked per (arm, rank), and rows per file (``by_file`` 1)."""
+    where = "" if dropped is None else f" WHERE NOT unit IN (SELECT unit FROM {dropped})"
+    sql = (
+        "SELECT arm, rank, log_file, GROUPING(log_file) AS by_rank_flag, "
+        "COUNT(*) AS shown, SUM(clicked) AS clicks "
+        f"FROM ({rows}) AS log_rows{where} "
+        "GROUP BY GROUPING SETS ((arm, rank), (log_file))"
+    )
+    frame = backend.run(compile_sql(sql, backend.dialect)).to_pandas()
+    frame["by_file"] = 1 - frame.pop("by_rank_flag").astype(np.int64)
+    return frame
+
+
+def _ctr_table(ranks: pd.DataFrame, arms: Sequence[str]) -> pd.DataFrame:
+    """The CTR at each rank per arm, arms in readout order, ranks ascending."""
+    order = {arm: i for i, arm in enumerate(arms)}
+    table = ranks.assign(order=ranks["arm"].map(order)).sort_values(["order", "rank"])
+    shown = table["shown"].to_numpy(dtype=np.int64)
+    clicks = table["clicks"].to_numpy(dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "arm": table["arm"].astype(str).to_numpy(),
+            "rank": table["rank"].to_numpy(dtype=np.int64),
+            "impressions": shown,
+            "clicks": clicks,
+            "ctr": clicks / shown,
+        }
+    )
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _split(
+    frame: pd.DataFrame, request: ClickRequest, metrics: Sequence[Metric]
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, pd.DataFrame]]]:
+    """The sums query's rows as per-unit frames per arm, overall and per segment."""
+    unit = request.unit
+    names = {f"m{i}": m.name for i, m in enumerate(metrics)}
+    segments = list(request.segments)
+    overall = np.ones(len(frame), dtype=bool)
+    for i in range(len(segments)):
+        overall &= frame[f"grouped_{i}"].to_numpy() == 1
+
+    def table(rows: pd.DataFrame, index: pd.Index) -> pd.DataFrame:
+        out = {"impressions": rows["impressions"].to_numpy(dtype=np.int64)}
+        out.update({name: rows[m].to_numpy(dtype=np.float64) for m, name in names.items()})
+        return pd.DataFrame(out, index=index, copy=False)
+
+    arm = frame["arm"].astype(str)
+    sums: dict[str, pd.DataFrame] = {}
+    segment_sums: dict[str, dict[str, pd.DataFrame]] = {c: {} for c in segments}
+    for name in request.arms:
+        mine = (arm == name).to_numpy()
+        rows = frame[mine & overall]
+        sums[name] = table(rows, pd.Index(rows["unit"].astype(str), name=unit, dtype="str"))
+        for i, column in enumerate(segments):
+            rows = frame[mine & (frame[f"grouped_{i}"].to_numpy() == 0)]
+            values = rows[f"segment_{i}"]
+            level = pd.Index(values.astype(str) if values.dtype == object else values, name=column)
+            index = pd.MultiIndex.from_arrays(
+                [level, pd.Index(rows["unit"].astype(str), dtype="str")], names=[column, unit]
+            )
+            segment_sums[column][name] = table(rows, index)
+    return sums, segment_sums
+
+
+def _mixed(sums: Mapping[str, pd.DataFrame], unit: str) -> MixedUnits:
+    """Units with sums in more than one arm (a warning, or dropped)."""
+    every = pd.concat([pd.Series(t.index.astype(str)) for t in sums.values()], ignore_index=True)
+    counts = every.value_counts()
+    shared = sorted(counts.index[counts.to_numpy() > 1], key=lambda u: u.encode("utf-8"))
+    return MixedUnits(
+        column=unit, count=len(shared), examples=tuple(shared[:5]), units=frozenset(shared)
+    )
+
+
+def _check_arms(frame: pd.DataFrame, layouts: Sequence[_Layout], request: ClickRequest) -> None:
+    """Every arm has rows (the log's arm values name the arms: checked with the rows)."""
+    found = set(frame["arm"].astype(str)) if len(frame) else set()
+    empty = [arm for arm in request.arms if arm not in found]
+    if not empty:
+        return
+    labels = sorted({layout.source.label for layout in layouts})
+    if not found:
+        raise DataError(f"{', '.join(labels)}: expected impressions, got an empty log")
+    raise DataError(
+        f"{', '.join(labels)}: arm: expected rows for every arm, got none for "
+        f"{', '.join(map(repr, empty))} (arms found: {', '.join(map(repr, sorted(found)))})"
+    )
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _raise_first_problem(
+    backend: Backend, rows: str, layouts: Sequence[_Layout], request: ClickRequest
+) -> None:
+    """Find the first bad row (or impression) and raise a DataError naming it."""
+
+    def first(sql: str) -> dict[str, Any] | None:
+        table = backend.run(compile_sql(sql, backend.dialect))
+        return table.to_pylist()[0] if table.num_rows else None
+
+    def where(row: dict[str, Any]) -> str:
+        place = _shown(row["log_file"])
+        if row.get("log_row") is not None:
+            return f"{place}: row {int(row['log_row']) + 1}"
+        return f"{place}: impression {row['impression_id']!r}"
+
+    unit = request.unit
+    checks = [
+        ("impression_id IS NULL OR impression_id = ''", "impression_id", None,
+         "expected a non-empty id, got an empty value"),
+        ("unit IS NULL OR unit = ''", unit, None, "expected a non-empty id, got an empty value"),
+        ("clicked IS NULL", "clicked", "clicked_text", "expected 0, 1, true or false, got {}"),
+        ("rank_bad = 1", "rank", "rank_text", "expected a whole number >= 1, got {}"),
+        ("dwell_bad = 1", "dwell", "dwell_text", "expected a number of seconds >= 0, got {}"),
+    ]
+    checks += [
+        (f"segment_{i} IS NULL", column, None, "expected a segment value, got a missing value")
+        for i, column in enumerate(request.segments)
+    ]
+    base = f"SELECT * FROM ({rows}) AS log_rows"
+    for condition, column, text, expected in checks:
+        row = first(f"{base} WHERE {condition} ORDER BY log_file, log_row LIMIT 1")
+        if row is not None:
+            shown = "a missing value" if text is None or row[text] is None else repr(row[text])
+            raise DataError(f"{where(row)}: {column}: {expected.format(shown)}")
+    arms = ", ".join(_literal(a) for a in request.arms)
+    row = first(f"{base} WHERE arm IS NULL OR arm NOT IN ({arms}) ORDER BY log_file, log_row LIMIT 1")
+    if row is not None:
+        values = backend.run(
+            compile_sql(
+                f"SELECT arm, COUNT(*) AS n FROM ({rows}) AS log_rows GROUP BY arm ORDER BY arm",
+                backend.dialect,
+            )
+        ).to_pylist()
+        found = ", ".join(f"{v['arm']!r} ({int(v['n'])} rows)" for v in values)
+        raise DataError(
+            f"{where(row)}: arm: expected the arm names {', '.join(map(repr, request.arms))}, "
+            f"got {row['arm']!r} (values found: {found})"
+        )
+    impressions = _impressions_sql(rows, request, False, [], 0.0)
+    bad = first(
+        f"SELECT * FROM ({impressions}) AS per_impression WHERE {_impression_bad(request)} "
+        "ORDER BY impression_id LIMIT 1"
+    )
+    if bad is None:  # the sums counted a problem that no check names: say so plainly
+        raise DataError(f"{layouts[0].source.label}: expected a valid impression log")
+    impression = bad["impression_id"]
+    detail = backend.run(
+        compile_sql(
+            f"{base} WHERE impression_id = {_literal(impression)} ORDER BY log_file, log_row, rank",
+            backend.dialect,
+        )
+    ).to_pylist()
+    place = _shown(detail[0]["log_file"])
+    if bad["n"] != bad["top"] or bad["ranks"] != bad["n"]:
+        ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
+        raise DataError(
+            f"{place}: impression {impression!r}: rank: expected ranks 1..{int(bad['n'])}, each "
+            f"once, got ranks {ranks}"
+        )
+    if bad["arm"] != bad["arm_max"]:
+        if all(layout.source.arm is not None for layout in layouts):
+            first_arm, second_arm = bad["arm"], bad["arm_max"]
+            files = {r["arm"]: _shown(r["log_file"]) for r in detail}
+            raise DataError(
+                f"{files[first_arm]} (arm {first_arm!r}) and {files[second_arm]} (arm "
+                f"{second_arm!r}): impression_id: expected each impression in one arm, got "
+                f"{impression!r} in both"
+            )
+        raise DataError(
+            f"{place}: impression {impression!r}: arm: expected one arm per impression, got "
+            f"{bad['arm']!r} and {bad['arm_max']!r}"
+        )
+    if bad["unit"] != bad["unit_max"]:
+        raise DataError(
+            f"{place}: impression {impression!r}: {unit}: expected one {unit} per impression, "
+            f"got {bad['unit']!r} and {bad['unit_max']!r}"
+        )
+    for i, column in enumerate(request.segments):
+        low, high = bad[f"segment_{i}"], bad[f"segment_{i}_max"]
+        if low != high:
+            raise DataError(
+                f"{place}: impression {impression!r}: {column}: expected one {column} per "
+                f"impression, got {low!r} and {high!r}"
+            )
+    raise DataError(f"{place}: impression {impression!r}: expected a valid impression")
+
+
+def _literal(value: str) -> str:
+    """A text literal of the neutral dialect."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _shown(path: str) -> str:
+    """A file as messages show it: relative to the working folder when below it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,181 @@
+"""The DuckDB backend of the SQL definitions: logs larger than memory on one machine.
+
+DuckDB (embedded, one wheel) reads Parquet and CSV files, globs of them and
+hive-partitioned folders (``logs/date=*/part-*.parquet``: ``date`` becomes a column)
+without loading them whole, within ``memory_limit`` (it spills to ``temp_directory``
+beyond it). This module opens the logs as relations and runs the statements of
+:mod:`abrank.engines.sql.clicks`; it computes nothing of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from abrank.errors import ConfigError, DataError
+
+__all__ = ["DuckDBBackend", "connect", "kind_of"]
+
+#: what to install when DuckDB is missing
+INSTALL = "pip install 'abrank[duckdb]' (or: pip install duckdb sqlglot)"
+
+_INTEGERS = {
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
+}  # fmt: skip
+
+
+def _modules() -> Any:
+    """The duckdb module (and sqlglot, which compiles the definitions), or a ConfigError
+    saying what to install."""
+    try:
+        import duckdb
+        import sqlglot  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"engine: duckdb: expected the {exc.name} package to be installed, got it "
+            f"missing ({INSTALL})"
+        ) from None
+    return duckdb
+
+
+def connect(options: Mapping[str, Any] | None = None) -> Any:
+    """A new in-memory DuckDB connection with the engine options (``memory_limit``,
+    ``threads``, ``temp_directory``); a bad option value is a ConfigError."""
+    duckdb = _modules()
+    config = {"preserve_insertion_order": False}
+    config.update({key: value for key, value in (options or {}).items() if value is not None})
+    try:
+        return duckdb.connect(":memory:", config=config)
+    except duckdb.Error as exc:
+        raise ConfigError(f"engine: expected DuckDB settings it accepts, got {_first_line(exc)}")
+
+
+def kind_of(duckdb_type: str) -> str:
+    """A DuckDB column type as the definitions' kind: bool, int, float, text or other."""
+    name = duckdb_type.upper()
+    if name == "BOOLEAN":
+        return "bool"
+    if name in _INTEGERS:
+        return "int"
+    if name in ("FLOAT", "DOUBLE", "REAL") or name.startswith("DECIMAL"):
+        return "float"
+    if name == "VARCHAR":
+        return "text"
+    return "other"
+
+
+class DuckDBBackend:
+    """Runs the neutral definitions on one DuckDB connection.
+
+    ``connection`` is used as it is when given (e.g. one the caller configured; the
+    relations registered are dropped by :meth:`close`), else one is opened with
+    ``options`` and closed by :meth:`close`.
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, connection: Any = None, options: Mapping[str, Any] | None = None):
+        self.duckdb = _modules()
+        self.own = connection is None
+        self.connection = connect(options) if connection is None else connection
+        self.options = dict(options or {})
+        self.labels: list[str] = []
+        self.relations: list[str] = []
+
+    def register(self, name: str, source: Any) -> list[tuple[str, str]]:
+        """Open ``source`` (a :class:`~abrank.engines.sql.clicks.LogSource`) as the view
+        ``name``; its columns and their kinds."""
+        self.labels.append(source.label)
+        files = "[" + ", ".join(_text(f) for f in source.files) + "]"
+        if source.format == "parquet":
+            read = f"read_parquet({files}, union_by_name = true"
+            extra = ", filename = 'abrank_file', file_row_number = true)"
+            row = "file_row_number"
+        elif source.format in ("csv", "tsv"):
+            sep = source.sep or ("\t" if source.format == "tsv" else ",")
+            read = f"read_csv({files}, header = true, all_varchar = true, delim = {_text(sep)}"
+            read += ", union_by_name = true"
+            extra = ", filename = 'abrank_file')"
+            row = "CAST(NULL AS BIGINT)"
+        else:
+            raise ConfigError(
+                f"{source.label}: engine duckdb: expected a parquet, csv or tsv log, got "
+                f"format {source.format}"
+            )
+        described = self._execute(f"DESCRIBE SELECT * FROM {read})", source.label).fetchall()
+        self._execute(
+            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *, {row} AS abrank_row "
+            f"FROM {read}{extra}",
+            source.label,
+        )
+        self.relations.append(name)
+        return [(str(column[0]), kind_of(str(column[1]))) for column in described]
+
+    def register_table(self, name: str, table: pa.Table) -> None:
+        """Make ``table`` the relation ``name`` (a copy in DuckDB)."""
+        self.connection.register(f"{name}_arrow", table)
+        self._execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {name}_arrow", self._label()
+        )
+        self.connection.unregister(f"{name}_arrow")
+        self.relations.append(name)
+
+    def run(self, sql: str) -> pa.Table:
+        """The result of one statement as an Arrow table."""
+        return self._execute(sql, self._label(), arrow=True)
+
+    def close(self) -> None:
+        """Close the connection opened here, or drop what was registered on the caller's."""
+        if self.own:
+            self.connection.close()
+            return
+        for name in reversed(self.relations):
+            for kind in ("VIEW", "TABLE"):
+                try:
+                    self.connection.execute(f"DROP {kind} IF EXISTS {name}")
+                except self.duckdb.Error:
+                    continue
+        self.relations.clear()
+
+    def _label(self) -> str:
+        return ", ".join(dict.fromkeys(self.labels)) or "the log"
+
+    def _execute(self, sql: str, label: str, *, arrow: bool = False) -> Any:
+        """``connection.execute`` (or, with ``arrow``, the result as an Arrow table), DuckDB's
+        failures turned into abrank errors naming the log."""
+        duckdb = self.duckdb
+        try:
+            if arrow:
+                relation = self.connection.sql(sql)
+                fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+                return fetch()
+            return self.connection.execute(sql)
+        except duckdb.OutOfMemoryException as exc:
+            limit = self.options.get("memory_limit")
+            given = f"engine.memory_limit {limit}" if limit else "the memory DuckDB may use"
+            raise DataError(
+                f"{label}: engine duckdb: expected the aggregation to fit in {given}, got out "
+                f"of memory ({_first_line(exc)}); raise engine.memory_limit, or set "
+                "engine.temp_directory to a folder where DuckDB can spill"
+            ) from None
+        except (
+            duckdb.IOException,
+            duckdb.InvalidInputException,
+            duckdb.ConversionException,
+        ) as exc:
+            raise DataError(
+                f"{label}: expected a log DuckDB can read, got {_first_line(exc)}"
+            ) from None
+
+
+def _text(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
