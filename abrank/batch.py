@@ -254,9 +254,7 @@ def _analyse(
         check_output_folder(folder)  # a refused output path fails before the analysis runs
         recording = recording_for(run, folder, out) if options.history else None
         progress = None if batch or options.quiet else _progress
-        readout = run_experiment(
-            run, seed=options.seed, progress=progress, engine=options.engine
-        )
+        readout = run_experiment(run, seed=options.seed, progress=progress, engine=options.engine)
     except Exception as exc:
         if options.debug or not batch:
             raise

@@ -40,7 +40,11 @@ class EngineChoice:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins: name, options, whether a connection was passed in."""
-        return {"name": self.name, "options": dict(self.options), "connection": self.connection is not None}
+        return {
+            "name": self.name,
+            "options": dict(self.options),
+            "connection": self.connection is not None,
+        }
 
 
 def choose_engine(experiment: Experiment, engine: Any = None) -> EngineChoice:
@@ -110,7 +114,9 @@ def _log_paths(experiment: Experiment) -> list[tuple[str, str]]:
     found = [("log.path", experiment.log.path)] if experiment.log is not None else []
     for index, arm in enumerate(experiment.arms):
         if arm.path is not None:
-            found.append(("control.path" if index == 0 else f"treatments[{index - 1}].path", arm.path))
+            found.append(
+                ("control.path" if index == 0 else f"treatments[{index - 1}].path", arm.path)
+            )
     return found
 
 
@@ -121,7 +127,9 @@ def expand_files(path: str, format: str | None) -> tuple[list[str], str]:
 
     full = Path(path)
     if full.is_dir():
-        files = sorted(str(p) for p in full.rglob("*") if p.is_file() and not p.name.startswith((".", "_")))
+        files = sorted(
+            str(p) for p in full.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
+        )
     elif any(char in path for char in "*?["):
         files = sorted(p for p in glob.glob(path, recursive=True) if Path(p).is_file())
     else:
@@ -203,9 +211,7 @@ def score_online_sql(
             decimal=config.decimal,
         )
         inputs.append(fingerprint(config.path, "covariates", None, len(covariates)))
-    paths = {
-        name: next(s.label for s, _, arm in sources if arm in (None, name)) for name in names
-    }
+    paths = {name: next(s.label for s, _, arm in sources if arm in (None, name)) for name in names}
     data = OnlineData(
         impressions={name: pd.DataFrame() for name in names},
         judgments=None,

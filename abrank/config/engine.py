@@ -45,8 +45,11 @@ class EngineConfig(BaseModel):
 
     @model_validator(mode="after")
     def _options_of_duckdb(self) -> EngineConfig:
-        given = [key for key in ("memory_limit", "threads", "temp_directory") if key in
-                 self.model_fields_set]
+        given = [
+            key
+            for key in ("memory_limit", "threads", "temp_directory")
+            if key in self.model_fields_set
+        ]
         if given and self.name != "duckdb":
             raise ValueError(
                 f"options for engine duckdb ({', '.join(given)}), not for engine {self.name}"
@@ -92,6 +95,8 @@ def pattern_problem(value: str, full: Path) -> str | None:
         if not any(path.is_file() for path in full.rglob("*")):
             return f"expected a folder holding log files, got the empty folder {value!r}"
         return None
-    if not any(path.is_file() for path in Path(full.anchor).glob(str(full.relative_to(full.anchor)))):
+    if not any(
+        path.is_file() for path in Path(full.anchor).glob(str(full.relative_to(full.anchor)))
+    ):
         return f"expected a pattern matching some file, got {value!r}, which matches none"
     return None

@@ -65,7 +65,9 @@ def check_supported(name: str, kind: str) -> None:
         if kinds
     )
     if not SUPPORTED.get(name):
-        raise ConfigError(f"engine: expected an engine this version runs ({now}), got {name!r}, which is not available yet")
+        raise ConfigError(
+            f"engine: expected an engine this version runs ({now}), got {name!r}, which is not available yet"
+        )
     raise ConfigError(
         f"engine: {name}: expected {' or '.join(KINDS[k] for k in SUPPORTED[name])}, got "
         f"{KINDS[kind]} (engines now: {now})"

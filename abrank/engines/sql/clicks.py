@@ -38,6 +38,8 @@ from abrank.metrics.names import Metric, click_metrics
 
 __all__ = ["ClickAggregates", "ClickRequest", "LogSource", "click_aggregates"]
 
+#: Ranks up to this are checked by a bit each in one BIGINT (below its sign bit).
+_BITS = 62
 #: The largest double: a dwell above it is infinite.
 _LARGEST = "1.7976931348623157E308"
 
@@ -139,8 +141,10 @@ def click_aggregates(
         compile_sql(_sums_sql(rows, request, metrics, sat, cutoffs), backend.dialect)
     )
     frame = table.to_pandas()
-    if int(frame["bad"].sum()) if len(frame) else 0:
+    if len(frame) and int(frame["bad"].sum()):
         _raise_first_problem(backend, rows, layouts, request)
+    if len(frame) and float(frame["top"].max()) > _BITS:
+        _check_deep_ranks(backend, rows)
     counts = _by_rank(backend, rows, None)
     files = counts[counts["by_file"] == 1]
     file_rows = {str(f): int(n) for f, n in zip(files["log_file"], files["shown"])}
@@ -302,7 +306,11 @@ def _source_sql(layout: _Layout, request: ClickRequest) -> str:
             f"CAST({ref} AS VARCHAR) AS dwell_text",
         ]
     else:
-        parts += ["CAST(NULL AS DOUBLE) AS dwell", "0 AS dwell_bad", "CAST(NULL AS VARCHAR) AS dwell_text"]
+        parts += [
+            "CAST(NULL AS DOUBLE) AS dwell",
+            "0 AS dwell_bad",
+            "CAST(NULL AS VARCHAR) AS dwell_text",
+        ]
     for i, column in enumerate(request.segments):
         parts.append(f"{layout.ref(column)} AS segment_{i}")
     return f"SELECT {', '.join(parts)} FROM {layout.relation}"
@@ -373,12 +381,18 @@ def _impressions_sql(
         "MAX(unit) AS unit_max",
         "COUNT(*) AS n",
         "MAX(rank) AS top",
-        "COUNT(DISTINCT rank) AS ranks",
+        # ranks 1..n, each once: n = the top rank, every rank up to 62 seen once (a bit
+        # each), and ranks deeper than 62 checked apart (see _deep_repeats) when any exists
+        f"COUNT(CASE WHEN rank <= {_BITS} THEN 1 END) AS shallow",
+        f"BIT_OR(CASE WHEN rank_bad = 0 AND rank <= {_BITS} THEN CAST(1 AS BIGINT) << CAST(rank - 1 AS INT) "
+        "ELSE CAST(0 AS BIGINT) END) AS seen",
         "SUM(row_bad) AS bad_rows",
         "MIN(CASE WHEN clicked = 1 THEN rank END) AS first_click",
     ]
     if sat:
-        parts.append(f"MIN(CASE WHEN clicked = 1 AND dwell >= {dwell!r} THEN rank END) AS first_sat")
+        parts.append(
+            f"MIN(CASE WHEN clicked = 1 AND dwell >= {dwell!r} THEN rank END) AS first_sat"
+        )
     for k in cutoffs:
         within = "" if k is None else f" AND rank <= {int(k)}"
         parts.append(f"SUM(CASE WHEN clicked = 1{within} THEN 1 ELSE 0 END) AS {_clicks_name(k)}")
@@ -392,7 +406,8 @@ def _impression_bad(request: ClickRequest) -> str:
     bad = [
         "bad_rows > 0",
         "n <> top",
-        "ranks <> n",
+        f"shallow <> LEAST(top, {_BITS})",
+        f"seen <> (CAST(1 AS BIGINT) << CAST(LEAST(top, {_BITS}) AS INT)) - 1",
         "arm <> arm_max",
         "unit <> unit_max",
         *[f"segment_{i} <> segment_{i}_max" for i in range(len(request.segments))],
@@ -414,13 +429,13 @@ def _sums_sql(
     values = [f"{_value_sql(m)} AS v{i}" for i, m in enumerate(metrics)]
     segments = [f"segment_{i}" for i in range(len(request.segments))]
     inner = (
-        f"SELECT arm, unit, {', '.join([*segments, *values])}, "
+        f"SELECT arm, unit, top, {', '.join([*segments, *values])}, "
         f"CASE WHEN {_impression_bad(request)} THEN 1 ELSE 0 END AS bad "
         f"FROM ({impressions}) AS per_impression"
     )
     columns = ["arm", "unit", *segments]
     columns += [f"GROUPING({s}) AS grouped_{i}" for i, s in enumerate(segments)]
-    columns += ["COUNT(*) AS impressions", "SUM(bad) AS bad"]
+    columns += ["COUNT(*) AS impressions", "SUM(bad) AS bad", "MAX(top) AS top"]
     columns += [f"CAST(SUM(v{i}) AS DOUBLE) AS m{i}" for i in range(len(metrics))]
     if segments:
         sets = ["(arm, unit)", *[f"(arm, {s}, unit)" for s in segments]]
@@ -548,8 +563,12 @@ def _raise_first_problem(
 
     unit = request.unit
     checks = [
-        ("impression_id IS NULL OR impression_id = ''", "impression_id", None,
-         "expected a non-empty id, got an empty value"),
+        (
+            "impression_id IS NULL OR impression_id = ''",
+            "impression_id",
+            None,
+            "expected a non-empty id, got an empty value",
+        ),
         ("unit IS NULL OR unit = ''", unit, None, "expected a non-empty id, got an empty value"),
         ("clicked IS NULL", "clicked", "clicked_text", "expected 0, 1, true or false, got {}"),
         ("rank_bad = 1", "rank", "rank_text", "expected a whole number >= 1, got {}"),
@@ -566,7 +585,9 @@ def _raise_first_problem(
             shown = "a missing value" if text is None or row[text] is None else repr(row[text])
             raise DataError(f"{where(row)}: {column}: {expected.format(shown)}")
     arms = ", ".join(_literal(a) for a in request.arms)
-    row = first(f"{base} WHERE arm IS NULL OR arm NOT IN ({arms}) ORDER BY log_file, log_row LIMIT 1")
+    row = first(
+        f"{base} WHERE arm IS NULL OR arm NOT IN ({arms}) ORDER BY log_file, log_row LIMIT 1"
+    )
     if row is not None:
         values = backend.run(
             compile_sql(
@@ -594,7 +615,11 @@ def _raise_first_problem(
         )
     ).to_pylist()
     place = _shown(detail[0]["log_file"])
-    if bad["n"] != bad["top"] or bad["ranks"] != bad["n"]:
+    if (
+        bad["n"] != bad["top"]
+        or bad["shallow"] != min(bad["top"], _BITS)
+        or bad["seen"] != (1 << int(min(bad["top"], _BITS))) - 1
+    ):
         ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
         raise DataError(
             f"{place}: impression {impression!r}: rank: expected ranks 1..{int(bad['n'])}, each "
@@ -626,6 +651,23 @@ def _raise_first_problem(
                 f"impression, got {low!r} and {high!r}"
             )
     raise DataError(f"{place}: impression {impression!r}: expected a valid impression")
+
+
+def _check_deep_ranks(backend: Backend, rows: str) -> None:
+    """Ranks deeper than the bits of the sums query: none repeated in an impression
+    (with n = the top rank and each shallow rank once, that makes them 1..n)."""
+    sql = (
+        f"SELECT impression_id, rank, MIN(log_file) AS log_file, COUNT(*) AS times "
+        f"FROM ({rows}) AS log_rows WHERE rank > {_BITS} GROUP BY impression_id, rank "
+        "HAVING COUNT(*) > 1 ORDER BY impression_id, rank LIMIT 1"
+    )
+    table = backend.run(compile_sql(sql, backend.dialect))
+    if table.num_rows:
+        row = table.to_pylist()[0]
+        raise DataError(
+            f"{_shown(row['log_file'])}: impression {row['impression_id']!r}: rank: expected "
+            f"each rank once per impression, got rank {int(row['rank'])} {int(row['times'])} times"
+        )
 
 
 def _literal(value: str) -> str:

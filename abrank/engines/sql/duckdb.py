@@ -9,7 +9,7 @@ beyond it). This module opens the logs as relations and runs the statements of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -50,7 +50,9 @@ def connect(options: Mapping[str, Any] | None = None) -> Any:
     try:
         return duckdb.connect(":memory:", config=config)
     except duckdb.Error as exc:
-        raise ConfigError(f"engine: expected DuckDB settings it accepts, got {_first_line(exc)}")
+        raise ConfigError(
+            f"engine: expected DuckDB settings it accepts, got {_first_line(exc)}"
+        ) from None
 
 
 def kind_of(duckdb_type: str) -> str:
@@ -178,4 +180,3 @@ def _text(value: str) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-

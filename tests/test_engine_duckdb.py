@@ -1,0 +1,532 @@
+"""The DuckDB engine: online click sums equal to the memory engine's, and its errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import abrank
+from abrank.analysis import run_experiment
+from abrank.cli import main
+from abrank.config import load_experiment, parse_experiment
+from abrank.engines.clicks import score_impressions, unit_sums
+from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
+from abrank.engines.sql.duckdb import DuckDBBackend
+from abrank.errors import ConfigError, DataError
+from abrank.io import read_impressions
+from abrank.metrics import parse_metric
+
+duckdb = pytest.importorskip("duckdb")
+
+ROOT = Path(__file__).resolve().parent.parent
+METRICS = ["click_rr@3", "click_rr", "ctr@2", "clicks@3", "clicks", "abandonment", "sat_ctr@3"]
+
+
+def make_log(seed: int = 5, impressions: int = 3000, string_ids: bool = False) -> pd.DataFrame:
+    """Users with several impressions of 1..6 results; many impressions unclicked, dwell
+    missing on some clicks, two devices, ids int or long text."""
+    rng = np.random.default_rng(seed)
+    depth = rng.integers(1, 7, size=impressions)
+    user = rng.integers(0, impressions // 4, size=impressions)
+    rows = int(depth.sum())
+    impression = np.repeat(np.arange(impressions), depth)
+    starts = np.repeat(np.cumsum(depth) - depth, depth)
+    rank = np.arange(rows) - starts + 1
+    clicked = (rng.random(rows) < 0.5 / rank) & np.repeat(rng.random(impressions) < 0.6, depth)
+    dwell = np.where(clicked, rng.choice([5.0, 30.0, 45.0, np.nan], size=rows), np.nan)
+    frame = pd.DataFrame(
+        {
+            "impression_id": impression * 7919 % 100_003,
+            "user_id": np.repeat(user, depth),
+            "rank": rank,
+            "doc_id": rng.integers(0, 50, size=rows),
+            "clicked": clicked.astype(np.int64),
+            "dwell": dwell,
+            "device": np.repeat(np.where(user % 3 == 0, "mobile", "desktop"), depth),
+            "arm": np.repeat(np.where(user % 2 == 0, "a", "b"), depth),
+        }
+    )
+    if string_ids:
+        frame["impression_id"] = "imp-" + frame["impression_id"].astype(str) + "-" + "x" * 40
+        frame["user_id"] = "user/é" + frame["user_id"].astype(str).str.zfill(5)
+    return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def memory_sums(path: Path, metrics, *, unit: str = "user_id", by: str | None = None):
+    """Per arm, the memory engine's per-unit sums of the log file."""
+    log = read_impressions(path)
+    out = {}
+    for arm in ("a", "b"):
+        frame = log[log["arm"] == arm].drop(columns="arm").reset_index(drop=True)
+        values = score_impressions(frame, metrics, sat_dwell=30)
+        out[arm] = unit_sums(frame, values, unit=unit, by=by)
+    return out
+
+
+def sql_sums(path: Path, metrics, *, fmt: str = "parquet", segments=(), **options):
+    request = ClickRequest(
+        metrics=tuple(parse_metric(m) for m in metrics), arms=("a", "b"), segments=segments
+    )
+    source = LogSource(files=(str(path),), format=fmt, label=path.name, **options)
+    backend = DuckDBBackend()
+    try:
+        return click_aggregates(backend, [source], request)
+    finally:
+        backend.close()
+
+
+def assert_same_sums(memory: pd.DataFrame, sql: pd.DataFrame) -> None:
+    assert list(sql.index) == list(memory.index)  # the same units, in the same order
+    assert list(sql.columns) == list(memory.columns)
+    assert sql["impressions"].tolist() == memory["impressions"].tolist()
+    np.testing.assert_allclose(sql.to_numpy(float), memory.to_numpy(float), rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("string_ids", [False, True])
+def test_per_unit_sums_equal_the_memory_engines(tmp_path, string_ids):
+    path = tmp_path / "log.parquet"
+    make_log(string_ids=string_ids).to_parquet(path)
+    result = sql_sums(path, METRICS, segments=("device",))
+    expected = memory_sums(path, METRICS)
+    by_device = memory_sums(path, METRICS, by="device")
+    for arm in ("a", "b"):
+        assert_same_sums(expected[arm], result.sums[arm])
+        assert_same_sums(by_device[arm], result.segment_sums["device"][arm])
+    assert result.mixed.count == 0
+    assert result.file_rows == {str(path): len(make_log(string_ids=string_ids))}
+
+
+def test_a_csv_log_keeps_ids_as_written_and_equals_the_memory_engine(tmp_path):
+    log = make_log(impressions=800)
+    log["user_id"] = "00" + log["user_id"].astype(str)  # leading zeros: text ids, not ints
+    path = tmp_path / "log.csv"
+    log.to_csv(path, index=False)
+    result = sql_sums(path, METRICS, fmt="csv")
+    expected = memory_sums(path, METRICS)
+    for arm in ("a", "b"):
+        assert result.sums[arm].index[0].startswith("00")
+        assert_same_sums(expected[arm], result.sums[arm])
+
+
+def test_values_by_hand_on_a_tiny_log(tmp_path):
+    # impression 1 (user u): clicks at ranks 2 and 3, dwell 40 then missing;
+    # impression 2 (user u): no click; impression 3 (user v, arm b): click at 1, dwell 10
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1, 1, 1, 2, 2, 3],
+            "user_id": ["u", "u", "u", "u", "u", "v"],
+            "rank": [1, 2, 3, 1, 2, 1],
+            "doc_id": ["d"] * 6,
+            "clicked": [0, 1, 1, 0, 0, 1],
+            "dwell": [np.nan, 40.0, np.nan, np.nan, np.nan, 10.0],
+            "arm": ["a"] * 5 + ["b"],
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    result = sql_sums(path, ["click_rr@10", "ctr@1", "clicks@3", "abandonment", "sat_ctr@2"])
+    a = result.sums["a"].loc["u"]
+    assert a["impressions"] == 2
+    assert a["click_rr@10"] == pytest.approx(0.5)  # 1/2 + 0
+    assert a["ctr@1"] == 0
+    assert a["clicks@3"] == 2
+    assert a["abandonment"] == 1
+    assert a["sat_ctr@2"] == 1  # rank 2, dwell 40 >= 30
+    b = result.sums["b"].loc["v"]
+    assert (b["click_rr@10"], b["ctr@1"], b["sat_ctr@2"]) == (1.0, 1.0, 0.0)
+    ranks = result.ctr_by_rank
+    assert ranks[ranks["arm"] == "a"][["rank", "impressions", "clicks"]].values.tolist() == [
+        [1, 2, 0],
+        [2, 2, 1],
+        [3, 1, 1],
+    ]
+
+
+def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path):
+    rank = list(range(1, 71))
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1] * 70 + [2] * 70,
+            "user_id": ["u"] * 70 + ["v"] * 70,
+            "rank": rank + rank[:65] + [66, 66, 68, 69, 70],  # 66 twice, 67 missing
+            "doc_id": ["d"] * 140,
+            "clicked": [0] * 140,
+            "arm": ["a"] * 70 + ["b"] * 70,
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(
+        DataError,
+        match=r"log.parquet: impression '2': rank: expected each rank once per impression, got rank 66 2 times",
+    ):
+        sql_sums(path, ["ctr@3"])
+    frame.loc[frame.index[-5:], "rank"] = [66, 67, 68, 69, 70]
+    frame.to_parquet(path)
+    result = sql_sums(path, ["click_rr"])
+    assert result.sums["b"]["impressions"].tolist() == [1]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def bad_log(**change) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1, 1, 2, 2],
+            "user_id": ["u", "u", "v", "v"],
+            "rank": [1, 2, 1, 2],
+            "doc_id": ["d", "e", "d", "e"],
+            "clicked": [0, 1, 0, 0],
+            "dwell": [np.nan, 3.0, np.nan, np.nan],
+            "device": ["m", "m", "d", "d"],
+            "arm": ["a", "a", "b", "b"],
+        }
+    )
+    for column, (row, value) in change.items():
+        frame[column] = frame[column].astype(object)
+        frame.loc[row, column] = value
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"clicked": (1, 2)},
+            r"log.csv: impression '1': clicked: expected 0, 1, true or false, got '2'",
+        ),
+        ({"rank": (3, 0)}, r"log.csv: impression '2': rank: expected a whole number >= 1, got '0'"),
+        ({"rank": (3, "1.5")}, r"rank: expected a whole number >= 1, got '1.5'"),
+        (
+            {"rank": (1, 1)},
+            r"log.csv: impression '1': rank: expected ranks 1..2, each once, got ranks 1, 1",
+        ),
+        ({"rank": (1, 3)}, r"impression '1': rank: expected ranks 1..2, each once, got ranks 1, 3"),
+        (
+            {"user_id": (1, "w")},
+            r"impression '1': user_id: expected one user_id per impression, got 'u' and 'w'",
+        ),
+        (
+            {"arm": (1, "b")},
+            r"impression '1': arm: expected one arm per impression, got 'a' and 'b'",
+        ),
+        (
+            {"arm": (3, "c")},
+            r"arm: expected the arm names 'a', 'b', got 'c' \(values found: 'a' \(2 rows\), 'b' \(1 rows\), 'c' \(1 rows\)\)",
+        ),
+        (
+            {"dwell": (1, "-4")},
+            r"impression '1': dwell: expected a number of seconds >= 0, got '-4'",
+        ),
+        ({"dwell": (1, "long")}, r"dwell: expected a number of seconds >= 0, got 'long'"),
+        (
+            {"user_id": (2, "")},
+            r"impression '2': user_id: expected a non-empty id, got an empty value",
+        ),
+        (
+            {"device": (2, "")},
+            r"impression '2': device: expected a segment value, got a missing value",
+        ),
+        (
+            {"device": (3, "x")},
+            r"impression '2': device: expected one device per impression, got 'd' and 'x'",
+        ),
+    ],
+)
+def test_bad_cells_and_impressions_name_the_file_and_the_impression(tmp_path, change, message):
+    path = tmp_path / "log.csv"
+    bad_log(**change).to_csv(path, index=False)
+    with pytest.raises(DataError, match=message):
+        sql_sums(path, ["click_rr@10", "sat_ctr@2"], fmt="csv", segments=("device",))
+
+
+def test_a_parquet_log_names_the_row_of_a_bad_cell(tmp_path):
+    path = tmp_path / "log.parquet"
+    bad_log(clicked=(2, 7)).astype({"clicked": "int64"}).to_parquet(path)
+    with pytest.raises(
+        DataError, match=r"log.parquet: row 3: clicked: expected 0, 1, true or false, got '7'"
+    ):
+        sql_sums(path, ["ctr@1"])
+
+
+def test_missing_columns_and_arms_are_named(tmp_path):
+    path = tmp_path / "log.parquet"
+    bad_log().drop(columns="clicked").to_parquet(path)
+    with pytest.raises(
+        DataError,
+        match=r"log.parquet: expected a clicked column .*found columns: impression_id, user_id",
+    ):
+        sql_sums(path, ["ctr@1"])
+    bad_log().drop(columns="dwell").to_parquet(path)
+    with pytest.raises(DataError, match=r"metric sat_ctr@2: expected a dwell column"):
+        sql_sums(path, ["sat_ctr@2"])
+    bad_log().assign(arm="a").to_parquet(path)
+    with pytest.raises(DataError, match=r"arm: expected rows for every arm, got none for 'b'"):
+        sql_sums(path, ["ctr@1"])
+    bad_log().drop(columns="arm").to_parquet(path)
+    with pytest.raises(
+        DataError, match=r"expected an arm column \(its values the arm names a, b\)"
+    ):
+        sql_sums(path, ["ctr@1"])
+
+
+def test_a_memory_limit_the_log_does_not_fit_in_is_a_message(tmp_path):
+    rows = 400_000
+    frame = pd.DataFrame(
+        {
+            "impression_id": np.arange(rows) // 4,
+            "user_id": np.arange(rows) // 8,
+            "rank": np.arange(rows) % 4 + 1,
+            "doc_id": np.zeros(rows, dtype=np.int64),
+            "clicked": np.arange(rows) % 3 == 0,
+            "arm": np.where(np.arange(rows) // 8 % 2 == 0, "a", "b"),
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    request = ClickRequest(metrics=(parse_metric("ctr@3"),), arms=("a", "b"))
+    source = LogSource(files=(str(path),), format="parquet", label="log.parquet")
+    backend = DuckDBBackend(options={"memory_limit": "10MB"})
+    with pytest.raises(
+        DataError,
+        match=r"log.parquet: engine duckdb: expected the aggregation to fit in engine.memory_limit 10MB, got out of memory",
+    ):
+        click_aggregates(backend, [source], request)
+    backend.close()
+
+
+# --------------------------------------------------------------------------- experiments
+
+CONFIG = """\
+name: engine-test
+log: {path: LOG}
+control: {name: a}
+treatments: [{name: b}]
+metrics: [click_rr@3, ctr@2, abandonment, sat_ctr@3, clicks@3]
+analysis:
+  design: independent
+  unit: user_id
+  resamples: 300
+segments:
+  columns: [device]
+  min_queries: 10
+"""
+
+
+def write_experiment(tmp_path: Path, log: str = "log.parquet", extra: str = "") -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(CONFIG.replace("LOG", log) + extra)
+    return path
+
+
+def assert_same_summary(memory: dict, sql: dict, path: str = "") -> None:
+    """Every key and value equal, numbers to 1e-9."""
+    if isinstance(memory, dict):
+        assert set(memory) == set(sql), path
+        for key in memory:
+            assert_same_summary(memory[key], sql[key], f"{path}.{key}")
+    elif isinstance(memory, list):
+        assert len(memory) == len(sql), path
+        for i, (a, b) in enumerate(zip(memory, sql)):
+            assert_same_summary(a, b, f"{path}[{i}]")
+    elif isinstance(memory, float) and isinstance(sql, float):
+        assert sql == pytest.approx(memory, rel=1e-9, abs=1e-9, nan_ok=True), path
+    else:
+        assert memory == sql, path
+
+
+@pytest.fixture(scope="module")
+def log_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("engine")
+    make_log(impressions=2500).to_parquet(folder / "log.parquet")
+    return folder
+
+
+def test_an_experiment_gives_the_same_summary_on_both_engines(log_folder):
+    config = write_experiment(log_folder)
+    memory = run_experiment(config)
+    sql = run_experiment(config, engine="duckdb")
+    assert_same_summary(memory.summary, sql.summary)
+    assert len(sql.summary["comparisons"]) == 15  # 5 metrics, overall and per device
+    assert sql.per_query.empty  # only per-unit sums left the engine
+    pd.testing.assert_frame_equal(memory.ctr_by_rank, sql.ctr_by_rank)
+    pd.testing.assert_frame_equal(memory.unit_values, sql.unit_values)
+
+
+def test_a_hive_partitioned_glob_gives_the_single_files_comparisons(log_folder, tmp_path):
+    log = read_impressions(log_folder / "log.parquet").astype({"impression_id": str})
+    log["impression_id"] = log["impression_id"].astype(int)
+    log["user_id"] = log["user_id"].astype(str).astype(int)
+    for day, part in enumerate(np.array_split(np.sort(log["impression_id"].unique()), 3)):
+        folder = tmp_path / "logs" / f"date=2024-05-0{day + 1}"
+        folder.mkdir(parents=True)
+        log[log["impression_id"].isin(part)].to_parquet(folder / "part-0.parquet")
+    glob = write_experiment(tmp_path, "logs/date=*/part-*.parquet", "engine: duckdb\n")
+    whole = run_experiment(write_experiment(log_folder), engine="duckdb").summary
+    parts = run_experiment(glob).summary
+    assert_same_summary(whole["comparisons"], parts["comparisons"])
+    assert len(parts["inputs"]) == 3  # a fingerprint and the rows of each file read
+    assert sum(entry["rows"] for entry in parts["inputs"]) == len(log)
+    assert parts["inputs"][0]["path"].endswith("date=2024-05-01/part-0.parquet")
+    folder = write_experiment(tmp_path, "logs", "engine: duckdb\n")  # the folder itself
+    assert_same_summary(whole["comparisons"], run_experiment(folder).summary["comparisons"])
+
+
+def test_the_bundled_online_demo_gives_the_same_summary_on_duckdb():
+    experiment = load_experiment(ROOT / "experiments" / "demo-online.yaml")
+    fewer = experiment.analysis.model_copy(update={"resamples": 500})
+    experiment = experiment.model_copy(update={"analysis": fewer})
+    memory = run_experiment(experiment)
+    sql = run_experiment(experiment, engine="duckdb")
+    assert_same_summary(memory.summary, sql.summary)
+    assert sql.summary["diagnostics"]["srm"] == memory.summary["diagnostics"]["srm"]
+
+
+def test_mixed_units_are_counted_and_dropped_as_on_the_memory_engine(tmp_path):
+    log = make_log(impressions=1500)
+    users = log[log["user_id"] % 2 == 0].groupby("user_id")["impression_id"].agg(["min", "nunique"])
+    users = users[users["nunique"] > 1].head(3)  # 3 users of arm a with several impressions
+    log.loc[log["impression_id"].isin(users["min"]), "arm"] = "b"  # one of each seen in b
+    log.to_parquet(tmp_path / "log.parquet")
+    for policy in ("warn", "drop"):
+        config = (
+            write_experiment(tmp_path)
+            .read_text()
+            .replace("  resamples: 300\n", f"  resamples: 300\n  mixed_units: {policy}\n")
+        )
+        (tmp_path / "exp.yaml").write_text(config)
+        memory = run_experiment(tmp_path / "exp.yaml").summary
+        sql = run_experiment(tmp_path / "exp.yaml", engine="duckdb").summary
+        assert memory["diagnostics"]["mixed_units"]["count"] == 3
+        assert_same_summary(memory, sql)
+
+
+def test_a_duckdb_connection_runs_the_experiment_and_stays_usable(log_folder):
+    connection = duckdb.connect()
+    readout = run_experiment(write_experiment(log_folder), engine=connection)
+    assert readout.summary["arms"][0]["units"] > 0
+    assert connection.execute("SELECT 41 + 1").fetchone() == (42,)
+    views = connection.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()
+    assert views == (0,)
+
+
+# --------------------------------------------------------------------------- choices
+
+
+def test_the_engine_in_the_config_is_a_name_or_a_mapping(tmp_path):
+    (tmp_path / "log.parquet").write_bytes(b"")
+    base = CONFIG.replace("LOG", "log.parquet")
+    text = base + "engine: {name: duckdb, memory_limit: 2GB, threads: 2, temp_directory: /tmp/x}\n"
+    experiment = parse_experiment(text, base_dir=tmp_path)
+    assert experiment.engine.to_dict() == {
+        "name": "duckdb",
+        "memory_limit": "2GB",
+        "threads": 2,
+        "temp_directory": "/tmp/x",
+    }
+    assert parse_experiment(base + "engine: duckdb\n", base_dir=tmp_path).engine.name == "duckdb"
+    assert parse_experiment(base, base_dir=tmp_path).engine.name == "memory"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "engine: duckbd",
+            r"line 13: engine.name: expected 'memory', 'duckdb' or 'spark', got 'duckbd'",
+        ),
+        (
+            "engine: {name: duckdb, memory_limit: lots}",
+            r"engine.memory_limit: expected a size such as '500MB' or '2GB', got 'lots'",
+        ),
+        (
+            "engine: {name: memory, threads: 2}",
+            r"engine: expected options for engine duckdb \(threads\), not for engine memory",
+        ),
+        (
+            "engine: {name: duckdb, thread: 2}",
+            r"engine.thread: unknown key; did you mean 'threads'\?",
+        ),
+    ],
+)
+def test_bad_engine_configs_name_the_line_and_the_field(tmp_path, line, message):
+    (tmp_path / "log.parquet").write_bytes(b"")
+    with pytest.raises(ConfigError, match=message):
+        parse_experiment(CONFIG.replace("LOG", "log.parquet") + line + "\n", base_dir=tmp_path)
+
+
+def test_an_engine_that_cannot_run_the_experiment_is_refused(log_folder, tmp_path):
+    offline = ROOT / "experiments" / "demo-reranker.yaml"
+    with pytest.raises(
+        ConfigError,
+        match=r"engine: duckdb: expected online experiments on click metrics, got offline experiments on judged metrics \(engines now: memory: offline",
+    ):
+        run_experiment(offline, engine="duckdb")
+    with pytest.raises(
+        ConfigError,
+        match=r"engine: expected an engine this version runs \(memory: .*; duckdb: online experiments on click metrics\), got 'spark', which is not available yet",
+    ):
+        run_experiment(write_experiment(log_folder), engine="spark")
+    with pytest.raises(
+        ConfigError, match=r"engine: expected one of memory, duckdb, spark, got 'sqlite'"
+    ):
+        run_experiment(write_experiment(log_folder), engine="sqlite")
+    interleaved = ROOT / "experiments" / "demo-interleaving.yaml"
+    if interleaved.exists():
+        with pytest.raises(ConfigError, match=r"got interleaving experiments"):
+            run_experiment(interleaved, engine="duckdb")
+    (tmp_path / "logs").mkdir()
+    make_log(impressions=200).to_parquet(tmp_path / "logs" / "part-0.parquet")
+    with pytest.raises(
+        ConfigError,
+        match=r"log.path: expected a file for engine memory, got .*a glob or folder of files \(engine: duckdb reads those\)",
+    ):
+        run_experiment(write_experiment(tmp_path, "logs/*.parquet"))
+
+
+def test_an_engine_that_is_not_installed_names_what_to_install(log_folder, monkeypatch):
+    monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb now fails
+    with pytest.raises(
+        ConfigError,
+        match=r"engine: duckdb: expected the duckdb package to be installed, got it missing \(pip install 'abrank\[duckdb\]'",
+    ):
+        run_experiment(write_experiment(log_folder), engine="duckdb")
+
+
+def test_the_cli_runs_on_duckdb_and_exits_2_on_bad_input(log_folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    config = write_experiment(log_folder)
+    assert (
+        main(
+            ["run", str(config), "--engine", "duckdb", "--out", str(out), "--quiet", "--no-history"]
+        )
+        == 0
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["comparisons"][0]["metric"] == "click_rr@3"
+    capsys.readouterr()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    bad_log(rank=(1, 5)).to_parquet(bad / "log.parquet")
+    code = main(
+        ["run", str(write_experiment(bad)), "--engine", "duckdb", "--out", str(bad / "out")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "impression '1': rank: expected ranks 1..2, each once, got ranks 1, 5" in err
+    assert "Traceback" not in err
+    assert not (bad / "out").exists()
+    assert main(["run", str(config), "--engine", "spark", "--out", str(tmp_path / "s")]) == 2
+    assert "not available yet" in capsys.readouterr().err
+
+
+def test_the_package_exposes_run_experiment_with_an_engine():
+    import inspect
+
+    assert "engine" in inspect.signature(abrank.run_experiment).parameters
