@@ -1,0 +1,170 @@
+"""Engines on a click log partitioned by day: time and peak memory of each.
+
+A user-randomized log (10 results per impression, 5 impressions per user on average) is
+written as Parquet, one folder per day (``logs/date=YYYY-MM-DD/part-0.parquet``). Then,
+each in its own child process, measured by wall time and peak RSS (``os.wait4``):
+
+- ``abrank run --engine duckdb`` on a config whose log is the glob ``logs/date=*/...``;
+- the same on a dated config with a cumulative window (one file per date);
+- a hand-written DuckDB query of the same per-user sums (click_rr@10 and ctr@3);
+- ``abrank run`` on the memory engine (the dated config; ``--no-memory`` skips it).
+
+The configs compare click_rr@10 and ctr@3 clustered on users with the delta-method t-test
+only (``tests: [t]``), so that the figures are the engines' and not the resampling's.
+
+    python benchmarks/bench_engines.py                 # 10M shown results
+    python benchmarks/bench_engines.py --rows 100000000 --no-memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DEPTH = 10
+
+HAND_SQL = """
+SELECT arm, user_id, COUNT(*) AS impressions,
+       SUM(CASE WHEN first_click <= 10 THEN 1.0 / first_click ELSE 0 END) AS click_rr,
+       SUM(CASE WHEN first_click <= 3 THEN 1 ELSE 0 END) AS ctr
+FROM (
+    SELECT impression_id, MIN(arm) AS arm, MIN(user_id) AS user_id,
+           MIN(CASE WHEN clicked = 1 THEN rank END) AS first_click
+    FROM read_parquet('{glob}')
+    GROUP BY impression_id
+)
+GROUP BY arm, user_id
+"""
+
+
+def write_log(folder: Path, rows: int, days: int, seed: int = 0) -> None:
+    """The log, one Parquet file per day; impressions of a user spread over the days."""
+    impressions = rows // DEPTH
+    users = max(impressions // 5, 2)
+    rng = np.random.default_rng(seed)
+    per_day = np.diff(np.linspace(0, impressions, days + 1).astype(np.int64))
+    arm_of = np.where(rng.random(users) < 0.5, "control", "treatment")
+    start = 0
+    for day, count in enumerate(per_day):
+        user = rng.integers(0, users, size=count)
+        lift = np.where(arm_of[user] == "treatment", 1.03, 1.0)
+        propensity = rng.beta(2, 5, size=count) * lift
+        rank = np.tile(np.arange(1, DEPTH + 1, dtype=np.int32), count)
+        clicked = rng.random(count * DEPTH) < np.repeat(propensity, DEPTH) / rank
+        table = pa.table(
+            {
+                "impression_id": np.repeat(np.arange(start, start + count), DEPTH),
+                "user_id": np.repeat(user.astype(np.int64), DEPTH),
+                "rank": rank,
+                "doc_id": rng.integers(0, 1_000_000, size=count * DEPTH),
+                "clicked": clicked.astype(np.int8),
+                "arm": pa.array(np.repeat(arm_of[user], DEPTH)).dictionary_encode(),
+            }
+        )
+        date = dt.date(2024, 5, 1) + dt.timedelta(days=day)
+        part = folder / "logs" / f"date={date.isoformat()}"
+        part.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, part / "part-0.parquet")
+        start += count
+
+
+def config(log: str, extra: str = "") -> str:
+    return f"""\
+name: bench-engines
+log: {{path: "{log}"}}
+control: {{name: control}}
+treatments: [{{name: treatment}}]
+metrics: [click_rr@10, ctr@3]
+analysis:
+  design: independent
+  unit: user_id
+  primary_test: t
+  tests: [t]
+{extra}"""
+
+
+def measure(command: list[str]) -> tuple[float, float, int]:
+    """(seconds, peak RSS in MB, exit code) of a child process."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        print(child.stderr.read().decode()[-2000:], file=sys.stderr)
+    return seconds, usage.ru_maxrss / 1024, code
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="shown results")
+    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory engine")
+    parser.add_argument("--folder", help="where to write the log (default: a temporary one)")
+    args = parser.parse_args()
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="bench-engines-"))
+    start = time.perf_counter()
+    if not (folder / "logs").exists():
+        write_log(folder, args.rows, args.days)
+    size = sum(p.stat().st_size for p in (folder / "logs").rglob("*.parquet")) / 2**20
+    print(
+        f"log: {args.rows:,} shown results, {args.rows // DEPTH:,} impressions, "
+        f"{args.rows // DEPTH // 5:,} users, {args.days} days, {size:,.0f} MB Parquet "
+        f"(written in {time.perf_counter() - start:.1f} s)"
+    )
+    last = (dt.date(2024, 5, 1) + dt.timedelta(days=args.days - 1)).isoformat()
+    (folder / "glob.yaml").write_text(config("logs/date=*/part-*.parquet", "engine: duckdb\n"))
+    (folder / "dated.yaml").write_text(
+        config("logs/date={date}/part-0.parquet", "window: {cumulative: 2024-05-01}\n")
+    )
+    run = [sys.executable, "-m", "abrank", "run", "--quiet", "--no-history", "--format", "json"]
+    glob = str(folder / "logs" / "date=*" / "part-*.parquet")
+    hand = (
+        "import duckdb; con = duckdb.connect(); "
+        f"print(con.sql({HAND_SQL.format(glob=glob)!r}).fetchall()[:1])"
+    )
+    cases = [
+        ("hand-written DuckDB SQL (per-user sums)", [sys.executable, "-c", hand]),
+        (
+            "abrank run --engine duckdb (glob)",
+            [*run, str(folder / "glob.yaml"), "--out", str(folder / "out-glob")],
+        ),
+        (
+            "abrank run --engine duckdb (dated window)",
+            [*run, str(folder / "dated.yaml"), "--date", last, "--engine", "duckdb",
+             "--out", str(folder / "out-duckdb")],
+        ),
+    ]  # fmt: skip
+    if not args.no_memory:
+        cases.append(
+            (
+                "abrank run --engine memory (dated window)",
+                [
+                    *run,
+                    str(folder / "dated.yaml"),
+                    "--date",
+                    last,
+                    "--out",
+                    str(folder / "out-mem"),
+                ],
+            )
+        )
+    for label, command in cases:
+        seconds, peak, code = measure(command)
+        status = "" if code == 0 else f"  (exit {code})"
+        print(f"{label:45s} {seconds:7.1f} s   peak RSS {peak:7,.0f} MB{status}")
+    print(f"(files in {folder})")
+
+
+if __name__ == "__main__":
+    main()
