@@ -572,15 +572,25 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _online_inputs(experiment) -> str:
-    """What an online experiment's logs hold: impressions and units per arm."""
+    """What an online experiment's logs hold: impressions and units per arm (read by the
+    config's engine: on an SQL engine, from the per-unit sums it returns)."""
+    from abrank.analysis.engine import choose_engine, score_online_sql
     from abrank.analysis.online import load_online
 
-    data = load_online(experiment)
     unit = experiment.analysis.unit
+    choice = choose_engine(experiment)
+    if choice.name != "memory":
+        data, scores = score_online_sql(experiment, choice, lambda message: None)
+        counts = {name: (scores.impressions[name], scores.units[name]) for name in scores.sums}
+    else:
+        data = load_online(experiment)
+        counts = {
+            name: (frame["impression_id"].nunique(), frame[unit].nunique())
+            for name, frame in data.impressions.items()
+        }
     arms = ", ".join(
-        f"{name} ({frame['impression_id'].nunique():,} impressions, "
-        f"{frame[unit].nunique():,} {unit} values)"
-        for name, frame in data.impressions.items()
+        f"{name} ({impressions:,} impressions, {units:,} {unit} values)"
+        for name, (impressions, units) in counts.items()
     )
     mixed = f"; {data.mixed.count:,} {unit} values in more than one arm" if data.mixed.count else ""
     return f"{arms}{mixed}; metrics {', '.join(experiment.metrics)}"

@@ -530,3 +530,44 @@ def test_the_package_exposes_run_experiment_with_an_engine():
     import inspect
 
     assert "engine" in inspect.signature(abrank.run_experiment).parameters
+
+
+def test_validate_reads_a_duckdb_experiment_with_the_same_counts(log_folder, tmp_path, capsys):
+    config = write_experiment(log_folder)
+    assert main(["validate", str(config)]) == 0
+    memory = capsys.readouterr().out
+    text = config.read_text() + "engine: duckdb\n"
+    (tmp_path / "log.parquet").symlink_to(log_folder / "log.parquet")
+    (tmp_path / "exp.yaml").write_text(text)
+    assert main(["validate", str(tmp_path / "exp.yaml")]) == 0
+    sql = capsys.readouterr().out
+    assert sql.split(": ok: ")[1] == memory.split(": ok: ")[1]
+    assert "impressions" in sql
+
+
+ARM_FILES = """\
+name: arm-files
+control: {name: a, path: a.parquet}
+treatments: [{name: b, path: b.csv}]
+metrics: [click_rr@3, ctr@2]
+analysis: {design: independent, unit: user_id, resamples: 200}
+"""
+
+
+def test_arms_in_files_of_different_formats_and_id_types(tmp_path):
+    log = make_log(impressions=1200)
+    log[log["arm"] == "a"].drop(columns="arm").to_parquet(tmp_path / "a.parquet")  # int ids
+    log[log["arm"] == "b"].drop(columns="arm").to_csv(tmp_path / "b.csv", index=False)
+    (tmp_path / "exp.yaml").write_text(ARM_FILES)
+    memory = run_experiment(tmp_path / "exp.yaml").summary
+    sql = run_experiment(tmp_path / "exp.yaml", engine="duckdb").summary
+    assert_same_summary(memory, sql)
+    first = log[log["impression_id"] == log["impression_id"].iloc[0]]
+    pd.concat([log[log["arm"] == "b"], first]).drop(columns="arm").to_csv(
+        tmp_path / "b.csv", index=False
+    )
+    with pytest.raises(
+        DataError,
+        match=r"a.parquet \(arm 'a'\) and .*b.csv \(arm 'b'\): impression_id: expected each impression in one arm, got '\d+' in both",
+    ):
+        run_experiment(tmp_path / "exp.yaml", engine="duckdb")

@@ -639,16 +639,6 @@ def _raise_first_problem(
         )
     ).to_pylist()
     place = _shown(detail[0]["log_file"])
-    if (
-        bad["n"] != bad["top"]
-        or bad["shallow"] != min(bad["top"], _BITS)
-        or bad["seen"] != (1 << int(min(bad["top"], _BITS))) - 1
-    ):
-        ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
-        raise DataError(
-            f"{place}: impression {impression!r}: rank: expected ranks 1..{int(bad['n'])}, each "
-            f"once, got ranks {ranks}"
-        )
     if bad["arm"] != bad["arm_max"]:
         if all(layout.source.arm is not None for layout in layouts):
             first_arm, second_arm = bad["arm"], bad["arm_max"]
@@ -661,6 +651,16 @@ def _raise_first_problem(
         raise DataError(
             f"{place}: impression {impression!r}: arm: expected one arm per impression, got "
             f"{bad['arm']!r} and {bad['arm_max']!r}"
+        )
+    if (
+        bad["n"] != bad["top"]
+        or bad["shallow"] != min(bad["top"], _BITS)
+        or bad["seen"] != (1 << int(min(bad["top"], _BITS))) - 1
+    ):
+        ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
+        raise DataError(
+            f"{place}: impression {impression!r}: rank: expected ranks 1..{int(bad['n'])}, each "
+            f"once, got ranks {ranks}"
         )
     if bad["unit"] != bad["unit_max"]:
         raise DataError(
