@@ -571,3 +571,20 @@ def test_arms_in_files_of_different_formats_and_id_types(tmp_path):
         match=r"a.parquet \(arm 'a'\) and .*b.csv \(arm 'b'\): impression_id: expected each impression in one arm, got '\d+' in both",
     ):
         run_experiment(tmp_path / "exp.yaml", engine="duckdb")
+
+
+def test_a_dated_glob_reads_the_dates_files_and_a_missing_date_is_skipped(tmp_path, capsys):
+    log = make_log(impressions=900)
+    days = np.where(log["impression_id"] % 2 == 0, "2024-05-01", "2024-05-02")
+    for day in ("2024-05-01", "2024-05-02"):
+        folder = tmp_path / "logs" / f"date={day}"
+        folder.mkdir(parents=True)
+        log[days == day].to_parquet(folder / "part-0.parquet")
+    config = write_experiment(tmp_path, '"logs/date={date}/*.parquet"', "engine: duckdb\n")
+    one_day = run_experiment(config, date="2024-05-02").summary
+    assert one_day["arms"][0]["queries"] + one_day["arms"][1]["queries"] == int(
+        log[days == "2024-05-02"]["impression_id"].nunique()
+    )
+    args = ["run", str(config), "--date", "2024-05-03", "--missing", "skip", "--no-history"]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 99
+    assert "does not exist yet" in capsys.readouterr().err

@@ -9,13 +9,13 @@ than a day's traffic, so a ``{date}`` in their paths takes the run's date only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from abrank.config import Experiment
 from abrank.config.dates import fill_date, is_dated
+from abrank.config.engine import exists
 from abrank.errors import ConfigError
 from abrank.io.concat import concat_frames
 
@@ -84,7 +84,7 @@ def input_files(experiment: Experiment) -> list[tuple[str, str]]:
 
 def missing_inputs(experiment: Experiment) -> list[tuple[str, str]]:
     """(config key, file) of each input this run needs that does not exist (yet)."""
-    return [(key, file) for key, file in input_files(experiment) if not Path(file).exists()]
+    return [(key, file) for key, file in input_files(experiment) if not exists(file)]
 
 
 def read_window(

@@ -10,6 +10,7 @@ default. Which experiments each engine can run is the engines' business
 
 from __future__ import annotations
 
+import glob
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -83,6 +84,12 @@ def engine_config(value: Any) -> Any:
 Engine = Annotated[EngineConfig, BeforeValidator(engine_config)]
 
 
+def exists(path: str) -> bool:
+    """A log path names some file: the file itself, a match of a glob, a file in a folder."""
+    full = Path(path)
+    return full.exists() if not is_pattern(path, full) else pattern_problem(path, full) is None
+
+
 def is_pattern(value: str, full: Path) -> bool:
     """A log path that names several files: a glob (``logs/date=*/part-*.parquet``) or a
     folder (every data file below it, hive partitions such as ``date=2024-05-01/`` too)."""
@@ -95,8 +102,6 @@ def pattern_problem(value: str, full: Path) -> str | None:
         if not any(path.is_file() for path in full.rglob("*")):
             return f"expected a folder holding log files, got the empty folder {value!r}"
         return None
-    if not any(
-        path.is_file() for path in Path(full.anchor).glob(str(full.relative_to(full.anchor)))
-    ):
+    if not any(Path(match).is_file() for match in glob.glob(str(full), recursive=True)):
         return f"expected a pattern matching some file, got {value!r}, which matches none"
     return None
