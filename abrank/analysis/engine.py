@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
 from abrank.analysis.online import OnlineData, OnlineScores
-from abrank.analysis.window import check_dated, log_files, with_dated_files
+from abrank.analysis.window import LOG_KEYS, check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.config.engine import ENGINE_NAMES, EngineConfig, is_pattern
 from abrank.errors import ConfigError, DataError
@@ -111,13 +111,8 @@ def _kind(experiment: Experiment, engine: str) -> str:
 
 
 def _log_paths(experiment: Experiment) -> list[tuple[str, str]]:
-    found = [("log.path", experiment.log.path)] if experiment.log is not None else []
-    for index, arm in enumerate(experiment.arms):
-        if arm.path is not None:
-            found.append(
-                ("control.path" if index == 0 else f"treatments[{index - 1}].path", arm.path)
-            )
-    return found
+    """(config key, path) of the logs (not the judgments or covariates)."""
+    return [(key, path) for key, path in experiment.input_paths() if key.startswith(LOG_KEYS)]
 
 
 def expand_files(path: str, format: str | None) -> tuple[list[str], str]:

@@ -22,6 +22,13 @@ to DuckDB and Spark (Ibis itself compiles through sqlglot), but
 
 Results come back as Arrow tables of a few numbers per unit; the statistics then run on
 them in NumPy as for the memory engine.
+
+What comes next fits this shape: a Spark backend is a module whose ``register`` reads the
+files with ``spark.read`` (``input_file_name()`` as ``abrank_file``, ``abrank_row`` NULL)
+into a temporary view and whose ``run`` is ``spark.sql(...).toArrow()``, with
+``dialect = "spark"``; the judged metrics (trec_eval's ordering, depth, gains, the ideal
+DCG from all judgments) and the interleaving credits become further definition modules
+beside :mod:`~abrank.engines.sql.clicks`, each tested against the memory engine.
 """
 
 from __future__ import annotations
