@@ -21,7 +21,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
-from abrank.analysis.online import OnlineData, OnlineScores
+from abrank.analysis.online import OnlineData, OnlineScores, load_covariates
 from abrank.analysis.window import LOG_KEYS, check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.config.engine import ENGINE_NAMES, EngineConfig, is_pattern
@@ -145,7 +145,6 @@ def score_online_sql(
     """The online inputs and per-unit sums of every arm, computed by an SQL engine."""
     from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
     from abrank.engines.sql.duckdb import DuckDBBackend
-    from abrank.io.covariates import read_covariates
     from abrank.metrics import parse_metric
 
     check_dated(experiment)
@@ -193,19 +192,7 @@ def score_online_sql(
         for source, role, arm in sources
         for file in source.files
     ]
-    covariates = None
-    if experiment.analysis.covariates is not None:
-        config = experiment.analysis.covariates
-        say(f"loading covariates ({display_path(config.path)})")
-        covariates = read_covariates(
-            config.path,
-            unit=unit,
-            metrics=experiment.metrics,
-            format=config.format,
-            sep=config.sep,
-            decimal=config.decimal,
-        )
-        inputs.append(fingerprint(config.path, "covariates", None, len(covariates)))
+    covariates = load_covariates(experiment, unit, say, inputs)
     paths = {name: next(s.label for s, _, arm in sources if arm in (None, name)) for name in names}
     data = OnlineData(
         impressions={name: pd.DataFrame() for name in names},

@@ -61,7 +61,6 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
     logs, only the columns that the metrics, the unit and the segments read are loaded
     (:func:`needed_columns`)."""
     from abrank.io import check_arms, drop_units, read_impressions, read_judgments, split_log
-    from abrank.io.covariates import read_covariates
 
     say = say or (lambda message: None)
     unit = experiment.analysis.unit or "user_id"
@@ -133,20 +132,31 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
             decimal=source.decimal,
         )
         inputs.append(fingerprint(source.path, "judgments", None, len(judgments)))
-    covariates = None
-    if experiment.analysis.covariates is not None:
-        source = experiment.analysis.covariates
-        say(f"loading covariates ({display_path(source.path)})")
-        covariates = read_covariates(
-            source.path,
-            unit=unit,
-            metrics=experiment.metrics,
-            format=source.format,
-            sep=source.sep,
-            decimal=source.decimal,
-        )
-        inputs.append(fingerprint(source.path, "covariates", None, len(covariates)))
+    covariates = load_covariates(experiment, unit, say, inputs)
     return OnlineData(frames, judgments, covariates, mixed, dropped, inputs, paths)
+
+
+def load_covariates(
+    experiment: Experiment, unit: str, say: Progress, inputs: list[dict[str, Any]]
+) -> pd.DataFrame | None:
+    """The pre-period table of ``analysis.covariates`` (None without one); its fingerprint
+    is appended to ``inputs``."""
+    from abrank.io.covariates import read_covariates
+
+    source = experiment.analysis.covariates
+    if source is None:
+        return None
+    say(f"loading covariates ({display_path(source.path)})")
+    covariates = read_covariates(
+        source.path,
+        unit=unit,
+        metrics=experiment.metrics,
+        format=source.format,
+        sep=source.sep,
+        decimal=source.decimal,
+    )
+    inputs.append(fingerprint(source.path, "covariates", None, len(covariates)))
+    return covariates
 
 
 def needed_columns(experiment: Experiment) -> list[str]:
