@@ -21,7 +21,14 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.compare import arm_pairs, test_options
-from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
+from abrank.analysis.load import (
+    Progress,
+    display_path,
+    fingerprint,
+    impression_reader,
+    ranking_reader,
+    shown_files,
+)
 from abrank.analysis.window import check_dated, dated_file, log_files, read_window, with_dated_files
 from abrank.config import Experiment
 from abrank.errors import DataError
@@ -82,8 +89,6 @@ class InterleavedScores:
 def load_interleaved(experiment: Experiment, say: Progress | None = None) -> InterleavedData:
     """Read the interleaved log (every date of the window) and the arms' source rankings;
     check the team column against the arms."""
-    from abrank.io import read_impressions, read_rankings
-
     say = say or (lambda message: None)
     check_dated(experiment)
     experiment = with_dated_files(experiment)
@@ -94,19 +99,13 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
     files = log_files(experiment, source.path)
     shown = display_path(files[0])
 
-    def read_file(file: str, keep: list[str] | None = keep) -> pd.DataFrame:
-        return read_impressions(
-            file,
-            format=source.format,
-            columns=source.columns.mapping(),
-            sep=source.sep,
-            decimal=source.decimal,
-            keep=keep,
-        )
-
     say(f"loading the interleaved log ({shown_files(files)})")
     log, sizes = read_window(
-        read_file, files, key="impression_id", order=("impression_id", "rank"), what="impression"
+        impression_reader(source, keep),
+        files,
+        key="impression_id",
+        order=("impression_id", "rank"),
+        what="impression",
     )
     inputs = [fingerprint(file, "log", None, rows) for file, rows in sizes]
     wanted = [("team", "the arm that contributed each result"), (unit, "analysis.unit")]
@@ -115,7 +114,7 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
         wanted.append(("dwell", "metrics: sat_clicks counts the clicks by their dwell time"))
     for column, hint in wanted:
         if column not in log.columns:
-            found = read_file(files[0], None).columns  # every column, for the message
+            found = impression_reader(source)(files[0]).columns  # every column, for the message
             raise DataError(
                 f"{shown}: expected a {column} column ({hint}), found columns: "
                 f"{', '.join(map(str, found))}"
@@ -129,14 +128,7 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
             continue
         path = dated_file(experiment, arm.path)
         say(f"loading the source ranking of {arm.name} ({display_path(path)})")
-        rankings[arm.name] = read_rankings(
-            path,
-            format=arm.format,
-            columns=arm.columns.mapping(),
-            duplicates=arm.duplicates or experiment.duplicates,
-            sep=arm.sep,
-            decimal=arm.decimal,
-        )
+        rankings[arm.name] = ranking_reader(experiment, arm)(path)
         role = "control" if arm is experiment.control else "treatment"
         inputs.append(fingerprint(path, role, arm.name, len(rankings[arm.name])))
     return InterleavedData(log, rankings, inputs, shown)

@@ -44,16 +44,7 @@ def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData
         files = log_files(experiment, arm.path)
         say(f"loading {arm.name} ({shown_files(files)})")
 
-        def read(file: str, arm=arm) -> pd.DataFrame:
-            return read_rankings(
-                file,
-                format=arm.format,
-                columns=arm.columns.mapping(),
-                duplicates=arm.duplicates or experiment.duplicates,
-                sep=arm.sep,
-                decimal=arm.decimal,
-            )
-
+        read = ranking_reader(experiment, arm)
         frame, sizes = read_window(read, files, key="query_id", order=(), what="query")
         rankings[arm.name] = frame
         role = "control" if arm is experiment.control else "treatment"
@@ -127,6 +118,41 @@ def _segment_table(
         values = values.drop_duplicates("query_id").set_index("query_id")[column]
         parts.append(values.astype(str).where(values.notna(), "(none)"))
     return pd.concat(parts, axis=1)
+
+
+def ranking_reader(experiment: Experiment, arm: Any) -> Callable[[str], pd.DataFrame]:
+    """A reader of one arm's rankings files, with the arm's format, columns and options."""
+
+    def read(file: str) -> pd.DataFrame:
+        return read_rankings(
+            file,
+            format=arm.format,
+            columns=arm.columns.mapping(),
+            duplicates=arm.duplicates or experiment.duplicates,
+            sep=arm.sep,
+            decimal=arm.decimal,
+        )
+
+    return read
+
+
+def impression_reader(source: Any, keep: list[str] | None = None) -> Callable[[str], pd.DataFrame]:
+    """A reader of impression log files with the format, columns and options of ``source``
+    (a ``log:`` or an arm of the config); ``keep`` as for :func:`abrank.io.read_impressions`
+    (None: every column)."""
+    from abrank.io import read_impressions
+
+    def read(file: str) -> pd.DataFrame:
+        return read_impressions(
+            file,
+            format=source.format,
+            columns=source.columns.mapping(),
+            sep=source.sep,
+            decimal=source.decimal,
+            keep=keep,
+        )
+
+    return read
 
 
 def fingerprint(path: str, role: str, arm: str | None, rows: int) -> dict[str, Any]:

@@ -11,13 +11,18 @@ segment; :mod:`abrank.analysis.clustered` compares the arms on those sums.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
+from abrank.analysis.load import (
+    Progress,
+    display_path,
+    fingerprint,
+    impression_reader,
+    shown_files,
+)
 from abrank.analysis.window import check_dated, log_files, read_window, with_dated_files
 from abrank.config import Experiment
 from abrank.errors import DataError
@@ -60,7 +65,7 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
     the judgments and the covariates; check the arms; drop mixed units if asked. Of the
     logs, only the columns that the metrics, the unit and the segments read are loaded
     (:func:`needed_columns`)."""
-    from abrank.io import check_arms, drop_units, read_impressions, read_judgments, split_log
+    from abrank.io import check_arms, drop_units, read_judgments, split_log
 
     say = say or (lambda message: None)
     unit = experiment.analysis.unit or "user_id"
@@ -70,26 +75,17 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
     check_dated(experiment)
     experiment = with_dated_files(experiment)
 
-    def read(source, columns: list[str]) -> Callable[[str], pd.DataFrame]:
-        def read_file(file: str) -> pd.DataFrame:
-            return read_impressions(
-                file,
-                format=source.format,
-                columns=source.columns.mapping(),
-                sep=source.sep,
-                decimal=source.decimal,
-                keep=columns,
-            )
-
-        return read_file
-
     order = ("impression_id", "rank")
     if experiment.log is not None:
         log = experiment.log
         files = log_files(experiment, log.path)
         say(f"loading the log ({shown_files(files)})")
         frame, sizes = read_window(
-            read(log, [*keep, "arm"]), files, key="impression_id", order=order, what="impression"
+            impression_reader(log, [*keep, "arm"]),
+            files,
+            key="impression_id",
+            order=order,
+            what="impression",
         )
         inputs += [fingerprint(file, "log", None, rows) for file, rows in sizes]
         frames = split_log(frame, names, path=display_path(files[0]))
@@ -100,7 +96,11 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
             files = log_files(experiment, arm.path)
             say(f"loading {arm.name} ({shown_files(files)})")
             frames[arm.name], sizes = read_window(
-                read(arm, keep), files, key="impression_id", order=order, what="impression"
+                impression_reader(arm, keep),
+                files,
+                key="impression_id",
+                order=order,
+                what="impression",
             )
             role = "control" if arm is experiment.control else "treatment"
             inputs += [fingerprint(file, role, arm.name, rows) for file, rows in sizes]
@@ -178,16 +178,10 @@ def whole_frame(experiment: Experiment, arm: str) -> pd.DataFrame:
     """An arm's impressions with every column of its log (:func:`load_online` loads the
     columns the metrics read only). For messages about a missing column, which list the
     columns found: this reads the log again, and runs only on the way to that error."""
-    from abrank.io import read_impressions, split_log
+    from abrank.io import split_log
 
     source = experiment.log or next(a for a in experiment.arms if a.name == arm)
-    frame = read_impressions(
-        log_files(experiment, source.path)[0],
-        format=source.format,
-        columns=source.columns.mapping(),
-        sep=source.sep,
-        decimal=source.decimal,
-    )
+    frame = impression_reader(source)(log_files(experiment, source.path)[0])
     if experiment.log is None:
         return frame
     names = [a.name for a in experiment.arms]
