@@ -33,6 +33,7 @@ from abrank.render.charts import (
     place_grid,
 )
 from abrank.render.headline import unit_plural
+from abrank.render.online_charts import share_steps
 from abrank.render.text import (
     arm_label,
     arm_labels,
@@ -134,17 +135,10 @@ def preference_chart(readout: Readout) -> Chart | None:
         top = 0.0
         for pair in pairs:
             values = frame.loc[frame["arm"] == pair, "value"].to_numpy(dtype=np.float64)
-            counts, _ = np.histogram(np.clip(values, -0.5, 0.5), bins=edges)
-            shares = counts / max(values.size, 1) * 100
-            top = max(top, float(shares.max(initial=0)))
             colour = arm_colour(summary, pair) if pair in arm_labels(summary) else WIN
-            ax.stairs(
-                shares,
-                edges,
-                color=colour,
-                linewidth=1.6,
-                label=f"{labels[pair]} ({values.size:,} {units}, mean {values.mean():+.3f})",
-            )
+            label = f"{labels[pair]} ({values.size:,} {units}, mean {values.mean():+.3f})"
+            clipped = np.clip(values, -0.5, 0.5)
+            top = max(top, share_steps(ax, clipped, edges, colour, label))
         ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
         ax.set_xlabel(f"preference for the treatment per {unit} (−0.5 = always lost, +0.5 = won)")
         ax.set_ylabel(f"share of {units} (%)")
@@ -156,8 +150,8 @@ def preference_chart(readout: Readout) -> Chart | None:
         "preference_per_unit.png",
         f"Distribution of the preference per {unit}",
         f"Each {unit}'s mean over its impressions of 1 (won), 1/2 (tie) or 0 (lost), minus 1/2; "
-        f"the statistics treat {units}, not impressions, as independent. Most {units} sit at 0: "
-        "they never clicked or their clicks split evenly.",
+        f"the statistics treat {units}, not impressions, as independent; a {unit} "
+        "without a click, or whose clicks split evenly, sits at 0.",
         draw,
         section=SECTION,
     )

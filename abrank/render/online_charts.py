@@ -8,7 +8,7 @@ treat as independent (a few heavy users can dominate an impression-weighted mean
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,15 @@ def ctr_by_rank_chart(readout: Readout) -> Chart | None:
     )
 
 
+def share_steps(ax: Any, values: np.ndarray, edges: np.ndarray, colour: str, label: str) -> float:
+    """One group's histogram over ``edges`` as a step line of shares (% of its values);
+    returns the highest share, for the axis."""
+    counts, _ = np.histogram(values, bins=edges)
+    shares = counts / max(values.size, 1) * 100
+    ax.stairs(shares, edges, color=colour, linewidth=1.6, label=label)
+    return float(shares.max(initial=0))
+
+
 def unit_distribution_chart(readout: Readout) -> Chart | None:
     """Histogram of each unit's mean of the primary metric, per arm (shares of units)."""
     frame = readout.unit_values
@@ -98,16 +107,8 @@ def unit_distribution_chart(readout: Readout) -> Chart | None:
         for arm in arms:
             part = frame.loc[frame["arm"] == arm, "value"].to_numpy(dtype=np.float64)
             part = part[np.isfinite(part)]
-            counts, _ = np.histogram(part, bins=edges)
-            shares = counts / max(part.size, 1) * 100
-            top = max(top, float(shares.max(initial=0)))
-            ax.stairs(
-                shares,
-                edges,
-                color=arm_colour(summary, arm),
-                linewidth=1.6,
-                label=f"{plain(labels.get(arm, arm))} ({part.size:,} {units})",
-            )
+            label = f"{plain(labels.get(arm, arm))} ({part.size:,} {units})"
+            top = max(top, share_steps(ax, part, edges, arm_colour(summary, arm), label))
         ax.set_xlabel(f"{plain(metric_label(summary, metric))}: mean per {unit}")
         ax.set_ylabel(f"share of {units} (%)")
         chart_title(ax, f"{plain(metric_label(summary, metric))} per {unit}, per arm")
