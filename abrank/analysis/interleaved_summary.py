@@ -41,18 +41,6 @@ from abrank.readout.model import (
     Undefined,
 )
 
-#: the columns of the per-impression table, before the segment columns
-PER_IMPRESSION_COLUMNS = (
-    "treatment",
-    "metric",
-    "impression_id",
-    "treatment_credit",
-    "control_credit",
-    "outcome",
-    "clicked",
-    "first_team",
-)
-
 
 def build_interleaved_readout(
     experiment: Experiment,
@@ -114,7 +102,7 @@ def build_interleaved_readout(
     primary = experiment.primary_metric or experiment.metrics[0]
     return Readout.from_summary(
         summary,
-        per_impression_table(experiment, scores),
+        per_impression_table(scores),
         pd.DataFrame(columns=["arm", "metric", "k", "value"]),
         pd.DataFrame(columns=["arm", "query_id", "rank"]),
         resampled_draws(comparisons),
@@ -143,17 +131,19 @@ def same_list_warnings(checks: InterleavingChecks) -> list[str]:
     ]
 
 
-def per_impression_table(experiment: Experiment, scores: InterleavedScores) -> pd.DataFrame:
+def per_impression_table(scores: InterleavedScores) -> pd.DataFrame:
     """per_query.csv of an interleaving experiment: one row per (pair, credit, impression)
     with the credits, the outcome (+1 the treatment won, 0 tie, -1 lost), whether any
     result was clicked, the team of the first result, the unit and the segment columns."""
-    unit = experiment.analysis.unit or "user_id"
-    frames = []
-    for (pair, credit), table in scores.outcomes.items():
-        frames.append(table.assign(treatment=pair, metric=credit))
-    frame = pd.concat(frames, ignore_index=True)
-    ordered = [*PER_IMPRESSION_COLUMNS[:3], unit, *PER_IMPRESSION_COLUMNS[3:]]
-    return frame[list(dict.fromkeys([*ordered, *experiment.segments.columns]))]
+    frame = pd.concat(
+        [
+            table.assign(treatment=pair, metric=credit)
+            for (pair, credit), table in scores.outcomes.items()
+        ],
+        ignore_index=True,
+    )
+    outcome_columns = next(iter(scores.outcomes.values())).columns  # the same for every pair
+    return frame[["treatment", "metric", *outcome_columns]]
 
 
 def unit_preferences(scores: InterleavedScores, credit: str, unit: str) -> pd.DataFrame:
