@@ -235,9 +235,9 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
         impressions=len(first),
         units=int(first[unit].nunique()),
         clicked=int(first["clicked"].sum()),
-        per_arm=arm_reach(log, [arm.name for arm in experiment.arms], unit),
+        per_arm=arm_reach(log, heads, [arm.name for arm in experiment.arms], unit),
         first_team={arm.name: int(counts.get(arm.name, 0)) for arm in experiment.arms},
-        same_lists=same_lists(log, data.rankings, experiment) if data.rankings else None,
+        same_lists=same_lists(log, heads, data.rankings, experiment) if data.rankings else None,
     )
 
 
@@ -257,17 +257,18 @@ def credit_rows(log: pd.DataFrame, heads: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-def arm_reach(log: pd.DataFrame, arms: list[str], unit: str) -> dict[str, tuple[int, int]]:
+def arm_reach(
+    log: pd.DataFrame, heads: np.ndarray, arms: list[str], unit: str
+) -> dict[str, tuple[int, int]]:
     """Per arm, the impressions and the units it contributed at least one result to: one
     count per (impression, team) pair over the log's rows, then per (unit, team) pair over
-    the impressions (each impression has one unit)."""
+    the impressions (each impression has one unit; ``heads`` their first rows)."""
     teams = log["team"].cat.codes.to_numpy()
     categories = [str(c) for c in log["team"].cat.categories]
     k = len(categories)
     impressions = log["impression_id"].cat.codes.to_numpy().astype(np.int64)
     n = int(impressions.max()) + 1
     shown = np.bincount(impressions * k + teams, minlength=n * k).reshape(n, k) > 0
-    heads = _first_rows(log)
     unit_of = np.full(n, -1, dtype=np.int64)
     unit_of[impressions[heads]] = column_codes(log[unit])[heads]
     present = unit_of >= 0
@@ -301,17 +302,20 @@ def _first_rows(log: pd.DataFrame) -> np.ndarray:
 
 
 def same_lists(
-    log: pd.DataFrame, rankings: dict[str, pd.DataFrame], experiment: Experiment
+    log: pd.DataFrame,
+    heads: np.ndarray,
+    rankings: dict[str, pd.DataFrame],
+    experiment: Experiment,
 ) -> SameLists | None:
     """How many impressions showed a list whose top n the control's and the first
     treatment's source rankings share exactly (n = the impression's length): for each
-    query, the depth to which both rankings agree, compared with each impression's length."""
+    query, the depth to which both rankings agree, compared with each impression's length
+    (``heads``: each impression's first row)."""
     control = experiment.control.name
     other = next((t.name for t in experiment.treatments if t.name in rankings), None)
     if control not in rankings or other is None:
         return None
     agree = agreement_depth(rankings[control], rankings[other])
-    heads = _first_rows(log)
     lengths = np.diff(np.r_[heads, len(log)])
     if "query" not in log.columns:
         return SameLists(compared=0, same=0, unmatched=int(heads.size))
