@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_interleaving import TEAMS, write_log  # noqa: E402
+from bench_interleaving import TEAMS, write_timed  # noqa: E402
 
 import abrank  # noqa: E402
 
@@ -43,10 +43,7 @@ def main() -> int:
     credits = [c.strip() for c in args.credits.split(",") if c.strip()]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "interleaved.parquet"
-        began = time.perf_counter()
-        rows = write_log(path, args.impressions, users, args.seed)
-        print(f"wrote {rows:,} rows ({args.impressions:,} impressions, {users:,} users) "
-              f"in {time.perf_counter() - began:.2f} s")  # fmt: skip
+        write_timed(path, args.impressions, users, args.seed)
         config = Path(folder) / "bench.yaml"
         config.write_text(
             f"name: bench-interleaved\nlog: {{path: {path.name}}}\n"

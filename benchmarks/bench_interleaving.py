@@ -65,6 +65,15 @@ def write_log(path: Path, impressions: int, users: int, seed: int) -> int:
     return rows
 
 
+def write_timed(path: Path, impressions: int, users: int, seed: int) -> int:
+    """:func:`write_log`, printing the rows written and the time taken."""
+    began = time.perf_counter()
+    rows = write_log(path, impressions, users, seed)
+    print(f"wrote {rows:,} rows ({impressions:,} impressions, {users:,} users) "
+          f"in {time.perf_counter() - began:.2f} s")  # fmt: skip
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impressions", type=int, default=1_000_000)
@@ -75,10 +84,7 @@ def main() -> int:
     users = args.users or max(1, args.impressions // 5)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "interleaved.parquet"
-        began = time.perf_counter()
-        rows = write_log(path, args.impressions, users, args.seed)
-        print(f"wrote {rows:,} rows ({args.impressions:,} impressions, {users:,} users) "
-              f"in {time.perf_counter() - began:.2f} s")  # fmt: skip
+        write_timed(path, args.impressions, users, args.seed)
         steps: list[tuple[str, float]] = []
         start = time.perf_counter()
         log = pq.read_table(path).to_pandas()
