@@ -1,7 +1,9 @@
 """The typed readout: summary.json as records, a readout folder read back and rendered again.
 
 ``tests/golden/demo-summary.json`` is the demo's summary.json as written before the summary
-was built through the records: the demo must still write exactly those bytes.
+was built through the records: the demo must still write the same keys, in the same order,
+and the same values (numbers to 1e-10: the resampling's sums may differ in their last
+digits between NumPy and SciPy releases).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from trees import assert_same_tree
 
 import abrank
 from abrank.analysis import run_experiment, write_readout
@@ -57,8 +60,9 @@ def tiny(tmp_path: Path) -> Readout:
     return run_experiment(build_experiment(config, source="tiny.yaml", base_dir=tmp_path))
 
 
-def test_the_demo_summary_is_byte_for_byte_what_it_was(demo):
-    assert summary_json(demo.summary) == GOLDEN_SUMMARY.read_text(encoding="utf-8")
+def test_the_demo_summary_is_what_it_was(demo):
+    written = json.loads(summary_json(demo.summary))
+    assert_same_tree(json.loads(GOLDEN_SUMMARY.read_text(encoding="utf-8")), written, rel=1e-10)
 
 
 @pytest.mark.parametrize("which", ["demo", "tiny"])
