@@ -488,3 +488,18 @@ def test_the_cli_runs_on_an_sql_engine_and_exits_2_on_bad_input(tmp_path, engine
         assert code == 2, err
         assert message in err and "Traceback" not in err
         assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_validate_reads_the_log_on_the_configs_engine_with_the_same_counts(
+    tmp_path, engine, capsys
+):
+    make_log(4, impressions=150).to_parquet(tmp_path / "log.parquet")
+    config = write_config(tmp_path)
+    assert main(["validate", str(config)]) == 0
+    memory = capsys.readouterr().out
+    config.write_text(config.read_text() + f"engine: {engine}\n")
+    assert main(["validate", str(config)]) == 0
+    sql = capsys.readouterr().out
+    assert sql.split(": ok: ")[1] == memory.split(": ok: ")[1]
+    assert "interleaved log of 150 impressions" in sql

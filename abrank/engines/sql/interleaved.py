@@ -378,21 +378,18 @@ def _counts_sql(rows: str, request: InterleavedRequest, several_files: bool) -> 
         f"CASE WHEN {_impression_bad(request, several_files)} THEN 1 ELSE 0 END AS bad "
         f"FROM {source}"
     )
+    names = ["unit", *segments, *[f"grouped_{i}" for i in range(len(segments))]]
     columns = ["CAST(unit AS VARCHAR) AS unit", *segments]
     columns += [f"GROUPING({s}) AS grouped_{i}" for i, s in enumerate(segments)]
-    columns += [
-        "MIN(impression_text) AS first_impression",
-        "COUNT(*) AS impressions",
-        "SUM(bad) AS bad",
-        "MAX(top) AS top",
-        "SUM(clicked) AS clicked",
-        "SUM(compared) AS compared",
-        "SUM(same) AS same",
-    ]
+    columns += ["MIN(impression_text) AS first_impression", "MAX(top) AS top"]
+    sums = ["impressions", "bad", "clicked", "compared", "same"]
     for j in range(len(_keys(request))):
-        columns += [f"SUM(w_{j}) AS w_{j}", f"SUM(l_{j}) AS l_{j}"]
+        sums += [f"w_{j}", f"l_{j}"]
     for k in range(len(request.arms)):
-        columns += [f"SUM(first_{k}) AS first_{k}", f"SUM(shown_{k}) AS shown_{k}"]
+        sums += [f"first_{k}", f"shown_{k}"]
+    # sums as BIGINT: an engine's wider integer sums (DuckDB's HUGEINT) come back as decimals
+    columns += [f"CAST(SUM({'1' if s == 'impressions' else s}) AS BIGINT) AS {s}" for s in sums]
+    names += ["top", *sums]
     if segments:
         sets = ["(unit)", *[f"({s}, unit)" for s in segments]]
         group = f"GROUPING SETS ({', '.join(sets)})"
@@ -400,8 +397,8 @@ def _counts_sql(rows: str, request: InterleavedRequest, several_files: bool) -> 
     else:
         group, order = "unit", ["first_impression"]
     return (
-        f"SELECT {', '.join(columns)} FROM ({inner}) AS per_value "
-        f"GROUP BY {group} ORDER BY {', '.join(order)}"
+        f"SELECT {', '.join(names)} FROM (SELECT {', '.join(columns)} FROM ({inner}) AS "
+        f"per_value GROUP BY {group}) AS per_unit ORDER BY {', '.join(order)}"
     )
 
 
