@@ -48,7 +48,8 @@ def make_log(
     """A random interleaved log: impressions of 1 to 6 results, each result's team drawn at
     random, clicks at ``click_rate`` (0: every impression a tie), dwell times around 30 s
     (``dwell_missing`` of the clicks without one), the device a property of the impression
-    (a user's impressions fall in several segment values). ``ids``: ``text`` (i0001),
+    (a user's impressions fall in several segment values), an integer ``slot`` of the
+    impression (a second segment column). ``ids``: ``text`` (i0001),
     ``int`` (integers), ``mixed`` (ids of many lengths, some of digits only, some long)."""
     rng = np.random.default_rng(seed)
     length = rng.integers(1, 7, impressions)
@@ -82,6 +83,7 @@ def make_log(
             "clicked": clicked.astype(int),
             "dwell": dwell,
             "device": device[impression],
+            "slot": (impression % 4).astype(np.int64),
             "query": [f"q{i % 17}" for i in impression],
         }
     )
@@ -190,7 +192,7 @@ def test_per_unit_counts_equal_the_memory_engines(tmp_path, engine, case):
     options = CASES[case]
     teams = options.get("teams", TEAMS[:2])
     make_log(7, **options).to_parquet(tmp_path / "log.parquet")
-    extra = "segments: {columns: [device], min_queries: 5}"
+    extra = "segments: {columns: [device, slot], min_queries: 5}"
     if len(teams) > 2:
         extra += "\ncomparisons: all-pairs"
     config = write_config(tmp_path, teams=teams, extra=extra)

@@ -151,9 +151,8 @@ def interleaved_aggregates(
         backend.register_table(_AGREEMENT, request.agreement)
     rows = _rows_sql(layouts, request)
     several_files = sum(len(layout.source.files) for layout in layouts) > 1
-    table = backend.run(
-        compile_sql(_counts_sql(rows, request, several_files), backend.dialect)
-    ).to_pandas()
+    arrow = backend.run(compile_sql(_counts_sql(rows, request, several_files), backend.dialect))
+    table = arrow.to_pandas()
     labels = ", ".join(dict.fromkeys(layout.source.label for layout in layouts))
     if not len(table):
         raise DataError(f"{labels}: expected impressions, got an empty log")
@@ -179,7 +178,7 @@ def interleaved_aggregates(
     if request.agreement is not None:
         compared = int(units["compared"].sum())
         same = (compared, int(units["same"].sum()), impressions - compared)
-    counts, segment_counts = _split(table, overall, request)
+    counts, segment_counts = _split(table, arrow, overall, request)
     return InterleavedAggregates(
         counts=counts,
         segment_counts=segment_counts,
@@ -408,10 +407,14 @@ def _keys(request: InterleavedRequest) -> list[Key]:
 
 
 def _split(
-    table: pd.DataFrame, overall: np.ndarray, request: InterleavedRequest
+    table: pd.DataFrame, arrow: pa.Table, overall: np.ndarray, request: InterleavedRequest
 ) -> tuple[dict[Key, pd.DataFrame], dict[str, dict[Key, pd.DataFrame]]]:
-    """The counts query's rows as per-unit tables per (pair, credit), overall and per
-    segment value (values as text, in text order; units in the order of the rows)."""
+    """The counts query's rows (``table``, and ``arrow`` as the engine returned them) as
+    per-unit tables per (pair, credit), overall and per segment value, values as the
+    memory engine writes them as text (``astype(str)`` of the column's own type: taken
+    from the Arrow rows of the value, since the NULLs of the other grouping sets would
+    make an integer column float in pandas), in text order; units in the order of the
+    rows."""
     arms = {arm: k for k, arm in enumerate(request.arms)}
 
     def tables(rows: pd.DataFrame, index: pd.Index) -> dict[Key, pd.DataFrame]:
@@ -440,8 +443,10 @@ def _split(
     counts = tables(units, pd.Index(units["unit"].astype(str), name=unit, dtype="str"))
     segment_counts: dict[str, dict[Key, pd.DataFrame]] = {}
     for i, column in enumerate(request.segments):
-        rows = table[table[f"grouped_{i}"].to_numpy() == 0]
-        text = rows[f"segment_{i}"].astype(str)
+        mine = table[f"grouped_{i}"].to_numpy() == 0
+        rows = table[mine]
+        values = arrow.column(f"segment_{i}").filter(pa.array(mine)).to_pandas()
+        text = pd.Series(values.astype(str).to_numpy(dtype=object), index=rows.index)
         order = np.argsort(text.to_numpy(dtype=object), kind="stable")
         rows, text = rows.iloc[order], text.iloc[order]
         index = pd.MultiIndex.from_arrays(
