@@ -5,7 +5,10 @@ arm) that contributed it (DESIGN.md "Interleaving"). Per impression and per pair
 the treatment wins when its results got more credited clicks, loses when fewer and ties
 otherwise (:func:`abrank.interleaving.impression_outcomes`); the comparison tests the
 preference Δ_AB clustered on ``analysis.unit``
-(:func:`abrank.stats.compare_interleaved`), overall and per segment. Two validity checks
+(:func:`abrank.stats.compare_interleaved`), overall and per segment, from per-unit
+counts (:func:`unit_counts`: wins, ties, losses, clicked impressions and first teams per
+unit), which an SQL engine returns directly (:mod:`abrank.analysis.interleaved_sql`), so
+that both engines' comparisons are one code path. Two validity checks
 come with it: which team contributed each impression's first result (half the time each
 for a fair interleaving), and, when the arms' source rankings are given, how many
 impressions showed a list that both rankings would have shown alike (such impressions
