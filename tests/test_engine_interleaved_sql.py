@@ -505,3 +505,29 @@ def test_validate_reads_the_log_on_the_configs_engine_with_the_same_counts(
     sql = capsys.readouterr().out
     assert sql.split(": ok: ")[1] == memory.split(": ok: ")[1]
     assert "interleaved log of 150 impressions" in sql
+
+
+def test_a_comparison_from_per_unit_counts_equals_the_one_from_impressions(tmp_path):
+    """compare_interleaved on PreferenceCounts with first_team gives the frame's result."""
+    from abrank.interleaving import impression_outcomes
+    from abrank.stats import PreferenceCounts, compare_interleaved
+
+    log = make_log(9, impressions=300)
+    frame = impression_outcomes(log, control="bm25", treatment="reranker")
+    options = dict(unit="user_id", n_resamples=500, seed=1, tests=("t", "bootstrap"))
+    expected = compare_interleaved(frame, teams=("bm25", "reranker"), **options)
+    codes, _ = pd.factorize(frame["user_id"], sort=False)
+    outcome = frame["outcome"].to_numpy()
+    counts = PreferenceCounts(
+        wins=np.bincount(codes, weights=outcome == 1),
+        ties=np.bincount(codes, weights=outcome == 0),
+        losses=np.bincount(codes, weights=outcome == -1),
+        clicked=np.bincount(codes, weights=frame["clicked"].to_numpy()),
+    )
+    first = frame["first_team"].value_counts().to_dict()
+    result = compare_interleaved(counts, teams=("bm25", "reranker"), first_team=first, **options)
+    assert_same_summary(expected.to_dict(), result.to_dict())
+    assert result.interleaving["first_team"]["units"] == {
+        "bm25": int((frame["first_team"] == "bm25").sum()),
+        "reranker": int((frame["first_team"] == "reranker").sum()),
+    }
