@@ -598,19 +598,30 @@ def _online_inputs(experiment) -> str:
 
 def _interleaved_inputs(experiment) -> str:
     """What an interleaved log holds: impressions, units, the impressions each team
-    contributed results to, and the credits compared."""
+    contributed results to, and the credits compared (read by the config's engine: on an
+    SQL engine, from the per-unit counts it returns)."""
+    from abrank.analysis.engine import choose_engine
     from abrank.analysis.interleaved import load_interleaved
 
-    log = load_interleaved(experiment).log
     unit = experiment.analysis.unit
-    per_team = log.groupby("team", observed=True)["impression_id"].nunique()
+    choice = choose_engine(experiment)
+    if choice.name != "memory":
+        from abrank.analysis.interleaved_sql import score_interleaved_sql
+
+        _, scores = score_interleaved_sql(experiment, choice, lambda message: None)
+        impressions, units = scores.impressions, scores.units
+        per_team = {arm: n for arm, (n, _) in scores.per_arm.items()}
+    else:
+        log = load_interleaved(experiment).log
+        impressions, units = log["impression_id"].nunique(), log[unit].nunique()
+        counted = log.groupby("team", observed=True)["impression_id"].nunique()
+        per_team = {str(team): int(n) for team, n in counted.items()}
     teams = ", ".join(
         f"{arm.name} ({int(per_team.get(arm.name, 0)):,} impressions)" for arm in experiment.arms
     )
     return (
-        f"interleaved log of {log['impression_id'].nunique():,} impressions, "
-        f"{log[unit].nunique():,} {unit} values; teams {teams}; "
-        f"credits {', '.join(experiment.metrics)}"
+        f"interleaved log of {impressions:,} impressions, {units:,} {unit} values; teams "
+        f"{teams}; credits {', '.join(experiment.metrics)}"
     )
 
 

@@ -465,22 +465,18 @@ def test_an_engine_that_cannot_run_the_experiment_is_refused(log_folder, tmp_pat
     offline = ROOT / "experiments" / "demo-reranker.yaml"
     with pytest.raises(
         ConfigError,
-        match=r"engine: duckdb: expected online experiments on click metrics, got offline experiments on judged metrics \(engines now: memory: offline",
+        match=r"engine: duckdb: expected online experiments on click metrics or interleaving experiments, got offline experiments on judged metrics \(engines now: memory: offline",
     ):
         run_experiment(offline, engine="duckdb")
     with pytest.raises(
         ConfigError,
-        match=r"engine: expected an engine this version runs \(memory: .*; duckdb: online experiments on click metrics\), got 'spark', which is not available yet",
+        match=r"engine: expected an engine this version runs \(memory: .*; duckdb: online experiments on click metrics, interleaving experiments\), got 'spark', which is not available yet",
     ):
         run_experiment(write_experiment(log_folder), engine="spark")
     with pytest.raises(
         ConfigError, match=r"engine: expected one of memory, duckdb, spark, got 'sqlite'"
     ):
         run_experiment(write_experiment(log_folder), engine="sqlite")
-    interleaved = ROOT / "experiments" / "demo-interleaving.yaml"
-    if interleaved.exists():
-        with pytest.raises(ConfigError, match=r"got interleaving experiments"):
-            run_experiment(interleaved, engine="duckdb")
     (tmp_path / "logs").mkdir()
     make_log(impressions=200).to_parquet(tmp_path / "logs" / "part-0.parquet")
     with pytest.raises(

@@ -64,7 +64,8 @@ def run_experiment(
 
     ``engine`` overrides the config's ``engine:``: a name (``memory``, ``duckdb``), a
     mapping of engine options, or a ``duckdb.DuckDBPyConnection`` to run on (used as it
-    is, left open). ``duckdb`` runs online experiments on click metrics; an engine that
+    is, left open). ``duckdb`` runs online experiments on click metrics and interleaving
+    experiments; an engine that
     cannot run the experiment is a ConfigError naming what each engine runs now.
 
     ``date`` (``YYYY-MM-DD``) runs a dated config for that date: its ``{date}`` paths read
@@ -83,7 +84,7 @@ def run_experiment(
     choice = choose_engine(experiment, engine)
     say = _timed(progress)
     if experiment.interleaved:
-        return _run_interleaved(experiment, say)
+        return _run_interleaved(experiment, say, choice)
     if experiment.online:
         return _run_online(experiment, say, choice)
     data = load_data(experiment, say)
@@ -119,19 +120,23 @@ def _run_online(experiment: Experiment, say: Progress, choice: EngineChoice) -> 
     return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
 
 
-def _run_interleaved(experiment: Experiment, say: Progress) -> Readout:
-    """The interleaving path: one log of merged lists, per-impression outcomes, the
-    preference clustered on the unit."""
+def _run_interleaved(experiment: Experiment, say: Progress, choice: EngineChoice) -> Readout:
+    """The interleaving path: one log of merged lists, per-impression outcomes (per-unit
+    counts from an SQL engine), the preference clustered on the unit."""
     from abrank.analysis.interleaved import (
         compare_interleaved_arms,
         load_interleaved,
         score_interleaved,
     )
+    from abrank.analysis.interleaved_sql import score_interleaved_sql
     from abrank.analysis.interleaved_summary import build_interleaved_readout
 
-    data = load_interleaved(experiment, say)
-    say("crediting clicks to teams")
-    scores = score_interleaved(experiment, data)
+    if choice.name == "memory":
+        data = load_interleaved(experiment, say)
+        say("crediting clicks to teams")
+        scores = score_interleaved(experiment, data)
+    else:
+        data, scores = score_interleaved_sql(experiment, choice, say)
     say("comparing the preference on per-unit sums")
     comparisons, too_small = compare_interleaved_arms(experiment, scores)
     say("summarising")

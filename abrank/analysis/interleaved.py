@@ -5,7 +5,10 @@ arm) that contributed it (DESIGN.md "Interleaving"). Per impression and per pair
 the treatment wins when its results got more credited clicks, loses when fewer and ties
 otherwise (:func:`abrank.interleaving.impression_outcomes`); the comparison tests the
 preference Δ_AB clustered on ``analysis.unit``
-(:func:`abrank.stats.compare_interleaved`), overall and per segment. Two validity checks
+(:func:`abrank.stats.compare_interleaved`), overall and per segment, from per-unit
+counts (:func:`unit_counts`: wins, ties, losses, clicked impressions and first teams per
+unit), which an SQL engine returns directly (:mod:`abrank.analysis.interleaved_sql`), so
+that both engines' comparisons are one code path. Two validity checks
 come with it: which team contributed each impression's first result (half the time each
 for a fair interleaving), and, when the arms' source rankings are given, how many
 impressions showed a list that both rankings would have shown alike (such impressions
@@ -71,11 +74,29 @@ class SameLists:
         }
 
 
+#: The columns of a per-unit counts table (:func:`unit_counts`).
+COUNT_COLUMNS: tuple[str, ...] = (
+    "wins",
+    "ties",
+    "losses",
+    "clicked",
+    "first_control",
+    "first_treatment",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class InterleavedScores:
-    """Per-impression outcomes of every (pair of arms, credit), with the segment columns;
-    the log's totals; the first-team counts; the same-list check (None without source
-    rankings)."""
+    """What the comparisons and the readout read of an interleaved log.
+
+    ``unit_counts[(pair, credit)]``: per unit (index, in order of its first impression by
+    impression id) the impressions the pair's treatment won, tied and lost, those with any
+    click, and those whose first result came from the control's and from the treatment's
+    team (:data:`COUNT_COLUMNS`); ``segment_counts[column][(pair, credit)]`` the same per
+    (segment value as text, unit), values in text order. ``outcomes``: the per-impression
+    outcomes with the segment columns (empty frames of the same columns where the engine
+    returns per-unit counts only). Also the log's totals, the first-team counts, the
+    same-list check (None without source rankings)."""
 
     outcomes: dict[tuple[str, str], pd.DataFrame]
     impressions: int
@@ -84,6 +105,20 @@ class InterleavedScores:
     per_arm: dict[str, tuple[int, int]]  # arm -> (impressions, units) it contributed to
     first_team: dict[str, int]
     same_lists: SameLists | None
+    unit_counts: dict[tuple[str, str], pd.DataFrame]
+    segment_counts: dict[str, dict[tuple[str, str], pd.DataFrame]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The totals and checks, JSON-safe (not the tables)."""
+        return {
+            "impressions": self.impressions,
+            "units": self.units,
+            "clicked": self.clicked,
+            "per_arm": {arm: list(n) for arm, n in self.per_arm.items()},
+            "first_team": dict(self.first_team),
+            "same_lists": None if self.same_lists is None else self.same_lists.to_dict(),
+            "pairs": [list(key) for key in self.unit_counts],
+        }
 
 
 def load_interleaved(experiment: Experiment, say: Progress | None = None) -> InterleavedData:
@@ -230,6 +265,8 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
             outcomes[(pair.name, credit)] = table.assign(**segments)
     first = next(iter(outcomes.values()))
     counts = first["first_team"].astype(str).value_counts()
+    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
+    teams = {key: (pairs[key[0]].control, pairs[key[0]].treatment) for key in outcomes}
     return InterleavedScores(
         outcomes=outcomes,
         impressions=len(first),
@@ -238,7 +275,59 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
         per_arm=arm_reach(log, heads, [arm.name for arm in experiment.arms], unit),
         first_team={arm.name: int(counts.get(arm.name, 0)) for arm in experiment.arms},
         same_lists=same_lists(log, heads, data.rankings, experiment) if data.rankings else None,
+        unit_counts={key: unit_counts(t, unit, *teams[key]) for key, t in outcomes.items()},
+        segment_counts={
+            column: {
+                key: segment_unit_counts(t, column, unit, *teams[key])
+                for key, t in outcomes.items()
+            }
+            for column in experiment.segments.columns
+        },
     )
+
+
+def unit_counts(outcomes: pd.DataFrame, unit: str, control: str, treatment: str) -> pd.DataFrame:
+    """Per unit of per-impression ``outcomes`` (units in order of first appearance, the
+    order :func:`abrank.stats.preference_counts` gives them): :data:`COUNT_COLUMNS`."""
+    codes, units = pd.factorize(outcomes[unit], sort=False)
+    n = len(units)
+    outcome = outcomes["outcome"].to_numpy()
+    first = outcomes["first_team"].astype(str).to_numpy()
+    flags = {
+        "wins": outcome == 1,
+        "ties": outcome == 0,
+        "losses": outcome == -1,
+        "clicked": outcomes["clicked"].to_numpy(dtype=bool),
+        "first_control": first == control,
+        "first_treatment": first == treatment,
+    }
+    return pd.DataFrame(
+        {
+            name: np.bincount(codes, weights=f, minlength=n).astype(np.int64)
+            for name, f in flags.items()
+        },
+        index=pd.Index(units, name=unit),
+    )
+
+
+def segment_unit_counts(
+    outcomes: pd.DataFrame, column: str, unit: str, control: str, treatment: str
+) -> pd.DataFrame:
+    """:func:`unit_counts` per value of ``column`` (as text, values in text order; units in
+    order of first appearance among the value's impressions), indexed (value, unit)."""
+    values = outcomes[column].astype(str)
+    parts = []
+    for value in sorted(values.unique()):
+        table = unit_counts(outcomes.loc[(values == value).to_numpy()], unit, control, treatment)
+        parts.append(
+            table.set_index(
+                pd.MultiIndex.from_product([[value], table.index], names=[column, unit])
+            )
+        )
+    if not parts:
+        empty = pd.MultiIndex.from_arrays([[], []], names=[column, unit])
+        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in COUNT_COLUMNS}, index=empty)
+    return pd.concat(parts)
 
 
 def credit_rows(log: pd.DataFrame, heads: np.ndarray) -> np.ndarray:
@@ -355,52 +444,67 @@ def agreement_depth(first: pd.DataFrame, second: pd.DataFrame) -> pd.Series:
 def compare_interleaved_arms(
     experiment: Experiment, scores: InterleavedScores
 ) -> tuple[list, list[dict]]:
-    """Every (pair, credit) comparison, overall and per segment value (those with fewer
-    than ``segments.min_queries`` units skipped), p-values adjusted per family as for the
-    other designs."""
-    from abrank.stats import adjust, compare_interleaved
+    """Every (pair, credit) comparison on its per-unit counts, overall and per segment value
+    (those with fewer than ``segments.min_queries`` units skipped), p-values adjusted per
+    family as for the other designs."""
+    from abrank.stats import adjust
 
     analysis = experiment.analysis
-    unit = analysis.unit or "user_id"
-    options = test_options(experiment)
-    options.pop("sequential_tuning")
+    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     primary: list = []
     breakdown: list = []
     too_small: list[dict] = []
-    for (pair_name, credit), table in scores.outcomes.items():
-        pair = next(p for p in arm_pairs(experiment) if p.name == pair_name)
-        primary.append(
-            compare_interleaved(
-                table,
-                unit=unit,
-                metric=credit,
-                treatment_name=pair_name,
-                teams=(pair.control, pair.treatment),
-                **options,
-            )
-        )
+    for (pair_name, credit), table in scores.unit_counts.items():
+        pair = pairs[pair_name]
+        primary.append(compare_counts(experiment, table, pair, credit, None))
         for column in experiment.segments.columns:
-            values = table[column].astype(str)
-            for value in sorted(values.unique()):
-                subset = table.loc[(values == value).to_numpy()]
+            by_value = scores.segment_counts[column][(pair_name, credit)]
+            values = by_value.index.get_level_values(0)
+            for value in pd.unique(values):
+                subset = by_value.loc[(values == value)]
                 label = f"{column}={value}"
-                n = int(subset[unit].nunique())
-                if n < experiment.segments.min_queries:
+                if len(subset) < experiment.segments.min_queries:
                     too_small.append(
-                        {"segment": label, "treatment": pair_name, "metric": credit, "n": n}
+                        {
+                            "segment": label,
+                            "treatment": pair_name,
+                            "metric": credit,
+                            "n": len(subset),
+                        }
                     )
                     continue
-                breakdown.append(
-                    compare_interleaved(
-                        subset,
-                        unit=unit,
-                        metric=credit,
-                        treatment_name=pair_name,
-                        segment=label,
-                        teams=(pair.control, pair.treatment),
-                        **options,
-                    )
-                )
+                breakdown.append(compare_counts(experiment, subset, pair, credit, label))
     primary = adjust(primary, method=analysis.correction)
     segments = adjust(breakdown, method=analysis.segment_correction)
     return [*primary, *segments], too_small
+
+
+def compare_counts(
+    experiment: Experiment, table: pd.DataFrame, pair: Any, credit: str, segment: str | None
+) -> Any:
+    """One interleaved comparison of a pair by ``credit`` from per-unit counts
+    (:data:`COUNT_COLUMNS`), with the pair's first-team check."""
+    from abrank.stats import PreferenceCounts, compare_interleaved
+
+    options = test_options(experiment)
+    options.pop("sequential_tuning")
+    counts = PreferenceCounts(
+        wins=table["wins"].to_numpy(),
+        ties=table["ties"].to_numpy(),
+        losses=table["losses"].to_numpy(),
+        clicked=table["clicked"].to_numpy(),
+    )
+    first = {
+        pair.control: int(table["first_control"].sum()),
+        pair.treatment: int(table["first_treatment"].sum()),
+    }
+    return compare_interleaved(
+        counts,
+        unit=experiment.analysis.unit or "user_id",
+        metric=credit,
+        treatment_name=pair.name,
+        segment=segment,
+        teams=(pair.control, pair.treatment),
+        first_team=first,
+        **options,
+    )

@@ -6,7 +6,9 @@ arm contributed results to), ``comparisons`` (one per pair of arms and credit, d
 p-value, ``interleaving`` with the units, the impressions with a click and the pair's
 first-team check) and ``diagnostics.interleaving`` (the log's first-team check over every
 arm and the same-list count). ``per_query.csv`` holds one row per (pair, credit,
-impression); the per-unit distribution chart reads each unit's preference.
+impression) on the memory engine (an SQL engine returns per-unit counts only, so there it
+holds the columns and no rows); the per-unit distribution chart reads each unit's
+preference from the per-unit counts.
 """
 
 from __future__ import annotations
@@ -150,11 +152,12 @@ def unit_preferences(scores: InterleavedScores, credit: str, unit: str) -> pd.Da
     """Each unit's preference for the treatment by ``credit``: the mean over its impressions
     of 1 (win), 1/2 (tie) or 0 (loss), minus 1/2; columns ``arm`` (the pair) and ``value``."""
     frames = []
-    for (pair, name), table in scores.outcomes.items():
+    for (pair, name), table in scores.unit_counts.items():
         if name != credit:
             continue
-        score = (table["outcome"].to_numpy() + 1) / 2
-        codes, _ = pd.factorize(table[unit])
-        means = np.bincount(codes, weights=score) / np.bincount(codes) - 0.5
+        wins, ties, losses = (
+            table[c].to_numpy(dtype=np.float64) for c in ("wins", "ties", "losses")
+        )
+        means = (wins + ties / 2) / (wins + ties + losses) - 0.5
         frames.append(pd.DataFrame({"arm": pair, "value": means}))
     return pd.concat(frames, ignore_index=True)

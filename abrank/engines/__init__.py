@@ -38,10 +38,11 @@ def get_engine(name: str = "memory") -> ModuleType:
 
 
 #: What each engine runs now: kinds of experiment (see :func:`check_supported`). The SQL
-#: engines' module for online click logs is :mod:`abrank.engines.sql.duckdb`.
+#: engines' definitions of online click logs and of interleaved logs run on the backend
+#: :mod:`abrank.engines.sql.duckdb`.
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "memory": ("offline", "online", "interleaved"),
-    "duckdb": ("online",),
+    "duckdb": ("online", "interleaved"),
     "spark": (),
 }
 

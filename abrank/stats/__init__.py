@@ -76,6 +76,7 @@ _LAZY = {
     "PreferenceCounts": "abrank.stats.interleaved",
     "compare_interleaved": "abrank.stats.interleaved",
     "first_team_balance": "abrank.stats.interleaved",
+    "first_team_check": "abrank.stats.interleaved",
     "preference_counts": "abrank.stats.interleaved",
 }
 

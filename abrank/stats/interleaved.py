@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,6 +322,7 @@ def compare_interleaved(
     treatment_name: str = "treatment",
     segment: str | None = None,
     teams: tuple[str, str] | None = None,
+    first_team: Mapping[str, int] | None = None,
 ) -> Comparison:
     """The treatment's preference Δ_AB in an interleaving test, clustered on ``unit``.
 
@@ -341,7 +342,9 @@ def compare_interleaved(
     on this many units detects with 80% power. ``interleaving`` holds the units, the
     impressions with any click and their share (None without a ``clicked`` column), and,
     when ``teams`` = (control, treatment) names and the frame has ``first_team``, the
-    :func:`first_team_balance` check. Tests: ``t`` (delta method, G - 1 df) and
+    :func:`first_team_balance` check; with :class:`PreferenceCounts`, ``first_team``
+    (team -> impressions whose first result it contributed) gives that check instead of
+    the frame's column. Tests: ``t`` (delta method, G - 1 df) and
     ``bootstrap`` (units, BCa), seeded from (seed, metric, treatment_name, segment).
     ConfigError / DataError for bad arguments or data.
     """
@@ -356,11 +359,13 @@ def compare_interleaved(
     balance = None
     if isinstance(outcomes, PreferenceCounts):
         counts = outcomes
-        if teams is not None:
+        if teams is not None and first_team is None:
             raise ConfigError(
-                "teams: expected None with PreferenceCounts (the first-team check needs "
-                "the impressions' first_team column)"
+                "teams: expected None with PreferenceCounts unless first_team gives the "
+                "impressions each team started (the first-team check needs them)"
             )
+        if teams is not None:
+            balance = first_team_check(first_team or {}, teams)
     else:
         counts = preference_counts(outcomes, unit)
         if teams is not None:
@@ -514,11 +519,20 @@ def first_team_balance(
             "outcomes: columns: expected first_team, got no first_team "
             f"(columns: {', '.join(map(str, outcomes.columns))})"
         )
-    first = outcomes["first_team"].astype(str)
-    per_team = first.value_counts()
-    counts = {name: int(per_team.get(name, 0)) for name in names}
+    per_team = outcomes["first_team"].astype(str).value_counts()
+    return first_team_check({str(k): int(v) for k, v in per_team.items()}, names, alpha=alpha)
+
+
+def first_team_check(
+    first_team: Mapping[str, int], teams: Sequence[str], *, alpha: float = SRM_ALPHA
+) -> SampleRatioCheck:
+    """:func:`first_team_balance` from counts: ``first_team`` maps each team to the
+    impressions whose first result it contributed; only ``teams`` are tested (against
+    equal shares). DataError when none of ``teams`` started an impression."""
+    names = [str(team) for team in teams]
+    counts = {name: int(first_team.get(name, 0)) for name in names}
     if sum(counts.values()) == 0:
-        shown = ", ".join(sorted(map(str, per_team.index))[:10]) or "none"
+        shown = ", ".join(sorted(str(k) for k, v in first_team.items() if v)[:10]) or "none"
         raise DataError(
             f"outcomes: first_team: expected impressions starting with {', '.join(names)}, "
             f"got first teams {shown}"

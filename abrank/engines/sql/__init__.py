@@ -1,9 +1,11 @@
 """SQL engines: one definition of each aggregation, compiled for every SQL engine.
 
 The click metrics of an online log and their per-unit sums (DESIGN.md "Online logs",
-"Clustered inference") are defined once, in :mod:`abrank.engines.sql.clicks`, as SQL in
-sqlglot's neutral dialect over relations of canonical columns; :func:`compile_sql` turns a
-definition into the dialect of the engine that runs it. A backend module
+"Clustered inference") are defined once, in :mod:`abrank.engines.sql.clicks`, and the
+interleaving credits and their per-unit counts (DESIGN.md "Interleaving") in
+:mod:`abrank.engines.sql.interleaved`, as SQL in sqlglot's neutral dialect over relations
+of canonical columns (:mod:`abrank.engines.sql.sources` opens the logs so);
+:func:`compile_sql` turns a definition into the dialect of the engine that runs it. A backend module
 (:mod:`abrank.engines.sql.duckdb`; Spark next) only says how to open a log as a relation,
 how to run a statement and how the engine reports failures (:class:`Backend`): it holds
 no aggregation of its own, so a new engine is one small module, not a second copy of the
@@ -27,8 +29,9 @@ What comes next fits this shape: a Spark backend is a module whose ``register`` 
 files with ``spark.read`` (``input_file_name()`` as ``abrank_file``, ``abrank_row`` NULL)
 into a temporary view and whose ``run`` is ``spark.sql(...).toArrow()``, with
 ``dialect = "spark"``; the judged metrics (trec_eval's ordering, depth, gains, the ideal
-DCG from all judgments) and the interleaving credits become further definition modules
-beside :mod:`~abrank.engines.sql.clicks`, each tested against the memory engine.
+DCG from all judgments) become a further definition module beside
+:mod:`~abrank.engines.sql.clicks` and :mod:`~abrank.engines.sql.interleaved`, tested
+against the memory engine as they are.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ class Backend(Protocol):
     dialect: str
 
     def register(self, name: str, source: object) -> list[tuple[str, str]]:
-        """Open one log source (:class:`abrank.engines.sql.clicks.LogSource`) as the
+        """Open one log source (:class:`abrank.engines.sql.sources.LogSource`) as the
         relation ``name``, with its columns plus ``abrank_file`` (the file of each row)
         and ``abrank_row`` (its 0-based row in that file, NULL where the engine cannot
         tell); return the log's own columns as (name, kind), kind one of ``bool``,

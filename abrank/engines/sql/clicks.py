@@ -22,17 +22,24 @@ resampling draws the same units.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from abrank.engines.sql import Backend, compile_sql, quote
+from abrank.engines.sql import Backend, compile_sql
+from abrank.engines.sql.sources import (
+    Layout,
+    LogSource,
+    literal,
+    missing_id,
+    row_columns,
+    shown_path,
+)
+from abrank.engines.sql.sources import native_ids as native_columns
 from abrank.errors import DataError
-from abrank.io.impression_columns import canonical_names
 from abrank.io.online import MixedUnits
 from abrank.metrics.names import Metric, click_metrics
 
@@ -40,35 +47,6 @@ __all__ = ["ClickAggregates", "ClickRequest", "LogSource", "click_aggregates"]
 
 #: Ranks up to this are checked by a bit each in one BIGINT (below its sign bit).
 _BITS = 62
-#: The largest double: a dwell above it is infinite.
-_LARGEST = "1.7976931348623157E308"
-
-
-@dataclass(frozen=True)
-class LogSource:
-    """One log as the engine reads it: its files (one format), the arm of every row (a
-    log per arm) or None (the log's ``arm`` column names it), the config's column
-    mapping (canonical -> the log's name), and how messages name it (``label``)."""
-
-    files: tuple[str, ...]
-    format: str  # parquet, csv or tsv
-    label: str
-    arm: str | None = None
-    columns: Mapping[str, str] = field(default_factory=dict)
-    sep: str | None = None
-    decimal: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe builtins."""
-        return {
-            "files": list(self.files),
-            "format": self.format,
-            "label": self.label,
-            "arm": self.arm,
-            "columns": dict(self.columns),
-            "sep": self.sep,
-            "decimal": self.decimal,
-        }
 
 
 @dataclass(frozen=True)
@@ -133,7 +111,7 @@ def click_aggregates(
     without rows.
     """
     metrics = tuple(click_metrics(request.metrics))
-    layouts = [_Layout.of(backend, i, source, request, metrics) for i, source in enumerate(sources)]
+    layouts = [_layout(backend, i, source, request, metrics) for i, source in enumerate(sources)]
     rows = _rows_sql(layouts, request)
     sat = any(m.family == "sat_ctr" for m in metrics)
     cutoffs = sorted({m.k for m in metrics if m.family == "clicks"}, key=_cutoff_order)
@@ -180,147 +158,47 @@ def click_aggregates(
 # --------------------------------------------------------------------------- columns
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """One source registered as a relation: its columns by canonical name and kind."""
-
-    relation: str
-    source: LogSource
-    names: list[str]  # the log's own columns, in its order
-    column: dict[str, str]  # canonical (or unit / segment name) -> the log's column
-    kind: dict[str, str]  # the log's column -> kind
-
-    @classmethod
-    def of(
-        cls,
-        backend: Backend,
-        index: int,
-        source: LogSource,
-        request: ClickRequest,
-        metrics: Sequence[Metric],
-    ) -> _Layout:
-        relation = f"abrank_log_{index}"
-        described = backend.register(relation, source)
-        names = [name for name, _ in described]
-        kind = dict(described)
-        renamed = canonical_names(names, source.label, source.columns)
-        column = {canon: name for name, canon in renamed.items()}
-        listing = ", ".join(names)
-        wanted = [(request.unit, "analysis.unit")]
-        wanted += [(c, "segments.columns") for c in request.segments]
-        for name, key in wanted:
-            if name not in column:
-                raise DataError(
-                    f"{source.label}: {key}: expected a column {name!r}, found columns: {listing}"
-                )
-        if any(m.family == "sat_ctr" for m in metrics) and "dwell" not in column:
-            wanted_names = ", ".join(m.name for m in metrics if m.family == "sat_ctr")
-            raise DataError(
-                f"{source.label}: metric {wanted_names}: expected a dwell column (seconds) in "
-                f"the impressions, found columns: {listing}"
-            )
-        if source.arm is None and "arm" not in column:
-            raise DataError(
-                f"{source.label}: expected an arm column (its values the arm names "
-                f"{', '.join(request.arms)}), found columns: {listing}"
-            )
-        return cls(relation, source, names, column, kind)
-
-    def ref(self, canon: str) -> str:
-        return quote(self.column[canon])
-
-    def kind_of(self, canon: str) -> str:
-        return self.kind[self.column[canon]]
-
-
-def _text_id(ref: str, kind: str) -> str:
-    """An id as text: whole floats as the integers they hold (12.0 is the id "12")."""
-    if kind == "float":
-        return (
-            f"CASE WHEN {ref} = FLOOR({ref}) THEN CAST(CAST({ref} AS BIGINT) AS VARCHAR) "
-            f"ELSE CAST({ref} AS VARCHAR) END"
+def _layout(
+    backend: Backend,
+    index: int,
+    source: LogSource,
+    request: ClickRequest,
+    metrics: Sequence[Metric],
+) -> Layout:
+    """One source registered as a relation, with the columns the request reads checked."""
+    layout = Layout.open(backend, f"abrank_log_{index}", source)
+    layout.require(request.unit, "analysis.unit")
+    for column in request.segments:
+        layout.require(column, "segments.columns")
+    if any(m.family == "sat_ctr" for m in metrics) and "dwell" not in layout.column:
+        wanted_names = ", ".join(m.name for m in metrics if m.family == "sat_ctr")
+        raise DataError(
+            f"{source.label}: metric {wanted_names}: expected a dwell column (seconds) in "
+            f"the impressions, found columns: {layout.listing}"
         )
-    return f"CAST({ref} AS VARCHAR)"
+    if source.arm is None and "arm" not in layout.column:
+        raise DataError(
+            f"{source.label}: expected an arm column (its values the arm names "
+            f"{', '.join(request.arms)}), found columns: {layout.listing}"
+        )
+    return layout
 
 
-def _number(ref: str, kind: str, decimal: str | None) -> str:
-    """A numeric column as DOUBLE (NULL where a text cell is no number)."""
-    if kind in ("int", "float"):
-        return f"CAST({ref} AS DOUBLE)"
-    text = f"TRIM(CAST({ref} AS VARCHAR))"
-    if decimal == ",":
-        text = f"REPLACE({text}, ',', '.')"
-    return f"TRY_CAST(NULLIF({text}, '') AS DOUBLE)"
-
-
-def _clicked(ref: str, kind: str) -> str:
-    """``clicked`` as 1 / 0, NULL where it is not 0, 1, true or false."""
-    if kind == "bool":
-        return f"CASE WHEN {ref} THEN 1 WHEN NOT {ref} THEN 0 END"
-    if kind in ("int", "float"):
-        return f"CASE WHEN {ref} = 1 THEN 1 WHEN {ref} = 0 THEN 0 END"
-    text = f"LOWER(TRIM(CAST({ref} AS VARCHAR)))"
-    return (
-        f"CASE WHEN {text} IN ('1', '1.0', 'true') THEN 1 "
-        f"WHEN {text} IN ('0', '0.0', 'false') THEN 0 END"
-    )
-
-
-def _source_sql(layout: _Layout, request: ClickRequest, native: set[str]) -> str:
+def _source_sql(layout: Layout, request: ClickRequest, native: set[str]) -> str:
     """One source's rows in canonical columns (converted, with the raw text for messages).
     Ids named in ``native`` (integers in every source) stay integers, which group faster
     and equal as their text does; other ids become text."""
-
-    def ident(canon: str) -> str:
-        ref = layout.ref(canon)
-        return ref if canon in native else _text_id(ref, layout.kind_of(canon))
-
     source = layout.source
-    rank_ref, rank_kind = layout.ref("rank"), layout.kind_of("rank")
-    rank = _number(rank_ref, rank_kind, source.decimal)
-    if rank_kind == "int":
-        rank_bad = f"{rank_ref} IS NULL OR {rank_ref} < 1"
-    else:
-        rank_bad = f"{rank} IS NULL OR {rank} < 1 OR {rank} <> FLOOR({rank})"
     arm = (
-        f"CAST({_literal(source.arm)} AS VARCHAR)"
+        f"CAST({literal(source.arm)} AS VARCHAR)"
         if source.arm is not None
         else f"CAST({layout.ref('arm')} AS VARCHAR)"
     )
     parts = [
-        "abrank_file AS log_file",
-        "abrank_row AS log_row",
-        f"{ident('impression_id')} AS impression_id",
-        f"{ident(request.unit)} AS unit",
+        *row_columns(layout, request.unit, native),
         f"{arm} AS arm",
         f"{_arm_code(arm, request.arms)} AS arm_code",
-        f"{rank} AS rank",
-        f"CASE WHEN {rank_bad} THEN 1 ELSE 0 END AS rank_bad",
-        f"CAST({rank_ref} AS VARCHAR) AS rank_text",
-        f"{_clicked(layout.ref('clicked'), layout.kind_of('clicked'))} AS clicked",
-        f"CAST({layout.ref('clicked')} AS VARCHAR) AS clicked_text",
     ]
-    if "dwell" in layout.column:
-        ref, kind = layout.ref("dwell"), layout.kind_of("dwell")
-        seconds = _number(ref, kind, source.decimal)
-        if kind in ("int", "float"):  # NaN is a missing dwell, as in the memory engine
-            seconds = f"CASE WHEN ISNAN({seconds}) THEN NULL ELSE {seconds} END"
-        bad = (
-            f"({ref} IS NOT NULL AND {seconds} IS NULL AND NULLIF(TRIM(CAST({ref} AS VARCHAR)), "
-            f"'') IS NOT NULL AND LOWER(TRIM(CAST({ref} AS VARCHAR))) <> 'nan') "
-            f"OR {seconds} < 0 OR {seconds} > {_LARGEST}"
-        )
-        parts += [
-            f"{seconds} AS dwell",
-            f"CASE WHEN {bad} THEN 1 ELSE 0 END AS dwell_bad",
-            f"CAST({ref} AS VARCHAR) AS dwell_text",
-        ]
-    else:
-        parts += [
-            "CAST(NULL AS DOUBLE) AS dwell",
-            "0 AS dwell_bad",
-            "CAST(NULL AS VARCHAR) AS dwell_text",
-        ]
     for i, column in enumerate(request.segments):
         parts.append(f"{layout.ref(column)} AS segment_{i}")
     return f"SELECT {', '.join(parts)} FROM {layout.relation}"
@@ -329,30 +207,22 @@ def _source_sql(layout: _Layout, request: ClickRequest, native: set[str]) -> str
 def _arm_code(arm: str, arms: Sequence[str]) -> str:
     """The arm's place in ``arms`` (NULL for a value that names no arm): impressions group
     on this small integer, which is cheaper to compare than the arm's text."""
-    cases = " ".join(f"WHEN {_literal(name)} THEN {i}" for i, name in enumerate(arms))
+    cases = " ".join(f"WHEN {literal(name)} THEN {i}" for i, name in enumerate(arms))
     return f"CASE {arm} {cases} END"
 
 
-def native_ids(layouts: Sequence[_Layout], request: ClickRequest) -> set[str]:
+def native_ids(layouts: Sequence[Layout], request: ClickRequest) -> set[str]:
     """The id columns (``impression_id``, the unit) that are integers in every source."""
-    return {
-        canon
-        for canon in ("impression_id", request.unit)
-        if all(layout.kind_of(canon) == "int" for layout in layouts)
-    }
+    return native_columns(layouts, ("impression_id", request.unit))
 
 
-def _missing_id(column: str, native: set[str], canon: str) -> str:
-    return f"{column} IS NULL" if canon in native else f"{column} IS NULL OR {column} = ''"
-
-
-def _rows_sql(layouts: Sequence[_Layout], request: ClickRequest) -> str:
+def _rows_sql(layouts: Sequence[Layout], request: ClickRequest) -> str:
     """Every source's rows as one relation, with ``row_bad`` (1 for a bad cell)."""
     native = native_ids(layouts, request)
     union = " UNION ALL ".join(_source_sql(layout, request, native) for layout in layouts)
     bad = [
-        _missing_id("impression_id", native, "impression_id"),
-        _missing_id("unit", native, request.unit),
+        missing_id("impression_id", native, "impression_id"),
+        missing_id("unit", native, request.unit),
         "clicked IS NULL",
         "rank_bad = 1",
         "dwell_bad = 1",
@@ -562,7 +432,7 @@ def _mixed(sums: Mapping[str, pd.DataFrame], unit: str) -> MixedUnits:
     )
 
 
-def _check_arms(frame: pd.DataFrame, layouts: Sequence[_Layout], request: ClickRequest) -> None:
+def _check_arms(frame: pd.DataFrame, layouts: Sequence[Layout], request: ClickRequest) -> None:
     """Every arm has rows (the log's arm values name the arms: checked with the rows)."""
     found = {str(arm) for arm in frame["arm"].unique()} if len(frame) else set()
     empty = [arm for arm in request.arms if arm not in found]
@@ -581,7 +451,7 @@ def _check_arms(frame: pd.DataFrame, layouts: Sequence[_Layout], request: ClickR
 
 
 def _raise_first_problem(
-    backend: Backend, rows: str, layouts: Sequence[_Layout], request: ClickRequest
+    backend: Backend, rows: str, layouts: Sequence[Layout], request: ClickRequest
 ) -> None:
     """Find the first bad row (or impression) and raise a DataError naming it."""
 
@@ -590,7 +460,7 @@ def _raise_first_problem(
         return table.to_pylist()[0] if table.num_rows else None
 
     def where(row: dict[str, Any]) -> str:
-        place = _shown(row["log_file"])
+        place = shown_path(row["log_file"])
         if row.get("log_row") is not None:
             return f"{place}: row {int(row['log_row']) + 1}"
         return f"{place}: impression {str(row['impression_id'])!r}"
@@ -599,8 +469,8 @@ def _raise_first_problem(
     native = native_ids(layouts, request)
     empty = "expected a non-empty id, got an empty value"
     checks = [
-        (_missing_id("impression_id", native, "impression_id"), "impression_id", None, empty),
-        (_missing_id("unit", native, unit), unit, None, empty),
+        (missing_id("impression_id", native, "impression_id"), "impression_id", None, empty),
+        (missing_id("unit", native, unit), unit, None, empty),
         ("clicked IS NULL", "clicked", "clicked_text", "expected 0, 1, true or false, got {}"),
         ("rank_bad = 1", "rank", "rank_text", "expected a whole number >= 1, got {}"),
         ("dwell_bad = 1", "dwell", "dwell_text", "expected a number of seconds >= 0, got {}"),
@@ -615,7 +485,7 @@ def _raise_first_problem(
         if row is not None:
             shown = "a missing value" if text is None or row[text] is None else repr(row[text])
             raise DataError(f"{where(row)}: {column}: {expected.format(shown)}")
-    arms = ", ".join(_literal(a) for a in request.arms)
+    arms = ", ".join(literal(a) for a in request.arms)
     row = first(
         f"{base} WHERE arm IS NULL OR arm NOT IN ({arms}) ORDER BY log_file, log_row LIMIT 1"
     )
@@ -642,16 +512,16 @@ def _raise_first_problem(
     impression = bad["impression_text"]
     detail = backend.run(
         compile_sql(
-            f"{base} WHERE CAST(impression_id AS VARCHAR) = {_literal(impression)} "
+            f"{base} WHERE CAST(impression_id AS VARCHAR) = {literal(impression)} "
             "ORDER BY log_file, log_row, rank",
             backend.dialect,
         )
     ).to_pylist()
-    place = _shown(detail[0]["log_file"])
+    place = shown_path(detail[0]["log_file"])
     if bad["arm"] != bad["arm_max"]:
         first_arm, second_arm = request.arms[bad["arm"]], request.arms[bad["arm_max"]]
         if all(layout.source.arm is not None for layout in layouts):
-            files = {r["arm"]: _shown(r["log_file"]) for r in detail}
+            files = {r["arm"]: shown_path(r["log_file"]) for r in detail}
             raise DataError(
                 f"{files[first_arm]} (arm {first_arm!r}) and {files[second_arm]} (arm "
                 f"{second_arm!r}): impression_id: expected each impression in one arm, got "
@@ -699,19 +569,6 @@ def _check_deep_ranks(backend: Backend, rows: str) -> None:
     if table.num_rows:
         row = table.to_pylist()[0]
         raise DataError(
-            f"{_shown(row['log_file'])}: impression {row['impression_id']!r}: rank: expected "
+            f"{shown_path(row['log_file'])}: impression {row['impression_id']!r}: rank: expected "
             f"each rank once per impression, got rank {int(row['rank'])} {int(row['times'])} times"
         )
-
-
-def _literal(value: str) -> str:
-    """A text literal of the neutral dialect."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def _shown(path: str) -> str:
-    """A file as messages show it: relative to the working folder when below it."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

@@ -4,7 +4,8 @@ DuckDB (embedded, one wheel) reads Parquet and CSV files, globs of them and
 hive-partitioned folders (``logs/date=*/part-*.parquet``: ``date`` becomes a column)
 without loading them whole, within ``memory_limit`` (it spills to ``temp_directory``
 beyond it). This module opens the logs as relations and runs the statements of
-:mod:`abrank.engines.sql.clicks`; it computes nothing of its own.
+:mod:`abrank.engines.sql.clicks` and :mod:`abrank.engines.sql.interleaved`; it computes
+nothing of its own.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class DuckDBBackend:
         self.relations: list[str] = []
 
     def register(self, name: str, source: Any) -> list[tuple[str, str]]:
-        """Open ``source`` (a :class:`~abrank.engines.sql.clicks.LogSource`) as the view
+        """Open ``source`` (a :class:`~abrank.engines.sql.sources.LogSource`) as the view
         ``name``; its columns and their kinds."""
         self.labels.append(source.label)
         files = "[" + ", ".join(_text(f) for f in source.files) + "]"

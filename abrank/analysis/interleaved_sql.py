@@ -1,0 +1,157 @@
+"""The interleaving path on an SQL engine: the log read where it lies, per-unit counts back.
+
+:func:`score_interleaved_sql` is :func:`abrank.analysis.interleaved.load_interleaved` and
+:func:`~abrank.analysis.interleaved.score_interleaved` on an SQL engine: the credits, the
+outcomes and their per-unit counts are computed by the definition of
+:mod:`abrank.engines.sql.interleaved`, and come back in the same
+:class:`~abrank.analysis.interleaved.InterleavedData` /
+:class:`~abrank.analysis.interleaved.InterleavedScores` shapes, so that
+:func:`~abrank.analysis.interleaved.compare_interleaved_arms` and the readout run
+unchanged. What stays in Python is what is small: the source rankings (read by the
+usual readers, for the agreement depth per query that the engine joins to the
+impressions) and the fingerprints of the files read.
+
+Only per-unit counts leave the engine, so the outcome tables hold their columns and no
+rows: per_query.csv of an interleaving readout on an SQL engine has no per-impression
+rows, as for the online path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from abrank.analysis.compare import arm_pairs
+from abrank.analysis.engine import EngineChoice, expand_files
+from abrank.analysis.interleaved import (
+    InterleavedData,
+    InterleavedScores,
+    SameLists,
+    agreement_depth,
+)
+from abrank.analysis.load import Progress, display_path, fingerprint, ranking_reader, shown_files
+from abrank.analysis.window import check_dated, dated_file, log_files, with_dated_files
+from abrank.config import Experiment
+from abrank.errors import ConfigError
+
+__all__ = ["score_interleaved_sql", "sql_backend"]
+
+#: The columns of an outcome table besides the unit and the segments, in the memory
+#: engine's order (:data:`abrank.interleaving.credit.OUTCOME_COLUMNS`).
+_OUTCOME = ("treatment_credit", "control_credit", "outcome", "clicked", "first_team")
+
+
+def sql_backend(choice: EngineChoice) -> Any:
+    """The backend of an SQL engine (closed by the caller)."""
+    if choice.name == "duckdb":
+        from abrank.engines.sql.duckdb import DuckDBBackend
+
+        return DuckDBBackend(choice.connection, choice.options)
+    raise ConfigError(f"engine: expected an SQL engine for this path, got {choice.name!r}")
+
+
+def score_interleaved_sql(
+    experiment: Experiment, choice: EngineChoice, say: Progress
+) -> tuple[InterleavedData, InterleavedScores]:
+    """The interleaving experiment's inputs and per-unit counts, computed by an SQL engine."""
+    from abrank.engines.sql.interleaved import InterleavedRequest, interleaved_aggregates
+    from abrank.engines.sql.sources import LogSource
+
+    check_dated(experiment)
+    experiment = with_dated_files(experiment)
+    config = experiment.log
+    assert config is not None  # the config requires it for the interleaved design
+    unit = experiment.analysis.unit or "user_id"
+    sources = []
+    for template in log_files(experiment, config.path):
+        files, fmt = expand_files(template, config.format)
+        sources.append(
+            LogSource(
+                files=tuple(files),
+                format=fmt,
+                label=display_path(template),
+                columns=config.columns.mapping(),
+                sep=config.sep,
+                decimal=config.decimal,
+            )
+        )
+    rankings, ranking_inputs = _rankings(experiment, say)
+    pairs = arm_pairs(experiment)
+    request = InterleavedRequest(
+        arms=tuple(arm.name for arm in experiment.arms),
+        pairs=tuple((pair.control, pair.treatment) for pair in pairs),
+        credits=tuple(experiment.metrics),
+        unit=unit,
+        segments=tuple(experiment.segments.columns),
+        sat_dwell=float(experiment.analysis.sat_dwell),
+        agreement=_agreement(experiment, rankings),
+    )
+    files = [file for source in sources for file in source.files]
+    say(f"crediting clicks to teams on {choice.name} ({shown_files(files)})")
+    backend = sql_backend(choice)
+    try:
+        result = interleaved_aggregates(backend, sources, request)
+    finally:
+        backend.close()
+    inputs = [fingerprint(file, "log", None, result.file_rows.get(file, 0)) for file in files]
+    data = InterleavedData(pd.DataFrame(), rankings, inputs + ranking_inputs, sources[0].label)
+    names = {(pair.control, pair.treatment): pair.name for pair in pairs}
+    keys = {key: (names[key[:2]], key[2]) for key in result.counts}
+    ids = ["impression_id"] + ([unit] if unit != "impression_id" else [])
+    columns = [*ids, *_OUTCOME, *[c for c in experiment.segments.columns if c not in ids]]
+    empty = pd.DataFrame(columns=columns)
+    same = None
+    if result.same_lists is not None:
+        compared, alike, unmatched = result.same_lists
+        same = SameLists(compared=compared, same=alike, unmatched=unmatched)
+    scores = InterleavedScores(
+        outcomes={name: empty for name in keys.values()},
+        impressions=result.impressions,
+        units=result.units,
+        clicked=result.clicked,
+        per_arm=result.per_arm,
+        first_team=result.first_team,
+        same_lists=same,
+        unit_counts={keys[key]: table for key, table in result.counts.items()},
+        segment_counts={
+            column: {keys[key]: table for key, table in by.items()}
+            for column, by in result.segment_counts.items()
+        },
+    )
+    return data, scores
+
+
+def _rankings(
+    experiment: Experiment, say: Progress
+) -> tuple[dict[str, pd.DataFrame], list[dict[str, Any]]]:
+    """The arms' source rankings (small files, read in Python) and their fingerprints."""
+    rankings: dict[str, pd.DataFrame] = {}
+    inputs = []
+    for arm in experiment.arms:
+        if arm.path is None:
+            continue
+        path = dated_file(experiment, arm.path)
+        say(f"loading the source ranking of {arm.name} ({display_path(path)})")
+        rankings[arm.name] = ranking_reader(experiment, arm)(path)
+        role = "control" if arm is experiment.control else "treatment"
+        inputs.append(fingerprint(path, role, arm.name, len(rankings[arm.name])))
+    return rankings, inputs
+
+
+def _agreement(experiment: Experiment, rankings: dict[str, pd.DataFrame]) -> pa.Table | None:
+    """Per query both the control's and the first treatment's source rankings hold, the
+    leading ranks they share (:func:`~abrank.analysis.interleaved.agreement_depth`), as
+    the memory path's same-list check compares them; None without both rankings."""
+    control = experiment.control.name
+    other = next((t.name for t in experiment.treatments if t.name in rankings), None)
+    if control not in rankings or other is None:
+        return None
+    depth = agreement_depth(rankings[control], rankings[other])
+    return pa.table(
+        {
+            "query": pa.array(depth.index.astype(str), pa.string()),
+            "depth": pa.array(depth.to_numpy(dtype=float), pa.float64()),
+        }
+    )
