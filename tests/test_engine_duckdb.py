@@ -348,6 +348,22 @@ def log_folder(tmp_path_factory):
     return folder
 
 
+def test_an_integer_segment_column_keeps_its_values_on_duckdb(tmp_path):
+    """slot=1, not slot=1.0: the other grouping sets' NULLs must not make the column float."""
+    log = make_log(impressions=800)
+    log["slot"] = (log["user_id"] % 3).astype("int64")
+    log.to_parquet(tmp_path / "log.parquet")
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        CONFIG.replace("LOG", "log.parquet").replace("columns: [device]", "columns: [slot]")
+    )
+    memory = run_experiment(config)
+    sql = run_experiment(config, engine="duckdb")
+    segments = [c["segment"] for c in sql.summary["comparisons"] if c["segment"]]
+    assert sorted(set(segments)) == ["slot=0", "slot=1", "slot=2"]
+    assert_same_summary(memory.summary, sql.summary)
+
+
 def test_an_experiment_gives_the_same_summary_on_both_engines(log_folder):
     config = write_experiment(log_folder)
     memory = run_experiment(config)

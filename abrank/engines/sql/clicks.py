@@ -36,6 +36,7 @@ from abrank.engines.sql.sources import (
     literal,
     missing_id,
     row_columns,
+    selected_values,
     shown_path,
 )
 from abrank.engines.sql.sources import native_ids as native_columns
@@ -129,7 +130,7 @@ def click_aggregates(
     files = counts[counts["by_file"] == 1]
     file_rows = {str(f): int(n) for f, n in zip(files["log_file"], files["shown"])}
     _check_arms(frame, layouts, request)
-    sums, segment_sums = _split(frame, request, metrics)
+    sums, segment_sums = _split(frame, table, request, metrics)
     mixed, dropped = _mixed(sums, request.unit), 0
     ranks = counts[counts["by_file"] == 0]
     if request.drop_mixed and mixed.count:
@@ -389,9 +390,10 @@ def _ctr_table(ranks: pd.DataFrame, arms: Sequence[str]) -> pd.DataFrame:
 
 
 def _split(
-    frame: pd.DataFrame, request: ClickRequest, metrics: Sequence[Metric]
+    frame: pd.DataFrame, result: pa.Table, request: ClickRequest, metrics: Sequence[Metric]
 ) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, pd.DataFrame]]]:
-    """The sums query's rows as per-unit frames per arm, overall and per segment."""
+    """The sums query's rows (``frame``; ``result`` as the engine returned them) as per-unit
+    frames per arm, overall and per segment, segment values in their column's type."""
     unit = request.unit
     names = {f"m{i}": m.name for i, m in enumerate(metrics)}
     segments = list(request.segments)
@@ -412,8 +414,9 @@ def _split(
         rows = frame[mine & overall]
         sums[name] = table(rows, pd.Index(rows["unit"].astype(str), name=unit, dtype="str"))
         for i, column in enumerate(segments):
-            rows = frame[mine & (frame[f"grouped_{i}"].to_numpy() == 0)]
-            values = rows[f"segment_{i}"]
+            selected = mine & (frame[f"grouped_{i}"].to_numpy() == 0)
+            rows = frame[selected]
+            values = selected_values(result, f"segment_{i}", selected)
             level = pd.Index(values.astype(str) if values.dtype == object else values, name=column)
             index = pd.MultiIndex.from_arrays(
                 [level, pd.Index(rows["unit"].astype(str), dtype="str")], names=[column, unit]

@@ -45,6 +45,7 @@ from abrank.engines.sql.sources import (
     missing_id,
     native_ids,
     row_columns,
+    selected_values,
     shown_path,
     text_id,
 )
@@ -445,7 +446,7 @@ def _split(
     for i, column in enumerate(request.segments):
         mine = table[f"grouped_{i}"].to_numpy() == 0
         rows = table[mine]
-        values = arrow.column(f"segment_{i}").filter(pa.array(mine)).to_pandas()
+        values = selected_values(arrow, f"segment_{i}", mine)
         text = pd.Series(values.astype(str).to_numpy(dtype=object), index=rows.index)
         order = np.argsort(text.to_numpy(dtype=object), kind="stable")
         rows, text = rows.iloc[order], text.iloc[order]

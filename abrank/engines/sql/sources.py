@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
 from abrank.engines.sql import Backend, quote
 from abrank.errors import DataError
 from abrank.io.impression_columns import canonical_names
@@ -216,3 +220,10 @@ def shown_path(path: str) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def selected_values(table: pa.Table, column: str, rows: np.ndarray) -> pd.Series:
+    """A result column's values on the selected ``rows`` (a boolean mask), in the type the
+    engine gave them: an integer segment column stays integer (in pandas, the NULLs that
+    the other grouping sets leave in the column would make the whole of it float)."""
+    return table.column(column).filter(pa.array(rows)).to_pandas()
