@@ -33,6 +33,7 @@ beside :mod:`~abrank.engines.sql.clicks`, each tested against the memory engine.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import pyarrow as pa
@@ -52,6 +53,14 @@ class Backend(Protocol):
         and ``abrank_row`` (its 0-based row in that file, NULL where the engine cannot
         tell); return the log's own columns as (name, kind), kind one of ``bool``,
         ``int``, ``float``, ``text``, ``other``."""
+        ...
+
+    def register_lines(self, name: str, files: Sequence[str]) -> None:
+        """Make the text lines of ``files`` (gzip-compressed ones read through) the
+        relation ``name``: ``abrank_file`` (the file), ``abrank_row`` (the 0-based line
+        number in that file; NULL where the engine cannot tell) and ``line`` (the text,
+        NULL or empty for an empty line). Splitting and typing are left to the
+        definitions (:mod:`abrank.engines.sql.rankings`)."""
         ...
 
     def register_table(self, name: str, table: pa.Table) -> None:

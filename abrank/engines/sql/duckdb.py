@@ -9,7 +9,7 @@ beyond it). This module opens the logs as relations and runs the statements of
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -102,6 +102,10 @@ class DuckDBBackend:
             read += ", union_by_name = true"
             extra = ", filename = 'abrank_file')"
             row = "CAST(NULL AS BIGINT)"
+        elif source.format == "jsonl":
+            read = f"read_json({files}, format = 'newline_delimited', union_by_name = true"
+            extra = ", filename = 'abrank_file')"
+            row = "CAST(NULL AS BIGINT)"
         else:
             raise ConfigError(
                 f"{source.label}: engine duckdb: expected a parquet, csv or tsv log, got "
@@ -115,6 +119,39 @@ class DuckDBBackend:
         )
         self.relations.append(name)
         return [(str(column[0]), kind_of(str(column[1]))) for column in described]
+
+    def register_lines(self, name: str, files: Sequence[str]) -> None:
+        """Make the text lines of ``files`` (gzip read through) the relation ``name``:
+        ``abrank_file``, ``abrank_row`` (0-based line number in its file) and ``line``
+        (NULL for an empty line). The lines are copied into a DuckDB table in file order
+        (DuckDB spills it to ``temp_directory`` beyond its memory limit), as the CSV
+        reader gives no line numbers of its own."""
+        label = ", ".join(str(f) for f in files)
+        self.labels.append(label)
+        listed = "[" + ", ".join(_text(f) for f in files) + "]"
+        read = (
+            f"read_csv({listed}, columns = {{'line': 'VARCHAR'}}, header = false, "
+            "delim = '\x1f', quote = '', escape = '', auto_detect = false, "
+            "null_padding = false, filename = 'abrank_file')"
+        )
+        (kept,) = self._execute(
+            "SELECT current_setting('preserve_insertion_order')", label
+        ).fetchone()
+        self._execute("SET preserve_insertion_order = true", label)
+        try:
+            self._execute(
+                f"CREATE OR REPLACE TEMP TABLE {name}_text AS SELECT abrank_file, line FROM {read}",
+                label,
+            )
+        finally:
+            self._execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}", label)
+        self.relations.append(f"{name}_text")
+        self._execute(
+            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT abrank_file, rowid - MIN(rowid) "
+            f"OVER (PARTITION BY abrank_file) AS abrank_row, line FROM {name}_text",
+            label,
+        )
+        self.relations.append(name)
 
     def register_table(self, name: str, table: pa.Table) -> None:
         """Make ``table`` the relation ``name`` (a copy in DuckDB)."""
