@@ -41,7 +41,7 @@ def get_engine(name: str = "memory") -> ModuleType:
 #: engines' module for online click logs is :mod:`abrank.engines.sql.duckdb`.
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "memory": ("offline", "online", "interleaved"),
-    "duckdb": ("online",),
+    "duckdb": ("offline", "online"),
     "spark": (),
 }
 
