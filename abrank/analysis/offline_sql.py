@@ -310,3 +310,56 @@ def _mean(values: np.ndarray) -> float:
     """The mean of the defined values (NaN for none), as pandas' ``mean`` takes it."""
     defined = values[~np.isnan(values)]
     return float(defined.mean()) if defined.size else math.nan
+
+
+def score_files(
+    engine: str,
+    qrels: str,
+    run: str,
+    metrics: list[str],
+    *,
+    rel_level: float = 1,
+    depth: int | None = 1000,
+    complete: bool = False,
+    judged_only: bool = False,
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Per-query values of one run file on SQL engine ``engine`` (``abrank metrics
+    --engine``): the scored query ids (byte order) and each metric's values, undefined
+    ones scored 0 as trec_eval scores them. Queries are the judged ones the run holds
+    (with ``complete`` every judged query); none in common is a DataError."""
+    from abrank.engines import check_supported
+    from abrank.engines.sql.judged import score_arm_sql
+    from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
+    from abrank.io.detect import detect_format
+
+    check_supported(engine, "offline")
+    backend = _backend(EngineChoice(engine, {}))
+    try:
+        ranked = open_rankings(
+            backend, "abrank_rankings_0", TableSource((run,), detect_format(run), run)
+        )
+        judged = open_judgments(
+            backend,
+            "abrank_judgments",
+            TableSource((qrels,), detect_format(qrels, judgments=True), qrels),
+        )
+        scores = score_arm_sql(
+            backend,
+            ranked.sql,
+            judged.sql,
+            metrics,
+            ranked_by=ranked.ranked_by,
+            rel_level=rel_level,
+            depth=depth,
+            complete=complete,
+            judged_only=judged_only,
+        )
+    finally:
+        backend.close()
+    if scores.first_relevant.empty:
+        raise DataError(f"{run}: query ids: expected queries that are also in {qrels}, got none")
+    columns = {
+        name: np.nan_to_num(scores.values[name].to_numpy(dtype=np.float64), nan=0.0)
+        for name in scores.values.columns
+    }
+    return list(scores.values.index), columns
