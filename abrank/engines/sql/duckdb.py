@@ -146,9 +146,15 @@ class DuckDBBackend:
         finally:
             self._execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}", label)
         self.relations.append(f"{name}_text")
+        # each file's lines are contiguous: its first rowid is its offset
+        starts = self._execute(
+            f"SELECT abrank_file, MIN(rowid) FROM {name}_text GROUP BY abrank_file", label
+        ).fetchall()
+        offset = " ".join(f"WHEN {_text(f)} THEN {int(start)}" for f, start in starts)
+        offset = f"CASE abrank_file {offset} END" if starts else "0"
         self._execute(
-            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT abrank_file, rowid - MIN(rowid) "
-            f"OVER (PARTITION BY abrank_file) AS abrank_row, line FROM {name}_text",
+            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT abrank_file, rowid - {offset} "
+            f"AS abrank_row, line FROM {name}_text",
             label,
         )
         self.relations.append(name)

@@ -107,26 +107,6 @@ def _cut(k: int | None) -> str:
     return "all" if k is None else str(int(k))
 
 
-def _ranked_sql(rankings: str, ranked_by: str, depth: int | None) -> str:
-    """The kept rows of every query with their 0-based positions (trec_eval's order)."""
-    key = "score DESC" if ranked_by == "score" else "rank_key ASC"
-    value = (
-        "CAST(score AS DOUBLE) AS score"
-        if ranked_by == "score"
-        else ("CAST(rank AS DOUBLE) AS rank_key")
-    )
-    rows = (
-        f"SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
-        f"{value} FROM {rankings}"
-    )
-    numbered = (
-        "SELECT query_id, doc_id, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY "
-        f"{key}, doc_id DESC) - 1 AS pos FROM ({rows}) AS given"
-    )
-    where = "" if depth is None else f" WHERE pos < {int(depth)}"
-    return f"SELECT query_id, doc_id, pos FROM ({numbered}) AS numbered{where}"
-
-
 def _judgments_sql(judgments: str) -> str:
     return (
         "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
@@ -164,36 +144,51 @@ def _ideal_sql(plan: _Plan, kind: str) -> str:
     return f"SELECT {', '.join(parts)} FROM ({ordered}) AS ideal GROUP BY query_id"
 
 
-def _judged_rows_sql(plan: _Plan) -> str:
-    """The judged kept rows: position, condensed position and running counts."""
-    window = "OVER (PARTITION BY k.query_id ORDER BY k.pos ROWS BETWEEN UNBOUNDED PRECEDING AND"
+def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) -> str:
+    """Every ranked row joined to its judgment (``grade`` NULL: unjudged), numbered in
+    trec_eval's order in one window pass: its 0-based position ``pos``, its position among
+    the judged rows ``cpos`` (the condensed view) and, per threshold of average precision
+    and bpref, the relevant rows up to it (``rc_i``) and the judged nonrelevant rows above
+    it (``na_i``). Running counts read only the rows above, so the depth cut can come
+    after, in the aggregates."""
+    if ranked_by == "score":
+        value, key = "CAST(score AS DOUBLE) AS score", "r.score DESC"
+    else:
+        value, key = "CAST(rank AS DOUBLE) AS rank_key", "r.rank_key ASC"
+    rows = (
+        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+        f"{value} FROM {rankings} AS given"
+    )
+    window = (
+        f"OVER (PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    )
     parts = [
-        "k.query_id AS query_id",
-        "k.pos AS pos",
+        "r.query_id AS query_id",
         "j.grade AS grade",
-        "ROW_NUMBER() OVER (PARTITION BY k.query_id ORDER BY k.pos) - 1 AS cpos",
+        f"ROW_NUMBER() {window} - 1 AS pos",
+        f"SUM(CASE WHEN j.grade IS NULL THEN 0 ELSE 1 END) {window} - 1 AS cpos",
     ]
     for t in plan.running:
         i, lit = plan.t(t), _number(t)
-        parts.append(
-            f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} CURRENT ROW) AS rc_{i}"
-        )
-        parts.append(
-            f"SUM(CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END) {window} "
-            f"CURRENT ROW) - (CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END) "
-            f"AS na_{i}"
-        )
-    return (
-        f"SELECT {', '.join(parts)} FROM kept AS k JOIN judged AS j "
-        "ON k.query_id = j.query_id AND k.doc_id = j.doc_id"
-    )
+        nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
+        parts.append(f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}")
+        parts.append(f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}")
+    joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
+    if with_stats:  # bpref reads R and N of the query on each row
+        for t in plan.running:
+            i = plan.t(t)
+            parts += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
+        joins += " LEFT JOIN query_stats AS s ON r.query_id = s.query_id"
+    return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
 
 
-def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
-    """The per-query aggregates over the judged rows (both views), and each metric's
-    value from them (by output column)."""
+def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, str]]:
+    """The per-query aggregates over the numbered rows down to ``depth`` (both views), and
+    each metric's value from them (by output column)."""
     aggs: dict[str, str] = {}
     values: dict[str, str] = {}
+    kept = "" if depth is None else f"pos < {int(depth)} AND "
 
     def agg(name: str, sql: str) -> str:
         aggs.setdefault(name, sql)
@@ -201,7 +196,7 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
 
     def first(i: int, t: float, pos: str) -> str:
         name = f"first_{i}_{pos}"
-        aggs.setdefault(name, f"MIN(CASE WHEN grade >= {_number(t)} THEN {pos} END)")
+        aggs.setdefault(name, f"MIN(CASE WHEN {kept}grade >= {_number(t)} THEN {pos} END)")
         return f"r.{name}"
 
     for n, m in enumerate(plan.metrics):
@@ -211,11 +206,14 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
         family = m.family
         out = f"m{n}"
         if family == "judged":
-            hits = agg(f"judged_{cut}", f"SUM(CASE WHEN {_within(k, 'pos')} THEN 1 ELSE 0 END)")
+            hits = agg(
+                f"judged_{cut}",
+                f"SUM(CASE WHEN {kept}grade IS NOT NULL AND {_within(k, 'pos')} THEN 1 ELSE 0 END)",
+            )
             if k is None:
                 values[out] = (
-                    f"CASE WHEN COALESCE(n.retrieved, 0) > 0 THEN CAST({hits} AS DOUBLE) / "
-                    "n.retrieved ELSE 0.0 END"
+                    f"CASE WHEN COALESCE(r.retrieved, 0) > 0 THEN CAST({hits} AS DOUBLE) / "
+                    "r.retrieved ELSE 0.0 END"
                 )
             else:
                 values[out] = f"CAST({hits} AS DOUBLE) / {int(k)}"
@@ -225,7 +223,8 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
             g = plan.g(kind)
             dcg = agg(
                 f"dcg_{g}_{cut}_{view}",
-                f"SUM(CASE WHEN {_within(k, pos)} THEN ({_gain(kind)}) / LOG(2, {pos} + 2) "
+                f"SUM(CASE WHEN {kept}grade > 0 AND {_within(k, pos)} THEN ({_gain(kind)}) / "
+                f"LOG(2, {pos} + 2) "
                 "ELSE 0 END)",
             )
             defined = f"COALESCE(i{g}.idcg_{g}_all, 0) > 0"
@@ -247,7 +246,7 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
         elif family in ("recall", "precision", "hit"):
             count = agg(
                 f"rel_{i}_{cut}_{view}",
-                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN 1 ELSE 0 END)",
+                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN 1 ELSE 0 END)",
             )
             if family == "recall":
                 value = f"CAST({count} AS DOUBLE) / {nrel}"
@@ -258,7 +257,7 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
         elif family in ("map", "ap"):
             sums = agg(
                 f"ap_{i}_{cut}_{view}",
-                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN "
+                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN "
                 f"CAST(rc_{i} AS DOUBLE) / ({pos} + 1) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
@@ -267,7 +266,7 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
             share = f"CAST(LEAST(na_{i}, {big_r}) AS DOUBLE) / GREATEST(LEAST({big_n}, {big_r}), 1)"
             sums = agg(
                 f"bpref_{i}",
-                f"SUM(CASE WHEN {relevant} THEN (CASE WHEN na_{i} > 0 THEN 1.0 - {share} "
+                f"SUM(CASE WHEN {kept}{relevant} THEN (CASE WHEN na_{i} > 0 THEN 1.0 - {share} "
                 "ELSE 1.0 END) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
@@ -275,8 +274,10 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
             raise NotImplementedError(f"judged metrics: family {family!r} has no SQL definition")
         values[out] = f"CASE WHEN {nrel} > 0 THEN {value} END"
     aggs.setdefault(
-        f"judged_{plan.judged_k}", f"SUM(CASE WHEN pos < {plan.judged_k} THEN 1 ELSE 0 END)"
+        f"judged_{plan.judged_k}",
+        f"SUM(CASE WHEN {kept}grade IS NOT NULL AND pos < {plan.judged_k} THEN 1 ELSE 0 END)",
     )
+    aggs["retrieved"] = f"SUM(CASE WHEN {kept}TRUE THEN 1 ELSE 0 END)"
     first(plan.t(plan.rel_level), plan.rel_level, "pos")
     return [f"{sql} AS {name}" for name, sql in aggs.items()], values
 
@@ -301,31 +302,16 @@ def judged_sql(
     of the first document with a grade >= ``rel_level``, NULL for none).
     """
     plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
-    aggs, values = _aggregates(plan)
-    judged_rows = _judged_rows_sql(plan)
-    if any(m.family == "bpref" for m in plan.metrics):  # R and N of the query on each row
-        stats = ", ".join(
-            f"s.nrel_{plan.t(t)} AS big_r_{plan.t(t)}, s.nnon_{plan.t(t)} AS big_n_{plan.t(t)}"
-            for t in plan.running
-        )
-        judged_rows = (
-            f"SELECT jr.*, {stats} FROM ({judged_rows}) AS jr "
-            "JOIN query_stats AS s ON jr.query_id = s.query_id"
-        )
-    run = f"SELECT {', '.join(['query_id', *aggs])} FROM judged_rows GROUP BY query_id"
+    aggs, values = _aggregates(plan, depth)
+    bpref = any(m.family == "bpref" for m in plan.metrics)
+    numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=bpref)
     ctes = [
-        f"kept AS ({_ranked_sql(rankings, ranked_by, depth)})",
         f"judged AS ({_judgments_sql(judgments)})",
         f"query_stats AS ({_query_stats_sql(plan)})",
-        f"judged_rows AS ({judged_rows})",
-        f"per_run AS ({run})",
-        "per_retrieved AS (SELECT query_id, COUNT(*) AS retrieved FROM kept GROUP BY query_id)",
+        f"numbered AS ({numbered})",
+        f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM numbered GROUP BY query_id)",
     ]
-    joins = [
-        "FROM query_stats AS s",
-        "LEFT JOIN per_retrieved AS n ON s.query_id = n.query_id",
-        "LEFT JOIN per_run AS r ON s.query_id = r.query_id",
-    ]
+    joins = ["FROM query_stats AS s", "LEFT JOIN per_run AS r ON s.query_id = r.query_id"]
     for kind in plan.kinds:
         g = plan.g(kind)
         ctes.append(f"ideal_{g} AS ({_ideal_sql(plan, kind)})")
@@ -333,7 +319,7 @@ def judged_sql(
     i = plan.t(plan.rel_level)
     columns = [
         "s.query_id AS query_id",
-        "CASE WHEN n.retrieved IS NULL THEN 0 ELSE 1 END AS in_run",
+        "CASE WHEN r.query_id IS NULL THEN 0 ELSE 1 END AS in_run",
         *[f"{sql} AS {name}" for name, sql in values.items()],
         f"CAST(COALESCE(r.judged_{plan.judged_k}, 0) AS DOUBLE) / {plan.judged_k} AS judged_share",
         f"r.first_{i}_pos + 1 AS first_relevant",

@@ -142,12 +142,16 @@ def _trec_rows(
     width = len(fields)
     number_field = fields.index("score" if "score" in fields else "relevance")
     value_name = fields[number_field]
+    # fields split on single spaces, or (a line with a run of spaces) on runs of them
+    fields = (
+        "CASE WHEN STRPOS(trimmed, '  ') > 0 THEN REGEXP_SPLIT(trimmed, ' +') "
+        "ELSE SPLIT(trimmed, ' ') END"
+    )
+    trimmed = f"SELECT abrank_file, abrank_row, {_blank_to_space('line')} AS trimmed FROM {name}"
+    parts_of = f"SELECT abrank_file, abrank_row, trimmed, {fields} AS f FROM ({trimmed}) AS lines"
     split = (
-        f"SELECT abrank_file, abrank_row, trimmed, CASE WHEN trimmed IS NULL OR trimmed = '' "
-        "THEN 0 ELSE ARRAY_SIZE(REGEXP_SPLIT(trimmed, ' +')) END AS n, "
-        "REGEXP_SPLIT(trimmed, ' +') AS f "
-        f"FROM (SELECT abrank_file, abrank_row, {_blank_to_space('line')} AS trimmed "
-        f"FROM {name}) AS lines"
+        "SELECT abrank_file, abrank_row, f, CASE WHEN trimmed IS NULL OR trimmed = '' THEN 0 "
+        f"ELSE ARRAY_SIZE(f) END AS n FROM ({parts_of}) AS parts"
     )
     enough = f"n >= {width}"
     text = f"CASE WHEN {enough} THEN f[{number_field}] END"
