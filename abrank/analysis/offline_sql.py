@@ -35,6 +35,7 @@ from abrank.analysis.load import (
     shown_files,
 )
 from abrank.analysis.score import JUDGED_K, ScoredArms, curve_metrics, score_arms, union
+from abrank.analysis.unjudged import judged_only_names
 from abrank.analysis.window import check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.errors import ConfigError, DataError
@@ -92,6 +93,8 @@ class SqlOffline:
         self.rankings: dict[str, Any] = {}
         self.judgments: Any = None
         self.engine = choice.name
+        self.cache: dict[tuple, Any] = {}  # (arm, options) -> ArmScores of the last scoring
+        self.results: dict[str, Any] = {}  # counting statement -> its result
 
     def close(self) -> None:
         """Close the engine's connection (or drop what was registered on the caller's)."""
@@ -209,6 +212,15 @@ class SqlOffline:
             parts.append(values.where(values.notna(), "(none)").astype(str))
         return pd.concat(parts, axis=1)
 
+    def _run_once(self, sql: str) -> Any:
+        """The result of a counting statement, run once per text (the inputs do not change
+        while they are open)."""
+        from abrank.engines.sql import compile_sql
+
+        if sql not in self.results:
+            self.results[sql] = self.backend.run(compile_sql(sql, self.backend.dialect))
+        return self.results[sql]
+
     def score(self, experiment: Experiment, data: LoadedData) -> ScoredArms:
         """:func:`~abrank.analysis.score.score_arms` on the engine: per-query values of
         every arm over the analysed queries (judged queries that any arm holds)."""
@@ -221,6 +233,11 @@ class SqlOffline:
         requested = {m.name for m in metrics}
         curve = curve_metrics(metrics)
         extra = [m for m in curve if m.name not in requested]
+        # the judged-only twins come in the same statement (a few more aggregates), so that
+        # the judged-only repeat, when judged@k calls for it, runs no second scan
+        twins = [parse_metric(name) for name in judged_only_names(experiment.metrics).values()]
+        extra += [m for m in [*twins, *curve_metrics(twins)] if m.name not in requested]
+        options = (experiment.relevance_threshold, experiment.gain, experiment.depth)
         judgments = self.judgments.sql
         threshold = float(experiment.relevance_threshold)
         counts_sql = (
@@ -228,32 +245,37 @@ class SqlOffline:
             f"CAST({threshold!r} AS DOUBLE) THEN 1 ELSE 0 END AS relevant FROM {judgments} "
             "AS j GROUP BY query_id"
         )
-        judged_table = backend.run(compile_sql(counts_sql, backend.dialect)).to_pandas()
+        judged_table = self._run_once(counts_sql).to_pandas()
         judged_ids = pd.Index(judged_table["query_id"].astype(str))
         arms: dict[str, Any] = {}
         present: dict[str, pd.Index] = {}
         unjudged: dict[str, int] = {}
         for arm in experiment.arms:
             opened = self.rankings[arm.name]
-            scores = score_arm_sql(
-                backend,
-                opened.sql,
-                judgments,
-                [*metrics, *extra],
-                ranked_by=opened.ranked_by,
-                rel_level=experiment.relevance_threshold,
-                gain=experiment.gain,
-                depth=experiment.depth,
-                complete=True,
-                judged_k=JUDGED_K,
-            )
+            cached = self.cache.get((arm.name, options))
+            if cached is not None and all(m.name in cached.values for m in [*metrics, *curve]):
+                scores = cached
+            else:
+                scores = score_arm_sql(
+                    backend,
+                    opened.sql,
+                    judgments,
+                    [*metrics, *extra],
+                    ranked_by=opened.ranked_by,
+                    rel_level=experiment.relevance_threshold,
+                    gain=experiment.gain,
+                    depth=experiment.depth,
+                    complete=True,
+                    judged_k=JUDGED_K,
+                )
+                self.cache[(arm.name, options)] = scores
             arms[arm.name] = scores
             present[arm.name] = scores.first_relevant.index
             sql = (
                 f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM {opened.sql} AS r) "
                 f"AS q WHERE query_id NOT IN (SELECT query_id FROM {judgments} AS j)"
             )
-            unjudged[arm.name] = int(backend.run(compile_sql(sql, backend.dialect))["n"][0].as_py())
+            unjudged[arm.name] = int(self._run_once(sql)["n"][0].as_py())
         universe = union(present.values())
         if universe.empty:
             control = self.rankings[experiment.control.name].sql
