@@ -466,6 +466,51 @@ def test_the_judged_only_repeat_runs_on_the_engine(tmp_path):
     assert_same_summary(memory.summary, sql.summary)
 
 
+def _trec_lines(frame: pd.DataFrame) -> str:
+    return "".join(
+        f"{q} Q0 {d} 1 {s!r} t\n"
+        for q, d, s in zip(frame["query_id"], frame["doc_id"], frame["score"], strict=True)
+    )
+
+
+def test_a_glob_of_run_files_and_an_attributes_file_give_the_same_summary(tmp_path):
+    """An arm split over two TREC files (a glob, which engine duckdb reads as one ranking)
+    scores as the whole file does on the memory engine; segments come from an attributes
+    table."""
+    rankings, judgments = generated(5)
+    rankings = rankings[rankings["query_id"].isin(judgments["query_id"])]
+    (tmp_path / "parts").mkdir()
+    first = rankings["query_id"] < "q4"
+    write(tmp_path / "parts" / "a-1.txt", _trec_lines(rankings[first]))
+    write(tmp_path / "parts" / "a-2.txt", _trec_lines(rankings[~first]))
+    write(tmp_path / "a.txt", _trec_lines(rankings))
+    write(tmp_path / "b.txt", _trec_lines(rankings.assign(score=-rankings["score"])))
+    write(
+        tmp_path / "q.qrels",
+        "".join(
+            f"{q} 0 {d} {int(g)}\n"
+            for q, d, g in zip(judgments["query_id"], judgments["doc_id"], judgments["relevance"])
+        ),
+    )
+    queries = sorted(set(judgments["query_id"]))
+    pd.DataFrame(
+        {"query_id": queries, "kind": ["long" if len(q) > 4 else "short" for q in queries]}
+    ).to_csv(tmp_path / "attributes.csv", index=False)
+    segments = "segments: {columns: [kind], min_queries: 5, attributes: {path: attributes.csv}}\n"
+    whole = _experiment(tmp_path, "a.txt", "b.txt", "q.qrels", segments)
+    memory = run_experiment(whole)
+    split = tmp_path / "split.yaml"
+    split.write_text(whole.read_text().replace("path: a.txt", "path: parts/a-*.txt"))
+    sql = run_experiment(split, engine="duckdb")
+    assert any(c["segment"] for c in sql.summary["comparisons"])
+    inputs = sql.summary.pop("inputs")
+    assert [i["path"].rsplit("/", 1)[-1] for i in inputs[:2]] == ["a-1.txt", "a-2.txt"]
+    memory.summary.pop("inputs")
+    sql.summary.pop("config_path")
+    memory.summary.pop("config_path")
+    assert_same_summary(memory.summary, sql.summary)
+
+
 def test_no_queries_in_common_is_a_data_error(tmp_path):
     write(tmp_path / "a.txt", "1 Q0 a 1 2.0 t\n")
     write(tmp_path / "b.txt", "1 Q0 b 1 2.0 t\n")
