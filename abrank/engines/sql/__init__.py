@@ -63,6 +63,12 @@ class Backend(Protocol):
         definitions (:mod:`abrank.engines.sql.rankings`)."""
         ...
 
+    def materialize(self, name: str, sql: str) -> None:
+        """Make the result of one compiled statement the relation ``name``, computed once
+        (parsed and typed input rows that several statements read; the engine may spill
+        it to disk). DuckDB: a temporary table; Spark: a cached temporary view."""
+        ...
+
     def register_table(self, name: str, table: pa.Table) -> None:
         """Make a small Arrow table (e.g. the units to leave out) the relation ``name``."""
         ...

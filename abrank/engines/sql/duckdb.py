@@ -159,6 +159,11 @@ class DuckDBBackend:
         )
         self.relations.append(name)
 
+    def materialize(self, name: str, sql: str) -> None:
+        """The result of ``sql`` as the temporary table ``name``."""
+        self._execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", self._label())
+        self.relations.append(name)
+
     def register_table(self, name: str, table: pa.Table) -> None:
         """Make ``table`` the relation ``name`` (a copy in DuckDB)."""
         self.connection.register(f"{name}_arrow", table)

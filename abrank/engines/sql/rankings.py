@@ -90,11 +90,11 @@ def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
     _check_files(source)
     if source.format == "trec":
         rows = _trec_rows(backend, name, source, RUN_FIELDS, {"query_id": 0, "doc_id": 2})
-        return _checked(backend, source, rows, "score", (), line="line")
+        return _checked(backend, name, source, rows, "score", (), line="line")
     if source.format == "qrels":
         raise DataError(f"{source.label}: expected a ranking log, got a qrels file (format qrels)")
     rows, ranked_by, extra = _table_rows(backend, name, source, judgments=False)
-    return _checked(backend, source, rows, ranked_by, extra, line=_line_word(source))
+    return _checked(backend, name, source, rows, ranked_by, extra, line=_line_word(source))
 
 
 def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
@@ -102,9 +102,9 @@ def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
     _check_files(source)
     if source.format in ("qrels", "trec"):
         rows = _trec_rows(backend, name, source, QRELS_FIELDS, {"query_id": 0, "doc_id": 2})
-        return _checked(backend, source, rows, None, (), line="line")
+        return _checked(backend, name, source, rows, None, (), line="line")
     rows, _, _ = _table_rows(backend, name, source, judgments=True)
-    return _checked(backend, source, rows, None, (), line=_line_word(source))
+    return _checked(backend, name, source, rows, None, (), line=_line_word(source))
 
 
 # --------------------------------------------------------------------------- reading
@@ -268,6 +268,7 @@ def _table_rows(
 
 def _checked(
     backend: Backend,
+    name: str,
     source: TableSource,
     rows: str,
     ranked_by: str | None,
@@ -278,6 +279,9 @@ def _checked(
     """Count the problems of ``rows`` in one statement; raise on the first one found."""
     value_name = ranked_by or "relevance"
     first_line = 2 if source.format in ("csv", "tsv") else 1
+    # parsed and typed once: the checks and every later statement read the copy
+    backend.materialize(f"{name}_rows", compile_sql(rows, backend.dialect))
+    rows = f"SELECT * FROM {name}_rows"
     pair_times = (
         "SELECT query_id, doc_id, COUNT(*) AS times FROM good GROUP BY query_id, doc_id "
         "HAVING COUNT(*) > 1"
