@@ -377,6 +377,22 @@ def test_bad_tables_are_named(backend, tmp_path, table, message):
         read_rankings(path)  # the memory reader refuses it too
 
 
+def test_keeping_the_first_of_repeated_pairs_needs_row_numbers(backend, tmp_path):
+    """A TREC run keeps its first occurrence as the reader does; a CSV table, whose rows
+    the engine does not number, is refused with a message."""
+    run = write(tmp_path / "run.txt", "1 Q0 a 1 1.0 t\n1 Q0 b 2 3.0 t\n1 Q0 a 3 5.0 t\n")
+    qrels = write(tmp_path / "q.qrels", "1 0 a 1\n")
+    source = TableSource((str(run),), "trec", str(run), duplicates="first")
+    ranked = open_rankings(backend, "first_trec", source)
+    judged = open_judgments(backend, "first_qrels", TableSource((str(qrels),), "qrels", str(qrels)))
+    sql = score_arm_sql(backend, ranked.sql, judged.sql, ["mrr"])
+    assert sql.values.loc["1", "mrr"] == pytest.approx(0.5)  # a (score 1.0) after b
+    table = write(tmp_path / "run.csv", "qid,docid,rank\n1,a,1\n1,b,2\n1,a,3\n")
+    source = TableSource((str(table),), "csv", str(table), duplicates="first")
+    with pytest.raises(ConfigError, match="duplicates: first: expected a file whose row order"):
+        open_rankings(backend, "first_csv", source)
+
+
 def test_a_parquet_table_names_the_row(backend, tmp_path):
     path = tmp_path / "run.parquet"
     pd.DataFrame({"qid": ["1", "1"], "docid": ["a", "b"], "rank": [1.0, 2.5]}).to_parquet(path)

@@ -6,12 +6,13 @@ two relations of canonical columns: ``rankings(query_id, doc_id, score | rank)``
 
 The definition follows trec_eval 9 step by step:
 
-- each query's documents are ordered by score descending (or by ``rank`` ascending), ties
-  by doc id descending in byte order, and only the first ``depth`` are kept;
-- the kept rows are joined to the judgments; only the judged rows are carried further,
-  each with its 0-based position, its position among the judged rows (the judged-only,
+- every ranked row is joined to its judgment and numbered in one window pass per query,
+  ordered by score descending (or by ``rank`` ascending), ties by doc id descending in
+  byte order: its 0-based position, its position among the judged rows (the judged-only,
   "condensed" view of trec_eval ``-J``) and, per relevance threshold, the running count
   of relevant rows and of judged nonrelevant rows above it (average precision, bpref);
+- only the first ``depth`` rows of a query count (the cut comes before condensing, as in
+  trec_eval);
 - the ideal DCG of a query comes from *all* its judgments, sorted by gain;
 - every metric is then one aggregate per query, NULL where it is undefined (decided per
   metric: no judgment reaches its threshold, or no judgment has a gain above 0).
