@@ -69,6 +69,11 @@ class Backend(Protocol):
         it to disk). DuckDB: a temporary table; Spark: a cached temporary view."""
         ...
 
+    def drop(self, name: str) -> None:
+        """Forget the relation ``name`` (and what the engine kept for it), once no later
+        statement reads it: the text lines of a file, once its rows are materialized."""
+        ...
+
     def register_table(self, name: str, table: pa.Table) -> None:
         """Make a small Arrow table (e.g. the units to leave out) the relation ``name``."""
         ...

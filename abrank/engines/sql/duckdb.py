@@ -164,6 +164,16 @@ class DuckDBBackend:
         self._execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", self._label())
         self.relations.append(name)
 
+    def drop(self, name: str) -> None:
+        """Drop the view or table ``name`` and the copy of lines behind it, if any."""
+        for kind, relation in (("VIEW", name), ("TABLE", name), ("TABLE", f"{name}_text")):
+            if relation in self.relations:
+                try:
+                    self.connection.execute(f"DROP {kind} IF EXISTS {relation}")
+                except self.duckdb.Error:
+                    continue
+        self.relations = [r for r in self.relations if r not in (name, f"{name}_text")]
+
     def register_table(self, name: str, table: pa.Table) -> None:
         """Make ``table`` the relation ``name`` (a copy in DuckDB)."""
         self.connection.register(f"{name}_arrow", table)

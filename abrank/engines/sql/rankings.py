@@ -281,6 +281,7 @@ def _checked(
     first_line = 2 if source.format in ("csv", "tsv") else 1
     # parsed and typed once: the checks and every later statement read the copy
     backend.materialize(f"{name}_rows", compile_sql(rows, backend.dialect))
+    backend.drop(name)  # the lines or the file's own columns: read once, into the copy
     rows = f"SELECT * FROM {name}_rows"
     pair_times = (
         "SELECT query_id, doc_id, COUNT(*) AS times FROM good GROUP BY query_id, doc_id "
