@@ -306,7 +306,8 @@ def _checked(
         f"number_bad = 0) {' UNION ALL '.join(checks)}"
     )
     counts = backend.run(compile_sql(sql, backend.dialect)).to_pylist()
-    per_file = {r["abrank_file"]: int(r["rows_read"]) for r in counts if r["abrank_file"]}
+    read = {_file_key(r["abrank_file"]): int(r["rows_read"]) for r in counts if r["abrank_file"]}
+    per_file = {str(file): read.get(_file_key(file), 0) for file in source.files}
     totals = {
         key: sum(int(r[key] or 0) for r in counts)
         for key in ("fields_bad", "number_bad", "pairs", "ranks")
@@ -362,6 +363,16 @@ def _checked(
         )
         selected = f"SELECT {', '.join(columns)} FROM ({numbered}) AS numbered WHERE occurrence = 1"
     return Opened(f"({selected})", ranked_by, extra, per_file)
+
+
+def _file_key(name: str) -> str:
+    """A file as the engine names it (a path, or a ``file:`` URI) -> one spelling."""
+    text = str(name)
+    for prefix in ("file://", "file:"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    return str(Path(text).resolve())
 
 
 class _Place:
