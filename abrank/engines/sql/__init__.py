@@ -1,7 +1,9 @@
 """SQL engines: one definition of each aggregation, compiled for every SQL engine.
 
 The click metrics of an online log and their per-unit sums (DESIGN.md "Online logs",
-"Clustered inference") are defined once, in :mod:`abrank.engines.sql.clicks`, as SQL in
+"Clustered inference") are defined once, in :mod:`abrank.engines.sql.clicks`, and the
+judged metrics of offline replays (trec_eval's numbers) in :mod:`abrank.engines.sql.judged`
+(their inputs read and checked by :mod:`abrank.engines.sql.rankings`), as SQL in
 sqlglot's neutral dialect over relations of canonical columns; :func:`compile_sql` turns a
 definition into the dialect of the engine that runs it. A backend module
 (:mod:`abrank.engines.sql.duckdb`; Spark next) only says how to open a log as a relation,
@@ -26,9 +28,10 @@ them in NumPy as for the memory engine.
 What comes next fits this shape: a Spark backend is a module whose ``register`` reads the
 files with ``spark.read`` (``input_file_name()`` as ``abrank_file``, ``abrank_row`` NULL)
 into a temporary view and whose ``run`` is ``spark.sql(...).toArrow()``, with
-``dialect = "spark"``; the judged metrics (trec_eval's ordering, depth, gains, the ideal
-DCG from all judgments) and the interleaving credits become further definition modules
-beside :mod:`~abrank.engines.sql.clicks`, each tested against the memory engine.
+``dialect = "spark"``, and whose ``register_lines``, ``materialize`` and ``drop`` give
+the text lines of TREC files, cached relations and their release; the interleaving
+credits become a further definition module, tested against the memory engine as
+``clicks`` and ``judged`` are.
 """
 
 from __future__ import annotations
