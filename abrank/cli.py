@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--engine",
         metavar="NAME",
-        help="override the config's engine: memory, or duckdb for online click logs",
+        help="override the config's engine: memory, or duckdb (offline replays, online click logs)",
     )
     run.add_argument(
         "--format",
@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("run", metavar="RUN", help="ranking (TREC run or a table)")
     _metric_option(metrics, required=False)
     _judged_only_option(metrics)
+    _engine_option(metrics)
     metrics.add_argument("--per-query", "-q", action="store_true", help="print a row per query")
     metrics.add_argument(
         "--complete",
@@ -186,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("treatment", metavar="TREATMENT_RUN", help="the treatment ranking")
     _metric_option(compare)
     _judged_only_option(compare)
+    _engine_option(compare)
     compare.add_argument("--json", action="store_true", help="print the comparisons as JSON")
     compare.add_argument("--rel-level", "-l", type=float, default=1, help="lowest relevant grade")
     compare.add_argument("--seed", type=int, default=0, help="resampling seed (default 0)")
@@ -306,6 +308,15 @@ def _judged_only_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="score every metric on the judged documents only: unjudged ones are removed "
         "from each ranking first (trec_eval -J; ndcg@10 becomes ndcg@10(judged))",
+    )
+
+
+def _engine_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--engine",
+        metavar="NAME",
+        help="where the runs are scored: memory (default) or duckdb (files read and scored "
+        "in DuckDB; abrank metric names only)",
     )
 
 
@@ -683,6 +694,8 @@ def _metrics(args: argparse.Namespace) -> int:
     if measures is None:
         names = expand_cutoff_lists(names)
     digits = args.digits if args.digits is not None or measures is None else 4
+    if args.engine not in (None, "memory"):
+        return _metrics_on_engine(args, names, measures, digits)
     trec_files = (
         detect_format(args.qrels, judgments=True) == "qrels" and detect_format(args.run) == "trec"
     )
@@ -730,6 +743,32 @@ def _metrics(args: argparse.Namespace) -> int:
                 list(table.index), columns, per_query=args.per_query, digits=digits
             )
     sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _metrics_on_engine(args: argparse.Namespace, names, measures, digits: int | None) -> int:
+    """``abrank metrics --engine NAME`` on an SQL engine: abrank's metric names only."""
+    from abrank.analysis.offline_sql import score_files
+    from abrank.errors import ConfigError
+    from abrank.treceval.output import format_trec_eval
+
+    if measures is not None:
+        raise ConfigError(
+            f"--engine {args.engine}: expected abrank metric names (-m ndcg@10 mrr@10 map), "
+            f"got trec_eval measure names ({', '.join(names)}); engine memory (the default) "
+            "prints trec_eval's own report"
+        )
+    qids, columns = score_files(
+        args.engine,
+        args.qrels,
+        args.run,
+        names,
+        rel_level=args.rel_level,
+        depth=args.depth,
+        complete=args.complete,
+        judged_only=args.judged_only,
+    )
+    sys.stdout.write(format_trec_eval(qids, columns, per_query=args.per_query, digits=digits))
     return EXIT_OK
 
 
@@ -809,7 +848,7 @@ def _compare(args: argparse.Namespace) -> int:
         },
     }
     experiment = build_experiment(config, source="abrank compare")
-    readout = run_experiment(experiment)
+    readout = run_experiment(experiment, engine=args.engine)
     if args.json:
         json.dump(readout.summary["comparisons"], sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")

@@ -15,6 +15,7 @@ from typing import Any
 from abrank.analysis.compare import compare_arms
 from abrank.analysis.engine import EngineChoice, choose_engine, score_online_sql
 from abrank.analysis.load import LoadedData, Progress, display_path, load_data
+from abrank.analysis.offline_sql import offline_inputs
 from abrank.analysis.score import CURVE_POINTS, JUDGED_K, ScoredArms, score_arms
 from abrank.analysis.summarise import JUDGED_GAP_WARNING, build_readout
 from abrank.analysis.unjudged import check_reason, judged_only_comparisons
@@ -64,8 +65,8 @@ def run_experiment(
 
     ``engine`` overrides the config's ``engine:``: a name (``memory``, ``duckdb``), a
     mapping of engine options, or a ``duckdb.DuckDBPyConnection`` to run on (used as it
-    is, left open). ``duckdb`` runs online experiments on click metrics and interleaving
-    experiments; an engine that
+    is, left open). ``duckdb`` runs offline experiments on judged metrics, online
+    experiments on click metrics and interleaving experiments; an engine that
     cannot run the experiment is a ConfigError naming what each engine runs now.
 
     ``date`` (``YYYY-MM-DD``) runs a dated config for that date: its ``{date}`` paths read
@@ -87,15 +88,15 @@ def run_experiment(
         return _run_interleaved(experiment, say, choice)
     if experiment.online:
         return _run_online(experiment, say, choice)
-    data = load_data(experiment, say)
-    say("scoring queries")
-    scored = score_arms(experiment, data)
-    say("comparing arms")
-    comparisons, too_small = compare_arms(experiment, scored, data.segments)
-    condensed = None
-    if check_reason(scored.judged_at_k) is not None:
-        say("repeating the comparisons on judged documents only")
-        condensed = judged_only_comparisons(experiment, data)
+    with offline_inputs(experiment, choice, say) as (data, score):
+        say("scoring queries")
+        scored = score(experiment, data)
+        say("comparing arms")
+        comparisons, too_small = compare_arms(experiment, scored, data.segments)
+        condensed = None
+        if check_reason(scored.judged_at_k) is not None:
+            say("repeating the comparisons on judged documents only")
+            condensed = judged_only_comparisons(experiment, data, score)
     say("summarising")
     return build_readout(experiment, data, scored, comparisons, too_small, condensed)
 

@@ -73,9 +73,9 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     best = judgments.groupby("query_id", sort=False)["relevance"].max().reindex(universe)
     without_relevant = best.index[best.fillna(-np.inf).to_numpy() < experiment.relevance_threshold]
 
-    curve_metrics = _curve_metrics(metrics)
+    curve = curve_metrics(metrics)
     requested = {m.name for m in metrics}
-    extra = [m for m in curve_metrics if m.name not in requested]
+    extra = [m for m in curve if m.name not in requested]
     options = dict(
         rel_level=experiment.relevance_threshold, gain=experiment.gain, depth=experiment.depth
     )
@@ -106,7 +106,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         curve_table = own.fillna(0.0) if zero else own
         rows = [
             {"arm": name, "metric": m.family, "k": m.k, "value": float(curve_table[m.name].mean())}
-            for m in curve_metrics
+            for m in curve
         ]
         curves.append(pd.DataFrame(rows, columns=["arm", "metric", "k", "value"]))
     return ScoredArms(
@@ -123,7 +123,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     )
 
 
-def _curve_metrics(metrics: list) -> list:
+def curve_metrics(metrics: list) -> list:
     """metric@k for k = 1..cutoff of every cut-off metric, for the metric@k chart."""
     curve = []
     seen = set()

@@ -14,7 +14,7 @@ unjudged documents.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from abrank.analysis.compare import compare_arms
@@ -80,16 +80,21 @@ def judged_only_names(metrics: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def judged_only_comparisons(experiment: Experiment, data: LoadedData) -> list[Comparison]:
+def judged_only_comparisons(
+    experiment: Experiment,
+    data: LoadedData,
+    score: Callable[[Experiment, LoadedData], ScoredArms] = score_arms,
+) -> list[Comparison]:
     """The overall comparisons of the experiment repeated on judged-only values: the same
-    arms, queries, tests, seed and correction (one family of their own), no segments."""
+    arms, queries, tests, seed and correction (one family of their own), no segments.
+    ``score`` is the engine's scorer of the inputs (the memory engine's by default)."""
     names = judged_only_names(experiment.metrics)
     if not names:
         return []
     condensed = experiment.model_copy(
         update={"metrics": list(names.values()), "primary_metric": None}
     )
-    scored = score_arms(condensed, data)
+    scored = score(condensed, data)
     comparisons, _ = compare_arms(condensed, scored, data.segments.iloc[:, :0])
     return [c for c in comparisons if c.segment is None]
 

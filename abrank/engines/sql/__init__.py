@@ -3,8 +3,10 @@
 The click metrics of an online log and their per-unit sums (DESIGN.md "Online logs",
 "Clustered inference") are defined once, in :mod:`abrank.engines.sql.clicks`, and the
 interleaving credits and their per-unit counts (DESIGN.md "Interleaving") in
-:mod:`abrank.engines.sql.interleaved`, as SQL in sqlglot's neutral dialect over relations
-of canonical columns (:mod:`abrank.engines.sql.sources` opens the logs so);
+:mod:`abrank.engines.sql.interleaved`, and the judged metrics of offline replays
+(trec_eval's numbers) in :mod:`abrank.engines.sql.judged`, as SQL in sqlglot's neutral
+dialect over relations of canonical columns (:mod:`abrank.engines.sql.sources` opens the
+logs so, :mod:`abrank.engines.sql.rankings` reads and checks rankings and judgments);
 :func:`compile_sql` turns a definition into the dialect of the engine that runs it. A backend module
 (:mod:`abrank.engines.sql.duckdb`; Spark next) only says how to open a log as a relation,
 how to run a statement and how the engine reports failures (:class:`Backend`): it holds
@@ -28,14 +30,13 @@ them in NumPy as for the memory engine.
 What comes next fits this shape: a Spark backend is a module whose ``register`` reads the
 files with ``spark.read`` (``input_file_name()`` as ``abrank_file``, ``abrank_row`` NULL)
 into a temporary view and whose ``run`` is ``spark.sql(...).toArrow()``, with
-``dialect = "spark"``; the judged metrics (trec_eval's ordering, depth, gains, the ideal
-DCG from all judgments) become a further definition module beside
-:mod:`~abrank.engines.sql.clicks` and :mod:`~abrank.engines.sql.interleaved`, tested
-against the memory engine as they are.
+``dialect = "spark"``, and whose ``register_lines``, ``materialize`` and ``drop`` give
+the text lines of TREC files, cached relations and their release.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import pyarrow as pa
@@ -55,6 +56,25 @@ class Backend(Protocol):
         and ``abrank_row`` (its 0-based row in that file, NULL where the engine cannot
         tell); return the log's own columns as (name, kind), kind one of ``bool``,
         ``int``, ``float``, ``text``, ``other``."""
+        ...
+
+    def register_lines(self, name: str, files: Sequence[str]) -> None:
+        """Make the text lines of ``files`` (gzip-compressed ones read through) the
+        relation ``name``: ``abrank_file`` (the file), ``abrank_row`` (the 0-based line
+        number in that file; NULL where the engine cannot tell) and ``line`` (the text,
+        NULL or empty for an empty line). Splitting and typing are left to the
+        definitions (:mod:`abrank.engines.sql.rankings`)."""
+        ...
+
+    def materialize(self, name: str, sql: str) -> None:
+        """Make the result of one compiled statement the relation ``name``, computed once
+        (parsed and typed input rows that several statements read; the engine may spill
+        it to disk). DuckDB: a temporary table; Spark: a cached temporary view."""
+        ...
+
+    def drop(self, name: str) -> None:
+        """Forget the relation ``name`` (and what the engine kept for it), once no later
+        statement reads it: the text lines of a file, once its rows are materialized."""
         ...
 
     def register_table(self, name: str, table: pa.Table) -> None:

@@ -10,7 +10,7 @@ nothing of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -103,6 +103,10 @@ class DuckDBBackend:
             read += ", union_by_name = true"
             extra = ", filename = 'abrank_file')"
             row = "CAST(NULL AS BIGINT)"
+        elif source.format == "jsonl":
+            read = f"read_json({files}, format = 'newline_delimited', union_by_name = true"
+            extra = ", filename = 'abrank_file')"
+            row = "CAST(NULL AS BIGINT)"
         else:
             raise ConfigError(
                 f"{source.label}: engine duckdb: expected a parquet, csv or tsv log, got "
@@ -116,6 +120,60 @@ class DuckDBBackend:
         )
         self.relations.append(name)
         return [(str(column[0]), kind_of(str(column[1]))) for column in described]
+
+    def register_lines(self, name: str, files: Sequence[str]) -> None:
+        """Make the text lines of ``files`` (gzip read through) the relation ``name``:
+        ``abrank_file``, ``abrank_row`` (0-based line number in its file) and ``line``
+        (NULL for an empty line). The lines are copied into a DuckDB table in file order
+        (DuckDB spills it to ``temp_directory`` beyond its memory limit), as the CSV
+        reader gives no line numbers of its own."""
+        label = ", ".join(str(f) for f in files)
+        self.labels.append(label)
+        listed = "[" + ", ".join(_text(f) for f in files) + "]"
+        read = (
+            f"read_csv({listed}, columns = {{'line': 'VARCHAR'}}, header = false, "
+            "delim = '\x1f', quote = '', escape = '', auto_detect = false, "
+            "null_padding = false, filename = 'abrank_file')"
+        )
+        (kept,) = self._execute(
+            "SELECT current_setting('preserve_insertion_order')", label
+        ).fetchone()
+        self._execute("SET preserve_insertion_order = true", label)
+        try:
+            self._execute(
+                f"CREATE OR REPLACE TEMP TABLE {name}_text AS SELECT abrank_file, line FROM {read}",
+                label,
+            )
+        finally:
+            self._execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}", label)
+        self.relations.append(f"{name}_text")
+        # each file's lines are contiguous: its first rowid is its offset
+        starts = self._execute(
+            f"SELECT abrank_file, MIN(rowid) FROM {name}_text GROUP BY abrank_file", label
+        ).fetchall()
+        offset = " ".join(f"WHEN {_text(f)} THEN {int(start)}" for f, start in starts)
+        offset = f"CASE abrank_file {offset} END" if starts else "0"
+        self._execute(
+            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT abrank_file, rowid - {offset} "
+            f"AS abrank_row, line FROM {name}_text",
+            label,
+        )
+        self.relations.append(name)
+
+    def materialize(self, name: str, sql: str) -> None:
+        """The result of ``sql`` as the temporary table ``name``."""
+        self._execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", self._label())
+        self.relations.append(name)
+
+    def drop(self, name: str) -> None:
+        """Drop the view or table ``name`` and the copy of lines behind it, if any."""
+        for kind, relation in (("VIEW", name), ("TABLE", name), ("TABLE", f"{name}_text")):
+            if relation in self.relations:
+                try:
+                    self.connection.execute(f"DROP {kind} IF EXISTS {relation}")
+                except self.duckdb.Error:
+                    continue
+        self.relations = [r for r in self.relations if r not in (name, f"{name}_text")]
 
     def register_table(self, name: str, table: pa.Table) -> None:
         """Make ``table`` the relation ``name`` (a copy in DuckDB)."""

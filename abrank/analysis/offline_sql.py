@@ -1,0 +1,387 @@
+"""The offline path (rankings per arm + judgments, judged metrics) on an SQL engine.
+
+:func:`offline_inputs` gives what :func:`abrank.run_experiment` needs of an offline
+experiment whichever engine runs it: the inputs (:class:`~abrank.analysis.load.LoadedData`)
+and the function that scores them (:class:`~abrank.analysis.score.ScoredArms`). On the
+memory engine those are :func:`~abrank.analysis.load.load_data` and
+:func:`~abrank.analysis.score.score_arms`; on an SQL engine the rankings are opened in the
+engine (:mod:`abrank.engines.sql.rankings`) and never loaded whole: ``LoadedData`` then
+holds empty rankings frames (the readout reads only their arm names), the per-query segment
+values (one row per query) and the fingerprints of the files read, and the scoring runs
+:mod:`abrank.engines.sql.judged`, whose per-query values make the same ``ScoredArms`` as
+the memory engine's. The comparisons, the judged-only repeat and the readout then run
+unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.engine import EngineChoice
+from abrank.analysis.load import (
+    LoadedData,
+    Progress,
+    display_path,
+    fingerprint,
+    load_data,
+    shown_files,
+)
+from abrank.analysis.score import JUDGED_K, ScoredArms, curve_metrics, score_arms, union
+from abrank.analysis.unjudged import judged_only_names
+from abrank.analysis.window import check_dated, log_files, with_dated_files
+from abrank.config import Experiment
+from abrank.errors import ConfigError, DataError
+
+__all__ = ["Scorer", "SqlOffline", "offline_inputs"]
+
+#: Scores an experiment's loaded inputs (``score_arms`` or :meth:`SqlOffline.score`).
+Scorer = Callable[[Experiment, LoadedData], ScoredArms]
+
+
+@contextlib.contextmanager
+def offline_inputs(
+    experiment: Experiment, choice: EngineChoice, say: Progress
+) -> Iterator[tuple[LoadedData, Scorer]]:
+    """The loaded inputs and their scorer on the chosen engine; an SQL engine's
+    connection stays open while the caller scores (and repeats the scoring on judged
+    documents only), and is closed after."""
+    if choice.name == "memory":
+        yield load_data(experiment, say), score_arms
+        return
+    offline = SqlOffline(experiment, choice, say)
+    try:
+        yield offline.load(), offline.score
+    finally:
+        offline.close()
+
+
+def _backend(choice: EngineChoice) -> Any:
+    if choice.name == "duckdb":
+        from abrank.engines.sql.duckdb import DuckDBBackend
+
+        return DuckDBBackend(choice.connection, choice.options)
+    raise ConfigError(f"engine: {choice.name}: expected an SQL engine this version runs, got none")
+
+
+def _files(path: str) -> list[str]:
+    """A path's files: itself, or the files a glob matches (sorted)."""
+    if any(char in path for char in "*?["):
+        files = sorted(p for p in glob.glob(path, recursive=True) if Path(p).is_file())
+        if not files:
+            raise DataError(f"{display_path(path)}: expected files, got none matching")
+        return files
+    return [path]
+
+
+class SqlOffline:
+    """One offline experiment's inputs opened in an SQL engine."""
+
+    def __init__(self, experiment: Experiment, choice: EngineChoice, say: Progress):
+        check_dated(experiment)
+        self.experiment = with_dated_files(experiment)
+        self.choice = choice
+        self.say = say
+        self.backend = _backend(choice)
+        self.rankings: dict[str, Any] = {}
+        self.judgments: Any = None
+        self.engine = choice.name
+        self.cache: dict[tuple, Any] = {}  # (arm, options) -> ArmScores of the last scoring
+        self.results: dict[str, Any] = {}  # counting statement -> its result
+
+    def close(self) -> None:
+        """Close the engine's connection (or drop what was registered on the caller's)."""
+        self.backend.close()
+
+    def load(self) -> LoadedData:
+        """Open and check every input; the data the readout reads."""
+        from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
+        from abrank.io.detect import detect_format
+
+        experiment = self.experiment
+        if experiment.judgments is None:
+            raise ConfigError(
+                f"{experiment.source}: judgments: expected a judgments file for engine "
+                f"{self.engine}, got none (engine memory reads the labels of the logs' relevance "
+                "column)"
+            )
+        inputs: list[dict[str, Any]] = []
+        for index, arm in enumerate(experiment.arms):
+            files = [f for template in log_files(experiment, arm.path) for f in _files(template)]
+            self.say(f"opening {arm.name} on {self.engine} ({shown_files(files)})")
+            source = TableSource(
+                files=tuple(files),
+                format=detect_format(files[0], arm.format),
+                label=display_path(files[0]) if len(files) == 1 else display_path(arm.path),
+                columns=arm.columns.mapping(),
+                sep=arm.sep,
+                decimal=arm.decimal,
+                duplicates=arm.duplicates or experiment.duplicates,
+            )
+            opened = open_rankings(self.backend, f"abrank_rankings_{index}", source)
+            self.rankings[arm.name] = opened
+            role = "control" if arm is experiment.control else "treatment"
+            inputs += [fingerprint(f, role, arm.name, opened.file_rows.get(f, 0)) for f in files]
+        config = experiment.judgments
+        self.say(f"opening judgments on {self.engine} ({display_path(config.path)})")
+        source = TableSource(
+            files=(config.path,),
+            format=detect_format(config.path, config.format, judgments=True),
+            label=display_path(config.path),
+            columns=config.columns.mapping(),
+            sep=config.sep,
+            decimal=config.decimal,
+        )
+        self.judgments = open_judgments(self.backend, "abrank_judgments", source)
+        rows = self.judgments.file_rows.get(config.path, 0)
+        inputs.append(fingerprint(config.path, "judgments", None, rows))
+        segments = self._segments(inputs)
+        names = [arm.name for arm in experiment.arms]
+        empty = pd.DataFrame(columns=["query_id", "doc_id", "rank"])
+        return LoadedData({name: empty for name in names}, pd.DataFrame(), segments, inputs)
+
+    def _segments(self, inputs: list[dict[str, Any]]) -> pd.DataFrame:
+        """One row per query with its segment values, from an attributes file (read as a
+        table: one row per query) or from the logs' columns (the first arm that has the
+        column, first row of the query), as the memory path takes them."""
+        from abrank.engines.sql import compile_sql, quote
+        from abrank.io import read_attributes
+
+        experiment = self.experiment
+        columns = list(experiment.segments.columns)
+        if not columns:
+            return pd.DataFrame(index=pd.Index([], name="query_id", dtype=str))
+        attributes = experiment.segments.attributes
+        if attributes is not None:
+            table = read_attributes(
+                attributes.path,
+                format=attributes.format,
+                columns=attributes.columns.mapping(),
+                sep=attributes.sep,
+                decimal=attributes.decimal,
+            )
+            inputs.append(fingerprint(attributes.path, "attributes", None, len(table)))
+            missing = [c for c in columns if c not in table.columns]
+            if missing:
+                raise DataError(
+                    f"{display_path(attributes.path)}: segments.columns: expected a column "
+                    f"{missing[0]!r}, found columns: {', '.join(map(str, table.columns))}"
+                )
+            parts = []
+            for column in columns:
+                values = table.set_index("query_id")[column]
+                parts.append(values.astype(str).where(values.notna(), "(none)"))
+            return pd.concat(parts, axis=1)
+        parts = []
+        arms = list(experiment.arms)
+        for column in columns:
+            having = [
+                (i, arm) for i, arm in enumerate(arms) if column in self.rankings[arm.name].extra
+            ]
+            if not having:
+                arm = arms[0]
+                opened = self.rankings[arm.name]
+                found = ", ".join(["query_id", "doc_id", opened.ranked_by, *opened.extra])
+                raise DataError(
+                    f"{display_path(arm.path)}: segments.columns: expected a column {column!r}, "
+                    f"found columns: {found}"
+                )
+            union_sql = " UNION ALL ".join(
+                f"SELECT query_id, CAST({quote(column)} AS VARCHAR) AS value, {i} AS arm_index "
+                f"FROM {self.rankings[arm.name].sql} AS r{i}"
+                for i, arm in having
+            )
+            sql = (
+                "SELECT query_id, value FROM (SELECT query_id, value, ROW_NUMBER() OVER "
+                "(PARTITION BY query_id ORDER BY arm_index) AS choice "
+                f"FROM ({union_sql}) AS values_found) AS chosen WHERE choice = 1"
+            )
+            table = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pandas()
+            values = pd.Series(
+                table["value"].to_numpy(dtype=object),
+                index=pd.Index(table["query_id"].astype(str), name="query_id"),
+                name=column,
+            )
+            parts.append(values.where(values.notna(), "(none)").astype(str))
+        return pd.concat(parts, axis=1)
+
+    def _run_once(self, sql: str) -> Any:
+        """The result of a counting statement, run once per text (the inputs do not change
+        while they are open)."""
+        from abrank.engines.sql import compile_sql
+
+        if sql not in self.results:
+            self.results[sql] = self.backend.run(compile_sql(sql, self.backend.dialect))
+        return self.results[sql]
+
+    def score(self, experiment: Experiment, data: LoadedData) -> ScoredArms:
+        """:func:`~abrank.analysis.score.score_arms` on the engine: per-query values of
+        every arm over the analysed queries (judged queries that any arm holds)."""
+        from abrank.engines.sql import compile_sql
+        from abrank.engines.sql.judged import score_arm_sql
+        from abrank.metrics import parse_metric
+
+        backend = self.backend
+        metrics = [parse_metric(name) for name in experiment.metrics]
+        requested = {m.name for m in metrics}
+        curve = curve_metrics(metrics)
+        extra = [m for m in curve if m.name not in requested]
+        # the judged-only twins come in the same statement (a few more aggregates), so that
+        # the judged-only repeat, when judged@k calls for it, runs no second scan
+        twins = [parse_metric(name) for name in judged_only_names(experiment.metrics).values()]
+        extra += [m for m in [*twins, *curve_metrics(twins)] if m.name not in requested]
+        options = (experiment.relevance_threshold, experiment.gain, experiment.depth)
+        judgments = self.judgments.sql
+        threshold = float(experiment.relevance_threshold)
+        counts_sql = (
+            "SELECT query_id, CASE WHEN MAX(relevance) >= "
+            f"CAST({threshold!r} AS DOUBLE) THEN 1 ELSE 0 END AS relevant FROM {judgments} "
+            "AS j GROUP BY query_id"
+        )
+        judged_table = self._run_once(counts_sql).to_pandas()
+        judged_ids = pd.Index(judged_table["query_id"].astype(str))
+        arms: dict[str, Any] = {}
+        present: dict[str, pd.Index] = {}
+        unjudged: dict[str, int] = {}
+        for arm in experiment.arms:
+            opened = self.rankings[arm.name]
+            cached = self.cache.get((arm.name, options))
+            if cached is not None and all(m.name in cached.values for m in [*metrics, *curve]):
+                scores = cached
+            else:
+                scores = score_arm_sql(
+                    backend,
+                    opened.sql,
+                    judgments,
+                    [*metrics, *extra],
+                    ranked_by=opened.ranked_by,
+                    rel_level=experiment.relevance_threshold,
+                    gain=experiment.gain,
+                    depth=experiment.depth,
+                    complete=True,
+                    judged_k=JUDGED_K,
+                )
+                self.cache[(arm.name, options)] = scores
+            arms[arm.name] = scores
+            present[arm.name] = scores.first_relevant.index
+            sql = (
+                f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM {opened.sql} AS r) "
+                f"AS q WHERE query_id NOT IN (SELECT query_id FROM {judgments} AS j)"
+            )
+            unjudged[arm.name] = int(self._run_once(sql)["n"][0].as_py())
+        universe = union(present.values())
+        if universe.empty:
+            control = self.rankings[experiment.control.name].sql
+            sql = f"SELECT MIN(query_id) AS q FROM {control} AS r"
+            first = backend.run(compile_sql(sql, backend.dialect))["q"][0].as_py() or ""
+            raise DataError(
+                "the rankings and judgments: expected queries in common, got none "
+                f"(e.g. ranking query {first!r}, judged query {judged_ids.min()!r})"
+            )
+        universe = universe.sort_values().rename("query_id")
+        relevant = judged_table.set_index(judged_ids)["relevant"].reindex(universe)
+        without_relevant = universe[relevant.to_numpy() == 0]
+        zero = experiment.no_relevant == "zero"
+        values: dict[str, pd.DataFrame] = {}
+        curves: list[pd.DataFrame] = []
+        judged_at_k: dict[str, float] = {}
+        first_relevant: dict[str, pd.Series] = {}
+        undefined: dict[str, int] = {}
+        for name, arm in arms.items():
+            table = arm.values.reindex(universe).rename_axis("query_id")
+            own = table.loc[present[name]] if present[name].size != universe.size else table
+            judged_at_k[name] = arm.judged_at_k
+            first_relevant[name] = arm.first_relevant.reindex(own.index).rename("rank")
+            if not undefined:
+                undefined = {m.name: int(table[m.name].isna().sum()) for m in metrics}
+            scored = table[[m.name for m in metrics]]
+            values[name] = scored.fillna(0.0) if zero else scored
+            curve_table = own.fillna(0.0) if zero else own
+            rows = [
+                {
+                    "arm": name,
+                    "metric": m.family,
+                    "k": m.k,
+                    "value": _mean(curve_table[m.name].to_numpy()),
+                }
+                for m in curve
+            ]
+            curves.append(pd.DataFrame(rows, columns=["arm", "metric", "k", "value"]))
+        return ScoredArms(
+            values,
+            present,
+            universe,
+            judged_at_k,
+            first_relevant,
+            pd.concat(curves, ignore_index=True),
+            without_relevant,
+            undefined,
+            unjudged,
+            int(judged_ids.size),
+        )
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean of the defined values (NaN for none), as pandas' ``mean`` takes it."""
+    defined = values[~np.isnan(values)]
+    return float(defined.mean()) if defined.size else math.nan
+
+
+def score_files(
+    engine: str,
+    qrels: str,
+    run: str,
+    metrics: list[str],
+    *,
+    rel_level: float = 1,
+    depth: int | None = 1000,
+    complete: bool = False,
+    judged_only: bool = False,
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Per-query values of one run file on SQL engine ``engine`` (``abrank metrics
+    --engine``): the scored query ids (byte order) and each metric's values, undefined
+    ones scored 0 as trec_eval scores them. Queries are the judged ones the run holds
+    (with ``complete`` every judged query); none in common is a DataError."""
+    from abrank.engines import check_supported
+    from abrank.engines.sql.judged import score_arm_sql
+    from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
+    from abrank.io.detect import detect_format
+
+    check_supported(engine, "offline")
+    backend = _backend(EngineChoice(engine, {}))
+    try:
+        ranked = open_rankings(
+            backend, "abrank_rankings_0", TableSource((run,), detect_format(run), run)
+        )
+        judged = open_judgments(
+            backend,
+            "abrank_judgments",
+            TableSource((qrels,), detect_format(qrels, judgments=True), qrels),
+        )
+        scores = score_arm_sql(
+            backend,
+            ranked.sql,
+            judged.sql,
+            metrics,
+            ranked_by=ranked.ranked_by,
+            rel_level=rel_level,
+            depth=depth,
+            complete=complete,
+            judged_only=judged_only,
+        )
+    finally:
+        backend.close()
+    if scores.first_relevant.empty:
+        raise DataError(f"{run}: query ids: expected queries that are also in {qrels}, got none")
+    columns = {
+        name: np.nan_to_num(scores.values[name].to_numpy(dtype=np.float64), nan=0.0)
+        for name in scores.values.columns
+    }
+    return list(scores.values.index), columns

@@ -1,0 +1,402 @@
+"""Judged metrics per query (trec_eval's numbers), defined once for every SQL engine.
+
+The same numbers as :mod:`abrank.engines.memory`, computed where the rankings lie, over
+two relations of canonical columns: ``rankings(query_id, doc_id, score | rank)`` and
+``judgments(query_id, doc_id, relevance)``. Ids are compared as text.
+
+The definition follows trec_eval 9 step by step:
+
+- every ranked row is joined to its judgment and numbered in one window pass per query,
+  ordered by score descending (or by ``rank`` ascending), ties by doc id descending in
+  byte order: its 0-based position, its position among the judged rows (the judged-only,
+  "condensed" view of trec_eval ``-J``) and, per relevance threshold, the running count
+  of relevant rows and of judged nonrelevant rows above it (average precision, bpref);
+- only the first ``depth`` rows of a query count (the cut comes before condensing, as in
+  trec_eval);
+- the ideal DCG of a query comes from *all* its judgments, sorted by gain;
+- every metric is then one aggregate per query, NULL where it is undefined (decided per
+  metric: no judgment reaches its threshold, or no judgment has a gain above 0).
+
+Only per-query numbers come back: the values of every metric, and per ranked query
+judged@k and the rank of its first relevant document (:class:`ArmScores`, as the memory
+engine's ``score_arm`` gives them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from abrank._lazy import pandas as pd
+from abrank.engines.evaluate import ArmScores
+from abrank.engines.memory import check_options
+from abrank.engines.sql import Backend, compile_sql
+from abrank.metrics.names import Metric, as_judged_only, judged_metrics
+from abrank.metrics.registry import FAMILIES
+
+__all__ = ["RANKED_BY", "judged_sql", "score_arm_sql"]
+
+#: What orders a rankings relation: its ``score`` (descending) or its ``rank`` (ascending).
+RANKED_BY = ("score", "rank")
+
+
+def _number(value: float) -> str:
+    """A float literal of the neutral dialect (exact: repr round-trips)."""
+    return f"CAST({float(value)!r} AS DOUBLE)"
+
+
+def _gain(kind: str, grade: str = "grade") -> str:
+    """Gain of a grade: linear (the grade) or exp (2^grade - 1); grades <= 0 give none."""
+    if kind == "exp":
+        return f"CASE WHEN {grade} > 0 THEN POWER(2, {grade}) - 1 ELSE 0 END"
+    return f"CASE WHEN {grade} > 0 THEN {grade} ELSE 0 END"
+
+
+def _within(k: int | None, pos: str) -> str:
+    return "TRUE" if k is None else f"{pos} < {int(k)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """The columns one statement computes, named once: thresholds, gains, cutoffs."""
+
+    metrics: tuple[Metric, ...]
+    rel_level: float
+    gain: str
+    judged_k: int
+
+    def threshold(self, metric: Metric) -> float:
+        return float(metric.rel if metric.rel is not None else self.rel_level)
+
+    def kind(self, metric: Metric) -> str:
+        return metric.gain or self.gain
+
+    @property
+    def thresholds(self) -> list[float]:
+        found = {self.rel_level}
+        found |= {self.threshold(m) for m in self.metrics if FAMILIES[m.family].binary}
+        return sorted(found)
+
+    @property
+    def running(self) -> list[float]:
+        """Thresholds that need running counts (average precision, bpref)."""
+        return sorted(
+            {self.threshold(m) for m in self.metrics if m.family in ("map", "ap", "bpref")}
+        )
+
+    @property
+    def kinds(self) -> list[str]:
+        return sorted({self.kind(m) for m in self.metrics if m.family in ("ndcg", "dcg")})
+
+    def ideal_cutoffs(self, kind: str) -> list[int | None]:
+        cut = {m.k for m in self.metrics if m.family == "ndcg" and self.kind(m) == kind}
+        return [None, *sorted(k for k in cut if k is not None)]
+
+    def t(self, value: float) -> int:
+        return self.thresholds.index(value)
+
+    def g(self, kind: str) -> int:
+        return ["linear", "exp"].index(kind)
+
+
+def _cut(k: int | None) -> str:
+    return "all" if k is None else str(int(k))
+
+
+def _judgments_sql(judgments: str) -> str:
+    return (
+        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+        f"CAST(relevance AS DOUBLE) AS grade FROM {judgments}"
+    )
+
+
+def _query_stats_sql(plan: _Plan) -> str:
+    """Per judged query: relevant and judged nonrelevant counts per threshold."""
+    parts = ["query_id"]
+    for i, t in enumerate(plan.thresholds):
+        lit = _number(t)
+        parts.append(f"SUM(CASE WHEN grade >= {lit} THEN 1 ELSE 0 END) AS nrel_{i}")
+        parts.append(f"SUM(CASE WHEN grade >= 0 AND grade < {lit} THEN 1 ELSE 0 END) AS nnon_{i}")
+    return f"SELECT {', '.join(parts)} FROM judged GROUP BY query_id"
+
+
+def _ideal_sql(plan: _Plan, kind: str) -> str:
+    """Per query: the DCG of the ideal ordering of all its judgments at each cutoff."""
+    g = plan.g(kind)
+    gains = (
+        f"SELECT query_id, gain FROM (SELECT query_id, {_gain(kind)} AS gain FROM judged) "
+        "AS gains WHERE gain > 0"
+    )
+    ordered = (
+        "SELECT query_id, gain, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY gain DESC) "
+        f"- 1 AS ipos FROM ({gains}) AS positive"
+    )
+    parts = ["query_id"]
+    for k in plan.ideal_cutoffs(kind):
+        parts.append(
+            f"SUM(CASE WHEN {_within(k, 'ipos')} THEN gain / LOG(2, ipos + 2) ELSE 0 END) "
+            f"AS idcg_{g}_{_cut(k)}"
+        )
+    return f"SELECT {', '.join(parts)} FROM ({ordered}) AS ideal GROUP BY query_id"
+
+
+def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) -> str:
+    """Every ranked row joined to its judgment (``grade`` NULL: unjudged), numbered in
+    trec_eval's order in one window pass: its 0-based position ``pos``, its position among
+    the judged rows ``cpos`` (the condensed view) and, per threshold of average precision
+    and bpref, the relevant rows up to it (``rc_i``) and the judged nonrelevant rows above
+    it (``na_i``). Running counts read only the rows above, so the depth cut can come
+    after, in the aggregates."""
+    if ranked_by == "score":
+        value, key = "CAST(score AS DOUBLE) AS score", "r.score DESC"
+    else:
+        value, key = "CAST(rank AS DOUBLE) AS rank_key", "r.rank_key ASC"
+    rows = (
+        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+        f"{value} FROM {rankings} AS given"
+    )
+    window = (
+        f"OVER (PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    )
+    parts = [
+        "r.query_id AS query_id",
+        "j.grade AS grade",
+        f"ROW_NUMBER() {window} - 1 AS pos",
+        f"SUM(CASE WHEN j.grade IS NULL THEN 0 ELSE 1 END) {window} - 1 AS cpos",
+    ]
+    for t in plan.running:
+        i, lit = plan.t(t), _number(t)
+        nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
+        parts.append(f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}")
+        parts.append(f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}")
+    joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
+    if with_stats:  # bpref reads R and N of the query on each row
+        for t in plan.running:
+            i = plan.t(t)
+            parts += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
+        joins += " LEFT JOIN query_stats AS s ON r.query_id = s.query_id"
+    return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
+
+
+def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, str]]:
+    """The per-query aggregates over the numbered rows down to ``depth`` (both views), and
+    each metric's value from them (by output column)."""
+    aggs: dict[str, str] = {}
+    values: dict[str, str] = {}
+    kept = "" if depth is None else f"pos < {int(depth)} AND "
+
+    def agg(name: str, sql: str) -> str:
+        aggs.setdefault(name, sql)
+        return f"COALESCE(r.{name}, 0)"
+
+    def first(i: int, t: float, pos: str) -> str:
+        name = f"first_{i}_{pos}"
+        aggs.setdefault(name, f"MIN(CASE WHEN {kept}grade >= {_number(t)} THEN {pos} END)")
+        return f"r.{name}"
+
+    for n, m in enumerate(plan.metrics):
+        pos = "cpos" if m.judged_only else "pos"
+        view = "c" if m.judged_only else "p"
+        k, cut = m.k, _cut(m.k)
+        family = m.family
+        out = f"m{n}"
+        if family == "judged":
+            hits = agg(
+                f"judged_{cut}",
+                f"SUM(CASE WHEN {kept}grade IS NOT NULL AND {_within(k, 'pos')} THEN 1 ELSE 0 END)",
+            )
+            if k is None:
+                values[out] = (
+                    f"CASE WHEN COALESCE(r.retrieved, 0) > 0 THEN CAST({hits} AS DOUBLE) / "
+                    "r.retrieved ELSE 0.0 END"
+                )
+            else:
+                values[out] = f"CAST({hits} AS DOUBLE) / {int(k)}"
+            continue
+        if family in ("ndcg", "dcg"):
+            kind = plan.kind(m)
+            g = plan.g(kind)
+            dcg = agg(
+                f"dcg_{g}_{cut}_{view}",
+                f"SUM(CASE WHEN {kept}grade > 0 AND {_within(k, pos)} THEN ({_gain(kind)}) / "
+                f"LOG(2, {pos} + 2) "
+                "ELSE 0 END)",
+            )
+            defined = f"COALESCE(i{g}.idcg_{g}_all, 0) > 0"
+            if family == "dcg":
+                values[out] = f"CASE WHEN {defined} THEN CAST({dcg} AS DOUBLE) END"
+            else:
+                values[out] = (
+                    f"CASE WHEN {defined} THEN CAST({dcg} AS DOUBLE) / i{g}.idcg_{g}_{cut} END"
+                )
+            continue
+        t = plan.threshold(m)
+        i, lit = plan.t(t), _number(t)
+        nrel = f"COALESCE(s.nrel_{i}, 0)"
+        relevant = f"grade >= {lit}"
+        if family == "mrr":
+            at = first(i, t, pos)
+            hit = f"{at} IS NOT NULL" if k is None else f"{at} < {int(k)}"
+            value = f"CASE WHEN {hit} THEN 1.0 / ({at} + 1) ELSE 0.0 END"
+        elif family in ("recall", "precision", "hit"):
+            count = agg(
+                f"rel_{i}_{cut}_{view}",
+                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN 1 ELSE 0 END)",
+            )
+            if family == "recall":
+                value = f"CAST({count} AS DOUBLE) / {nrel}"
+            elif family == "precision":
+                value = f"CAST({count} AS DOUBLE) / {int(k)}"
+            else:
+                value = f"CASE WHEN {count} > 0 THEN 1.0 ELSE 0.0 END"
+        elif family in ("map", "ap"):
+            sums = agg(
+                f"ap_{i}_{cut}_{view}",
+                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN "
+                f"CAST(rc_{i} AS DOUBLE) / ({pos} + 1) ELSE 0 END)",
+            )
+            value = f"{sums} / {nrel}"
+        elif family == "bpref":
+            big_r, big_n = f"big_r_{i}", f"big_n_{i}"
+            share = f"CAST(LEAST(na_{i}, {big_r}) AS DOUBLE) / GREATEST(LEAST({big_n}, {big_r}), 1)"
+            sums = agg(
+                f"bpref_{i}",
+                f"SUM(CASE WHEN {kept}{relevant} THEN (CASE WHEN na_{i} > 0 THEN 1.0 - {share} "
+                "ELSE 1.0 END) ELSE 0 END)",
+            )
+            value = f"{sums} / {nrel}"
+        else:  # pragma: no cover - every judged family of the registry is handled above
+            raise NotImplementedError(f"judged metrics: family {family!r} has no SQL definition")
+        values[out] = f"CASE WHEN {nrel} > 0 THEN {value} END"
+    aggs.setdefault(
+        f"judged_{plan.judged_k}",
+        f"SUM(CASE WHEN {kept}grade IS NOT NULL AND pos < {plan.judged_k} THEN 1 ELSE 0 END)",
+    )
+    aggs["retrieved"] = f"SUM(CASE WHEN {kept}TRUE THEN 1 ELSE 0 END)"
+    first(plan.t(plan.rel_level), plan.rel_level, "pos")
+    return [f"{sql} AS {name}" for name, sql in aggs.items()], values
+
+
+def judged_sql(
+    rankings: str,
+    judgments: str,
+    metrics: Sequence[Metric],
+    *,
+    ranked_by: str = "score",
+    rel_level: float = 1.0,
+    gain: str = "linear",
+    depth: int | None = 1000,
+    judged_k: int = 10,
+) -> str:
+    """The one statement (neutral dialect) of every metric's value per query.
+
+    ``rankings`` and ``judgments`` are relations (names or parenthesised queries) with
+    the canonical columns. The result has one row per query that is judged (with columns
+    ``query_id``, ``in_run`` 1/0, ``m0``, ``m1``... in the order of ``metrics``, NULL where
+    undefined, ``judged_share`` judged@``judged_k`` and ``first_relevant`` the 1-based rank
+    of the first document with a grade >= ``rel_level``, NULL for none).
+    """
+    plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
+    aggs, values = _aggregates(plan, depth)
+    bpref = any(m.family == "bpref" for m in plan.metrics)
+    numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=bpref)
+    ctes = [
+        f"judged AS ({_judgments_sql(judgments)})",
+        f"query_stats AS ({_query_stats_sql(plan)})",
+        f"numbered AS ({numbered})",
+        f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM numbered GROUP BY query_id)",
+    ]
+    joins = ["FROM query_stats AS s", "LEFT JOIN per_run AS r ON s.query_id = r.query_id"]
+    for kind in plan.kinds:
+        g = plan.g(kind)
+        ctes.append(f"ideal_{g} AS ({_ideal_sql(plan, kind)})")
+        joins.append(f"LEFT JOIN ideal_{g} AS i{g} ON s.query_id = i{g}.query_id")
+    i = plan.t(plan.rel_level)
+    columns = [
+        "s.query_id AS query_id",
+        "CASE WHEN r.query_id IS NULL THEN 0 ELSE 1 END AS in_run",
+        *[f"{sql} AS {name}" for name, sql in values.items()],
+        f"CAST(COALESCE(r.judged_{plan.judged_k}, 0) AS DOUBLE) / {plan.judged_k} AS judged_share",
+        f"r.first_{i}_pos + 1 AS first_relevant",
+    ]
+    return f"WITH {', '.join(ctes)} SELECT {', '.join(columns)} {' '.join(joins)}"
+
+
+def score_arm_sql(
+    backend: Backend,
+    rankings: str,
+    judgments: str,
+    metrics: Sequence[str | Metric],
+    *,
+    ranked_by: str = "score",
+    rel_level: float = 1,
+    gain: str = "linear",
+    depth: int | None = 1000,
+    complete: bool = False,
+    judged_k: int = 10,
+    judged_only: bool = False,
+) -> ArmScores:
+    """The memory engine's ``score_arm`` on relations of an SQL engine.
+
+    ``rankings`` (``query_id``, ``doc_id``, and ``score`` or ``rank`` as ``ranked_by``
+    says) and ``judgments`` (``query_id``, ``doc_id``, ``relevance``) are relations the
+    backend knows, already checked (one row per pair, numbers present). Returns the
+    same :class:`~abrank.engines.evaluate.ArmScores`: values indexed by query id in byte
+    order (the judged queries held by the rankings, with ``complete`` every judged
+    query), NaN where undefined; judged@``judged_k`` averaged and the first relevant rank
+    over the ranked and judged queries.
+    """
+    parsed = judged_metrics(metrics)
+    if judged_only:
+        parsed = as_judged_only(parsed)
+    check_options(rel_level, gain, depth)
+    if ranked_by not in RANKED_BY:
+        raise ValueError(f"ranked_by: expected one of {', '.join(RANKED_BY)}, got {ranked_by!r}")
+    sql = judged_sql(
+        rankings,
+        judgments,
+        parsed,
+        ranked_by=ranked_by,
+        rel_level=float(rel_level),
+        gain=gain,
+        depth=depth,
+        judged_k=int(judged_k),
+    )
+    table = backend.run(compile_sql(sql, backend.dialect))
+    return arm_scores(table, parsed, complete)
+
+
+def arm_scores(table: pa.Table, metrics: Sequence[Metric], complete: bool) -> ArmScores:
+    """:class:`ArmScores` from the rows of :func:`judged_sql` (queries in byte order)."""
+    ids = table.column("query_id").cast(pa.large_string())
+    table = table.take(pc.sort_indices(ids))
+    ids = table.column("query_id").cast(pa.large_string()).to_pandas().astype("str")
+    in_run = table.column("in_run").to_numpy().astype(bool)
+    scored = in_run | bool(complete)
+
+    def column(name: str) -> np.ndarray:
+        values = table.column(name).cast(pa.float64()).to_numpy(zero_copy_only=False)
+        return np.asarray(values, dtype=np.float64)
+
+    frame = pd.DataFrame(
+        {m.name: column(f"m{i}")[scored] for i, m in enumerate(metrics)},
+        index=pd.Index(ids[scored].to_numpy(), name="query_id", dtype="str"),
+    )
+    share = column("judged_share")[in_run]
+    first = pd.Series(
+        column("first_relevant")[in_run],
+        index=pd.Index(ids[in_run].to_numpy(), name="query_id", dtype="str"),
+        name="first_relevant_rank",
+        dtype=np.float64,
+    )
+    return ArmScores(
+        values=frame,
+        judged_at_k=float(share.mean()) if share.size else math.nan,
+        first_relevant=first,
+    )

@@ -1,0 +1,437 @@
+"""Rankings and judgments files opened in an SQL engine, checked, in canonical columns.
+
+TREC runs (``qid Q0 doc rank score tag``) and qrels (``qid iter doc rel``) are read as
+text lines by the backend (``register_lines``: file, 0-based line number, line); the
+splitting on whitespace and the typing are SQL of the neutral dialect, so that every
+engine reads a TREC file the same way. Tables (CSV, TSV, Parquet, JSON Lines) are opened
+by the backend's ``register`` with their own columns, mapped to the canonical names as the
+file readers map them (:data:`abrank.io.ALIASES`, or the config's ``columns``).
+
+The checks are those of :mod:`abrank.io`'s readers, with their wording: a line with too
+few fields, a score or grade that is no number, a rank that is no whole number >= 1 or is
+repeated in a query, a (query, doc) pair ranked twice or judged twice, an empty file. One
+statement counts the problems; only when it finds some do further statements look for
+the first one, to name its file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from abrank.engines.sql import Backend, compile_sql, quote
+from abrank.errors import ConfigError, DataError
+from abrank.io.columns import ALIASES, alias_renames
+
+__all__ = ["Opened", "TableSource", "open_judgments", "open_rankings"]
+
+RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
+QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
+#: The largest double: a number beyond it is infinite.
+_LARGEST = "1.7976931348623157E308"
+_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """One rankings or judgments input: its files (one format: ``trec``, ``qrels``,
+    ``csv``, ``tsv``, ``parquet``, ``jsonl``), how messages name it, the config's column
+    mapping (canonical -> the file's name), CSV options and the duplicates policy."""
+
+    files: tuple[str, ...]
+    format: str
+    label: str
+    columns: Mapping[str, str] = field(default_factory=dict)
+    sep: str | None = None
+    decimal: str | None = None
+    duplicates: str = "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins."""
+        return {
+            "files": list(self.files),
+            "format": self.format,
+            "label": self.label,
+            "columns": dict(self.columns),
+            "sep": self.sep,
+            "decimal": self.decimal,
+            "duplicates": self.duplicates,
+        }
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A checked input as a relation of canonical columns: ``sql`` is a parenthesised
+    query (``query_id``, ``doc_id`` as text, ``score`` or ``rank`` as ``ranked_by`` says,
+    or ``relevance``; then the file's other columns as ``extra``), and the rows of each
+    file read."""
+
+    sql: str
+    ranked_by: str | None
+    extra: tuple[str, ...]
+    file_rows: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins."""
+        return {
+            "sql": self.sql,
+            "ranked_by": self.ranked_by,
+            "extra": list(self.extra),
+            "file_rows": dict(self.file_rows),
+        }
+
+
+def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
+    """Register and check one arm's rankings; the relation of its canonical rows."""
+    if source.duplicates not in ("error", "first"):
+        raise ConfigError(f"duplicates: expected 'error' or 'first', got {source.duplicates!r}")
+    _check_files(source)
+    if source.format == "trec":
+        rows = _trec_rows(backend, name, source, RUN_FIELDS, {"query_id": 0, "doc_id": 2})
+        return _checked(backend, name, source, rows, "score", (), line="line")
+    if source.format == "qrels":
+        raise DataError(f"{source.label}: expected a ranking log, got a qrels file (format qrels)")
+    rows, ranked_by, extra = _table_rows(backend, name, source, judgments=False)
+    return _checked(backend, name, source, rows, ranked_by, extra, line=_line_word(source))
+
+
+def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
+    """Register and check the judgments; the relation of its canonical rows."""
+    _check_files(source)
+    if source.format in ("qrels", "trec"):
+        rows = _trec_rows(backend, name, source, QRELS_FIELDS, {"query_id": 0, "doc_id": 2})
+        return _checked(backend, name, source, rows, None, (), line="line")
+    rows, _, _ = _table_rows(backend, name, source, judgments=True)
+    return _checked(backend, name, source, rows, None, (), line=_line_word(source))
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _check_files(source: TableSource) -> None:
+    for file in source.files:
+        path = Path(file)
+        if not path.exists():
+            raise DataError(f"{file}: expected an existing file, got no such file")
+        if path.is_dir():
+            raise DataError(f"{file}: expected a file, got a folder")
+
+
+def _line_word(source: TableSource) -> str:
+    return "row" if source.format == "parquet" else "line"
+
+
+def _blank_to_space(column: str) -> str:
+    """Tabs, carriage returns, vertical tabs and form feeds as spaces (whitespace)."""
+    for code in (9, 11, 12, 13):
+        column = f"REPLACE({column}, CHR({code}), ' ')"
+    return f"TRIM({column})"
+
+
+def _trec_rows(
+    backend: Backend,
+    name: str,
+    source: TableSource,
+    fields: Sequence[str],
+    ids: Mapping[str, int],
+) -> str:
+    """The lines of a TREC file split on whitespace, with the checks' columns."""
+    backend.register_lines(name, list(source.files))
+    width = len(fields)
+    number_field = fields.index("score" if "score" in fields else "relevance")
+    value_name = fields[number_field]
+    # fields split on single spaces, or (a line with a run of spaces) on runs of them
+    fields = (
+        "CASE WHEN STRPOS(trimmed, '  ') > 0 THEN REGEXP_SPLIT(trimmed, ' +') "
+        "ELSE SPLIT(trimmed, ' ') END"
+    )
+    trimmed = f"SELECT abrank_file, abrank_row, {_blank_to_space('line')} AS trimmed FROM {name}"
+    parts_of = f"SELECT abrank_file, abrank_row, trimmed, {fields} AS f FROM ({trimmed}) AS lines"
+    split = (
+        "SELECT abrank_file, abrank_row, f, CASE WHEN trimmed IS NULL OR trimmed = '' THEN 0 "
+        f"ELSE ARRAY_SIZE(f) END AS n FROM ({parts_of}) AS parts"
+    )
+    enough = f"n >= {width}"
+    text = f"CASE WHEN {enough} THEN f[{number_field}] END"
+    value = f"TRY_CAST({text} AS DOUBLE)"
+    fields_bad = f"n > 0 AND n < {width}" if value_name == "score" else f"n > 0 AND n <> {width}"
+    parts = [
+        "abrank_file",
+        "abrank_row",
+        "n",
+        f"CASE WHEN {enough} THEN f[{ids['query_id']}] END AS query_id",
+        f"CASE WHEN {enough} THEN f[{ids['doc_id']}] END AS doc_id",
+        f"{text} AS value_text",
+        f"{value} AS {value_name}",
+        f"CASE WHEN {fields_bad} THEN 1 ELSE 0 END AS fields_bad",
+        _number_bad(value, text, allow_missing=False),
+    ]
+    return f"SELECT {', '.join(parts)} FROM ({split}) AS split WHERE n > 0"
+
+
+def _number_bad(value: str, text: str, *, allow_missing: bool) -> str:
+    """``number_bad``: 1 for a cell that is no number (or missing, unless allowed), 2 for
+    an infinite one."""
+    missing = "0" if allow_missing else "1"
+    return (
+        f"CASE WHEN {text} IS NULL THEN {missing} "
+        f"WHEN {value} IS NULL OR ISNAN({value}) THEN 1 "
+        f"WHEN {value} > {_LARGEST} OR {value} < -{_LARGEST} THEN 2 ELSE 0 END AS number_bad"
+    )
+
+
+def _table_rows(
+    backend: Backend, name: str, source: TableSource, *, judgments: bool
+) -> tuple[str, str | None, tuple[str, ...]]:
+    """A table's rows in canonical columns, with the checks' columns."""
+    from abrank.engines.sql.clicks import LogSource
+
+    log = LogSource(
+        files=source.files,
+        format=source.format,
+        label=source.label,
+        sep=source.sep,
+        decimal=source.decimal,
+    )
+    described = backend.register(name, log)
+    names = [column for column, _ in described]
+    kind = dict(described)
+    listing = ", ".join(names)
+    renames: dict[str, str] = {}
+    for canon, user in dict(source.columns).items():
+        if user not in kind:
+            raise DataError(
+                f"{source.label}: columns.{canon}: expected a column named {user!r}, found "
+                f"columns: {listing}"
+            )
+        renames[user] = canon
+    renames = alias_renames(names, renames)
+    column = {canon: user for user, canon in renames.items()}
+    required = ("query_id", "doc_id", "relevance") if judgments else ("query_id", "doc_id")
+    for canon in required:
+        if canon not in column:
+            raise DataError(
+                f"{source.label}: expected a {canon} column (one of {', '.join(ALIASES[canon])}, "
+                f"or set columns.{canon} in the config), found columns: {listing}"
+            )
+    if judgments:
+        value_name, ranked_by = "relevance", None
+    elif "rank" in column:
+        value_name, ranked_by = "rank", "rank"
+    elif "score" in column:
+        value_name, ranked_by = "score", "score"
+    else:
+        raise DataError(
+            f"{source.label}: expected a rank column ({', '.join(ALIASES['rank'])}) or a score "
+            f"column (set columns.rank or columns.score), found columns: {listing}"
+        )
+    ref = quote(column[value_name])
+    if kind[column[value_name]] in ("int", "float"):
+        value = f"CAST({ref} AS DOUBLE)"
+        text = f"CAST({ref} AS VARCHAR)"
+    else:
+        text = f"NULLIF(TRIM(CAST({ref} AS VARCHAR)), '')"
+        cell = f"REPLACE({text}, ',', '.')" if source.decimal == "," else text
+        value = f"TRY_CAST({cell} AS DOUBLE)"
+    if value_name == "rank":
+        number_bad = (
+            f"CASE WHEN {text} IS NULL OR {value} IS NULL OR ISNAN({value}) THEN 1 "
+            f"WHEN {value} <> FLOOR({value}) THEN 3 WHEN {value} < 1 THEN 4 ELSE 0 END "
+            "AS number_bad"
+        )
+    else:
+        number_bad = _number_bad(value, text, allow_missing=False)
+    canonical = set(column.values())
+    extra = tuple(c for c in names if c not in canonical)
+    id_missing = " OR ".join(
+        f"{quote(column[c])} IS NULL OR CAST({quote(column[c])} AS VARCHAR) = ''"
+        for c in ("query_id", "doc_id")
+    )
+    parts = [
+        "abrank_file",
+        "abrank_row",
+        f"CAST({quote(column['query_id'])} AS VARCHAR) AS query_id",
+        f"CAST({quote(column['doc_id'])} AS VARCHAR) AS doc_id",
+        f"{text} AS value_text",
+        f"{value} AS {value_name}",
+        f"CASE WHEN {id_missing} THEN 1 ELSE 0 END AS fields_bad",
+        number_bad,
+        *[quote(c) for c in extra],
+    ]
+    return f"SELECT {', '.join(parts)} FROM {name}", ranked_by, extra
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _checked(
+    backend: Backend,
+    name: str,
+    source: TableSource,
+    rows: str,
+    ranked_by: str | None,
+    extra: tuple[str, ...],
+    *,
+    line: str,
+) -> Opened:
+    """Count the problems of ``rows`` in one statement; raise on the first one found."""
+    value_name = ranked_by or "relevance"
+    first_line = 2 if source.format in ("csv", "tsv") else 1
+    # parsed and typed once: the checks and every later statement read the copy
+    backend.materialize(f"{name}_rows", compile_sql(rows, backend.dialect))
+    backend.drop(name)  # the lines or the file's own columns: read once, into the copy
+    rows = f"SELECT * FROM {name}_rows"
+    pair_times = (
+        "SELECT query_id, doc_id, COUNT(*) AS times FROM good GROUP BY query_id, doc_id "
+        "HAVING COUNT(*) > 1"
+    )
+    rank_times = (
+        "SELECT query_id, rank, COUNT(*) AS times FROM good GROUP BY query_id, rank "
+        "HAVING COUNT(*) > 1"
+    )
+    checks = [
+        "SELECT abrank_file, COUNT(*) AS rows_read, SUM(fields_bad) AS fields_bad, "
+        "SUM(CASE WHEN fields_bad = 0 AND number_bad > 0 THEN 1 ELSE 0 END) AS number_bad, "
+        "0 AS pairs, 0 AS ranks FROM checked GROUP BY abrank_file",
+        f"SELECT CAST(NULL AS VARCHAR) AS abrank_file, 0, 0, 0, COUNT(*), 0 FROM ({pair_times}) AS p",
+    ]
+    if ranked_by == "rank":
+        checks.append(
+            f"SELECT CAST(NULL AS VARCHAR), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
+        )
+    sql = (
+        f"WITH checked AS ({rows}), good AS (SELECT * FROM checked WHERE fields_bad = 0 AND "
+        f"number_bad = 0) {' UNION ALL '.join(checks)}"
+    )
+    counts = backend.run(compile_sql(sql, backend.dialect)).to_pylist()
+    read = {_file_key(r["abrank_file"]): int(r["rows_read"]) for r in counts if r["abrank_file"]}
+    per_file = {str(file): read.get(_file_key(file), 0) for file in source.files}
+    totals = {
+        key: sum(int(r[key] or 0) for r in counts)
+        for key in ("fields_bad", "number_bad", "pairs", "ranks")
+    }
+    for file in source.files:
+        if not per_file.get(str(file)):
+            what = "TREC lines" if source.format in ("trec", "qrels") else "at least one row"
+            got = "an empty file" if source.format in ("trec", "qrels") else "none"
+            raise DataError(f"{file}: expected {what}, got {got}")
+    checked = f"({rows}) AS checked"
+    place = _Place(backend, line, first_line)
+    if totals["fields_bad"]:
+        bad = place.first(f"SELECT * FROM {checked} WHERE fields_bad = 1")
+        if source.format in ("trec", "qrels"):
+            fields = RUN_FIELDS if source.format == "trec" else QRELS_FIELDS
+            least = "at least " if source.format == "trec" else ""
+            raise DataError(
+                f"{place.where(bad)}: expected {least}{len(fields)} whitespace-separated fields "
+                f"({' '.join(fields)}), got {int(bad['n'])}"
+            )
+        raise DataError(
+            f"{place.where(bad)}: expected a non-empty query_id and doc_id, got a missing id"
+        )
+    if totals["number_bad"]:
+        bad = place.first(f"SELECT * FROM {checked} WHERE fields_bad = 0 AND number_bad > 0")
+        kind = int(bad["number_bad"])
+        expected = {
+            1: "a number",
+            2: "a finite number",
+            3: "a whole number",
+            4: "a whole number >= 1",
+        }[kind]
+        got = "a missing value" if bad["value_text"] is None else repr(str(bad["value_text"]))
+        more = totals["number_bad"] - 1
+        tail = f" ({more} more such rows)" if more else ""
+        raise DataError(f"{place.where(bad)}: {value_name}: expected {expected}, got {got}{tail}")
+    good = f"(SELECT * FROM ({rows}) AS checked WHERE fields_bad = 0 AND number_bad = 0) AS good"
+    if totals["pairs"] and not (ranked_by is not None and source.duplicates == "first"):
+        _raise_repeated_pairs(backend, source, good, place, judgments=ranked_by is None)
+    if totals["ranks"]:
+        _raise_repeated_rank(backend, source, good, place)
+    columns = ["query_id", "doc_id", value_name, *[quote(c) for c in extra]]
+    selected = f"SELECT {', '.join(columns)} FROM {good}"
+    if totals["pairs"]:  # duplicates: first keeps each pair's first occurrence
+        if place.first(f"SELECT * FROM {good}")["abrank_row"] is None:
+            raise ConfigError(
+                f"{source.label}: duplicates: first: expected a file whose row order the "
+                "engine reads, got a table without row numbers; remove the repeated pairs"
+            )
+        numbered = (
+            f"SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, doc_id ORDER BY "
+            f"abrank_file, abrank_row) AS occurrence FROM {good}"
+        )
+        selected = f"SELECT {', '.join(columns)} FROM ({numbered}) AS numbered WHERE occurrence = 1"
+    return Opened(f"({selected})", ranked_by, extra, per_file)
+
+
+def _file_key(name: str) -> str:
+    """A file as the engine names it (a path, or a ``file:`` URI) -> one spelling."""
+    text = str(name)
+    for prefix in ("file://", "file:"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    return str(Path(text).resolve())
+
+
+class _Place:
+    """Finds the first row of a query (in file and line order) and says where it is."""
+
+    def __init__(self, backend: Backend, line: str, first_line: int):
+        self.backend, self.line, self.first_line = backend, line, first_line
+
+    def first(self, sql: str, limit: int = 1) -> Any:
+        ordered = f"{sql} ORDER BY abrank_file, abrank_row LIMIT {int(limit)}"
+        rows = self.backend.run(compile_sql(ordered, self.backend.dialect)).to_pylist()
+        return rows if limit > 1 else rows[0]
+
+    def number(self, row: Mapping[str, Any]) -> str | None:
+        if row.get("abrank_row") is None:
+            return None
+        return f"{self.line} {int(row['abrank_row']) + self.first_line}"
+
+    def where(self, row: Mapping[str, Any]) -> str:
+        number = self.number(row)
+        return str(row["abrank_file"]) + ("" if number is None else f": {number}")
+
+
+def _raise_repeated_pairs(
+    backend: Backend, source: TableSource, good: str, place: _Place, *, judgments: bool
+) -> None:
+    numbered = (
+        "SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, doc_id ORDER BY abrank_file, "
+        f"abrank_row) AS occurrence FROM {good}"
+    )
+    later = f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1"
+    count = backend.run(
+        compile_sql(f"SELECT COUNT(*) AS n FROM ({later}) AS l", backend.dialect)
+    ).to_pylist()[0]["n"]
+    shown_rows = place.first(later, limit=_SHOWN)
+    shown = ", ".join(
+        f"({r['query_id']!r}, {r['doc_id']!r})"
+        + ("" if place.number(r) is None else f" at {place.number(r)}")
+        for r in shown_rows
+    )
+    shown += f" and {count - _SHOWN} more" if count > _SHOWN else ""
+    where = place.where(shown_rows[0])
+    if judgments:
+        raise DataError(
+            f"{where}: expected one judgment per (query, doc) pair, got {count} repeated: {shown}"
+        )
+    raise DataError(
+        f"{where}: expected each document once per query, got {count} duplicate (query, doc) "
+        f"pair(s): {shown} (use duplicates: first to keep the first occurrence)"
+    )
+
+
+def _raise_repeated_rank(backend: Backend, source: TableSource, good: str, place: _Place) -> None:
+    numbered = (
+        "SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, rank ORDER BY abrank_file, "
+        f"abrank_row) AS occurrence FROM {good}"
+    )
+    again = place.first(f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1")
+    raise DataError(
+        f"{place.where(again)}: rank: expected each rank once per query, got rank "
+        f"{int(again['rank'])} again in query {again['query_id']!r}"
+    )

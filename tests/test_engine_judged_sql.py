@@ -1,0 +1,619 @@
+"""Judged metrics on the SQL engines: per-query values equal to the memory engine's.
+
+The memory engine's values (checked against trec_eval elsewhere) are the reference: every
+run of ../shared/data and generated cases (score ties, unjudged and judged-only documents,
+negative grades, long and mixed-length ids, a rank column, queries without a relevant
+judgment) give the same values to 1e-9 on every backend of :data:`BACKENDS`; so does the
+demo experiment's summary.json. Bad inputs name the file and line as the readers do.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+import sqlglot
+
+from abrank.analysis import run_experiment
+from abrank.cli import main
+from abrank.config import load_experiment
+from abrank.engines import SUPPORTED
+from abrank.engines.evaluate import score_arm
+from abrank.engines.sql import compile_sql
+from abrank.engines.sql.judged import judged_sql, score_arm_sql
+from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
+from abrank.errors import ConfigError, DataError
+from abrank.io import read_judgments, read_rankings
+from abrank.io.trec import read_trec_qrels, read_trec_run
+from abrank.metrics import parse_metrics
+
+pytest.importorskip("duckdb")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def duckdb_backend():
+    from abrank.engines.sql.duckdb import DuckDBBackend
+
+    return DuckDBBackend()
+
+
+#: One factory per SQL backend under test (a Spark backend is one more line).
+BACKENDS: list[Callable] = [pytest.param(duckdb_backend, id="duckdb")]
+
+#: Every family, cutoffs, both thresholds, exp gain and judged-only variants at once.
+METRICS = [
+    "mrr",
+    "mrr@10",
+    "mrr(rel=2)@10",
+    "ndcg",
+    "ndcg@5",
+    "ndcg@10",
+    "ndcg(gain=exp)@10",
+    "dcg@10",
+    "dcg(gain=exp)",
+    "recall@5",
+    "recall@100",
+    "recall(rel=2)@100",
+    "precision@5",
+    "precision(rel=2)@10",
+    "hit@1",
+    "hit(rel=2)@10",
+    "map",
+    "ap@10",
+    "map(rel=2)",
+    "bpref",
+    "bpref(rel=2)",
+    "judged@10",
+    "judged",
+    "ndcg@10(judged)",
+    "mrr(rel=2,judged)@10",
+    "map(judged)",
+    "bpref(judged)",
+    "precision@5(judged)",
+    "recall@100(judged)",
+]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request):
+    made = request.param()
+    yield made
+    made.close()
+
+
+_names = iter(range(10**6))
+
+
+def relation(backend, frame: pd.DataFrame) -> str:
+    """A frame as a relation of the backend (ids as text)."""
+    name = f"frame_{next(_names)}"
+    backend.register_table(name, pa.Table.from_pandas(frame, preserve_index=False))
+    return name
+
+
+def assert_same_scores(memory, sql) -> None:
+    """Same queries in the same order, values to 1e-9 with NaN at the same places."""
+    assert list(sql.values.index) == list(memory.values.index)
+    assert list(sql.values.columns) == list(memory.values.columns)
+    for column in memory.values.columns:
+        a, b = memory.values[column].to_numpy(), sql.values[column].to_numpy()
+        assert np.array_equal(np.isnan(a), np.isnan(b)), column
+        np.testing.assert_allclose(b[~np.isnan(b)], a[~np.isnan(a)], rtol=0, atol=1e-9)
+    assert sql.judged_at_k == pytest.approx(memory.judged_at_k, abs=1e-12, nan_ok=True)
+    pd.testing.assert_series_equal(sql.first_relevant, memory.first_relevant)
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def _real_runs() -> list[tuple[str, str]]:
+    """(qrels, run) of every run in the shared data, relative to it."""
+    if not SHARED.is_dir():
+        return []
+    pairs = []
+    dl = "trec-dl-passage"
+    for run in sorted((SHARED / dl / "runs").glob("*.txt")):
+        year = run.name.split(".")[0]
+        pairs.append((f"{dl}/qrels.{year}-passage.txt", f"{dl}/runs/{run.name}"))
+    for kind in ("passage", "doc"):
+        for run in sorted((SHARED / "dl-hard/baselines" / kind).glob("*.run.gz")):
+            pairs.append((f"dl-hard/dl_hard-{kind}.qrels", f"dl-hard/baselines/{kind}/{run.name}"))
+    for i, run in enumerate(sorted((SHARED / "codec/runs").glob("*.run.gz"))):
+        qrels = "document_ndcg.qrels" if i % 2 == 0 else "document_binary.qrels"
+        pairs.append((f"codec/{qrels}", f"codec/runs/{run.name}"))
+    covid = "beir-trec-covid"
+    for run in sorted((SHARED / covid / "runs").glob("*.txt")):
+        pairs.append((f"{covid}/qrels.beir-v1.0.0-trec-covid.test.txt", f"{covid}/runs/{run.name}"))
+    suite = "trec_eval-tests/test"
+    pairs += [
+        (f"{suite}/qrels.test", f"{suite}/results.test"),
+        (f"{suite}/qrels.test", f"{suite}/results.trunc"),
+        (f"{suite}/qrels-302.test", f"{suite}/results-302.test"),
+        (f"{suite}/qrels.rel_level", f"{suite}/results.test"),
+    ]
+    return pairs
+
+
+REAL_RUNS = _real_runs()
+
+
+def _has_duplicates(path: Path) -> bool:
+    data = path.read_bytes()
+    text = (gzip.decompress(data) if path.suffix == ".gz" else data).decode()
+    pairs = [tuple(line.split()[::2][:2]) for line in text.splitlines() if line.strip()]
+    return len(pairs) != len(set(pairs))
+
+
+@pytest.mark.parametrize(
+    ("index", "qrels", "run"),
+    [(i, q, r) for i, (q, r) in enumerate(REAL_RUNS)] or [(0, "", "")],
+    ids=[r for _, r in REAL_RUNS] or ["no-shared-data"],
+)
+def test_every_shared_run_scores_as_on_the_memory_engine(shared_data, backend, index, qrels, run):
+    qrels_path, run_path = shared_data / qrels, shared_data / run
+    # complete and depth alternate over the runs: each setting meets many runs
+    options = {"complete": index % 2 == 0, "depth": 1000 if index % 3 else 50}
+    duplicates = "first" if _has_duplicates(run_path) else "error"
+    ranked = open_rankings(
+        backend, f"run_{index}", TableSource((str(run_path),), "trec", run, duplicates=duplicates)
+    )
+    judged = open_judgments(
+        backend, f"qrels_{index}", TableSource((str(qrels_path),), "qrels", qrels)
+    )
+    sql = score_arm_sql(
+        backend, ranked.sql, judged.sql, METRICS, ranked_by=ranked.ranked_by, **options
+    )
+    memory = score_arm(
+        read_trec_run(run_path, duplicates=duplicates),
+        read_trec_qrels(qrels_path),
+        METRICS,
+        **options,
+    )
+    assert_same_scores(memory, sql)
+    assert len(sql.values) > 0
+
+
+def test_a_run_with_a_pair_ranked_twice_is_refused_as_the_reader_refuses_it(shared_data, backend):
+    run = shared_data / "codec/runs/document_bm25+rm3-tuned.run.gz"
+    with pytest.raises(DataError) as expected:
+        read_trec_run(run)
+    with pytest.raises(DataError) as found:
+        open_rankings(backend, "codec_rm3", TableSource((str(run),), "trec", str(run)))
+    assert str(found.value) == str(expected.value)
+
+
+# --------------------------------------------------------------------------- generated
+
+
+def generated(seed: int, *, ranked_by: str = "score") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rankings with many score ties, unjudged documents, judged documents never ranked,
+    grades -1..3, ids of mixed lengths (some long), queries judged without any relevant
+    document, queries only ranked and queries only judged."""
+    rng = np.random.default_rng(seed)
+    queries = [f"q{i}" if i % 3 else f"query-{i:03d}-" + "x" * (i % 40) for i in range(60)]
+    rows, labels = [], []
+    for i, query in enumerate(queries):
+        docs = [f"d{j}" if j % 4 else f"doc-{j}-" + "y" * (j % 37) for j in range(50)]
+        ranked = rng.choice(len(docs), size=int(rng.integers(0, 30)), replace=False)
+        scores = rng.integers(0, 4, size=ranked.size).astype(float)  # ties everywhere
+        if i % 11 != 5:  # some queries are judged only
+            for position, (doc, score) in enumerate(zip(ranked, scores)):
+                rows.append((query, docs[doc], score, position + 1))
+        if i % 13 == 7:  # some queries are ranked only
+            continue
+        judged = rng.choice(len(docs), size=int(rng.integers(1, 35)), replace=False)
+        top = 0 if i % 7 == 3 else 3  # some queries have nothing relevant
+        for doc in judged:
+            labels.append((query, docs[doc], float(rng.integers(-1, top + 1))))
+    rankings = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "rank"])
+    rankings = rankings.drop(columns="rank" if ranked_by == "score" else "score")
+    if ranked_by == "rank":  # ranks need not be 1..n: only their order matters, ties too
+        rankings["rank"] = rankings["rank"] // 2 + 1
+    judgments = pd.DataFrame(labels, columns=["query_id", "doc_id", "relevance"])
+    return rankings, judgments
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("ranked_by", ["score", "rank"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"complete": True},
+        {"depth": 7, "rel_level": 2},
+        {"gain": "exp", "depth": None, "judged_k": 5},
+        {"judged_only": True, "complete": True},
+    ],
+    ids=["default", "complete", "depth-7-rel-2", "exp-gain-no-depth", "judged-only"],
+)
+def test_generated_cases_score_as_on_the_memory_engine(backend, seed, ranked_by, options):
+    rankings, judgments = generated(seed, ranked_by=ranked_by)
+    memory = score_arm(rankings, judgments, METRICS, **options)
+    sql = score_arm_sql(
+        backend,
+        relation(backend, rankings),
+        relation(backend, judgments),
+        METRICS,
+        ranked_by=ranked_by,
+        **options,
+    )
+    assert_same_scores(memory, sql)
+    assert memory.values.isna().any().any()  # undefined values are part of the check
+
+
+def test_values_by_hand(backend):
+    """Ties go to the larger doc id (byte order: 'b' > 'B' > 'A'); ideal DCG from all
+    judgments, the unranked relevant 'z' included; undefined where nothing is relevant."""
+    rankings = pd.DataFrame(
+        {
+            "query_id": ["1", "1", "1", "1", "2"],
+            "doc_id": ["A", "b", "B", "u", "x"],
+            "score": [1.0, 1.0, 1.0, 0.5, 3.0],
+        }
+    )
+    judgments = pd.DataFrame(
+        {
+            "query_id": ["1", "1", "1", "1", "2"],
+            "doc_id": ["A", "B", "z", "u", "x"],
+            "relevance": [2.0, 0.0, 1.0, -1.0, 0.0],
+        }
+    )
+    metrics = ["mrr", "ndcg@3", "precision@2", "map", "judged@4", "mrr@3(judged)", "bpref"]
+    got = score_arm_sql(
+        backend, relation(backend, rankings), relation(backend, judgments), metrics
+    ).values
+    # order b (unjudged), B (0), A (2), u (-1); relevant: A, z
+    ideal = 2 + 1 / np.log2(3)
+    assert got.loc["1", "mrr"] == pytest.approx(1 / 3)
+    assert got.loc["1", "ndcg@3"] == pytest.approx((2 / np.log2(4)) / ideal)
+    assert got.loc["1", "precision@2"] == 0.0
+    assert got.loc["1", "map"] == pytest.approx((1 / 3) / 2)
+    assert got.loc["1", "judged@4"] == pytest.approx(3 / 4)
+    assert got.loc["1", "mrr@3(judged)"] == pytest.approx(1 / 2)  # B, A, u once b is gone
+    # bpref: A has B (judged nonrelevant) above it: 1 - min(1, 2) / min(N=1, R=2) = 0
+    assert got.loc["1", "bpref"] == pytest.approx(0.0)
+    assert got.loc["2"].drop("judged@4").isna().all()  # nothing relevant: undefined
+    assert got.loc["2", "judged@4"] == pytest.approx(1 / 4)
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "spark"])
+def test_the_statements_compile_to_valid_engine_sql(kind):
+    """The neutral definitions compile for DuckDB and Spark, and the compiled text parses
+    back in that dialect (no construct of another engine left in it)."""
+    metrics = parse_metrics(METRICS)
+    for ranked_by in ("score", "rank"):
+        neutral = judged_sql("r", "j", metrics, ranked_by=ranked_by, depth=100)
+        compiled = compile_sql(neutral, kind)
+        sqlglot.parse_one(compiled, read=kind)
+        if kind == "spark":
+            assert "STR_SPLIT" not in compiled and "::" not in compiled
+
+
+# --------------------------------------------------------------------------- files
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+QRELS = "1 0 a 1\n1 0 b 0\n2 0 c 2\n"
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "1 Q0 a 1 2.0 t\n1 Q0 b 2 x t\n",  # a score that is no number
+        "1 Q0 a 1 2.0 t\n\n1 Q0 b 2\n",  # too few fields (after a blank line)
+        "1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n1 Q0 a 3 0.5 t\n",  # a pair ranked twice
+        "1 Q0 a 1 inf t\n",  # an infinite score
+        "\n   \n",  # no line at all
+    ],
+    ids=["bad-score", "few-fields", "duplicate", "infinite", "empty"],
+)
+def test_bad_run_files_fail_with_the_readers_message(backend, tmp_path, run):
+    path = write(tmp_path / "run.txt", run)
+    with pytest.raises(DataError) as expected:
+        read_trec_run(path)
+    with pytest.raises(DataError) as found:
+        open_rankings(backend, f"bad_{next(_names)}", TableSource((str(path),), "trec", str(path)))
+    assert str(found.value) == str(expected.value)
+
+
+@pytest.mark.parametrize(
+    "qrels",
+    ["1 0 a 1\n1 0 a 2\n", "1 0 a 1\n1 0 b\n", "1 0 a 1 x\n", "1 0 a high\n"],
+    ids=["judged-twice", "few-fields", "many-fields", "bad-grade"],
+)
+def test_bad_qrels_fail_with_the_readers_message(backend, tmp_path, qrels):
+    path = write(tmp_path / "q.qrels", qrels)
+    with pytest.raises(DataError) as expected:
+        read_trec_qrels(path)
+    with pytest.raises(DataError) as found:
+        open_judgments(
+            backend, f"bad_{next(_names)}", TableSource((str(path),), "qrels", str(path))
+        )
+    assert str(found.value) == str(expected.value)
+
+
+def test_a_missing_file_is_named(backend, tmp_path):
+    path = tmp_path / "nothing.txt"
+    with pytest.raises(DataError, match="nothing.txt: expected an existing file, got no such file"):
+        open_rankings(backend, "missing", TableSource((str(path),), "trec", str(path)))
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("qid,docid,rank\n1,a,1\n1,b,1.5\n", r"rank: expected a whole number, got '1.5'"),
+        ("qid,docid,rank\n1,a,1\n1,b,0\n", r"rank: expected a whole number >= 1, got '0'"),
+        (
+            "qid,docid,rank\n1,a,1\n1,b,1\n",
+            r"rank: expected each rank once per query, got rank 1 again in query '1'",
+        ),
+        ("qid,docid,score\n1,a,x\n", r"score: expected a number, got 'x'"),
+        (
+            "qid,docid,rank\n1,a,1\n1,a,2\n",
+            r"expected each document once per query, got 1 duplicate",
+        ),
+        ("qid,doc\n1,a\n", r"expected a rank column \(rank, position, pos\) or a score column"),
+        ("doc,rank\na,1\n", r"expected a query_id column \(one of query_id, qid, query"),
+    ],
+    ids=["fraction", "zero", "repeated-rank", "bad-score", "duplicate", "no-rank", "no-query"],
+)
+def test_bad_tables_are_named(backend, tmp_path, table, message):
+    path = write(tmp_path / "run.csv", table)
+    with pytest.raises(DataError, match=message):
+        open_rankings(backend, f"bad_{next(_names)}", TableSource((str(path),), "csv", str(path)))
+    with pytest.raises(DataError):
+        read_rankings(path)  # the memory reader refuses it too
+
+
+def test_keeping_the_first_of_repeated_pairs_needs_row_numbers(backend, tmp_path):
+    """A TREC run keeps its first occurrence as the reader does; a CSV table, whose rows
+    the engine does not number, is refused with a message."""
+    run = write(tmp_path / "run.txt", "1 Q0 a 1 1.0 t\n1 Q0 b 2 3.0 t\n1 Q0 a 3 5.0 t\n")
+    qrels = write(tmp_path / "q.qrels", "1 0 a 1\n")
+    source = TableSource((str(run),), "trec", str(run), duplicates="first")
+    ranked = open_rankings(backend, "first_trec", source)
+    judged = open_judgments(backend, "first_qrels", TableSource((str(qrels),), "qrels", str(qrels)))
+    sql = score_arm_sql(backend, ranked.sql, judged.sql, ["mrr"])
+    assert sql.values.loc["1", "mrr"] == pytest.approx(0.5)  # a (score 1.0) after b
+    table = write(tmp_path / "run.csv", "qid,docid,rank\n1,a,1\n1,b,2\n1,a,3\n")
+    source = TableSource((str(table),), "csv", str(table), duplicates="first")
+    with pytest.raises(ConfigError, match="duplicates: first: expected a file whose row order"):
+        open_rankings(backend, "first_csv", source)
+
+
+def test_a_parquet_table_names_the_row(backend, tmp_path):
+    path = tmp_path / "run.parquet"
+    pd.DataFrame({"qid": ["1", "1"], "docid": ["a", "b"], "rank": [1.0, 2.5]}).to_parquet(path)
+    with pytest.raises(DataError, match=r"run.parquet: row 2: rank: expected a whole number"):
+        open_rankings(backend, "parquet_bad", TableSource((str(path),), "parquet", str(path)))
+
+
+def test_tables_score_as_the_memory_engine_reads_them(backend, tmp_path):
+    rankings, judgments = generated(4, ranked_by="rank")
+    rankings = rankings.drop_duplicates(["query_id", "rank"])  # a table's ranks are unique
+    rankings.rename(columns={"query_id": "qid", "rank": "position"}).to_csv(
+        tmp_path / "run.csv", index=False
+    )
+    rankings.to_parquet(tmp_path / "run.parquet")
+    judgments.rename(columns={"relevance": "grade"}).to_csv(
+        tmp_path / "judgments.tsv", sep="\t", index=False
+    )
+    qrels = tmp_path / "judgments.tsv"
+    judged = open_judgments(backend, "tsv_qrels", TableSource((str(qrels),), "tsv", str(qrels)))
+    for name, fmt in (("run.csv", "csv"), ("run.parquet", "parquet")):
+        path = tmp_path / name
+        ranked = open_rankings(backend, f"table_{fmt}", TableSource((str(path),), fmt, str(path)))
+        assert ranked.ranked_by == "rank"
+        sql = score_arm_sql(backend, ranked.sql, judged.sql, METRICS, ranked_by="rank")
+        memory = score_arm(read_rankings(path), read_judgments(qrels), METRICS)
+        assert_same_scores(memory, sql)
+
+
+# --------------------------------------------------------------------------- pipeline
+
+
+def assert_same_summary(memory, sql, path: str = "") -> None:
+    """Every key and value equal, numbers to 1e-9 (no field differs between engines)."""
+    if isinstance(memory, dict):
+        assert set(memory) == set(sql), path
+        for key in memory:
+            assert_same_summary(memory[key], sql[key], f"{path}.{key}")
+    elif isinstance(memory, list):
+        assert len(memory) == len(sql), path
+        for i, (a, b) in enumerate(zip(memory, sql, strict=True)):
+            assert_same_summary(a, b, f"{path}[{i}]")
+    elif isinstance(memory, float) and isinstance(sql, float):
+        assert sql == pytest.approx(memory, rel=1e-9, abs=1e-9, nan_ok=True), path
+    else:
+        assert memory == sql, path
+
+
+def test_duckdb_runs_offline_experiments():
+    assert "offline" in SUPPORTED["duckdb"]
+
+
+def test_the_demo_experiment_gives_the_same_summary_on_duckdb():
+    """The bundled demo (a CSV and a JSON Lines log with segment columns, TSV judgments)
+    gives the same summary.json on both engines; 2,000 resamples instead of the config's
+    10,000 keep the test quick (the resampling runs in NumPy on either engine)."""
+    config = load_experiment(ROOT / "experiments" / "demo-reranker.yaml")
+    analysis = config.analysis.model_copy(update={"resamples": 2000})
+    config = config.model_copy(update={"analysis": analysis})
+    memory = run_experiment(config)
+    sql = run_experiment(config, engine="duckdb")
+    assert_same_summary(json.loads(json.dumps(memory.summary)), json.loads(json.dumps(sql.summary)))
+    assert len(sql.summary["comparisons"]) > 4  # overall and per segment
+    pd.testing.assert_frame_equal(sql.per_query, memory.per_query)
+
+
+def _experiment(tmp_path: Path, control: str, treatment: str, qrels: str, extra: str = "") -> Path:
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        f"name: e\ncontrol: {{name: a, path: {control}}}\n"
+        f"treatments: [{{name: b, path: {treatment}}}]\njudgments: {{path: {qrels}}}\n"
+        "metrics: [mrr@10, ndcg@10]\nanalysis: {resamples: 200}\n" + extra
+    )
+    return config
+
+
+def test_the_judged_only_repeat_runs_on_the_engine(tmp_path):
+    """Low judged@10 triggers the judged-only comparisons: the same on both engines."""
+    rankings, judgments = generated(3)
+    rankings.to_csv(tmp_path / "a.csv", index=False)
+    other = rankings.assign(score=rankings["score"] * -1.0)
+    other.to_csv(tmp_path / "b.csv", index=False)
+    judgments.to_csv(tmp_path / "j.csv", index=False)
+    config = _experiment(tmp_path, "a.csv", "b.csv", "j.csv")
+    memory = run_experiment(config)
+    sql = run_experiment(config, engine="duckdb")
+    assert memory.summary["diagnostics"]["unjudged"]["triggered"]
+    assert_same_summary(memory.summary, sql.summary)
+
+
+def _trec_lines(frame: pd.DataFrame) -> str:
+    return "".join(
+        f"{q} Q0 {d} 1 {s!r} t\n"
+        for q, d, s in zip(frame["query_id"], frame["doc_id"], frame["score"], strict=True)
+    )
+
+
+def test_a_glob_of_run_files_and_an_attributes_file_give_the_same_summary(tmp_path):
+    """An arm split over two TREC files (a glob, which engine duckdb reads as one ranking)
+    scores as the whole file does on the memory engine; segments come from an attributes
+    table."""
+    rankings, judgments = generated(5)
+    rankings = rankings[rankings["query_id"].isin(judgments["query_id"])]
+    (tmp_path / "parts").mkdir()
+    first = rankings["query_id"] < "q4"
+    write(tmp_path / "parts" / "a-1.txt", _trec_lines(rankings[first]))
+    write(tmp_path / "parts" / "a-2.txt", _trec_lines(rankings[~first]))
+    write(tmp_path / "a.txt", _trec_lines(rankings))
+    write(tmp_path / "b.txt", _trec_lines(rankings.assign(score=-rankings["score"])))
+    write(
+        tmp_path / "q.qrels",
+        "".join(
+            f"{q} 0 {d} {int(g)}\n"
+            for q, d, g in zip(judgments["query_id"], judgments["doc_id"], judgments["relevance"])
+        ),
+    )
+    queries = sorted(set(judgments["query_id"]))
+    pd.DataFrame(
+        {"query_id": queries, "kind": ["long" if len(q) > 4 else "short" for q in queries]}
+    ).to_csv(tmp_path / "attributes.csv", index=False)
+    segments = "segments: {columns: [kind], min_queries: 5, attributes: {path: attributes.csv}}\n"
+    whole = _experiment(tmp_path, "a.txt", "b.txt", "q.qrels", segments)
+    memory = run_experiment(whole)
+    split = tmp_path / "split.yaml"
+    split.write_text(whole.read_text().replace("path: a.txt", "path: parts/a-*.txt"))
+    sql = run_experiment(split, engine="duckdb")
+    assert any(c["segment"] for c in sql.summary["comparisons"])
+    inputs = sql.summary.pop("inputs")
+    assert [i["path"].rsplit("/", 1)[-1] for i in inputs[:2]] == ["a-1.txt", "a-2.txt"]
+    memory.summary.pop("inputs")
+    sql.summary.pop("config_path")
+    memory.summary.pop("config_path")
+    assert_same_summary(memory.summary, sql.summary)
+
+
+def test_no_queries_in_common_is_a_data_error(tmp_path):
+    write(tmp_path / "a.txt", "1 Q0 a 1 2.0 t\n")
+    write(tmp_path / "b.txt", "1 Q0 b 1 2.0 t\n")
+    write(tmp_path / "q.qrels", "9 0 a 1\n")
+    config = _experiment(tmp_path, "a.txt", "b.txt", "q.qrels")
+    with pytest.raises(DataError) as expected:
+        run_experiment(config)
+    with pytest.raises(DataError) as found:
+        run_experiment(config, engine="duckdb")
+    assert str(found.value) == str(expected.value)
+
+
+def test_inline_labels_need_the_memory_engine(tmp_path):
+    pd.DataFrame({"qid": ["1"], "docid": ["a"], "rank": [1], "relevance": [1]}).to_csv(
+        tmp_path / "a.csv", index=False
+    )
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        "name: e\ncontrol: {name: a, path: a.csv}\ntreatments: [{name: b, path: a.csv}]\n"
+        "metrics: [mrr@10]\n"
+    )
+    with pytest.raises(ConfigError, match="expected a judgments file for engine duckdb"):
+        run_experiment(config, engine="duckdb")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def parse_output(text: str) -> dict[tuple[str, str], float]:
+    rows = [line.split("\t") for line in text.strip().splitlines()]
+    return {(m, q): float(v) for m, q, v in rows}
+
+
+def test_metrics_cli_on_duckdb_prints_the_memory_engines_values(shared_data, capsys):
+    dl = shared_data / "trec-dl-passage"
+    args = [dl / "qrels.dl19-passage.txt", dl / "runs/dl19.bm25-flat.top100.txt"]
+    args += ["-m", "ndcg@10", "mrr(rel=2)@10", "map", "bpref", "-q", "-c"]
+    code, memory, _ = run_cli(capsys, "metrics", *args)
+    assert code == 0
+    code, sql, err = run_cli(capsys, "metrics", *args, "--engine", "duckdb")
+    assert code == 0, err
+    expected, got = parse_output(memory), parse_output(sql)
+    assert list(got) == list(expected)
+    assert all(abs(got[key] - expected[key]) < 1e-9 for key in expected)
+
+
+def test_compare_cli_on_duckdb_gives_the_memory_engines_json(shared_data, capsys):
+    dl = shared_data / "trec-dl-passage"
+    args = [dl / "qrels.dl19-passage.txt", dl / "runs/dl19.bm25-flat.top100.txt"]
+    args += [dl / "runs/dl19.bm25-flat.top100+rankvicuna-7b.txt", "-m", "ndcg@10", "mrr@10"]
+    args += ["--json", "--resamples", "500"]
+    code, memory, _ = run_cli(capsys, "compare", *args)
+    assert code == 0
+    code, sql, err = run_cli(capsys, "compare", *args, "--engine", "duckdb")
+    assert code == 0, err
+    assert_same_summary(json.loads(memory), json.loads(sql))
+
+
+@pytest.mark.parametrize(
+    ("files", "extra", "message"),
+    [
+        (("1 0 a 1\n", "1 Q0 a 1 x t\n"), ["-m", "mrr@10"], "line 1: score: expected a number"),
+        (("1 0 a 1\n", "1 Q0 a 1\n"), ["-m", "mrr@10"], "expected at least 6 whitespace"),
+        (("9 0 a 1\n", "1 Q0 a 1 1 t\n"), ["-m", "mrr@10"], "expected queries that are also in"),
+        (("1 0 a 1\n", "1 Q0 a 1 1 t\n"), ["-m", "recip_rank"], "engine memory"),
+        (("1 0 a 1\n", "1 Q0 a 1 1 t\n"), ["-m", "mrr@10", "--engine", "nosuch"], "nosuch"),
+    ],
+    ids=["bad-score", "few-fields", "no-common-query", "trec-eval-names", "unknown-engine"],
+)
+def test_bad_input_on_the_metrics_cli_exits_2(tmp_path, capsys, files, extra, message):
+    qrels, run = write(tmp_path / "q.qrels", files[0]), write(tmp_path / "r.txt", files[1])
+    engine = [] if "--engine" in extra else ["--engine", "duckdb"]
+    code, out, err = run_cli(capsys, "metrics", qrels, run, *extra, *engine)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_bad_input_on_the_compare_cli_exits_2(tmp_path, capsys):
+    qrels = write(tmp_path / "q.qrels", "1 0 a 1\n1 0 a 1\n")
+    run = write(tmp_path / "r.txt", "1 Q0 a 1 1 t\n")
+    code, _, err = run_cli(capsys, "compare", qrels, run, run, "-m", "mrr@10", "--engine", "duckdb")
+    assert code == 2
+    assert "expected one judgment per (query, doc) pair, got 1 repeated" in err
