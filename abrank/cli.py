@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--engine",
         metavar="NAME",
-        help="override the config's engine: memory, or duckdb for online click logs",
+        help="override the config's engine: memory, or duckdb or spark for online click logs",
     )
     run.add_argument(
         "--format",

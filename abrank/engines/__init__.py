@@ -4,7 +4,7 @@ An engine takes rankings (and judgments) and returns per-query metric values; ev
 after that (statistics, readouts) works on those few numbers per query and does not care
 where they were computed. :mod:`abrank.engines.memory` is the in-memory engine (Arrow and
 NumPy, whole columns at once), and runs every kind of experiment; :mod:`abrank.engines.sql`
-defines the online click aggregations once for the SQL engines (DuckDB now, Spark next),
+defines the online click aggregations once for the SQL engines (DuckDB and Spark),
 which return per-unit sums only (:data:`SUPPORTED` says which engine runs what). Its vectorized kernels (trec_eval's ordering rule, dense query codes,
 64-bit document keys, the sort-based matcher of equal (query, doc) pairs) live in
 :mod:`abrank.io.arrow`, below both the readers and the engines, which share them.
@@ -38,11 +38,11 @@ def get_engine(name: str = "memory") -> ModuleType:
 
 
 #: What each engine runs now: kinds of experiment (see :func:`check_supported`). The SQL
-#: engines' module for online click logs is :mod:`abrank.engines.sql.duckdb`.
+#: engines' backends for online click logs are :data:`abrank.engines.sql.BACKENDS`.
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "memory": ("offline", "online", "interleaved"),
     "duckdb": ("online",),
-    "spark": (),
+    "spark": ("online",),
 }
 
 #: The words of each kind in messages.
