@@ -58,8 +58,14 @@ def test_per_unit_sums_equal_the_memory_engines(tmp_path, string_ids):
 def test_a_csv_log_keeps_ids_as_written_and_equals_the_memory_engine(tmp_path):
     log = make_log(impressions=800)
     log["user_id"] = "00" + log["user_id"].astype(str)  # leading zeros: text ids, not ints
+    log["dwell"] = log["dwell"].astype(object)
+    clicked = log["clicked"].to_numpy() == 1
+    log.loc[clicked, "dwell"] = [
+        ["nan", "NaN", 40.0, 5.0][i % 4] for i in range(clicked.sum())
+    ]  # nan: missing
     path = tmp_path / "log.csv"
     log.to_csv(path, index=False)
+    assert (log["dwell"] == "NaN").sum() > 10 and (log["dwell"] == 40.0).sum() > 10
     result = sql_sums(path, METRICS, fmt="csv")
     expected = memory_sums(path, METRICS)
     for arm in ("a", "b"):

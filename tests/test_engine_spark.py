@@ -114,8 +114,14 @@ def test_units_come_back_in_the_byte_order_of_their_utf8_text(spark, tmp_path):
 def test_a_csv_log_equals_the_memory_engine_and_a_bad_cell_names_the_file(spark, tmp_path):
     log = make_log(impressions=800)
     log["user_id"] = "00" + log["user_id"].astype(str)  # leading zeros: text ids, not ints
+    log["dwell"] = log["dwell"].astype(object)
+    clicked = log["clicked"].to_numpy() == 1
+    log.loc[clicked, "dwell"] = [
+        ["nan", "NaN", 40.0, 5.0][i % 4] for i in range(clicked.sum())
+    ]  # nan: missing
     path = tmp_path / "log.csv"
     log.to_csv(path, index=False)
+    assert (log["dwell"] == "NaN").sum() > 10 and (log["dwell"] == 40.0).sum() > 10
     result = spark_sums(spark, path, METRICS, fmt="csv")
     expected = memory_sums(path, METRICS)
     for arm in ("a", "b"):
