@@ -35,10 +35,14 @@ from abrank.config import load_experiment, parse_experiment
 from abrank.engines.sql import open_backend
 from abrank.errors import ConfigError, DataError
 from abrank.io import read_impressions
+from abrank.metrics import parse_metric
+
+#: pyspark's own notice on importing its test helpers under pandas 3, not about abrank
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """A local SparkSession (2 cores, 4 shuffle partitions, no web UI), stopped at the end."""
     problem = None
     try:
@@ -56,6 +60,7 @@ def spark():
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("FATAL")
@@ -127,6 +132,28 @@ def test_a_csv_log_equals_the_memory_engine_and_a_bad_cell_names_the_file(spark,
     for arm in ("a", "b"):
         assert result.sums[arm].index[0].startswith("00")
         assert_same_sums(expected[arm], result.sums[arm])
+
+
+def test_csv_files_of_different_headers_are_read_by_column_name(spark, tmp_path):
+    from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
+    from abrank.engines.sql.spark import SparkBackend
+
+    log = make_log(impressions=600)
+    log.to_csv(tmp_path / "whole.csv", index=False)
+    first = log["impression_id"] % 2 == 0
+    log[first].to_csv(tmp_path / "part-0.csv", index=False)
+    log[~first][log.columns[::-1]].to_csv(tmp_path / "part-1.csv", index=False)  # reversed
+    files = (str(tmp_path / "part-0.csv"), str(tmp_path / "part-1.csv"))
+    request = ClickRequest(metrics=(parse_metric("click_rr@3"),), arms=("a", "b"))
+    backend = SparkBackend(spark)
+    try:
+        result = click_aggregates(backend, [LogSource(files, "csv", "parts")], request)
+    finally:
+        backend.close()
+    expected = memory_sums(tmp_path / "whole.csv", ["click_rr@3"])
+    for arm in ("a", "b"):
+        assert_same_sums(expected[arm], result.sums[arm])
+    assert result.file_rows == {files[0]: int(first.sum()), files[1]: int((~first).sum())}
 
 
 @pytest.mark.parametrize(
@@ -213,26 +240,34 @@ def test_hive_folders_and_globs_give_the_single_files_comparisons(spark, log_fol
     assert_same_summary(whole["comparisons"], run_experiment(folder).summary["comparisons"])
 
 
-def test_hive_partitions_become_columns(spark, tmp_path):
+def test_hive_partitions_become_columns_and_files_keep_their_names(spark, tmp_path, monkeypatch):
     from abrank.engines.sql.clicks import LogSource
 
+    root = tmp_path / "my logs+%[1]é"  # a space, '+', '%', glob characters, non-ASCII
     for day in ("2024-05-01", "2024-05-02"):
-        (tmp_path / f"date={day}").mkdir()
-        bad_log().to_parquet(tmp_path / f"date={day}" / "part-0.parquet")
-    files = sorted(str(p) for p in tmp_path.rglob("*.parquet"))
+        (root / f"date={day}").mkdir(parents=True)
+        bad_log().to_parquet(root / f"date={day}" / "part 0+[x].parquet")
+    absolute = sorted(str(p) for p in root.rglob("*.parquet"))
+    monkeypatch.chdir(tmp_path)
+    relative = [str(Path(p).relative_to(tmp_path)) for p in absolute]
     backend = open_backend("spark", {}, spark)
     try:
-        columns = backend.register("abrank_test_hive", LogSource(tuple(files), "parquet", "logs"))
-        rows = backend.run(
-            "SELECT `date`, abrank_file, COUNT(*) AS n, MAX(abrank_row) AS last "
-            "FROM abrank_test_hive GROUP BY `date`, abrank_file ORDER BY abrank_file"
-        ).to_pylist()
+        for i, files in enumerate((absolute, relative)):
+            columns = backend.register(
+                f"abrank_test_{i}", LogSource(tuple(files), "parquet", "logs")
+            )
+            rows = backend.run(
+                "SELECT `date`, abrank_file, COUNT(*) AS n, MAX(abrank_row) AS last "
+                f"FROM abrank_test_{i} GROUP BY `date`, abrank_file ORDER BY abrank_file"
+            ).to_pylist()
+            assert ("date", "other") in columns and ("clicked", "int") in columns
+            assert [str(r["date"]) for r in rows] == ["2024-05-01", "2024-05-02"]
+            assert [(r["abrank_file"], r["n"], r["last"]) for r in rows] == [
+                (f, 4, 3) for f in files
+            ]
     finally:
         backend.close()
-    assert ("date", "other") in columns and ("clicked", "int") in columns
-    assert [str(r["date"]) for r in rows] == ["2024-05-01", "2024-05-02"]
-    assert [(r["abrank_file"], r["n"], r["last"]) for r in rows] == [(f, 4, 3) for f in files]
-    assert "abrank_test_hive" not in [t.name for t in spark.catalog.listTables()]
+    assert [t.name for t in spark.catalog.listTables() if t.isTemporary] == []
 
 
 def test_mixed_units_are_dropped_as_on_the_memory_engine(spark, tmp_path):

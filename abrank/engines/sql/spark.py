@@ -15,9 +15,11 @@ name the log.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
+import tempfile
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from abrank.errors import ConfigError, DataError
+from abrank.io.files import open_bytes
 
 __all__ = [
     "DEFAULT_MASTER",
@@ -45,6 +48,10 @@ JAVA = "a Java runtime (17 or later: e.g. Debian's openjdk-17-jre-headless)"
 #: the master of a session abrank starts when none is given: every core of this machine
 DEFAULT_MASTER = "local[*]"
 
+#: the characters Hadoop reads as a glob in a path
+_GLOB = re.compile(r"([*?\[\]{}\\])")
+#: the columns every view adds to the log's own
+_ORIGIN = ("abrank_file", "abrank_row")
 _INTEGERS = {"byte", "short", "integer", "long"}
 _FLOATS = {"float", "double", "decimal"}
 _TEXT = {"string", "varchar", "char"}
@@ -112,7 +119,8 @@ def start_session(options: Mapping[str, Any] | None = None) -> Any:
     """A new SparkSession with the engine options: ``master`` (default ``local[*]``),
     ``memory_limit`` (as ``spark.driver.memory``, which in local mode is all that Spark's
     tasks may hold) and ``spark_conf`` (further settings). Its web UI and console progress
-    bar are off. ConfigError without pyspark or Java, or for settings Spark refuses."""
+    bar are off, and its warehouse (which abrank does not use) lies in the temporary folder.
+    ConfigError without pyspark or Java, or for settings Spark refuses."""
     sql = _modules()
     options = dict(options or {})
     java_runtime()
@@ -121,6 +129,8 @@ def start_session(options: Mapping[str, Any] | None = None) -> Any:
         "spark.app.name": "abrank",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # abrank makes temporary views only: no spark-warehouse folder in the working one
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "abrank-spark-warehouse"),
     }
     if options.get("memory_limit"):
         settings["spark.driver.memory"] = driver_memory(str(options["memory_limit"]))
@@ -157,16 +167,16 @@ def kind_of(data_type: Any) -> str:
 
 
 def hive_base(files: Sequence[str]) -> str | None:
-    """The folder above the hive partitions (``key=value`` folders) of every file, as an
-    absolute path, when they share one (Spark's ``basePath``: the partitions below it
-    become columns); None when the files lie in no partition folder."""
+    """The folder above the hive partitions (``key=value`` folders) of every file, as a
+    local URI (``file:///...``), when they share one (Spark's ``basePath``: the partitions
+    below it become columns); None when the files lie in no partition folder."""
     bases = set()
     for file in files:
         parts = Path(file).parent.parts
         first = next((i for i, part in enumerate(parts) if "=" in part), None)
         if first is None:
             return None
-        bases.add(os.path.abspath(os.path.join(*parts[:first]) if first else "."))
+        bases.add(_local_uri(os.path.join(*parts[:first]) if first else ".", escaped=False))
     return bases.pop() if len(bases) == 1 else None
 
 
@@ -211,24 +221,27 @@ class SparkBackend:
             reader = self._reader(source.files)
             if source.format == "parquet":
                 frame = reader.parquet(*_absolute(source.files))
-                row = functions.col("_metadata.row_index")
+                view = _with_origin(functions, frame, source.files, "_metadata.row_index")
             else:
                 sep = source.sep or ("\t" if source.format == "tsv" else ",")
-                frame = reader.options(
+                reader = reader.options(
                     header="true",
                     inferSchema="false",
                     sep=sep,
                     quote='"',
                     escape='"',
-                    enforceSchema="false",  # every file's header checked, not taken by position
-                ).csv(_absolute(source.files))
-                row = functions.lit(None).cast("bigint")
-            described = [(field.name, kind_of(field.dataType)) for field in frame.schema.fields]
-            view = frame.select(
-                "*",
-                _given_file(functions, source.files).alias("abrank_file"),
-                row.alias("abrank_row"),
-            )
+                    enforceSchema="false",  # each file's header checked, not taken by position
+                )
+                # files of different headers are read apart and joined by column name
+                parts = [
+                    _with_origin(functions, reader.csv(_absolute(group)), group, None)
+                    for group in _by_header(source.files)
+                ]
+                view = functools.reduce(
+                    lambda a, b: a.unionByName(b, allowMissingColumns=True), parts
+                )
+            own = [field for field in view.schema.fields if field.name not in _ORIGIN]
+            described = [(field.name, kind_of(field.dataType)) for field in own]
             view.createOrReplaceTempView(name)
         self.views.append(name)
         return described
@@ -365,25 +378,69 @@ def _window() -> Any:
 
 
 def _absolute(files: Sequence[str]) -> list[str]:
-    """The files as absolute paths: Spark resolves relative ones against the folder its
-    JVM started in, which need not be the working folder now."""
-    return [os.path.abspath(file) for file in files]
+    """The files as Spark reads them: absolute (Spark resolves relative paths against the
+    folder its JVM started in, which need not be the working folder now), on the local
+    file system whatever the session's default one (abrank found them there), and with
+    the characters of Hadoop's globs escaped (a file may be named ``part[1].csv``)."""
+    return [_local_uri(file) for file in files]
+
+
+def _local_uri(path: str, *, escaped: bool = True) -> str:
+    absolute = os.path.abspath(path)
+    return "file://" + (_GLOB.sub(r"\\\1", absolute) if escaped else absolute)
+
+
+def _with_origin(functions: Any, frame: Any, files: Sequence[str], row: str | None) -> Any:
+    """``frame`` (read from ``files``) with each row's file as given (``abrank_file``) and
+    its row in that file (``abrank_row``: the column ``row`` of Spark's, or NULL)."""
+    number = functions.col(row) if row else functions.lit(None).cast("bigint")
+    return frame.select(
+        "*", _given_file(functions, files).alias("abrank_file"), number.alias("abrank_row")
+    )
+
+
+def _by_header(files: Sequence[str]) -> list[list[str]]:
+    """CSV files grouped by their first line (the header), groups in order of first file."""
+    groups: dict[bytes, list[str]] = {}
+    for file in files:
+        try:
+            with open_bytes(file) as handle:
+                header = handle.readline().rstrip(b"\r\n")
+        except (OSError, EOFError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise DataError(f"{file}: expected a readable log file, got {reason}") from None
+        groups.setdefault(header, []).append(file)
+    return list(groups.values())
 
 
 def _given_file(functions: Any, files: Sequence[str]) -> Any:
-    """The file of each row as given to abrank: Spark's ``_metadata.file_path`` is a
-    URI (``file:/logs/date%3D1/part-0.parquet``), here decoded to the absolute path and
-    mapped back to the spelling of ``files`` where that differs."""
-    uri = functions.col("_metadata.file_path")
-    # url_decode reads '+' as a space: keep a path's own '+' by encoding it first
-    decoded = functions.url_decode(functions.replace(uri, functions.lit("+"), functions.lit("%2B")))
-    path = functions.regexp_replace(decoded, "^file:/+", "/")
-    renamed = {os.path.abspath(file): str(file) for file in files}
-    renamed = {absolute: given for absolute, given in renamed.items() if absolute != given}
-    if not renamed:
-        return path
+    """The file of each row as given to abrank. Spark's ``_metadata.file_path`` is a URI
+    (``file:/logs/my%20log/part-0.parquet``): its scheme is cut, it is percent-decoded
+    where it holds a ``%``, and the absolute path is spelled as ``files`` spell it (cut to
+    the working folder when they are relative to it; else looked up). Cheap string
+    operations per row: the URI is the same for every row of a file, but Spark computes
+    it row by row, so the common case avoids url_decode and lookups."""
+    uri = "_metadata.file_path"
+    path = (
+        f"CASE WHEN startswith({uri}, 'file:///') THEN substr({uri}, 8) "
+        f"WHEN startswith({uri}, 'file:/') THEN substr({uri}, 6) ELSE {uri} END"
+    )
+    # url_decode reads '+' as a space: a path's own '+' is encoded first
+    decoded = functions.expr(
+        f"CASE WHEN contains({path}, '%') THEN url_decode(replace({path}, '+', '%2B')) "
+        f"ELSE {path} END"
+    )
+    given = [str(file) for file in files]
+    if all(os.path.isabs(f) and os.path.normpath(f) == f for f in given):
+        return decoded
+    folder = os.getcwd()
+    if all(not os.path.isabs(f) and os.path.normpath(f) == f for f in given):
+        return functions.substring(decoded, len(folder.rstrip("/")) + 2, 1 << 30)
+    renamed = {os.path.abspath(file): file for file in given}
     pairs = [functions.lit(part) for item in renamed.items() for part in item]
-    return functions.coalesce(functions.try_element_at(functions.create_map(*pairs), path), path)
+    return functions.coalesce(
+        functions.try_element_at(functions.create_map(*pairs), decoded), decoded
+    )
 
 
 def _setting(value: Any) -> str:
@@ -420,7 +477,27 @@ def _first_line(exc: BaseException) -> str:
 
 @contextmanager
 def _quiet() -> Iterator[None]:
-    """pyspark's notice about the pandas version left out of abrank's output."""
+    """pyspark's notice about the pandas version, and its logging of each failure (a JSON
+    record with the JVM's stack, on stderr), left out while abrank runs a statement: the
+    failure comes back as an abrank message instead."""
+    loggers = _failure_loggers()
+    before = [logger.disabled for logger in loggers]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_PANDAS_NOTICE, category=FutureWarning)
-        yield
+        for logger in loggers:
+            logger.disabled = True
+        try:
+            yield
+        finally:
+            for logger, disabled in zip(loggers, before):
+                logger.disabled = disabled
+
+
+def _failure_loggers() -> list[Any]:
+    """The loggers pyspark (4 and later) writes a failed statement's context to."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:
+        return []
+    names = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+    return [PySparkLogger.getLogger(name) for name in names]
