@@ -8,7 +8,8 @@ each in its own child process, measured by wall time and peak RSS (``os.wait4``)
 - the same on a dated config with a cumulative window (one file per date);
 - a hand-written DuckDB query of the same per-user sums (click_rr@10 and ctr@3);
 - ``abrank run --engine spark`` on the glob config, Spark in local mode (``local[*]``;
-  ``--no-spark`` skips it, ``--spark-memory 4GB`` sets its driver memory);
+  ``--no-spark`` skips it, ``--spark-memory 4GB`` sets its driver memory), and the same
+  hand-written per-user sums on Spark (session start included in both);
 - ``abrank run`` on the memory engine (the dated config; ``--no-memory`` skips it).
 
 Peak memory is the largest resident size of the child's process tree, summed over its
@@ -266,12 +267,24 @@ def main() -> None:
         ),
     ]  # fmt: skip
     if not args.no_spark:
-        cases.append(
+        spark_sql = HAND_SQL.replace("read_parquet('{glob}')", "logs")
+        spark_hand = (
+            "from pyspark.sql import SparkSession; "
+            "spark = SparkSession.builder.master('local[*]')"
+            ".config('spark.ui.enabled', 'false').getOrCreate(); "
+            f"spark.read.parquet({str(folder / 'logs')!r}).createOrReplaceTempView('logs'); "
+            f"print(spark.sql({spark_sql!r}).toArrow().num_rows); spark.stop()"
+        )
+        cases += [
+            (
+                "hand-written Spark SQL (per-user sums)",
+                [sys.executable, "-c", spark_hand],
+            ),
             (
                 "abrank run --engine spark (glob, local[*])",
                 [*run, str(folder / "spark.yaml"), "--out", str(folder / "out-spark")],
-            )
-        )
+            ),
+        ]
     if not args.no_memory:
         cases.append(
             (

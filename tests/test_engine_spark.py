@@ -355,7 +355,7 @@ def test_lines_are_numbered_within_their_file_across_splits(spark, tmp_path, mon
 
 
 def test_spark_options_in_the_config(tmp_path):
-    from abrank.engines.sql.spark import driver_memory
+    from abrank.engines.sql.spark import driver_memory, local_cores
 
     (tmp_path / "log.parquet").write_bytes(b"")
     base = write_experiment(tmp_path).read_text()
@@ -374,6 +374,9 @@ def test_spark_options_in_the_config(tmp_path):
     assert driver_memory("2GiB") == "2048m"
     assert driver_memory("1GB") == "954m"  # 10**9 bytes
     assert driver_memory("1.5 GiB") == "1536m"
+    assert (local_cores("local"), local_cores("local[3]"), local_cores("local[2,4]")) == (1, 3, 2)
+    assert local_cores("local[*]") == os.cpu_count()
+    assert local_cores("spark://host:7077") is None and local_cores("yarn") is None
 
 
 @pytest.mark.parametrize(
@@ -427,3 +430,10 @@ def test_a_missing_java_runtime_is_named(monkeypatch):
         match=r"engine: spark: expected a Java runtime \(17 or later: e.g. Debian's openjdk-17-jre-headless\) on the PATH or in JAVA_HOME",
     ):
         start_session({"master": "local[1]"})
+
+
+def test_only_sql_engines_have_backends():
+    with pytest.raises(
+        ConfigError, match=r"engine: expected an SQL engine \(duckdb, spark\), got 'memory'"
+    ):
+        open_backend("memory")
