@@ -437,3 +437,23 @@ def test_only_sql_engines_have_backends():
         ConfigError, match=r"engine: expected an SQL engine \(duckdb, spark\), got 'memory'"
     ):
         open_backend("memory")
+
+
+def test_a_session_already_running_is_used_from_any_thread_and_not_stopped(spark):
+    import threading
+
+    from abrank.engines.sql.spark import SparkBackend
+
+    found = {}
+
+    def open_and_close() -> None:
+        backend = SparkBackend(options={"master": "local[1]"})
+        found["own"] = backend.own
+        found["answer"] = backend.run("SELECT 6 * 7 AS n").to_pylist()[0]["n"]
+        backend.close()
+
+    thread = threading.Thread(target=open_and_close)
+    thread.start()
+    thread.join()
+    assert found == {"own": False, "answer": 42}
+    assert spark.sql("SELECT 1 AS n").collect()[0]["n"] == 1  # still running

@@ -214,7 +214,7 @@ class SparkBackend:
         sql = _modules()
         self.options = dict(options or {})
         if session is None:
-            session = sql.SparkSession.getActiveSession()
+            session = _running_session(sql)
             self.own = session is None
             if session is None:
                 session = start_session(self.options)
@@ -382,6 +382,19 @@ class SparkBackend:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _running_session(sql: Any) -> Any:
+    """The session already running in this process, if any: the thread's active one, or
+    the one on the process's SparkContext (another thread's), which is not abrank's to stop."""
+    active = sql.SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    import pyspark
+
+    if getattr(pyspark.SparkContext, "_active_spark_context", None) is not None:
+        return sql.SparkSession.builder.getOrCreate()
+    return None
 
 
 def _functions() -> Any:
