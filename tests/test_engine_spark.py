@@ -355,7 +355,7 @@ def test_lines_are_numbered_within_their_file_across_splits(spark, tmp_path, mon
 
 
 def test_spark_options_in_the_config(tmp_path):
-    from abrank.engines.sql.spark import driver_memory, local_cores
+    from abrank.engines.sql.spark_session import driver_memory, local_cores
 
     (tmp_path / "log.parquet").write_bytes(b"")
     base = write_experiment(tmp_path).read_text()
@@ -421,7 +421,7 @@ def test_a_missing_pyspark_names_the_extra_to_install(log_folder, monkeypatch):
 
 def test_a_missing_java_runtime_is_named(monkeypatch):
     pytest.importorskip("pyspark")
-    from abrank.engines.sql.spark import start_session
+    from abrank.engines.sql.spark_session import start_session
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", "")
