@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--engine",
         metavar="NAME",
-        help="override the config's engine: memory, or duckdb (offline replays, online click logs)",
+        help="override the config's engine: memory, duckdb or spark",
     )
     run.add_argument(
         "--format",

@@ -2,12 +2,14 @@
 
 A fresh clone elsewhere has no such folder: the tests that read it are then skipped with a
 one-line reason. In CI (``CI=true``) the folder is always laid beside the checkout, so its
-absence is a failure rather than a silent skip.
+absence is a failure rather than a silent skip. The same holds for the Spark tests' session
+(``spark``): pyspark and a Java runtime are installed in CI.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,30 @@ def shared_data() -> Path:
             pytest.fail(f"{reason} (expected in CI)")
         pytest.skip(reason)
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """A local SparkSession (2 cores, 4 shuffle partitions, no web UI), stopped at the end."""
+    problem = None
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        problem = "pyspark is not installed (pip install 'abrank[spark]')"
+    if problem is None and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        problem = "no Java runtime for Spark (openjdk-17-jre-headless)"
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{problem} (expected in CI)")
+        pytest.skip(problem)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("FATAL")
+    yield session
+    session.stop()

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from trees import assert_same_summary
 
 from abrank import run_experiment
 from abrank.analysis.engine import choose_engine
@@ -26,8 +27,18 @@ from abrank.errors import DataError
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "experiments" / "demo-interleaving.yaml"
 
-#: The SQL engines: the value of ``engine=`` that runs each (a Spark entry is one more line).
-ENGINES = [pytest.param("duckdb", id="duckdb")]
+#: The SQL engines under test, by the name ``engine=`` takes.
+ENGINES = ["duckdb", "spark"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request) -> str:
+    """An SQL engine's name; for spark, with the test session's SparkSession running (the
+    engine then runs on it, and leaves it running)."""
+    if request.param == "spark":
+        request.getfixturevalue("spark")
+    return request.param
+
 
 TEAMS = ("bm25", "reranker", "hybrid")
 
@@ -157,22 +168,6 @@ def outcome_totals(memory) -> dict:
     return out
 
 
-def assert_same_summary(memory, sql, path: str = "") -> None:
-    """Every key and value equal, numbers to 1e-9."""
-    if isinstance(memory, dict):
-        assert set(memory) == set(sql), path
-        for key in memory:
-            assert_same_summary(memory[key], sql[key], f"{path}.{key}")
-    elif isinstance(memory, list):
-        assert len(memory) == len(sql), path
-        for i, (a, b) in enumerate(zip(memory, sql)):
-            assert_same_summary(a, b, f"{path}[{i}]")
-    elif isinstance(memory, float) and isinstance(sql, (float, int)):
-        assert sql == pytest.approx(memory, rel=1e-9, abs=1e-9, nan_ok=True), path
-    else:
-        assert memory == sql, path
-
-
 # --------------------------------------------------------------------------- counts
 
 
@@ -186,7 +181,6 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", list(CASES))
 def test_per_unit_counts_equal_the_memory_engines(tmp_path, engine, case):
     options = CASES[case]
@@ -216,7 +210,7 @@ def test_per_unit_counts_equal_the_memory_engines(tmp_path, engine, case):
     assert sql.outcomes and all(t.empty for t in sql.outcomes.values())
 
 
-def test_counts_by_hand_on_a_tiny_log(tmp_path):
+def test_counts_by_hand_on_a_tiny_log(tmp_path, engine):
     """Three impressions of two users; the counts worked out by hand."""
     log = pd.DataFrame(
         {
@@ -231,36 +225,34 @@ def test_counts_by_hand_on_a_tiny_log(tmp_path):
     )
     log.to_parquet(tmp_path / "log.parquet")
     config = write_config(tmp_path, teams=("a", "b"), extra="")
-    for engine in [p.values[0] for p in ENGINES]:
-        sql = sql_scores(config, engine)
-        # i1: b 2 clicks vs a 1 (win), by sat (b's rank-3 click has no dwell): 1 vs 1 (tie)
-        # i2: no click (tie); i3: a clicked (loss), not satisfied (dwell 10): tie
-        clicks = sql.unit_counts[("b", "clicks")]
-        sat = sql.unit_counts[("b", "sat_clicks")]
-        assert list(clicks.index) == ["u1", "u2"]
-        assert clicks.to_dict("list") == {
-            "wins": [1, 0],
-            "ties": [1, 0],
-            "losses": [0, 1],
-            "clicked": [1, 1],
-            "first_control": [1, 0],
-            "first_treatment": [1, 1],
-        }
-        assert sat[["wins", "ties", "losses"]].to_dict("list") == {
-            "wins": [0, 0],
-            "ties": [2, 1],
-            "losses": [0, 0],
-        }
-        assert (sql.impressions, sql.units, sql.clicked) == (3, 2, 2)
-        assert sql.per_arm == {"a": (3, 2), "b": (3, 2)}
-        assert sql.first_team == {"a": 1, "b": 2}
-        assert sql.same_lists is None
+    sql = sql_scores(config, engine)
+    # i1: b 2 clicks vs a 1 (win), by sat (b's rank-3 click has no dwell): 1 vs 1 (tie)
+    # i2: no click (tie); i3: a clicked (loss), not satisfied (dwell 10): tie
+    clicks = sql.unit_counts[("b", "clicks")]
+    sat = sql.unit_counts[("b", "sat_clicks")]
+    assert list(clicks.index) == ["u1", "u2"]
+    assert clicks.to_dict("list") == {
+        "wins": [1, 0],
+        "ties": [1, 0],
+        "losses": [0, 1],
+        "clicked": [1, 1],
+        "first_control": [1, 0],
+        "first_treatment": [1, 1],
+    }
+    assert sat[["wins", "ties", "losses"]].to_dict("list") == {
+        "wins": [0, 0],
+        "ties": [2, 1],
+        "losses": [0, 0],
+    }
+    assert (sql.impressions, sql.units, sql.clicked) == (3, 2, 2)
+    assert sql.per_arm == {"a": (3, 2), "b": (3, 2)}
+    assert sql.first_team == {"a": 1, "b": 2}
+    assert sql.same_lists is None
 
 
 # --------------------------------------------------------------------------- readouts
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_the_bundled_demo_gives_the_same_summary(engine):
     if not DEMO.exists():
         pytest.skip("experiments/demo-interleaving.yaml is not in this checkout")
@@ -274,7 +266,6 @@ def test_the_bundled_demo_gives_the_same_summary(engine):
     assert sql.per_query.empty and list(sql.per_query.columns) == list(memory.per_query.columns)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_multileaving_all_pairs_with_segments_and_the_bootstrap(tmp_path, engine):
     """Few units (the bootstrap draws units by index, so their order matters too)."""
     make_log(11, impressions=150, users=25, teams=TEAMS, ids="mixed").to_parquet(
@@ -294,7 +285,6 @@ def test_multileaving_all_pairs_with_segments_and_the_bootstrap(tmp_path, engine
     pd.testing.assert_frame_equal(memory.unit_values, sql.unit_values)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_each_impression_its_own_unit_and_a_csv_log(tmp_path, engine):
     make_log(3, impressions=200, ids="int").to_csv(tmp_path / "log.csv", index=False)
     config = write_config(
@@ -307,7 +297,6 @@ def test_each_impression_its_own_unit_and_a_csv_log(tmp_path, engine):
     assert memory.summary["comparisons"][0]["n_units"] == {"all": 200}
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_a_folder_of_parquet_files_equals_the_single_file(tmp_path, engine):
     log = make_log(5, impressions=300)
     log.to_parquet(tmp_path / "log.parquet")
@@ -328,7 +317,6 @@ def test_a_folder_of_parquet_files_equals_the_single_file(tmp_path, engine):
     ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_a_duckdb_connection_runs_the_interleaved_experiment(tmp_path, engine):
     import duckdb
 
@@ -391,7 +379,6 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("change, message", BAD)
 def test_bad_rows_and_impressions_name_the_file_row_and_impression(
     tmp_path, engine, change, message
@@ -402,7 +389,6 @@ def test_bad_rows_and_impressions_name_the_file_row_and_impression(
         run_experiment(config, engine=engine)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_missing_columns_list_the_columns_found(tmp_path, engine):
     bad_log().drop(columns="team").to_parquet(tmp_path / "log.parquet")
     config = write_config(tmp_path, teams=("a", "b"), extra="")
@@ -425,7 +411,6 @@ def test_missing_columns_list_the_columns_found(tmp_path, engine):
         run_experiment(write_config(tmp_path, teams=("a", "b"), extra=""), engine=engine)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_a_csv_log_names_the_impression_and_an_impression_in_two_files(tmp_path, engine):
     bad_log(team=(2, "c")).to_csv(tmp_path / "log.csv", index=False)
     config = write_config(tmp_path, log="log.csv", teams=("a", "b"), extra="")
@@ -443,7 +428,6 @@ def test_a_csv_log_names_the_impression_and_an_impression_in_two_files(tmp_path,
         run_experiment(config, engine=engine)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path, engine):
     rank = list(range(1, 71))
     log = pd.DataFrame(
@@ -467,7 +451,6 @@ def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path, engine):
         run_experiment(config, engine=engine)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_the_cli_runs_on_an_sql_engine_and_exits_2_on_bad_input(tmp_path, engine, capsys):
     make_log(1, impressions=120).to_parquet(tmp_path / "log.parquet")
     out = tmp_path / "out"
@@ -492,7 +475,6 @@ def test_the_cli_runs_on_an_sql_engine_and_exits_2_on_bad_input(tmp_path, engine
         assert not (tmp_path / "bad").exists()
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_validate_reads_the_log_on_the_configs_engine_with_the_same_counts(
     tmp_path, engine, capsys
 ):

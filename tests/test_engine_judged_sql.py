@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import sqlglot
+from trees import assert_same_summary
 
 from abrank.analysis import run_experiment
 from abrank.cli import main
@@ -39,14 +40,24 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 
 
-def duckdb_backend():
+def duckdb_backend(request):
     from abrank.engines.sql.duckdb import DuckDBBackend
 
     return DuckDBBackend()
 
 
-#: One factory per SQL backend under test (a Spark backend is one more line).
-BACKENDS: list[Callable] = [pytest.param(duckdb_backend, id="duckdb")]
+def spark_backend(request):
+    """A backend on the test session's SparkSession (conftest's ``spark``)."""
+    from abrank.engines.sql.spark import SparkBackend
+
+    return SparkBackend(request.getfixturevalue("spark"))
+
+
+#: One factory per SQL backend under test (each takes the requesting fixture).
+BACKENDS: list[Callable] = [
+    pytest.param(duckdb_backend, id="duckdb"),
+    pytest.param(spark_backend, id="spark"),
+]
 
 #: Every family, cutoffs, both thresholds, exp gain and judged-only variants at once.
 METRICS = [
@@ -84,7 +95,7 @@ METRICS = [
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def backend(request):
-    made = request.param()
+    made = request.param(request)
     yield made
     made.close()
 
@@ -152,15 +163,28 @@ def _has_duplicates(path: Path) -> bool:
     return len(pairs) != len(set(pairs))
 
 
+def _run_options(index: int) -> dict:
+    """complete and depth alternate over the runs: each setting meets many runs."""
+    return {"complete": index % 2 == 0, "depth": 1000 if index % 3 else 50}
+
+
+@pytest.fixture(scope="module")
+def duck():
+    """A DuckDB backend (the per-run test; Spark scores every run in fewer statements)."""
+    made = duckdb_backend(None)
+    yield made
+    made.close()
+
+
 @pytest.mark.parametrize(
     ("index", "qrels", "run"),
     [(i, q, r) for i, (q, r) in enumerate(REAL_RUNS)] or [(0, "", "")],
     ids=[r for _, r in REAL_RUNS] or ["no-shared-data"],
 )
-def test_every_shared_run_scores_as_on_the_memory_engine(shared_data, backend, index, qrels, run):
+def test_every_shared_run_scores_as_on_the_memory_engine(shared_data, duck, index, qrels, run):
+    backend = duck
     qrels_path, run_path = shared_data / qrels, shared_data / run
-    # complete and depth alternate over the runs: each setting meets many runs
-    options = {"complete": index % 2 == 0, "depth": 1000 if index % 3 else 50}
+    options = _run_options(index)
     duplicates = "first" if _has_duplicates(run_path) else "error"
     ranked = open_rankings(
         backend, f"run_{index}", TableSource((str(run_path),), "trec", run, duplicates=duplicates)
@@ -179,6 +203,58 @@ def test_every_shared_run_scores_as_on_the_memory_engine(shared_data, backend, i
     )
     assert_same_scores(memory, sql)
     assert len(sql.values) > 0
+
+
+def test_every_shared_run_scores_on_spark_as_on_the_memory_engine(shared_data, spark, tmp_path):
+    """Every shared run on Spark, in one statement per setting of complete and depth: the
+    runs' rankings and judgments as one table each, every query id prefixed by its run
+    (queries are scored apart, so this is each run scored alone), against the memory
+    engine on the same tables."""
+    from abrank.engines.sql.spark import SparkBackend
+
+    groups: dict[tuple, list[int]] = {}
+    for index in range(len(REAL_RUNS)):
+        groups.setdefault(tuple(sorted(_run_options(index).items())), []).append(index)
+    backend = SparkBackend(spark)
+    try:
+        for g, (options, indexes) in enumerate(groups.items()):
+            rankings, judgments = [], []
+            for index in indexes:
+                qrels, run = REAL_RUNS[index]
+                duplicates = "first" if _has_duplicates(shared_data / run) else "error"
+                ranked = read_trec_run(shared_data / run, duplicates=duplicates)
+                judged = read_trec_qrels(shared_data / qrels)
+                for frame, out in ((ranked, rankings), (judged, judgments)):
+                    frame = frame.assign(query_id=f"{index}/" + frame["query_id"].astype(str))
+                    out.append(frame[[c for c in frame.columns if c != "rank"]])
+            for name, frames in (("rankings", rankings), ("judgments", judgments)):
+                pd.concat(frames, ignore_index=True).to_parquet(tmp_path / f"{name}-{g}.parquet")
+            files = {n: str(tmp_path / f"{n}-{g}.parquet") for n in ("rankings", "judgments")}
+            opened = open_rankings(
+                backend, f"runs_{g}", TableSource((files["rankings"],), "parquet", "runs")
+            )
+            judged = open_judgments(
+                backend, f"qrels_{g}", TableSource((files["judgments"],), "parquet", "qrels")
+            )
+            sql = score_arm_sql(
+                backend,
+                opened.sql,
+                judged.sql,
+                METRICS,
+                ranked_by=opened.ranked_by,
+                **dict(options),
+            )
+            memory = score_arm(
+                pd.read_parquet(files["rankings"]),
+                pd.read_parquet(files["judgments"]),
+                METRICS,
+                **dict(options),
+            )
+            assert_same_scores(memory, sql)
+            runs = {q.split("/")[0] for q in sql.values.index}
+            assert runs == {str(i) for i in indexes}
+    finally:
+        backend.close()
 
 
 def test_a_run_with_a_pair_ranked_twice_is_refused_as_the_reader_refuses_it(shared_data, backend):
@@ -424,38 +500,24 @@ def test_tables_score_as_the_memory_engine_reads_them(backend, tmp_path):
 # --------------------------------------------------------------------------- pipeline
 
 
-def assert_same_summary(memory, sql, path: str = "") -> None:
-    """Every key and value equal, numbers to 1e-9 (no field differs between engines)."""
-    if isinstance(memory, dict):
-        assert set(memory) == set(sql), path
-        for key in memory:
-            assert_same_summary(memory[key], sql[key], f"{path}.{key}")
-    elif isinstance(memory, list):
-        assert len(memory) == len(sql), path
-        for i, (a, b) in enumerate(zip(memory, sql, strict=True)):
-            assert_same_summary(a, b, f"{path}[{i}]")
-    elif isinstance(memory, float) and isinstance(sql, float):
-        assert sql == pytest.approx(memory, rel=1e-9, abs=1e-9, nan_ok=True), path
-    else:
-        assert memory == sql, path
+def test_the_sql_engines_run_offline_experiments():
+    assert "offline" in SUPPORTED["duckdb"] and "offline" in SUPPORTED["spark"]
 
 
-def test_duckdb_runs_offline_experiments():
-    assert "offline" in SUPPORTED["duckdb"]
-
-
-def test_the_demo_experiment_gives_the_same_summary_on_duckdb():
+def test_the_demo_experiment_gives_the_same_summary_on_every_engine(request):
     """The bundled demo (a CSV and a JSON Lines log with segment columns, TSV judgments)
-    gives the same summary.json on both engines; 2,000 resamples instead of the config's
-    10,000 keep the test quick (the resampling runs in NumPy on either engine)."""
+    gives the same summary.json on the three engines; 2,000 resamples instead of the
+    config's 10,000 keep the test quick (the resampling runs in NumPy on every engine)."""
     config = load_experiment(ROOT / "experiments" / "demo-reranker.yaml")
     analysis = config.analysis.model_copy(update={"resamples": 2000})
     config = config.model_copy(update={"analysis": analysis})
     memory = run_experiment(config)
-    sql = run_experiment(config, engine="duckdb")
-    assert_same_summary(json.loads(json.dumps(memory.summary)), json.loads(json.dumps(sql.summary)))
-    assert len(sql.summary["comparisons"]) > 4  # overall and per segment
-    pd.testing.assert_frame_equal(sql.per_query, memory.per_query)
+    expected = json.loads(json.dumps(memory.summary))
+    for engine in ("duckdb", request.getfixturevalue("spark")):
+        sql = run_experiment(config, engine=engine)
+        assert_same_summary(expected, json.loads(json.dumps(sql.summary)))
+        assert len(sql.summary["comparisons"]) > 4  # overall and per segment
+        pd.testing.assert_frame_equal(sql.per_query, memory.per_query)
 
 
 def _experiment(tmp_path: Path, control: str, treatment: str, qrels: str, extra: str = "") -> Path:

@@ -63,10 +63,11 @@ def run_experiment(
 ) -> Readout:
     """Load, score and compare the arms of one experiment; return its readout (nothing written).
 
-    ``engine`` overrides the config's ``engine:``: a name (``memory``, ``duckdb``), a
-    mapping of engine options, or a ``duckdb.DuckDBPyConnection`` to run on (used as it
-    is, left open). ``duckdb`` runs offline experiments on judged metrics, online
-    experiments on click metrics and interleaving experiments; an engine that
+    ``engine`` overrides the config's ``engine:``: a name (``memory``, ``duckdb``,
+    ``spark``), a mapping of engine options, or a ``duckdb.DuckDBPyConnection`` or
+    ``pyspark.sql.SparkSession`` to run on (used as it is, left open). ``duckdb`` and
+    ``spark`` run offline experiments on judged metrics, online experiments on click
+    metrics and interleaving experiments; an engine that
     cannot run the experiment is a ConfigError naming what each engine runs now.
 
     ``date`` (``YYYY-MM-DD``) runs a dated config for that date: its ``{date}`` paths read

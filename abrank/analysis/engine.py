@@ -32,7 +32,8 @@ __all__ = ["EngineChoice", "choose_engine", "expand_files", "score_online_sql"]
 
 @dataclasses.dataclass(frozen=True)
 class EngineChoice:
-    """An engine by name, its options, and the caller's connection when one was given."""
+    """An engine by name, its options, and the caller's DuckDB connection or SparkSession
+    when one was given (used as it is, left open)."""
 
     name: str
     options: dict[str, Any]
@@ -43,19 +44,21 @@ class EngineChoice:
         return {
             "name": self.name,
             "options": dict(self.options),
-            "connection": self.connection is not None,
+            "connection": self.connection is not None,  # or session
         }
 
 
 def choose_engine(experiment: Experiment, engine: Any = None) -> EngineChoice:
     """The engine of this run: ``engine`` (a name, a mapping of the config's shape, an
-    :class:`~abrank.config.engine.EngineConfig`, or a DuckDB connection) or else the
+    :class:`~abrank.config.engine.EngineConfig`, a DuckDB connection or a SparkSession) or else the
     config's; a ConfigError for an unknown engine or one that cannot run this experiment."""
     connection = None
     if engine is None:
         config = experiment.engine
     elif _is_duckdb_connection(engine):
         config, connection = EngineConfig(name="duckdb"), engine
+    elif _is_spark_session(engine):
+        config, connection = EngineConfig(name="spark"), engine
     elif isinstance(engine, EngineConfig):
         config = engine
     elif isinstance(engine, (str, Mapping)):
@@ -69,7 +72,7 @@ def choose_engine(experiment: Experiment, engine: Any = None) -> EngineChoice:
     else:
         raise ConfigError(
             "engine: expected an engine name (" + ", ".join(ENGINE_NAMES) + "), a mapping of "
-            f"engine options or a DuckDB connection, got {type(engine).__name__}"
+            f"engine options, a DuckDB connection or a SparkSession, got {type(engine).__name__}"
         )
     from abrank.engines import check_supported
 
@@ -79,7 +82,7 @@ def choose_engine(experiment: Experiment, engine: Any = None) -> EngineChoice:
             if is_pattern(path, Path(path)):
                 raise ConfigError(
                     f"{experiment.source}: {key}: expected a file for engine memory, got "
-                    f"{display_path(path)!r}, a glob or folder of files (engine: duckdb reads those)"
+                    f"{display_path(path)!r}, a glob or folder of files (engines duckdb and spark read those)"
                 )
     return EngineChoice(config.name, config.options, connection)
 
@@ -95,6 +98,13 @@ def _engine_problem(engine: Any, exc: ValidationError) -> str:
 def _is_duckdb_connection(value: Any) -> bool:
     module = type(value).__module__ or ""
     return type(value).__name__ == "DuckDBPyConnection" and "duckdb" in module
+
+
+def _is_spark_session(value: Any) -> bool:
+    """A ``pyspark.sql.SparkSession`` (classic or Spark Connect), told by its type's name
+    so that pyspark is not imported to ask."""
+    module = type(value).__module__ or ""
+    return type(value).__name__ == "SparkSession" and module.startswith("pyspark")
 
 
 def _kind(experiment: Experiment, engine: str) -> str:
@@ -115,9 +125,10 @@ def _log_paths(experiment: Experiment) -> list[tuple[str, str]]:
     return [(key, path) for key, path in experiment.input_paths() if key.startswith(LOG_KEYS)]
 
 
-def expand_files(path: str, format: str | None) -> tuple[list[str], str]:
+def expand_files(path: str, format: str | None, engine: str = "duckdb") -> tuple[list[str], str]:
     """A log path's files, sorted, and their format: the file itself, the files a glob
-    matches, or every data file below a folder (hive partitions such as ``date=.../``)."""
+    matches, or every data file below a folder (hive partitions such as ``date=.../``);
+    ``engine`` is the SQL engine that will read them (named in messages)."""
     from abrank.io.detect import detect_format
 
     full = Path(path)
@@ -134,7 +145,7 @@ def expand_files(path: str, format: str | None) -> tuple[list[str], str]:
     fmt = detect_format(files[0], format, judgments=True)
     if fmt not in ("parquet", "csv", "tsv"):
         raise ConfigError(
-            f"{display_path(path)}: engine duckdb: expected parquet, csv or tsv logs, got format {fmt}"
+            f"{display_path(path)}: engine {engine}: expected parquet, csv or tsv logs, got format {fmt}"
         )
     return files, fmt
 
@@ -143,8 +154,8 @@ def score_online_sql(
     experiment: Experiment, choice: EngineChoice, say: Progress
 ) -> tuple[OnlineData, OnlineScores]:
     """The online inputs and per-unit sums of every arm, computed by an SQL engine."""
+    from abrank.engines.sql import open_backend
     from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
-    from abrank.engines.sql.duckdb import DuckDBBackend
     from abrank.metrics import parse_metric
 
     check_dated(experiment)
@@ -155,7 +166,7 @@ def score_online_sql(
 
     def add(config: Any, arm: str | None, role: str) -> None:
         for template in log_files(experiment, config.path):
-            files, fmt = expand_files(template, config.format)
+            files, fmt = expand_files(template, config.format, choice.name)
             source = LogSource(
                 files=tuple(files),
                 format=fmt,
@@ -173,7 +184,7 @@ def score_online_sql(
         for arm in experiment.arms:
             add(arm, arm.name, "control" if arm is experiment.control else "treatment")
     files = [file for source, _, _ in sources for file in source.files]
-    say(f"aggregating on duckdb ({shown_files(files)})")
+    say(f"aggregating on {choice.name} ({shown_files(files)})")
     request = ClickRequest(
         metrics=tuple(parse_metric(m) for m in experiment.metrics),
         arms=tuple(names),
@@ -182,7 +193,7 @@ def score_online_sql(
         sat_dwell=experiment.analysis.sat_dwell,
         drop_mixed=experiment.analysis.mixed_units == "drop",
     )
-    backend = DuckDBBackend(choice.connection, choice.options)
+    backend = open_backend(choice.name, choice.options, choice.connection)
     try:
         result = click_aggregates(backend, [s for s, _, _ in sources], request)
     finally:

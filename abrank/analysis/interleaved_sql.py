@@ -34,22 +34,13 @@ from abrank.analysis.interleaved import (
 from abrank.analysis.load import Progress, display_path, fingerprint, ranking_reader, shown_files
 from abrank.analysis.window import check_dated, dated_file, log_files, with_dated_files
 from abrank.config import Experiment
-from abrank.errors import ConfigError
+from abrank.engines.sql import open_backend
 
-__all__ = ["score_interleaved_sql", "sql_backend"]
+__all__ = ["score_interleaved_sql"]
 
 #: The columns of an outcome table besides the unit and the segments, in the memory
 #: engine's order (:data:`abrank.interleaving.credit.OUTCOME_COLUMNS`).
 _OUTCOME = ("treatment_credit", "control_credit", "outcome", "clicked", "first_team")
-
-
-def sql_backend(choice: EngineChoice) -> Any:
-    """The backend of an SQL engine (closed by the caller)."""
-    if choice.name == "duckdb":
-        from abrank.engines.sql.duckdb import DuckDBBackend
-
-        return DuckDBBackend(choice.connection, choice.options)
-    raise ConfigError(f"engine: expected an SQL engine for this path, got {choice.name!r}")
 
 
 def score_interleaved_sql(
@@ -90,7 +81,7 @@ def score_interleaved_sql(
     )
     files = [file for source in sources for file in source.files]
     say(f"crediting clicks to teams on {choice.name} ({shown_files(files)})")
-    backend = sql_backend(choice)
+    backend = open_backend(choice.name, choice.options, choice.connection)
     try:
         result = interleaved_aggregates(backend, sources, request)
     finally:

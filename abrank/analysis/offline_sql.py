@@ -38,6 +38,7 @@ from abrank.analysis.score import JUDGED_K, ScoredArms, curve_metrics, score_arm
 from abrank.analysis.unjudged import judged_only_names
 from abrank.analysis.window import check_dated, log_files, with_dated_files
 from abrank.config import Experiment
+from abrank.engines.sql import open_backend
 from abrank.errors import ConfigError, DataError
 
 __all__ = ["Scorer", "SqlOffline", "offline_inputs"]
@@ -63,14 +64,6 @@ def offline_inputs(
         offline.close()
 
 
-def _backend(choice: EngineChoice) -> Any:
-    if choice.name == "duckdb":
-        from abrank.engines.sql.duckdb import DuckDBBackend
-
-        return DuckDBBackend(choice.connection, choice.options)
-    raise ConfigError(f"engine: {choice.name}: expected an SQL engine this version runs, got none")
-
-
 def _files(path: str) -> list[str]:
     """A path's files: itself, or the files a glob matches (sorted)."""
     if any(char in path for char in "*?["):
@@ -89,7 +82,7 @@ class SqlOffline:
         self.experiment = with_dated_files(experiment)
         self.choice = choice
         self.say = say
-        self.backend = _backend(choice)
+        self.backend = open_backend(choice.name, choice.options, choice.connection)
         self.rankings: dict[str, Any] = {}
         self.judgments: Any = None
         self.engine = choice.name
@@ -355,7 +348,7 @@ def score_files(
     from abrank.io.detect import detect_format
 
     check_supported(engine, "offline")
-    backend = _backend(EngineChoice(engine, {}))
+    backend = open_backend(engine)
     try:
         ranked = open_rankings(
             backend, "abrank_rankings_0", TableSource((run,), detect_format(run), run)

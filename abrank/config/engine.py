@@ -1,10 +1,13 @@
 """The ``engine:`` of an experiment config: where its logs are turned into aggregates.
 
 ``engine: duckdb`` (a name) or a mapping with options,
-``engine: {name: duckdb, memory_limit: 2GB, threads: 2, temp_directory: /tmp/spill}``.
-The options apply to DuckDB only: ``memory_limit`` caps what it holds in memory (it spills
-to ``temp_directory`` beyond it), ``threads`` caps its worker threads. ``memory`` is the
-default. Which experiments each engine can run is the engines' business
+``engine: {name: duckdb, memory_limit: 2GB, threads: 2, temp_directory: /tmp/spill}`` or
+``engine: {name: spark, master: "local[*]", memory_limit: 4GB, spark_conf: {...}}``.
+Each option belongs to the engines listed in :data:`ENGINE_OPTIONS`: for DuckDB,
+``memory_limit`` caps what it holds in memory (it spills to ``temp_directory`` beyond it)
+and ``threads`` caps its worker threads; for Spark, ``master`` says where it runs and
+``memory_limit`` becomes ``spark.driver.memory``. ``memory`` is the default. Which
+experiments each engine can run is the engines' business
 (:func:`abrank.engines.check_supported`); this module only checks the config's shape.
 """
 
@@ -20,6 +23,22 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 #: Engine names a config may give, in the order messages list them.
 ENGINE_NAMES = ("memory", "duckdb", "spark")
 
+#: Option -> the engines that take it, in the order messages list them.
+ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "memory_limit": ("duckdb", "spark"),
+    "threads": ("duckdb",),
+    "temp_directory": ("duckdb",),
+    "master": ("spark",),
+    "spark_conf": ("spark",),
+}
+
+#: A Spark master URL: local mode (``local``, ``local[4]``, ``local[*]``, ``local[4,2]``),
+#: a standalone, Kubernetes or Mesos cluster's URL, or ``yarn``.
+_MASTER = re.compile(
+    r"^(local(\[(\*|[1-9]\d*)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]"
+    r"|(spark|k8s|mesos)://\S+|yarn)$"
+)
+
 #: A size as DuckDB reads it: a number and a unit (``500MB``, ``2GB``, ``1.5GiB``).
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
 
@@ -30,45 +49,74 @@ def _size(value: Any) -> Any:
     return value
 
 
+def _master(value: Any) -> Any:
+    if isinstance(value, str) and not _MASTER.match(value.strip()):
+        raise ValueError(
+            "a Spark master such as 'local[*]', 'local[4]', 'spark://host:7077', 'yarn' or "
+            "'k8s://https://host:443'"
+        )
+    return value.strip() if isinstance(value, str) else value
+
+
+def _spark_conf(value: Any) -> Any:
+    if isinstance(value, dict):
+        wrong = [str(key) for key in value if not str(key).startswith("spark.")]
+        if wrong:
+            raise ValueError(
+                "Spark settings whose names start with 'spark.' (such as "
+                f"spark.sql.shuffle.partitions), not {', '.join(map(repr, wrong))}"
+            )
+    return value
+
+
 class EngineConfig(BaseModel):
     """One engine and its options (DESIGN.md "Engines")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Literal[ENGINE_NAMES] = "memory"  # type: ignore[valid-type]
-    #: the most memory DuckDB may hold (it spills to ``temp_directory`` beyond it)
+    #: the most memory the engine may hold: DuckDB's ``memory_limit`` (it spills to
+    #: ``temp_directory`` beyond it), or Spark's ``spark.driver.memory`` (in local mode,
+    #: all that its tasks share) for a session abrank starts
     memory_limit: Annotated[str, BeforeValidator(_size)] | None = None
     #: DuckDB's worker threads (default: one per core)
     threads: int | None = Field(None, ge=1)
     #: where DuckDB spills what does not fit in ``memory_limit`` (as given: relative paths
     #: are relative to the working folder, as DuckDB takes them)
     temp_directory: str | None = Field(None, min_length=1)
+    #: where Spark runs a session abrank starts: ``local[*]`` (the default: every core of
+    #: this machine), ``local[4]``, ``spark://host:7077``, ``yarn``, ``k8s://...``
+    master: Annotated[str, BeforeValidator(_master)] | None = None
+    #: further settings of a Spark session abrank starts (``spark.sql.shuffle.partitions:
+    #: 64``, ``spark.executor.memory: 8g``, ...); a session passed in is used as it is
+    spark_conf: (
+        Annotated[dict[str, str | int | float | bool], BeforeValidator(_spark_conf)] | None
+    ) = None
 
     @model_validator(mode="after")
-    def _options_of_duckdb(self) -> EngineConfig:
-        given = [
-            key
-            for key in ("memory_limit", "threads", "temp_directory")
-            if key in self.model_fields_set
-        ]
-        if given and self.name != "duckdb":
+    def _options_of_the_engine(self) -> EngineConfig:
+        wrong: dict[tuple[str, ...], list[str]] = {}
+        for key, engines in ENGINE_OPTIONS.items():
+            if key in self.model_fields_set and self.name not in engines:
+                wrong.setdefault(engines, []).append(key)
+        if wrong:
+            engines, keys = next(iter(wrong.items()))
             raise ValueError(
-                f"options for engine duckdb ({', '.join(given)}), not for engine {self.name}"
+                f"options for engine {' or '.join(engines)} ({', '.join(keys)}), not for "
+                f"engine {self.name}"
+            )
+        if self.memory_limit is not None and "spark.driver.memory" in (self.spark_conf or {}):
+            raise ValueError(
+                "memory_limit or spark_conf's spark.driver.memory (memory_limit is "
+                "spark.driver.memory), not both"
             )
         return self
 
     @property
     def options(self) -> dict[str, Any]:
-        """The DuckDB settings that were given (name -> value)."""
-        return {
-            key: value
-            for key, value in (
-                ("memory_limit", self.memory_limit),
-                ("threads", self.threads),
-                ("temp_directory", self.temp_directory),
-            )
-            if value is not None
-        }
+        """The engine's settings that were given (name -> value)."""
+        given = {key: getattr(self, key) for key in ENGINE_OPTIONS}
+        return {key: value for key, value in given.items() if value is not None}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins: name and the options given."""

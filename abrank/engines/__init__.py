@@ -4,9 +4,9 @@ An engine takes rankings (and judgments) and returns per-query metric values; ev
 after that (statistics, readouts) works on those few numbers per query and does not care
 where they were computed. :mod:`abrank.engines.memory` is the in-memory engine (Arrow and
 NumPy, whole columns at once), and runs every kind of experiment; :mod:`abrank.engines.sql`
-defines the online click aggregations and the judged metrics once for the SQL engines
-(DuckDB now, Spark next), which return per-unit sums or per-query values only
-(:data:`SUPPORTED` says which engine runs what). Its vectorized kernels (trec_eval's ordering rule, dense query codes,
+defines the online click aggregations, the interleaving credits and the judged metrics
+once for the SQL engines (DuckDB and Spark), which return per-unit sums or per-query
+values only (:data:`SUPPORTED` says which engine runs what). Its vectorized kernels (trec_eval's ordering rule, dense query codes,
 64-bit document keys, the sort-based matcher of equal (query, doc) pairs) live in
 :mod:`abrank.io.arrow`, below both the readers and the engines, which share them.
 """
@@ -39,12 +39,11 @@ def get_engine(name: str = "memory") -> ModuleType:
 
 
 #: What each engine runs now: kinds of experiment (see :func:`check_supported`). The SQL
-#: engines' definitions of online click logs and of interleaved logs run on the backend
-#: :mod:`abrank.engines.sql.duckdb`.
+#: engines' backends are :data:`abrank.engines.sql.BACKENDS`.
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "memory": ("offline", "online", "interleaved"),
     "duckdb": ("offline", "online", "interleaved"),
-    "spark": (),
+    "spark": ("offline", "online", "interleaved"),
 }
 
 #: The words of each kind in messages.

@@ -8,7 +8,8 @@ interleaving credits and their per-unit counts (DESIGN.md "Interleaving") in
 dialect over relations of canonical columns (:mod:`abrank.engines.sql.sources` opens the
 logs so, :mod:`abrank.engines.sql.rankings` reads and checks rankings and judgments);
 :func:`compile_sql` turns a definition into the dialect of the engine that runs it. A backend module
-(:mod:`abrank.engines.sql.duckdb`; Spark next) only says how to open a log as a relation,
+(:mod:`abrank.engines.sql.duckdb`, :mod:`abrank.engines.sql.spark`; :data:`BACKENDS` names
+them, :func:`open_backend` opens one by engine name) only says how to open a log as a relation,
 how to run a statement and how the engine reports failures (:class:`Backend`): it holds
 no aggregation of its own, so a new engine is one small module, not a second copy of the
 metrics.
@@ -27,21 +28,33 @@ to DuckDB and Spark (Ibis itself compiles through sqlglot), but
 Results come back as Arrow tables of a few numbers per unit; the statistics then run on
 them in NumPy as for the memory engine.
 
-What comes next fits this shape: a Spark backend is a module whose ``register`` reads the
-files with ``spark.read`` (``input_file_name()`` as ``abrank_file``, ``abrank_row`` NULL)
-into a temporary view and whose ``run`` is ``spark.sql(...).toArrow()``, with
-``dialect = "spark"``, and whose ``register_lines``, ``materialize`` and ``drop`` give
-the text lines of TREC files, cached relations and their release.
+The Spark backend has this shape: its ``register`` reads the files with ``spark.read``
+(the path of each row's file as ``abrank_file``, the row of a Parquet file as
+``abrank_row``) into a temporary view, its ``register_lines`` reads text files with
+``spark.read.text``, ``materialize`` is a cached temporary view, and ``run`` is
+``spark.sql(...).toArrow()``, with ``dialect = "spark"``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import pyarrow as pa
 
-__all__ = ["Backend", "compile_sql", "quote"]
+from abrank.errors import ConfigError
+
+__all__ = ["BACKENDS", "Backend", "compile_sql", "open_backend", "quote"]
+
+#: Engine name -> ``module:class`` of its backend. A backend class takes the caller's
+#: connection or session (None: it opens its own, from the options) and the engine's
+#: options (:attr:`abrank.config.engine.EngineConfig.options`). A new SQL engine is one
+#: module and one entry here.
+BACKENDS: dict[str, str] = {
+    "duckdb": "abrank.engines.sql.duckdb:DuckDBBackend",
+    "spark": "abrank.engines.sql.spark:SparkBackend",
+}
 
 
 class Backend(Protocol):
@@ -85,6 +98,26 @@ class Backend(Protocol):
         """Run one compiled statement and return its result (engine failures become
         abrank errors that name the log)."""
         ...
+
+    def close(self) -> None:
+        """Drop the relations registered; close the connection (or stop the session) only
+        when the backend opened it."""
+        ...
+
+
+def open_backend(
+    name: str, options: Mapping[str, Any] | None = None, session_or_connection: Any = None
+) -> Backend:
+    """The backend of SQL engine ``name`` on the caller's DuckDB connection or SparkSession
+    (used as it is, not closed), or on one it opens with ``options``; a ConfigError for an
+    engine without one, or one whose packages are missing (saying what to install)."""
+    target = BACKENDS.get(name) if isinstance(name, str) else None
+    if target is None:
+        listed = ", ".join(BACKENDS)
+        raise ConfigError(f"engine: expected an SQL engine ({listed}), got {name!r}")
+    module, _, cls = target.partition(":")
+    backend = getattr(importlib.import_module(module), cls)
+    return backend(session_or_connection, options)
 
 
 def compile_sql(sql: str, dialect: str) -> str:

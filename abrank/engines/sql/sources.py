@@ -188,8 +188,8 @@ def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
     if "dwell" in layout.column:
         ref, kind = layout.ref("dwell"), layout.kind_of("dwell")
         seconds = number(ref, kind, source.decimal)
-        if kind in ("int", "float"):  # NaN is a missing dwell, as in the memory engine
-            seconds = f"CASE WHEN ISNAN({seconds}) THEN NULL ELSE {seconds} END"
+        # NaN (a float, or the text 'nan') is a missing dwell, as in the memory engine
+        seconds = f"CASE WHEN ISNAN({seconds}) THEN NULL ELSE {seconds} END"
         bad = (
             f"({ref} IS NOT NULL AND {seconds} IS NULL AND NULLIF(TRIM(CAST({ref} AS VARCHAR)), "
             f"'') IS NOT NULL AND LOWER(TRIM(CAST({ref} AS VARCHAR))) <> 'nan') "

@@ -1,0 +1,431 @@
+"""The Spark engine (local mode): online click sums equal to the memory engine's, and its errors.
+
+One SparkSession serves the whole test session (the ``spark`` fixture of conftest.py). Without pyspark or a
+Java runtime the Spark tests are skipped locally, and fail in CI (``CI=true``), which
+installs both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click_logs import (
+    BAD_CELLS,
+    METRICS,
+    ROOT,
+    assert_same_sums,
+    bad_log,
+    make_log,
+    memory_sums,
+    sums_on,
+    write_experiment,
+)
+from trees import assert_same_summary
+
+from abrank.analysis import run_experiment
+from abrank.cli import main
+from abrank.config import load_experiment, parse_experiment
+from abrank.engines.sql import open_backend
+from abrank.errors import ConfigError, DataError
+from abrank.io import read_impressions
+from abrank.metrics import parse_metric
+
+#: pyspark's own notice on importing its test helpers under pandas 3, not about abrank
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")
+
+
+def spark_sums(spark, path: Path, metrics, **options):
+    from abrank.engines.sql.spark import SparkBackend
+
+    return sums_on(SparkBackend(spark), path, metrics, **options)
+
+
+# --------------------------------------------------------------------------- sums
+
+
+@pytest.mark.parametrize("string_ids", [False, True])
+def test_per_unit_and_segment_sums_equal_the_memory_engines(spark, tmp_path, string_ids):
+    path = tmp_path / "log.parquet"
+    log = make_log(string_ids=string_ids)
+    log.to_parquet(path)
+    result = spark_sums(spark, path, METRICS, segments=("device",))
+    expected = memory_sums(path, METRICS)
+    by_device = memory_sums(path, METRICS, by="device")
+    for arm in ("a", "b"):
+        assert_same_sums(expected[arm], result.sums[arm])
+        assert_same_sums(by_device[arm], result.segment_sums["device"][arm])
+    assert result.file_rows == {str(path): len(log)}  # the path as given, not a file: URI
+    shown = log.groupby(["arm", "rank"]).size()
+    assert result.ctr_by_rank.set_index(["arm", "rank"])["impressions"].to_dict() == shown.to_dict()
+
+
+def test_units_come_back_in_the_byte_order_of_their_utf8_text(spark, tmp_path):
+    # binary order, not a locale's nor Java's UTF-16 order: 'B' < 'b' < 'e' < 'é' < 'ｚ' < '😀'
+    units = ["😀", "b", "ｚ", "é", "B", "10", "9", "e"]
+    frame = pd.DataFrame(
+        {
+            "impression_id": range(len(units)),
+            "user_id": units,
+            "rank": 1,
+            "doc_id": "d",
+            "clicked": 1,
+            "arm": ["a", "b"] * 4,
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    result = spark_sums(spark, path, ["ctr@1"])
+    expected = memory_sums(path, ["ctr@1"])
+    for arm in ("a", "b"):
+        mine = frame.loc[frame["arm"] == arm, "user_id"].tolist()
+        assert list(result.sums[arm].index) == sorted(mine, key=lambda u: u.encode("utf-8"))
+        assert_same_sums(expected[arm], result.sums[arm])
+
+
+def test_a_csv_log_equals_the_memory_engine_and_a_bad_cell_names_the_file(spark, tmp_path):
+    log = make_log(impressions=800)
+    log["user_id"] = "00" + log["user_id"].astype(str)  # leading zeros: text ids, not ints
+    log["dwell"] = log["dwell"].astype(object)
+    clicked = log["clicked"].to_numpy() == 1
+    log.loc[clicked, "dwell"] = [
+        ["nan", "NaN", 40.0, 5.0][i % 4] for i in range(clicked.sum())
+    ]  # nan: missing
+    path = tmp_path / "log.csv"
+    log.to_csv(path, index=False)
+    assert (log["dwell"] == "NaN").sum() > 10 and (log["dwell"] == 40.0).sum() > 10
+    result = spark_sums(spark, path, METRICS, fmt="csv")
+    expected = memory_sums(path, METRICS)
+    for arm in ("a", "b"):
+        assert result.sums[arm].index[0].startswith("00")
+        assert_same_sums(expected[arm], result.sums[arm])
+
+
+def test_csv_files_of_different_headers_are_read_by_column_name(spark, tmp_path):
+    from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
+    from abrank.engines.sql.spark import SparkBackend
+
+    log = make_log(impressions=600)
+    log.to_csv(tmp_path / "whole.csv", index=False)
+    first = log["impression_id"] % 2 == 0
+    log[first].to_csv(tmp_path / "part-0.csv", index=False)
+    log[~first][log.columns[::-1]].to_csv(tmp_path / "part-1.csv", index=False)  # reversed
+    files = (str(tmp_path / "part-0.csv"), str(tmp_path / "part-1.csv"))
+    request = ClickRequest(metrics=(parse_metric("click_rr@3"),), arms=("a", "b"))
+    backend = SparkBackend(spark)
+    try:
+        result = click_aggregates(backend, [LogSource(files, "csv", "parts")], request)
+    finally:
+        backend.close()
+    expected = memory_sums(tmp_path / "whole.csv", ["click_rr@3"])
+    for arm in ("a", "b"):
+        assert_same_sums(expected[arm], result.sums[arm])
+    assert result.file_rows == {files[0]: int(first.sum()), files[1]: int((~first).sum())}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [BAD_CELLS[0], BAD_CELLS[3], BAD_CELLS[5]],
+    ids=["clicked", "ranks-not-1..n", "two-units"],
+)
+def test_bad_cells_and_impressions_give_the_duckdb_engines_messages(
+    spark, tmp_path, change, message
+):
+    path = tmp_path / "log.csv"
+    bad_log(**change).to_csv(path, index=False)
+    with pytest.raises(DataError, match=message) as caught:
+        spark_sums(spark, path, ["click_rr@10", "sat_ctr@2"], fmt="csv", segments=("device",))
+    assert str(path) in str(caught.value) and "file:" not in str(caught.value)
+
+
+def test_a_parquet_log_names_the_row_and_a_missing_column_the_columns(spark, tmp_path):
+    path = tmp_path / "log.parquet"
+    bad_log(clicked=(2, 7)).astype({"clicked": "int64"}).to_parquet(path)
+    with pytest.raises(
+        DataError, match=r"log.parquet: row 3: clicked: expected 0, 1, true or false, got '7'"
+    ):
+        spark_sums(spark, path, ["ctr@1"])
+    bad_log().drop(columns="clicked").to_parquet(path)
+    with pytest.raises(
+        DataError,
+        match=r"log.parquet: expected a clicked column .*found columns: impression_id, user_id",
+    ):
+        spark_sums(spark, path, ["ctr@1"])
+
+
+def test_a_file_spark_cannot_read_is_a_message_naming_the_log(spark, tmp_path):
+    path = tmp_path / "log.parquet"
+    path.write_bytes(b"PAR1 this is no parquet file")
+    with pytest.raises(
+        DataError, match=r"log.parquet: expected a log Spark can read, got "
+    ) as caught:
+        spark_sums(spark, path, ["ctr@1"])
+    assert "Traceback" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+# --------------------------------------------------------------------------- experiments
+
+
+@pytest.fixture(scope="module")
+def log_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("spark")
+    make_log(impressions=2500).to_parquet(folder / "log.parquet")
+    return folder
+
+
+def test_the_bundled_online_demo_gives_one_summary_on_memory_duckdb_and_spark(spark):
+    experiment = load_experiment(ROOT / "experiments" / "demo-online.yaml")
+    fewer = experiment.analysis.model_copy(update={"resamples": 500})
+    experiment = experiment.model_copy(update={"analysis": fewer})
+    memory = run_experiment(experiment).summary
+    duckdb = run_experiment(experiment, engine="duckdb").summary
+    on_spark = run_experiment(experiment, engine="spark")
+    assert_same_summary(memory, duckdb)
+    assert_same_summary(memory, on_spark.summary)
+    assert on_spark.per_query.empty  # only per-unit sums left the engine
+    assert len(on_spark.summary["comparisons"]) > 5
+
+
+def test_hive_folders_and_globs_give_the_single_files_comparisons(spark, log_folder, tmp_path):
+    log = read_impressions(log_folder / "log.parquet")
+    log["impression_id"] = log["impression_id"].astype(int)
+    log["user_id"] = log["user_id"].astype(int)
+    for day, part in enumerate(np.array_split(np.sort(log["impression_id"].unique()), 3)):
+        folder = tmp_path / "logs" / f"date=2024-05-0{day + 1}"
+        folder.mkdir(parents=True)
+        log[log["impression_id"].isin(part)].to_parquet(folder / "part-0.parquet")
+    whole = run_experiment(write_experiment(log_folder)).summary  # the memory engine
+    glob = run_experiment(
+        write_experiment(tmp_path, "logs/date=*/part-*.parquet", "engine: spark\n")
+    ).summary
+    assert_same_summary(whole["comparisons"], glob["comparisons"])
+    assert [entry["rows"] for entry in glob["inputs"]] == [
+        int(len(pd.read_parquet(p))) for p in sorted((tmp_path / "logs").rglob("*.parquet"))
+    ]
+    assert glob["inputs"][0]["path"].endswith("date=2024-05-01/part-0.parquet")
+    folder = write_experiment(tmp_path, "logs", "engine: spark\n")  # the folder itself
+    assert_same_summary(whole["comparisons"], run_experiment(folder).summary["comparisons"])
+
+
+def test_hive_partitions_become_columns_and_files_keep_their_names(spark, tmp_path, monkeypatch):
+    from abrank.engines.sql.clicks import LogSource
+
+    root = tmp_path / "my logs+%[1]é"  # a space, '+', '%', glob characters, non-ASCII
+    for day in ("2024-05-01", "2024-05-02"):
+        (root / f"date={day}").mkdir(parents=True)
+        bad_log().to_parquet(root / f"date={day}" / "part 0+[x].parquet")
+    absolute = sorted(str(p) for p in root.rglob("*.parquet"))
+    monkeypatch.chdir(tmp_path)
+    relative = [str(Path(p).relative_to(tmp_path)) for p in absolute]
+    backend = open_backend("spark", {}, spark)
+    try:
+        for i, files in enumerate((absolute, relative)):
+            columns = backend.register(
+                f"abrank_test_{i}", LogSource(tuple(files), "parquet", "logs")
+            )
+            rows = backend.run(
+                "SELECT `date`, abrank_file, COUNT(*) AS n, MAX(abrank_row) AS last "
+                f"FROM abrank_test_{i} GROUP BY `date`, abrank_file ORDER BY abrank_file"
+            ).to_pylist()
+            assert ("date", "other") in columns and ("clicked", "int") in columns
+            assert [str(r["date"]) for r in rows] == ["2024-05-01", "2024-05-02"]
+            assert [(r["abrank_file"], r["n"], r["last"]) for r in rows] == [
+                (f, 4, 3) for f in files
+            ]
+    finally:
+        backend.close()
+    assert [t.name for t in spark.catalog.listTables() if t.isTemporary] == []
+
+
+def test_mixed_units_are_dropped_as_on_the_memory_engine_on_a_session_passed_in(spark, tmp_path):
+    log = make_log(impressions=1500)
+    users = log[log["user_id"] % 2 == 0].groupby("user_id")["impression_id"].agg(["min", "nunique"])
+    users = users[users["nunique"] > 1].head(3)  # 3 users of arm a with several impressions
+    log.loc[log["impression_id"].isin(users["min"]), "arm"] = "b"  # one of each seen in b
+    log.to_parquet(tmp_path / "log.parquet")
+    config = write_experiment(tmp_path)
+    config.write_text(
+        config.read_text().replace("  resamples: 300\n", "  resamples: 300\n  mixed_units: drop\n")
+    )
+    memory = run_experiment(config).summary
+    on_spark = run_experiment(config, engine=spark).summary  # the session, used as it is
+    assert memory["diagnostics"]["mixed_units"]["count"] == 3
+    assert_same_summary(memory, on_spark)
+    assert spark.sql("SELECT 41 + 1 AS n").collect()[0]["n"] == 42  # still running
+    assert [t.name for t in spark.catalog.listTables() if t.isTemporary] == []  # views dropped
+
+
+def test_the_cli_runs_on_spark_and_exits_2_on_bad_input(spark, log_folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    config = write_experiment(log_folder)
+    args = ["run", str(config), "--engine", "spark", "--out", str(out), "--quiet", "--no-history"]
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    memory = run_experiment(config).summary
+    assert summary["comparisons"][0]["metric"] == "click_rr@3"
+    assert summary["comparisons"][0]["delta"] == pytest.approx(memory["comparisons"][0]["delta"])
+    assert (out / "report.html").exists()
+    capsys.readouterr()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    bad_log(rank=(1, 5)).to_parquet(bad / "log.parquet")
+    code = main(["run", str(write_experiment(bad)), "--engine", "spark", "--out", str(bad / "o")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "impression '1': rank: expected ranks 1..2, each once, got ranks 1, 5" in err
+    assert "Traceback" not in err
+    assert not (bad / "o").exists()
+
+
+# --------------------------------------------------------------------------- lines
+
+
+def test_lines_are_numbered_within_their_file_across_splits(spark, tmp_path, monkeypatch):
+    from abrank.engines.sql.spark import SparkBackend
+
+    texts = {
+        "a.run": "".join(f"q{i} Q0 d{i} {i} 1.5 run\n" for i in range(300)),
+        "b.run": "q1 Q0 x 1 2 run\n\nq2 Q0 y 1 2 run\n",  # an empty line is a line too
+        "c.run": "last line without a newline",
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    files = ["a.run", str(tmp_path / "b.run"), "c.run"]  # relative and absolute, as given
+    backend = SparkBackend(spark)
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1000")  # a.run: 8 splits
+    try:
+        backend.register_lines("abrank_test_lines", files)
+        got = backend.run(
+            "SELECT abrank_file, abrank_row, line FROM abrank_test_lines "
+            "ORDER BY abrank_file, abrank_row"
+        ).to_pylist()
+        splits = backend.run(
+            "SELECT COUNT(DISTINCT _metadata.file_block_start) AS n FROM text.`"
+            + str(tmp_path / "a.run")
+            + "`"
+        ).to_pylist()[0]["n"]
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+        backend.close()
+    assert splits > 1  # the numbering is checked across splits of one file
+    expected = [
+        (given, i, line)
+        for given in files
+        for i, line in enumerate(texts[Path(given).name].splitlines())
+    ]
+    assert sorted((r["abrank_file"], r["abrank_row"], r["line"]) for r in got) == sorted(expected)
+
+
+# --------------------------------------------------------------------------- choices
+
+
+def test_spark_options_in_the_config(tmp_path):
+    from abrank.engines.sql.spark_session import driver_memory, local_cores
+
+    (tmp_path / "log.parquet").write_bytes(b"")
+    base = write_experiment(tmp_path).read_text()
+    text = base + (
+        'engine: {name: spark, master: "local[4]", memory_limit: 2GiB,'
+        " spark_conf: {spark.sql.shuffle.partitions: 8}}\n"
+    )
+    engine = parse_experiment(text, base_dir=tmp_path).engine
+    assert engine.to_dict() == {
+        "name": "spark",
+        "memory_limit": "2GiB",
+        "master": "local[4]",
+        "spark_conf": {"spark.sql.shuffle.partitions": 8},
+    }
+    assert parse_experiment(base + "engine: spark\n", base_dir=tmp_path).engine.options == {}
+    assert driver_memory("2GiB") == "2048m"
+    assert driver_memory("1GB") == "954m"  # 10**9 bytes
+    assert driver_memory("1.5 GiB") == "1536m"
+    assert (local_cores("local"), local_cores("local[3]"), local_cores("local[2,4]")) == (1, 3, 2)
+    assert local_cores("local[*]") == os.cpu_count()
+    assert local_cores("spark://host:7077") is None and local_cores("yarn") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "engine: {name: spark, master: locale}",
+            r"engine.master: expected a Spark master such as 'local\[\*\]', .*got 'locale'",
+        ),
+        (
+            "engine: {name: spark, spark_conf: {shuffle.partitions: 4}}",
+            r"engine.spark_conf: expected Spark settings whose names start with 'spark.'.*not 'shuffle.partitions'",
+        ),
+        (
+            "engine: {name: spark, threads: 2}",
+            r"engine: expected options for engine duckdb \(threads\), not for engine spark",
+        ),
+        (
+            "engine: {name: duckdb, master: local}",
+            r"engine: expected options for engine spark \(master\), not for engine duckdb",
+        ),
+        (
+            "engine: {name: spark, memory_limit: 1GB, spark_conf: {spark.driver.memory: 2g}}",
+            r"engine: expected memory_limit or spark_conf's spark.driver.memory",
+        ),
+    ],
+)
+def test_bad_spark_options_name_the_key(tmp_path, line, message):
+    (tmp_path / "log.parquet").write_bytes(b"")
+    with pytest.raises(ConfigError, match=message):
+        parse_experiment(write_experiment(tmp_path).read_text() + line + "\n", base_dir=tmp_path)
+
+
+def test_a_missing_pyspark_names_the_extra_to_install(log_folder, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now fails
+    with pytest.raises(
+        ConfigError,
+        match=r"engine: spark: expected the pyspark package to be installed, got it missing \(pip install 'abrank\[spark\]'\)",
+    ):
+        run_experiment(write_experiment(log_folder), engine="spark")
+
+
+def test_a_missing_java_runtime_is_named(monkeypatch):
+    pytest.importorskip("pyspark")
+    from abrank.engines.sql.spark_session import start_session
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(
+        ConfigError,
+        match=r"engine: spark: expected a Java runtime \(17 or later: e.g. Debian's openjdk-17-jre-headless\) on the PATH or in JAVA_HOME",
+    ):
+        start_session({"master": "local[1]"})
+
+
+def test_only_sql_engines_have_backends():
+    with pytest.raises(
+        ConfigError, match=r"engine: expected an SQL engine \(duckdb, spark\), got 'memory'"
+    ):
+        open_backend("memory")
+
+
+def test_a_session_already_running_is_used_from_any_thread_and_not_stopped(spark):
+    import threading
+
+    from abrank.engines.sql.spark import SparkBackend
+
+    found = {}
+
+    def open_and_close() -> None:
+        backend = SparkBackend(options={"master": "local[1]"})
+        found["own"] = backend.own
+        found["answer"] = backend.run("SELECT 6 * 7 AS n").to_pylist()[0]["n"]
+        backend.close()
+
+    thread = threading.Thread(target=open_and_close)
+    thread.start()
+    thread.join()
+    assert found == {"own": False, "answer": 42}
+    assert spark.sql("SELECT 1 AS n").collect()[0]["n"] == 1  # still running
