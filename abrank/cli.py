@@ -315,8 +315,8 @@ def _engine_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         metavar="NAME",
-        help="where the runs are scored: memory (default) or duckdb (files read and scored "
-        "in DuckDB; abrank metric names only)",
+        help="where the runs are scored: memory (default), duckdb or spark (files read and "
+        "scored in the engine; abrank metric names only)",
     )
 
 

@@ -41,6 +41,10 @@ from abrank.metrics.registry import FAMILIES
 
 __all__ = ["RANKED_BY", "judged_sql", "score_arm_sql"]
 
+#: 1 and 0 as doubles: a bare ``1.0`` is a DECIMAL in Spark SQL, whose division rounds to
+#: a dozen digits.
+_ONE, _ZERO = "CAST(1 AS DOUBLE)", "CAST(0 AS DOUBLE)"
+
 #: What orders a rankings relation: its ``score`` (descending) or its ``rank`` (ascending).
 RANKED_BY = ("score", "rank")
 
@@ -214,7 +218,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             if k is None:
                 values[out] = (
                     f"CASE WHEN COALESCE(r.retrieved, 0) > 0 THEN CAST({hits} AS DOUBLE) / "
-                    "r.retrieved ELSE 0.0 END"
+                    f"r.retrieved ELSE {_ZERO} END"
                 )
             else:
                 values[out] = f"CAST({hits} AS DOUBLE) / {int(k)}"
@@ -243,7 +247,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
         if family == "mrr":
             at = first(i, t, pos)
             hit = f"{at} IS NOT NULL" if k is None else f"{at} < {int(k)}"
-            value = f"CASE WHEN {hit} THEN 1.0 / ({at} + 1) ELSE 0.0 END"
+            value = f"CASE WHEN {hit} THEN {_ONE} / ({at} + 1) ELSE {_ZERO} END"
         elif family in ("recall", "precision", "hit"):
             count = agg(
                 f"rel_{i}_{cut}_{view}",
@@ -254,7 +258,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             elif family == "precision":
                 value = f"CAST({count} AS DOUBLE) / {int(k)}"
             else:
-                value = f"CASE WHEN {count} > 0 THEN 1.0 ELSE 0.0 END"
+                value = f"CASE WHEN {count} > 0 THEN {_ONE} ELSE {_ZERO} END"
         elif family in ("map", "ap"):
             sums = agg(
                 f"ap_{i}_{cut}_{view}",
@@ -267,8 +271,8 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             share = f"CAST(LEAST(na_{i}, {big_r}) AS DOUBLE) / GREATEST(LEAST({big_n}, {big_r}), 1)"
             sums = agg(
                 f"bpref_{i}",
-                f"SUM(CASE WHEN {kept}{relevant} THEN (CASE WHEN na_{i} > 0 THEN 1.0 - {share} "
-                "ELSE 1.0 END) ELSE 0 END)",
+                f"SUM(CASE WHEN {kept}{relevant} THEN (CASE WHEN na_{i} > 0 THEN {_ONE} - {share} "
+                f"ELSE {_ONE} END) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
         else:  # pragma: no cover - every judged family of the registry is handled above
