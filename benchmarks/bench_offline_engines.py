@@ -9,6 +9,7 @@ Agreement: every number of the two summary.json files of one format, compared le
 
     python benchmarks/bench_offline_engines.py                      # 100k x 100
     python benchmarks/bench_offline_engines.py --queries 20000 --docs 50
+    python benchmarks/bench_offline_engines.py --engines memory,spark --formats parquet
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_run import ROOT, generate, measure, stage_lines, write_configs  # noqa: E402
 
-ENGINES = ("memory", "duckdb")
+ENGINES = ("memory", "duckdb", "spark")
 
 
 def main() -> int:
@@ -41,7 +42,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261130, help="generator seed")
     parser.add_argument("--formats", default="parquet,trec", help="parquet, trec or both")
     parser.add_argument("--regenerate", action="store_true", help="rebuild data even if cached")
+    parser.add_argument(
+        "--engines", default=",".join(ENGINES), help="memory, duckdb, spark (comma-separated)"
+    )
     args = parser.parse_args()
+    engines = args.engines.split(",")
 
     workdir = args.workdir.resolve()
     sizes = generate(workdir / "data", args.queries, args.docs, args.seed, args.regenerate)
@@ -51,7 +56,7 @@ def main() -> int:
     stages: dict[tuple[str, str], list[str]] = {}
     for kind in args.formats.split(","):
         config = configs[kind]
-        for engine in ENGINES:
+        for engine in engines:
             out = workdir / "out" / f"{config.stem}-{engine}"
             command = [sys.executable, "-m", "abrank", "run", str(config), "--engine", engine]
             result = measure([*command, "--out", str(out), "--format", "json"])
@@ -81,13 +86,16 @@ def main() -> int:
     print()
     agree = True
     for kind in args.formats.split(","):
-        pair = [summaries.get((kind, engine)) for engine in ENGINES]
-        if None in pair:
-            continue
-        gap, where = largest_gap(pair[0], pair[1], ignore={"config_path", "path", "output"})
-        ok = gap <= 1e-9
-        agree &= ok
-        print(f"{kind}: summary.json memory vs duckdb: largest difference {gap:.3g} at {where}")
+        memory = summaries.get((kind, "memory"))
+        for engine in [e for e in engines if e != "memory"]:
+            other = summaries.get((kind, engine))
+            if memory is None or other is None:
+                continue
+            gap, where = largest_gap(memory, other, ignore={"config_path", "path", "output"})
+            agree &= gap <= 1e-9
+            print(
+                f"{kind}: summary.json memory vs {engine}: largest difference {gap:.3g} at {where}"
+            )
     return 0 if rows and agree else 1
 
 

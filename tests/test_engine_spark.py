@@ -36,9 +36,6 @@ from abrank.errors import ConfigError, DataError
 from abrank.io import read_impressions
 from abrank.metrics import parse_metric
 
-#: pyspark's own notice on importing its test helpers under pandas 3, not about abrank
-pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")
-
 
 def spark_sums(spark, path: Path, metrics, **options):
     from abrank.engines.sql.spark import SparkBackend

@@ -31,8 +31,10 @@ import pyarrow as pa
 
 from abrank.engines.sql import Backend, compile_sql
 from abrank.engines.sql.sources import (
+    RANK_BITS,
     Layout,
     LogSource,
+    check_deep_ranks,
     literal,
     missing_id,
     row_columns,
@@ -47,7 +49,7 @@ from abrank.metrics.names import Metric, click_metrics
 __all__ = ["ClickAggregates", "ClickRequest", "LogSource", "click_aggregates"]
 
 #: Ranks up to this are checked by a bit each in one BIGINT (below its sign bit).
-_BITS = 62
+_BITS = RANK_BITS
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def click_aggregates(
     # the sums come by arm code (the arm's place in request.arms): names from here on
     frame["arm"] = np.asarray(request.arms, dtype=object)[frame["arm"].to_numpy(dtype=np.int64)]
     if len(frame) and float(frame["top"].max()) > _BITS:
-        _check_deep_ranks(backend, rows)
+        check_deep_ranks(backend, rows)
     counts = _by_rank(backend, rows, None)
     files = counts[counts["by_file"] == 1]
     file_rows = {str(f): int(n) for f, n in zip(files["log_file"], files["shown"])}
@@ -557,21 +559,3 @@ def _raise_first_problem(
                 f"impression, got {low!r} and {high!r}"
             )
     raise DataError(f"{place}: impression {impression!r}: expected a valid impression")
-
-
-def _check_deep_ranks(backend: Backend, rows: str) -> None:
-    """Ranks deeper than the bits of the sums query: none repeated in an impression
-    (with n = the top rank and each shallow rank once, that makes them 1..n)."""
-    sql = (
-        "SELECT CAST(impression_id AS VARCHAR) AS impression_id, rank, MIN(log_file) AS "
-        f"log_file, COUNT(*) AS times FROM ({rows}) AS log_rows WHERE rank > {_BITS} "
-        "GROUP BY impression_id, rank HAVING COUNT(*) > 1 "
-        "ORDER BY CAST(impression_id AS VARCHAR), rank LIMIT 1"
-    )
-    table = backend.run(compile_sql(sql, backend.dialect))
-    if table.num_rows:
-        row = table.to_pylist()[0]
-        raise DataError(
-            f"{shown_path(row['log_file'])}: impression {row['impression_id']!r}: rank: expected "
-            f"each rank once per impression, got rank {int(row['rank'])} {int(row['times'])} times"
-        )

@@ -39,8 +39,10 @@ import pyarrow as pa
 
 from abrank.engines.sql import Backend, compile_sql
 from abrank.engines.sql.sources import (
+    RANK_BITS,
     Layout,
     LogSource,
+    check_deep_ranks,
     literal,
     missing_id,
     native_ids,
@@ -59,7 +61,7 @@ __all__ = [
 ]
 
 #: Ranks up to this are checked by a bit each in one BIGINT (below its sign bit).
-_BITS = 62
+_BITS = RANK_BITS
 #: The relation of the source rankings' agreement depth per query.
 _AGREEMENT = "abrank_agreement"
 #: The columns of every per-unit table of :class:`InterleavedAggregates`.
@@ -160,7 +162,7 @@ def interleaved_aggregates(
     if int(table["bad"].sum()):
         _raise_first_problem(backend, rows, layouts, request, several_files)
     if float(table["top"].max()) > _BITS:
-        _check_deep_ranks(backend, rows)
+        check_deep_ranks(backend, rows)
     overall = np.ones(len(table), dtype=bool)
     for i in range(len(request.segments)):
         overall &= table[f"grouped_{i}"].to_numpy() == 1
@@ -302,7 +304,7 @@ def _impressions_sql(rows: str, request: InterleavedRequest, several_files: bool
         "COUNT(*) AS n",
         "MAX(rank) AS top",
         # ranks 1..n, each once: n = the top rank, every rank up to 62 seen once (a bit
-        # each), and ranks deeper than 62 checked apart (_check_deep_ranks) when any exists
+        # each), and ranks deeper than 62 checked apart (check_deep_ranks) when any exists
         f"COUNT(CASE WHEN rank <= {_BITS} THEN 1 END) AS shallow",
         f"BIT_OR(CASE WHEN rank_bad = 0 AND rank <= {_BITS} THEN CAST(1 AS BIGINT) << "
         "CAST(rank - 1 AS INT) ELSE CAST(0 AS BIGINT) END) AS seen",
@@ -547,22 +549,3 @@ def _raise_first_problem(
                 f"{str(bad[low])!r} and {str(bad[high])!r}"
             )
     raise DataError(f"{place}: expected a valid impression")
-
-
-def _check_deep_ranks(backend: Backend, rows: str) -> None:
-    """Ranks deeper than the bits of the counts query: none repeated in an impression
-    (with n = the top rank and each shallow rank once, that makes them 1..n)."""
-    sql = (
-        "SELECT CAST(impression_id AS VARCHAR) AS impression_id, rank, MIN(log_file) AS "
-        f"log_file, COUNT(*) AS times FROM ({rows}) AS log_rows WHERE rank > {_BITS} "
-        "GROUP BY impression_id, rank HAVING COUNT(*) > 1 "
-        "ORDER BY CAST(impression_id AS VARCHAR), rank LIMIT 1"
-    )
-    table = backend.run(compile_sql(sql, backend.dialect))
-    if table.num_rows:
-        row = table.to_pylist()[0]
-        raise DataError(
-            f"{shown_path(row['log_file'])}: impression {row['impression_id']!r}: rank: "
-            f"expected each rank once per impression, got rank {int(row['rank'])} "
-            f"{int(row['times'])} times"
-        )

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from abrank.engines.sql import Backend, quote
+from abrank.engines.sql import Backend, compile_sql, quote
 from abrank.errors import DataError
 from abrank.io.impression_columns import canonical_names
 
@@ -227,3 +227,28 @@ def selected_values(table: pa.Table, column: str, rows: np.ndarray) -> pd.Series
     engine gave them: an integer segment column stays integer (in pandas, the NULLs that
     the other grouping sets leave in the column would make the whole of it float)."""
     return table.column(column).filter(pa.array(rows)).to_pandas()
+
+
+#: Ranks up to this are checked by a bit each in one BIGINT (below its sign bit) by the
+#: log definitions; deeper ones by :func:`check_deep_ranks`.
+RANK_BITS = 62
+
+
+def check_deep_ranks(backend: Backend, rows: str) -> None:
+    """Ranks deeper than :data:`RANK_BITS` (of the log rows ``rows``: impression_id, rank,
+    log_file): none repeated in an impression (with n = the top rank and each shallow rank
+    once, that makes them 1..n); else a DataError naming the file, impression and rank."""
+    sql = (
+        "SELECT CAST(impression_id AS VARCHAR) AS impression_id, rank, MIN(log_file) AS "
+        f"log_file, COUNT(*) AS times FROM ({rows}) AS log_rows WHERE rank > {RANK_BITS} "
+        "GROUP BY impression_id, rank HAVING COUNT(*) > 1 "
+        "ORDER BY CAST(impression_id AS VARCHAR), rank LIMIT 1"
+    )
+    table = backend.run(compile_sql(sql, backend.dialect))
+    if table.num_rows:
+        row = table.to_pylist()[0]
+        raise DataError(
+            f"{shown_path(row['log_file'])}: impression {row['impression_id']!r}: rank: "
+            f"expected each rank once per impression, got rank {int(row['rank'])} "
+            f"{int(row['times'])} times"
+        )
