@@ -31,12 +31,15 @@ import pyarrow as pa
 
 from abrank.engines.sql import Backend, compile_sql
 from abrank.engines.sql.sources import (
+    IMPRESSION_CHECKS,
+    IMPRESSION_PROBLEMS,
     RANK_BITS,
     Layout,
     LogSource,
     check_deep_ranks,
     literal,
     missing_id,
+    ranks_broken,
     row_columns,
     selected_values,
     shown_path,
@@ -47,9 +50,6 @@ from abrank.io.online import MixedUnits
 from abrank.metrics.names import Metric, click_metrics
 
 __all__ = ["ClickAggregates", "ClickRequest", "LogSource", "click_aggregates"]
-
-#: Ranks up to this are checked by a bit each in one BIGINT (below its sign bit).
-_BITS = RANK_BITS
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def click_aggregates(
         _raise_first_problem(backend, rows, layouts, request)
     # the sums come by arm code (the arm's place in request.arms): names from here on
     frame["arm"] = np.asarray(request.arms, dtype=object)[frame["arm"].to_numpy(dtype=np.int64)]
-    if len(frame) and float(frame["top"].max()) > _BITS:
+    if len(frame) and float(frame["top"].max()) > RANK_BITS:
         check_deep_ranks(backend, rows)
     counts = _by_rank(backend, rows, None)
     files = counts[counts["by_file"] == 1]
@@ -282,14 +282,7 @@ def _impressions_sql(
         "MAX(arm_code) AS arm_max",
         "MIN(unit) AS unit",
         "MAX(unit) AS unit_max",
-        "COUNT(*) AS n",
-        "MAX(rank) AS top",
-        # ranks 1..n, each once: n = the top rank, every rank up to 62 seen once (a bit
-        # each), and ranks deeper than 62 checked apart (see _deep_repeats) when any exists
-        f"COUNT(CASE WHEN rank <= {_BITS} THEN 1 END) AS shallow",
-        f"BIT_OR(CASE WHEN rank_bad = 0 AND rank <= {_BITS} THEN CAST(1 AS BIGINT) << CAST(rank - 1 AS INT) "
-        "ELSE CAST(0 AS BIGINT) END) AS seen",
-        "SUM(row_bad) AS bad_rows",
+        *IMPRESSION_CHECKS,
         "MIN(CASE WHEN clicked = 1 THEN rank END) AS first_click",
     ]
     if sat:
@@ -307,10 +300,7 @@ def _impressions_sql(
 def _impression_bad(request: ClickRequest) -> str:
     """The condition of a bad impression (over :func:`_impressions_sql`'s columns)."""
     bad = [
-        "bad_rows > 0",
-        "n <> top",
-        f"shallow <> LEAST(top, {_BITS})",
-        f"seen <> (CAST(1 AS BIGINT) << CAST(LEAST(top, {_BITS}) AS INT)) - 1",
+        *IMPRESSION_PROBLEMS,
         "arm <> arm_max",
         "unit <> unit_max",
         *[f"segment_{i} <> segment_{i}_max" for i in range(len(request.segments))],
@@ -536,11 +526,7 @@ def _raise_first_problem(
             f"{place}: impression {impression!r}: arm: expected one arm per impression, got "
             f"{first_arm!r} and {second_arm!r}"
         )
-    if (
-        bad["n"] != bad["top"]
-        or bad["shallow"] != min(bad["top"], _BITS)
-        or bad["seen"] != (1 << int(min(bad["top"], _BITS))) - 1
-    ):
+    if ranks_broken(bad):
         ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
         raise DataError(
             f"{place}: impression {impression!r}: rank: expected ranks 1..{int(bad['n'])}, each "

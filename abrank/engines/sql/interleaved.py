@@ -39,6 +39,8 @@ import pyarrow as pa
 
 from abrank.engines.sql import Backend, compile_sql
 from abrank.engines.sql.sources import (
+    IMPRESSION_CHECKS,
+    IMPRESSION_PROBLEMS,
     RANK_BITS,
     Layout,
     LogSource,
@@ -46,6 +48,7 @@ from abrank.engines.sql.sources import (
     literal,
     missing_id,
     native_ids,
+    ranks_broken,
     row_columns,
     selected_values,
     shown_path,
@@ -60,8 +63,6 @@ __all__ = [
     "interleaved_aggregates",
 ]
 
-#: Ranks up to this are checked by a bit each in one BIGINT (below its sign bit).
-_BITS = RANK_BITS
 #: The relation of the source rankings' agreement depth per query.
 _AGREEMENT = "abrank_agreement"
 #: The columns of every per-unit table of :class:`InterleavedAggregates`.
@@ -161,7 +162,7 @@ def interleaved_aggregates(
         raise DataError(f"{labels}: expected impressions, got an empty log")
     if int(table["bad"].sum()):
         _raise_first_problem(backend, rows, layouts, request, several_files)
-    if float(table["top"].max()) > _BITS:
+    if float(table["top"].max()) > RANK_BITS:
         check_deep_ranks(backend, rows)
     overall = np.ones(len(table), dtype=bool)
     for i in range(len(request.segments)):
@@ -301,14 +302,7 @@ def _impressions_sql(rows: str, request: InterleavedRequest, several_files: bool
         "impression_id",
         "MIN(unit) AS unit",
         "MAX(unit) AS unit_max",
-        "COUNT(*) AS n",
-        "MAX(rank) AS top",
-        # ranks 1..n, each once: n = the top rank, every rank up to 62 seen once (a bit
-        # each), and ranks deeper than 62 checked apart (check_deep_ranks) when any exists
-        f"COUNT(CASE WHEN rank <= {_BITS} THEN 1 END) AS shallow",
-        f"BIT_OR(CASE WHEN rank_bad = 0 AND rank <= {_BITS} THEN CAST(1 AS BIGINT) << "
-        "CAST(rank - 1 AS INT) ELSE CAST(0 AS BIGINT) END) AS seen",
-        "SUM(row_bad) AS bad_rows",
+        *IMPRESSION_CHECKS,
         "MAX(clicked) AS clicked",
         "MAX(CASE WHEN rank = 1 THEN team_index END) AS first_team",
     ]
@@ -336,10 +330,7 @@ def _impressions_sql(rows: str, request: InterleavedRequest, several_files: bool
 def _impression_bad(request: InterleavedRequest, several_files: bool) -> str:
     """The condition of a bad impression (over :func:`_impressions_sql`'s columns)."""
     bad = [
-        "bad_rows > 0",
-        "n <> top",
-        f"shallow <> LEAST(top, {_BITS})",
-        f"seen <> (CAST(1 AS BIGINT) << CAST(LEAST(top, {_BITS}) AS INT)) - 1",
+        *IMPRESSION_PROBLEMS,
         "unit <> unit_max",
         *(["user_key <> user_max"] if _own_user(request) else []),
         *[f"segment_{i} <> segment_{i}_max" for i in range(len(request.segments))],
@@ -524,11 +515,7 @@ def _raise_first_problem(
             f"{shown_path(bad['file_min'])} and {shown_path(bad['file_max'])}: impression_id: "
             f"expected each impression in one file, got {impression!r} in both"
         )
-    if (
-        bad["n"] != bad["top"]
-        or bad["shallow"] != min(bad["top"], _BITS)
-        or bad["seen"] != (1 << int(min(bad["top"], _BITS))) - 1
-    ):
+    if ranks_broken(bad):
         ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
         raise DataError(
             f"{place}: rank: expected ranks 1..{int(bad['n'])}, each once, got ranks {ranks}"

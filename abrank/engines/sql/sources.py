@@ -233,6 +233,38 @@ def selected_values(table: pa.Table, column: str, rows: np.ndarray) -> pd.Series
 #: log definitions; deeper ones by :func:`check_deep_ranks`.
 RANK_BITS = 62
 
+#: The per-impression aggregates (over the rows of :func:`row_columns`) that check its
+#: rows: bad cells, and ranks 1..n each once: n = the top rank, every rank up to
+#: RANK_BITS seen once (a bit each), deeper ranks checked apart (:func:`check_deep_ranks`)
+#: when any exists.
+IMPRESSION_CHECKS = (
+    "COUNT(*) AS n",
+    "MAX(rank) AS top",
+    f"COUNT(CASE WHEN rank <= {RANK_BITS} THEN 1 END) AS shallow",
+    f"BIT_OR(CASE WHEN rank_bad = 0 AND rank <= {RANK_BITS} THEN CAST(1 AS BIGINT) << "
+    "CAST(rank - 1 AS INT) ELSE CAST(0 AS BIGINT) END) AS seen",
+    "SUM(row_bad) AS bad_rows",
+)
+
+#: The conditions, over :data:`IMPRESSION_CHECKS`, of an impression with a bad cell or
+#: ranks that are not 1..n.
+IMPRESSION_PROBLEMS = (
+    "bad_rows > 0",
+    "n <> top",
+    f"shallow <> LEAST(top, {RANK_BITS})",
+    f"seen <> (CAST(1 AS BIGINT) << CAST(LEAST(top, {RANK_BITS}) AS INT)) - 1",
+)
+
+
+def ranks_broken(impression: Mapping[str, Any]) -> bool:
+    """An impression's ranks (its :data:`IMPRESSION_CHECKS` values) are not 1..n."""
+    shallow = min(impression["top"], RANK_BITS)
+    return (
+        impression["n"] != impression["top"]
+        or impression["shallow"] != shallow
+        or impression["seen"] != (1 << int(shallow)) - 1
+    )
+
 
 def check_deep_ranks(backend: Backend, rows: str) -> None:
     """Ranks deeper than :data:`RANK_BITS` (of the log rows ``rows``: impression_id, rank,
