@@ -157,7 +157,17 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
     checked = {c: "segments.columns" for c in experiment.segments.columns}
     check_impression_columns(log, {unit: "analysis.unit", **checked}, shown)
     check_teams(log, [arm.name for arm in experiment.arms], shown)
+    rankings, ranking_inputs = source_rankings(experiment, say)
+    return InterleavedData(log, rankings, [*inputs, *ranking_inputs], shown)
+
+
+def source_rankings(
+    experiment: Experiment, say: Progress
+) -> tuple[dict[str, pd.DataFrame], list[dict[str, Any]]]:
+    """The arms' source rankings (small files, read in Python on every engine) and their
+    fingerprints."""
     rankings: dict[str, pd.DataFrame] = {}
+    inputs = []
     for arm in experiment.arms:
         if arm.path is None:
             continue
@@ -166,7 +176,7 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
         rankings[arm.name] = ranking_reader(experiment, arm)(path)
         role = "control" if arm is experiment.control else "treatment"
         inputs.append(fingerprint(path, role, arm.name, len(rankings[arm.name])))
-    return InterleavedData(log, rankings, inputs, shown)
+    return rankings, inputs
 
 
 def needed_columns(experiment: Experiment) -> list[str]:

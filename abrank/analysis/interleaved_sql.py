@@ -18,8 +18,6 @@ rows, as for the online path.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import pyarrow as pa
 
@@ -30,9 +28,10 @@ from abrank.analysis.interleaved import (
     InterleavedScores,
     SameLists,
     agreement_depth,
+    source_rankings,
 )
-from abrank.analysis.load import Progress, display_path, fingerprint, ranking_reader, shown_files
-from abrank.analysis.window import check_dated, dated_file, log_files, with_dated_files
+from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
+from abrank.analysis.window import check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.engines.sql import open_backend
 
@@ -68,7 +67,7 @@ def score_interleaved_sql(
                 decimal=config.decimal,
             )
         )
-    rankings, ranking_inputs = _rankings(experiment, say)
+    rankings, ranking_inputs = source_rankings(experiment, say)
     pairs = arm_pairs(experiment)
     request = InterleavedRequest(
         arms=tuple(arm.name for arm in experiment.arms),
@@ -112,23 +111,6 @@ def score_interleaved_sql(
         },
     )
     return data, scores
-
-
-def _rankings(
-    experiment: Experiment, say: Progress
-) -> tuple[dict[str, pd.DataFrame], list[dict[str, Any]]]:
-    """The arms' source rankings (small files, read in Python) and their fingerprints."""
-    rankings: dict[str, pd.DataFrame] = {}
-    inputs = []
-    for arm in experiment.arms:
-        if arm.path is None:
-            continue
-        path = dated_file(experiment, arm.path)
-        say(f"loading the source ranking of {arm.name} ({display_path(path)})")
-        rankings[arm.name] = ranking_reader(experiment, arm)(path)
-        role = "control" if arm is experiment.control else "treatment"
-        inputs.append(fingerprint(path, role, arm.name, len(rankings[arm.name])))
-    return rankings, inputs
 
 
 def _agreement(experiment: Experiment, rankings: dict[str, pd.DataFrame]) -> pa.Table | None:
