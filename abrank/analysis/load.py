@@ -92,19 +92,34 @@ def _segment_table(
     columns = list(experiment.segments.columns)
     if not columns:
         return pd.DataFrame(index=pd.Index([], name="query_id", dtype=str))
+    table = attribute_segments(experiment, inputs)
+    if table is not None:
+        return table
+    source = [(arm.path, rankings[arm.name]) for arm in experiment.arms]
+    return segment_values(source, columns)
+
+
+def attribute_segments(experiment: Experiment, inputs: list) -> pd.DataFrame | None:
+    """The segment values per query from the config's attributes file (its fingerprint
+    appended to ``inputs``), or None when the config names none: on every engine, since
+    the file is one small row per query."""
     attributes = experiment.segments.attributes
-    if attributes is not None:
-        table = read_attributes(
-            attributes.path,
-            format=attributes.format,
-            columns=attributes.columns.mapping(),
-            sep=attributes.sep,
-            decimal=attributes.decimal,
-        )
-        inputs.append(fingerprint(attributes.path, "attributes", None, len(table)))
-        source = [(attributes.path, table)]
-    else:
-        source = [(arm.path, rankings[arm.name]) for arm in experiment.arms]
+    if attributes is None:
+        return None
+    table = read_attributes(
+        attributes.path,
+        format=attributes.format,
+        columns=attributes.columns.mapping(),
+        sep=attributes.sep,
+        decimal=attributes.decimal,
+    )
+    inputs.append(fingerprint(attributes.path, "attributes", None, len(table)))
+    return segment_values([(attributes.path, table)], list(experiment.segments.columns))
+
+
+def segment_values(source: list[tuple[str, pd.DataFrame]], columns: list[str]) -> pd.DataFrame:
+    """One row per query with each segment column's value as text (``(none)`` where
+    missing), taken from the first of the (path, frame) sources that has the column."""
     parts = []
     for column in columns:
         found = [(path, frame) for path, frame in source if column in frame.columns]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,20 @@ from abrank.analysis.engine import EngineChoice
 from abrank.analysis.load import (
     LoadedData,
     Progress,
+    attribute_segments,
     display_path,
     fingerprint,
     load_data,
     shown_files,
 )
-from abrank.analysis.score import JUDGED_K, ScoredArms, curve_metrics, score_arms, union
+from abrank.analysis.score import (
+    JUDGED_K,
+    ScoredArms,
+    arms_scored,
+    curve_metrics,
+    score_arms,
+    union,
+)
 from abrank.analysis.unjudged import judged_only_names
 from abrank.analysis.window import check_dated, log_files, with_dated_files
 from abrank.config import Experiment
@@ -145,33 +152,14 @@ class SqlOffline:
         table: one row per query) or from the logs' columns (the first arm that has the
         column, first row of the query), as the memory path takes them."""
         from abrank.engines.sql import compile_sql, quote
-        from abrank.io import read_attributes
 
         experiment = self.experiment
         columns = list(experiment.segments.columns)
         if not columns:
             return pd.DataFrame(index=pd.Index([], name="query_id", dtype=str))
-        attributes = experiment.segments.attributes
-        if attributes is not None:
-            table = read_attributes(
-                attributes.path,
-                format=attributes.format,
-                columns=attributes.columns.mapping(),
-                sep=attributes.sep,
-                decimal=attributes.decimal,
-            )
-            inputs.append(fingerprint(attributes.path, "attributes", None, len(table)))
-            missing = [c for c in columns if c not in table.columns]
-            if missing:
-                raise DataError(
-                    f"{display_path(attributes.path)}: segments.columns: expected a column "
-                    f"{missing[0]!r}, found columns: {', '.join(map(str, table.columns))}"
-                )
-            parts = []
-            for column in columns:
-                values = table.set_index("query_id")[column]
-                parts.append(values.astype(str).where(values.notna(), "(none)"))
-            return pd.concat(parts, axis=1)
+        table = attribute_segments(experiment, inputs)
+        if table is not None:
+            return table
         parts = []
         arms = list(experiment.arms)
         for column in columns:
@@ -281,50 +269,9 @@ class SqlOffline:
         universe = universe.sort_values().rename("query_id")
         relevant = judged_table.set_index(judged_ids)["relevant"].reindex(universe)
         without_relevant = universe[relevant.to_numpy() == 0]
-        zero = experiment.no_relevant == "zero"
-        values: dict[str, pd.DataFrame] = {}
-        curves: list[pd.DataFrame] = []
-        judged_at_k: dict[str, float] = {}
-        first_relevant: dict[str, pd.Series] = {}
-        undefined: dict[str, int] = {}
-        for name, arm in arms.items():
-            table = arm.values.reindex(universe).rename_axis("query_id")
-            own = table.loc[present[name]] if present[name].size != universe.size else table
-            judged_at_k[name] = arm.judged_at_k
-            first_relevant[name] = arm.first_relevant.reindex(own.index).rename("rank")
-            if not undefined:
-                undefined = {m.name: int(table[m.name].isna().sum()) for m in metrics}
-            scored = table[[m.name for m in metrics]]
-            values[name] = scored.fillna(0.0) if zero else scored
-            curve_table = own.fillna(0.0) if zero else own
-            rows = [
-                {
-                    "arm": name,
-                    "metric": m.family,
-                    "k": m.k,
-                    "value": _mean(curve_table[m.name].to_numpy()),
-                }
-                for m in curve
-            ]
-            curves.append(pd.DataFrame(rows, columns=["arm", "metric", "k", "value"]))
-        return ScoredArms(
-            values,
-            present,
-            universe,
-            judged_at_k,
-            first_relevant,
-            pd.concat(curves, ignore_index=True),
-            without_relevant,
-            undefined,
-            unjudged,
-            int(judged_ids.size),
+        return arms_scored(
+            experiment, arms, present, universe, without_relevant, unjudged, int(judged_ids.size)
         )
-
-
-def _mean(values: np.ndarray) -> float:
-    """The mean of the defined values (NaN for none), as pandas' ``mean`` takes it."""
-    defined = values[~np.isnan(values)]
-    return float(defined.mean()) if defined.size else math.nan
 
 
 def score_files(

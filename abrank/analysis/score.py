@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,9 @@ import pandas as pd
 from abrank.analysis.load import LoadedData
 from abrank.config import Experiment
 from abrank.errors import DataError
+
+if TYPE_CHECKING:
+    from abrank.engines.evaluate import ArmScores
 
 #: judged@k, the diagnostic of judgment coverage, is taken at this cutoff.
 JUDGED_K = 10
@@ -79,20 +83,42 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     options = dict(
         rel_level=experiment.relevance_threshold, gain=experiment.gain, depth=experiment.depth
     )
+    arms = {}
+    for name, frame in data.rankings.items():
+        rankings = frame
+        if logged[name].size != present[name].size:
+            rankings = frame.loc[_member(frame["query_id"], universe)]
+        # complete: a query missing from this log is scored as an empty ranking
+        arms[name] = get_engine("memory").score_arm(
+            rankings, judgments, [*metrics, *extra], complete=True, judged_k=JUDGED_K, **options
+        )
+    return arms_scored(
+        experiment, arms, present, universe, without_relevant, unjudged, int(judged.size)
+    )
+
+
+def arms_scored(
+    experiment: Experiment,
+    arms: dict[str, ArmScores],
+    present: dict[str, pd.Index],
+    universe: pd.Index,
+    without_relevant: pd.Index,
+    unjudged: dict[str, int],
+    judged_queries: int,
+) -> ScoredArms:
+    """:class:`ScoredArms` from each arm's scores (the requested metrics and the chart's
+    metric@k, every query of ``universe`` scored: complete), whichever engine scored them."""
+    from abrank.metrics import parse_metric
+
+    metrics = [parse_metric(name) for name in experiment.metrics]
+    curve = curve_metrics(metrics)
     zero = experiment.no_relevant == "zero"
     values: dict[str, pd.DataFrame] = {}
     curves: list[pd.DataFrame] = []
     judged_at_k: dict[str, float] = {}
     first_relevant: dict[str, pd.Series] = {}
     undefined: dict[str, int] = {}
-    for name, frame in data.rankings.items():
-        rankings = frame
-        if logged[name].size != present[name].size:
-            rankings = frame.loc[_member(frame["query_id"], universe)]
-        # complete: a query missing from this log is scored as an empty ranking
-        arm = get_engine("memory").score_arm(
-            rankings, judgments, [*metrics, *extra], complete=True, judged_k=JUDGED_K, **options
-        )
+    for name, arm in arms.items():
         table = arm.values.reindex(universe).rename_axis("query_id")
         own = table.loc[present[name]] if present[name].size != universe.size else table
         judged_at_k[name] = arm.judged_at_k
@@ -119,7 +145,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
         without_relevant,
         undefined,
         unjudged,
-        int(judged.size),
+        judged_queries,
     )
 
 
