@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     def verb(name: str, summary: str, example: str) -> argparse.ArgumentParser:
         sub = verbs.add_parser(
             name,
-            help=summary,
+            help=summary.replace("%", "%%"),  # argparse %-formats help strings, not descriptions
             description=summary,
             formatter_class=_formatter,
             epilog=f"Example:\n  {example}",
