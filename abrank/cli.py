@@ -22,6 +22,8 @@ from abrank.errors import AbrankError, DataError
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
+#: --digits beyond 17 decimals adds nothing a float holds
+MAX_DIGITS = 17
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
@@ -777,13 +779,19 @@ def _check_metric_options(args: argparse.Namespace) -> None:
     import math
 
     from abrank.errors import ConfigError
+    from abrank.metrics.registry import MAX_REL
 
-    if args.digits is not None and args.digits < 0:
-        raise ConfigError(f"--digits: expected a whole number >= 0, got {args.digits}")
+    if args.digits is not None and not 0 <= args.digits <= MAX_DIGITS:
+        raise ConfigError(
+            f"--digits: expected a whole number from 0 to {MAX_DIGITS}, got {args.digits}"
+        )
     if args.depth is not None and args.depth < 1:
         raise ConfigError(f"--depth (-M): expected a whole number >= 1, got {args.depth}")
-    if not math.isfinite(args.rel_level):
-        raise ConfigError(f"--rel-level (-l): expected a finite number, got {args.rel_level}")
+    if not (math.isfinite(args.rel_level) and abs(args.rel_level) <= MAX_REL):
+        raise ConfigError(
+            f"--rel-level (-l): expected a number from {-int(MAX_REL)} to {int(MAX_REL)}, "
+            f"got {args.rel_level}"
+        )
 
 
 def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int) -> str:

@@ -59,9 +59,9 @@ def test_click_families_are_a_kind_of_the_one_registry():
 BAD = [
     ("abandonment@5", "metric 'abandonment@5': cutoff: expected abandonment without a cutoff, "
      "got 5"),
-    ("ctr@0", "metric 'ctr@0': cutoff: expected a whole number >= 1, got '0'"),
-    ("click_rr@x", "metric 'click_rr@x': cutoff: expected a whole number >= 1, got 'x'"),
-    ("clicks@2.5", "metric 'clicks@2.5': cutoff: expected a whole number >= 1, got '2.5'"),
+    ("ctr@0", "metric 'ctr@0': cutoff: expected a whole number from 1 to 1000000, got '0'"),
+    ("click_rr@x", "metric 'click_rr@x': cutoff: expected a whole number from 1 to 1000000, got 'x'"),
+    ("clicks@2.5", "metric 'clicks@2.5': cutoff: expected a whole number from 1 to 1000000, got '2.5'"),
     ("ctr(rel=2)@3", "metric 'ctr(rel=2)@3': rel: expected no relevance threshold (it applies "
      "to mrr, recall, precision, hit, map, ap and bpref), got one"),
     ("sat_ctr(gain=exp)", "metric 'sat_ctr(gain=exp)': gain: expected no gain (it applies to "

@@ -96,7 +96,7 @@ def test_judged_only_is_part_of_the_value():
         ),
         (
             "ndcg@10(judged)(judged)",
-            "metric 'ndcg@10(judged)(judged)': cutoff: expected a whole number >= 1, "
+            "metric 'ndcg@10(judged)(judged)': cutoff: expected a whole number from 1 to 1000000, "
             "got '10(judged)(judged)'",
         ),
         (

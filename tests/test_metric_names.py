@@ -111,9 +111,9 @@ def test_unknown_name_without_close_match_has_no_suggestion():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("ndcg@0", "metric 'ndcg@0': cutoff: expected a whole number >= 1, got '0'"),
-        ("ndcg@2.5", "metric 'ndcg@2.5': cutoff: expected a whole number >= 1, got '2.5'"),
-        ("ndcg@ten", "metric 'ndcg@ten': cutoff: expected a whole number >= 1, got 'ten'"),
+        ("ndcg@0", "metric 'ndcg@0': cutoff: expected a whole number from 1 to 1000000, got '0'"),
+        ("ndcg@2.5", "metric 'ndcg@2.5': cutoff: expected a whole number from 1 to 1000000, got '2.5'"),
+        ("ndcg@ten", "metric 'ndcg@ten': cutoff: expected a whole number from 1 to 1000000, got 'ten'"),
         (
             "precision",
             "metric 'precision': cutoff: expected precision@k (e.g. precision@10), got no cutoff",
@@ -158,7 +158,7 @@ def test_parse_metrics_reports_every_error_at_once():
     lines = str(info.value).splitlines()
     assert len(lines) == 2
     assert lines[0].endswith("got 'ndgc@10'; did you mean 'ndcg@10'?")
-    assert lines[1] == "metric 'mrr@0': cutoff: expected a whole number >= 1, got '0'"
+    assert lines[1] == "metric 'mrr@0': cutoff: expected a whole number from 1 to 1000000, got '0'"
 
 
 def test_parse_metrics_drops_duplicates_and_keeps_order():

@@ -35,6 +35,8 @@ import numpy as np
 from abrank.errors import ConfigError
 from abrank.metrics.registry import (
     FAMILIES,
+    MAX_CUTOFF,
+    MAX_REL,
     binary_families,
     click_families,
     graded_families,
@@ -69,8 +71,13 @@ _GAIN_ALIASES = {
 
 # abrank / ir_measures style: family[(params)][@k]
 _NAME = re.compile(r"^(?P<family>[a-z][a-z_]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>[^@]*))?$")
-# a parenthesised suffix after a cutoff: ndcg@10(judged), P_5(judged)
-_SUFFIX = re.compile(r"^(?P<head>.*(?:@[^@()]+|[._][0-9][^@._()]*))\((?P<suffix>[^()]*)\)$")
+# a parenthesised suffix after a cutoff, ndcg@10(judged), P_5(judged), or after the
+# parameters of a name without one, mrr(rel=2)(judged)
+_SUFFIX = re.compile(
+    r"^(?P<head>.*(?:@[^@()]+|[._][0-9][^@._()]*)|[a-z][a-z_]*\([^()]*\))\((?P<suffix>[^()]*)\)$"
+)
+_CUTOFF_RANGE = f"a whole number from 1 to {MAX_CUTOFF}"
+_REL_RANGE = f"a number from {-int(MAX_REL)} to {int(MAX_REL)}"
 #: The suffix (and parameter) that makes a metric judged-only.
 JUDGED_ONLY = "judged"
 # trec_eval style: family.k or family_k (ndcg_cut.10, P_5, recall.100, map_cut_100)
@@ -117,10 +124,12 @@ class Metric:
                 f"metric {family}: cutoff: expected {family} without a cutoff, got {self.k!r}"
             )
         if self.k is not None:
-            if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-                raise ConfigError(
-                    f"metric {family}: cutoff: expected a whole number >= 1, got {self.k!r}"
-                )
+            if (
+                isinstance(self.k, bool)
+                or not isinstance(self.k, (int, np.integer))
+                or not 1 <= self.k <= MAX_CUTOFF
+            ):
+                raise ConfigError(f"metric {family}: cutoff: expected {_CUTOFF_RANGE}, got {self.k!r}")
             object.__setattr__(self, "k", int(self.k))
         elif spec.cutoff == "required":
             raise ConfigError(
@@ -140,8 +149,8 @@ class Metric:
                 rel = float(self.rel)
             except (TypeError, ValueError):
                 rel = math.nan
-            if not math.isfinite(rel):
-                raise ConfigError(f"metric {family}: rel: expected a number, got {self.rel!r}")
+            if not -MAX_REL <= rel <= MAX_REL:  # also refuses nan
+                raise ConfigError(f"metric {family}: rel: expected {_REL_RANGE}, got {self.rel!r}")
             object.__setattr__(self, "rel", rel)
         if self.gain is not None:
             if not spec.graded:
@@ -191,7 +200,7 @@ class Metric:
         if self.gain is not None:
             params.append(f"gain={self.gain}")
         if self.rel is not None:
-            params.append(f"rel={self.rel:g}")
+            params.append(f"rel={_number(self.rel)}")
         text = head + (f"({','.join(params)})" if params else "")
         text += f"@{self.k}" if self.k is not None else ""
         return text + (f"({JUDGED_ONLY})" if self.judged_only else "")
@@ -214,6 +223,13 @@ class Metric:
         if self.judged_only:
             out["judged_only"] = True
         return out
+
+
+def _number(value: float) -> str:
+    """The shortest text that reads back as ``value``: ``2``, ``1.5``, ``0.30000000000000004``
+    (``:g`` would round to 6 digits, and two thresholds would share one name)."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _suggest(text: str) -> str:
@@ -240,7 +256,8 @@ def parse_metric(text: str | Metric) -> Metric:
     lowered = text.strip().lower()
     judged_only = False
     suffixed = _SUFFIX.match(lowered)
-    if suffixed is not None and "(" not in suffixed.group("head").rpartition("@")[2]:
+    head = suffixed.group("head") if suffixed is not None else ""
+    if suffixed is not None and ("(" not in head.rpartition("@")[2] or "@" not in head):
         suffix = suffixed.group("suffix").strip()
         if suffix != JUDGED_ONLY:
             raise ConfigError(
@@ -263,8 +280,8 @@ def parse_metric(text: str | Metric) -> Metric:
             value = float(raw)
         except ValueError:
             value = math.nan
-        if not (math.isfinite(value) and value >= 1 and value == int(value)):
-            raise ConfigError(f"metric {text!r}: cutoff: expected a whole number >= 1, got {raw!r}")
+        if not (1 <= value <= MAX_CUTOFF and value == int(value)):  # also refuses nan
+            raise ConfigError(f"metric {text!r}: cutoff: expected {_CUTOFF_RANGE}, got {raw!r}")
         k = int(value)
     rel: float | None = None
     gain: str | None = None

@@ -15,6 +15,8 @@ from typing import Literal
 
 __all__ = [
     "FAMILIES",
+    "MAX_CUTOFF",
+    "MAX_REL",
     "MetricSpec",
     "binary_families",
     "click_families",
@@ -25,6 +27,13 @@ __all__ = [
     "markdown_table",
     "spellings",
 ]
+
+#: The largest cut-off a metric may take (``ndcg@1000000``): far beyond any ranking abrank
+#: scores (trec_eval keeps 1,000 documents a query), and small enough for every engine's
+#: integer columns.
+MAX_CUTOFF = 1_000_000
+#: The largest relevance threshold (``rel=``) in absolute value: grades are small numbers.
+MAX_REL = 1_000_000.0
 
 Relevance = Literal["binary", "graded", "judged", "click"]
 Cutoff = Literal["optional", "required", "none"]

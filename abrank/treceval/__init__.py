@@ -261,11 +261,14 @@ def _expand_sets(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _cutoffs(token: str, params: str) -> tuple[int, ...]:
+    from abrank.metrics.registry import MAX_CUTOFF
+
     pieces = params.split(",")
-    bad = [p for p in pieces if not _CUTOFF.match(p) or int(p) < 1]
+    bad = [p for p in pieces if not _CUTOFF.match(p) or not 1 <= int(p) <= MAX_CUTOFF]
     if bad:
         raise ConfigError(
-            f"-m {token}: cutoffs: expected whole numbers >= 1 separated by commas, got {bad[0]!r}"
+            f"-m {token}: cutoffs: expected whole numbers from 1 to {MAX_CUTOFF} separated by "
+            f"commas, got {bad[0]!r}"
         )
     values = sorted(int(p) for p in pieces)
     repeated = sorted({v for v, w in zip(values, values[1:]) if v == w})
