@@ -59,7 +59,8 @@ def run_dates(
     date: str | None, start: str | None, end: str | None, today: dt.date | None = None
 ) -> list[dt.date | None]:
     """The dates to run: ``--date``, every date of ``--from``..``--to`` (``--to`` defaults to
-    today), or ``[None]`` for an undated run."""
+    today; :func:`run_batch` then stops at the last date whose inputs exist), or ``[None]``
+    for an undated run."""
     if date is not None and (start is not None or end is not None):
         raise ConfigError("--date: expected either --date or --from/--to, got both")
     if date is not None:
@@ -195,7 +196,8 @@ def run_batch(
                 if online is not None and experiment.online:
                     online()
                     online = None
-                for day in days:
+                open_ended = dates[1] is not None and dates[2] is None
+                for day in _through_last_input(experiment, days) if open_ended else days:
                     step = _analyse(experiment, day, several, batch, options)
                     if pending is not None:
                         report(pending.result())
@@ -214,6 +216,34 @@ def run_batch(
             if pending is not None:  # stopped: let the readout being written complete
                 pending.exception()
     return worst(outcome.code for outcome in outcomes)
+
+
+def _through_last_input(experiment: Experiment, days: list[dt.date | None]) -> list:
+    """The dates of a backfill without ``--to`` that run: through the last one whose inputs
+    all exist. The days after it are not there yet: they are not runs (no skip, no error,
+    no exit code), and a note says where the backfill stopped. With no such date, the first
+    date alone, whose missing input is then reported."""
+    from abrank.analysis.window import missing_inputs
+
+    if experiment.source is None or not experiment.dated:
+        return days
+    for index in range(len(days) - 1, -1, -1):
+        try:
+            complete = not missing_inputs(experiment.for_date(days[index]))
+        except AbrankError:  # reported by the run of that date
+            complete = True
+        if complete:
+            break
+    else:
+        index = 0
+    if index < len(days) - 1:
+        print(
+            f"abrank: note: {experiment.name}: --from {days[0]} without --to runs through "
+            f"{days[index]}, the last date whose inputs exist ({days[index + 1]} through "
+            f"{days[-1]} are not there yet)",
+            file=sys.stderr,
+        )
+    return days[: index + 1]
 
 
 def _failed(config: str, name: str | None, date: str | None, exc: BaseException) -> RunOutcome:
