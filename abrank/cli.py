@@ -801,6 +801,13 @@ def _trec_eval_report_of_tables(rankings, judgments, measures, args, digits: int
     from abrank.treceval import format_report
 
     if "runid" in measures.cutoffs:
+        if not args.metrics:  # no -m: trec_eval's default set, which opens with runid
+            raise ConfigError(
+                f"{args.run}: without -m, abrank metrics prints trec_eval's default set, "
+                "whose runid needs a TREC run file (its sixth column names the run); got a "
+                "table: name the measures with -m (trec_eval's: -m map -m recip_rank -m "
+                "P.5,10; or abrank's: -m ndcg@10 mrr@10 map)"
+            )
         raise ConfigError(
             f"-m runid: expected a TREC run file (its sixth column names the run), "
             f"got {args.run}, a table"
@@ -834,13 +841,12 @@ def _compare(args: argparse.Namespace) -> int:
 
     primary_test = stats_registry.resolve_test(args.test, "paired", "--test")
     correction = stats_registry.resolve_correction(args.correction, "--correction")
+    control, treatment = _compare_arm_names(args.control, args.treatment)
     config = {
         "name": "compare",
-        "title": f"{Path(args.treatment).name} vs {Path(args.control).name}",
-        "control": {"name": "control", "label": Path(args.control).name, "path": args.control},
-        "treatments": [
-            {"name": "treatment", "label": Path(args.treatment).name, "path": args.treatment}
-        ],
+        "title": f"{treatment} vs {control}",
+        "control": {"name": control, "label": control, "path": args.control},
+        "treatments": [{"name": treatment, "label": treatment, "path": args.treatment}],
         "judgments": {"path": args.qrels},
         "metrics": _judged_only_names(
             expand_cutoff_lists(split_metric_lists(args.metrics)), args.judged_only
@@ -866,6 +872,21 @@ def _compare(args: argparse.Namespace) -> int:
         for warning in readout.summary["diagnostics"]["warnings"]:
             print(f"note: {warning}", file=sys.stderr)
     return EXIT_OK
+
+
+def _compare_arm_names(control: str, treatment: str) -> tuple[str, str]:
+    """One name per arm of ``abrank compare``, used alike in the headline, the notes and the
+    JSON: the run's file name, with any character an arm name cannot hold (outside letters,
+    digits, ``.``, ``_`` and ``-``) as ``_``; ``control`` and ``treatment`` when the two
+    file names are the same."""
+    import re
+
+    def name(path: str) -> str:
+        text = re.sub(r"[^A-Za-z0-9._-]", "_", Path(path).name)[:100]
+        return text if re.match(r"^[A-Za-z0-9]", text) else f"run{text}"[:100]
+
+    names = name(control), name(treatment)
+    return ("control", "treatment") if names[0] == names[1] else names
 
 
 def _judged_only_names(names: list[str], judged_only: bool) -> list[str]:

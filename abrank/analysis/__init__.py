@@ -86,9 +86,27 @@ def run_experiment(
     choice = choose_engine(experiment, engine)
     say = _timed(progress)
     if experiment.interleaved:
-        return _run_interleaved(experiment, say, choice)
-    if experiment.online:
-        return _run_online(experiment, say, choice)
+        readout = _run_interleaved(experiment, say, choice)
+    elif experiment.online:
+        readout = _run_online(experiment, say, choice)
+    else:
+        readout = _run_offline(experiment, say, choice)
+    return _with_engine(readout, choice.name)
+
+
+def _with_engine(readout: Readout, engine: str) -> Readout:
+    """The readout with summary.json's ``engine``: the engine that ran (memory, duckdb or
+    spark), whose numbers agree with the others' but whose cost and limits do not."""
+    import dataclasses
+
+    model = dataclasses.replace(readout.model, engine=engine)
+    out = dataclasses.replace(readout, summary=model.to_dict())
+    vars(out)["model"] = model  # what the cached property would compute
+    return out
+
+
+def _run_offline(experiment: Experiment, say: Progress, choice: EngineChoice) -> Readout:
+    """The offline path: rankings and judgments, per-query metrics, paired comparisons."""
     with offline_inputs(experiment, choice, say) as (data, score):
         say("scoring queries")
         scored = score(experiment, data)

@@ -526,10 +526,11 @@ class Summary(Record):
     unit: str | None = None  # online: the randomized unit inference clusters on
     sat_dwell: float | None = None  # online: dwell (s) of a satisfied click
     schedule: Schedule | None = None  # dated readouts: the date and the window
+    engine: str | None = None  # the engine that ran: memory, duckdb or spark
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"family", "diagnostics", "unit", "sat_dwell", "schedule"}
+        {"family", "diagnostics", "unit", "sat_dwell", "schedule", "engine"}
     )
 
     @property
