@@ -300,6 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--users", type=int, default=20_000, help="users of the online demo (default 20000)"
     )
+    demo.add_argument(
+        "--daily",
+        metavar="DIR",
+        help="instead: the dated demos for scheduled runs, in DIR: demo-daily.yaml (the "
+        "offline demo, logs/<date>/) and reranker-daily.yaml (the online demo, "
+        "logs/date=<date>/), 14 days from 2026-01-01",
+    )
     return parser
 
 
@@ -1038,6 +1045,8 @@ def _demo_data(args: argparse.Namespace) -> int:
 
     if args.users < MIN_USERS:  # checked first, so that a bad option writes nothing
         raise ConfigError(f"--users: expected a whole number >= {MIN_USERS}, got {args.users}")
+    if args.daily is not None:
+        return _daily_demo_data(args)
     options = {"n_queries": args.queries}
     online_options = {"users": args.users}
     # the interleaving demo merges the offline demo's rankings: the same seed and size
@@ -1051,6 +1060,18 @@ def _demo_data(args: argparse.Namespace) -> int:
         print(path)
     for path in write_interleaving_demo(Path(args.out), **interleaving_options):
         print(path)
+    return EXIT_OK
+
+
+def _daily_demo_data(args: argparse.Namespace) -> int:
+    """``abrank demo-data --daily DIR``: the dated demos the README's scheduling runs."""
+    from abrank.daily_demo import write_daily_demo, write_online_daily_demo
+    from abrank.online_demo import EXPERIMENT_DAYS
+
+    folder = Path(args.daily)
+    seed = {} if args.seed is None else {"seed": args.seed}
+    print(write_daily_demo(folder, days=EXPERIMENT_DAYS, n_queries=args.queries, **seed))
+    print(write_online_daily_demo(folder, users=args.users, **seed))
     return EXIT_OK
 
 

@@ -70,3 +70,52 @@ segments: {{columns: [device], min_queries: 30}}
 
 def _day_rows(frame: pd.DataFrame, day_of: pd.Series, index: int) -> pd.DataFrame:
     return frame[day_of.reindex(frame["query_id"].to_numpy()).to_numpy() == index]
+
+
+ONLINE_DAILY_NAME = "reranker-daily"
+
+
+def write_online_daily_demo(
+    folder: str | Path,
+    *,
+    start: dt.date = dt.date(2026, 1, 1),
+    users: int = 20_000,
+    seed: int | None = None,
+    name: str = ONLINE_DAILY_NAME,
+) -> Path:
+    """The bundled online demo's two weeks of impressions, one Parquet file per day under
+    ``logs/date=<date>/impressions.parquet`` (its timestamps moved to start on ``start``),
+    and a cumulative, sequential config reading them (``<name>.yaml``, the README's
+    scheduling example); return the config's path."""
+    from abrank.online_demo import (
+        DEFAULT_ONLINE_SEED,
+        EXPERIMENT_DAYS,
+        EXPERIMENT_START,
+        make_online_demo,
+        write_log_parquet,
+    )
+
+    folder = Path(folder)
+    demo = make_online_demo(users, DEFAULT_ONLINE_SEED if seed is None else seed, pre_period=False)
+    log = demo.log
+    day = (log["timestamp"].to_numpy() - EXPERIMENT_START) // 86_400
+    epoch = dt.datetime(start.year, start.month, start.day, tzinfo=dt.timezone.utc)
+    log = log.assign(timestamp=log["timestamp"] + (int(epoch.timestamp()) - EXPERIMENT_START))
+    for index, date in enumerate(date_range(start, start + dt.timedelta(days=EXPERIMENT_DAYS - 1))):
+        out = folder / "logs" / f"date={date.isoformat()}"
+        out.mkdir(parents=True, exist_ok=True)
+        write_log_parquet(out / "impressions.parquet", log[day == index].reset_index(drop=True))
+    config = folder / f"{name}.yaml"
+    config.write_text(
+        f"""# The bundled online demo over {EXPERIMENT_DAYS} days from {start}: one log file per day.
+name: {name}
+log: {{path: "logs/date={{date}}/impressions.parquet"}}
+control: {{name: bm25}}
+treatments: [{{name: reranker}}]
+metrics: [click_rr@10, ctr@3]
+window: {{cumulative: {start.isoformat()}}}   # or daily (the default): the run's date only
+analysis: {{design: independent, unit: user_id, sequential: true}}
+""",
+        encoding="utf-8",
+    )
+    return config
