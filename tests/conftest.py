@@ -29,6 +29,35 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+#: Tests of several seconds each (measured on 2 busy cores), marked ``slow`` here so that
+#: the quick profile leaves them out: full demo runs, subprocesses, large resamplings.
+SLOW_TESTS = frozenset(
+    {
+        "test_online_pipeline.py::test_readme_shows_what_the_online_demo_run_prints",
+        "test_online_pipeline.py::test_a_lost_share_of_one_arms_users_raises_the_srm_alarm",
+        "test_scheduler_examples.py::test_the_airflow_task_command_runs_the_date_and_exits_99_before_its_logs",
+        "test_scheduler_examples.py::test_the_crontab_line_runs_yesterdays_readouts",
+        "test_resampling.py::test_large_samples_of_distinct_values_switch_to_grid_cells",
+        "test_sequential.py::test_online_demo_with_sequential_inference_clusters_and_keeps_cuped",
+        "test_history.py::test_two_processes_rewriting_the_same_date_leave_one_complete_file",
+        "test_schedule.py::test_sigterm_stops_the_run_with_143_and_leaves_the_earlier_readout",
+    }
+)
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the slow tests ``slow``, so that the quick profile (``pytest -m "not slow"``)
+    leaves them out: those of :data:`SLOW_TESTS`, and every test that starts Spark (a JVM,
+    then Spark's planning per query): each one that takes the ``spark`` fixture, or is the
+    ``spark`` case of a parametrized test."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.id.split("-") if callspec is not None else []
+        name = f"{item.path.name}::{item.originalname}"
+        if "spark" in getattr(item, "fixturenames", ()) or "spark" in case or name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """A local SparkSession (2 cores, 4 shuffle partitions, no web UI), stopped at the end."""

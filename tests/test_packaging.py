@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,45 @@ def test_classifiers_are_trove_shaped_and_match_the_metadata():
     # a licence classifier beside a licence expression is refused by setuptools >= 77
     assert not any(c.startswith("License ::") for c in classifiers)
     assert "Programming Language :: Python :: 3" in classifiers
+
+
+def test_the_test_extra_leaves_pyspark_to_the_spark_extra_and_ci_installs_both():
+    meta = project()
+    extras = meta["optional-dependencies"]
+    assert not any(req.startswith("pyspark") for req in extras["test"])
+    assert any(req.startswith("pyspark") for req in extras["spark"])
+    assert "pip install -q '.[test,spark]'" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_tests_that_start_spark_are_marked_slow(pytestconfig):
+    import subprocess
+    import sys
+
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--co",
+            "-q",
+            "-m",
+            "not slow",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_engine_spark.py",
+            "tests/test_engine_judged_sql.py",
+            "tests/test_engine_interleaved_sql.py",
+            "tests/test_scheduler_examples.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    quick = [line for line in listed.splitlines() if "::" in line]
+    assert quick  # the fast checks of the Spark options stay in the quick profile
+    ids = [line.split("::", 1)[1] for line in quick]
+    assert not any(re.search(r"\[(.*-)?spark(-.*)?\]$", i) for i in ids)  # spark cases
+    spark_fixture = ("scores_on_spark_as_on", "on_memory_duckdb_and_spark", "cli_runs_on_spark")
+    assert not any(name in i for i in ids for name in spark_fixture)
+    assert not any("crontab_line_runs" in i or "airflow_task_command_runs" in i for i in ids)
