@@ -41,6 +41,17 @@ SLOW_TESTS = frozenset(
         "test_sequential.py::test_online_demo_with_sequential_inference_clusters_and_keeps_cuped",
         "test_history.py::test_two_processes_rewriting_the_same_date_leave_one_complete_file",
         "test_schedule.py::test_sigterm_stops_the_run_with_143_and_leaves_the_earlier_readout",
+        # starts Spark from inside the test (not through the fixture's name)
+        "test_engine_judged_sql.py::test_the_demo_experiment_gives_the_same_summary_on_every_engine",
+        "test_fast_stats.py::test_index_bootstrap_sums_are_numpys_gather_and_sum_to_the_last_bit",
+        "test_unit_lattice.py::test_the_linearized_bootstrap_agrees_with_the_exact_unit_bootstrap",
+        "test_judged_only.py::test_judged_only_matches_filter_then_score",
+        "test_schedule.py::test_a_dated_readout_charts_the_trend_of_the_dates_before_it",
+        "test_schedule.py::test_two_processes_recording_two_dates_at_once_both_land",
+        "test_workers.py::test_a_dead_chart_worker_is_replaced_by_drawing_here",
+        "test_engine_duckdb.py::test_the_bundled_online_demo_gives_the_same_summary_on_duckdb",
+        "test_interleaved_stats.py::test_intervals_cover_a_true_preference",
+        "test_metrics.py::test_matches_slow_reference",
     }
 )
 
