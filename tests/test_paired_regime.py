@@ -121,3 +121,23 @@ def test_holm_keeps_the_exact_test_and_its_missing_interval() -> None:
     expected = 2 * small if first.p_value == small else max(2 * small, large)
     assert adjusted.p_adjusted == pytest.approx(min(1.0, expected), abs=1e-15)
     assert adjusted.relative_ci is None and adjusted.verdict == "inconclusive"
+
+
+def test_the_headline_names_the_exact_test_and_shows_no_interval_against_the_verdict() -> None:
+    from abrank.render.headline import headline_line, opening_sentence
+
+    control, treatment = _trust_case()
+    result = compare(control, treatment, metric="recall@20", n_resamples=2000)
+    summary = {
+        "arms": [
+            {"name": "c", "label": "Control", "role": "control"},
+            {"name": "treatment", "label": "Treat", "role": "treatment"},
+        ],
+        "comparisons": [result.to_dict()],
+    }
+    line = headline_line(summary, result.to_dict())
+    assert "no CI (exact sign-flip test on the 5 of 66 queries that moved)" in line
+    assert "p = 0.0625 (exact sign-flip)" in line
+    assert "%]" not in line  # no lift interval on the line
+    assert "→ inconclusive" in line
+    assert "exact sign-flip test on the 5 of 66" in opening_sentence(summary, result.to_dict())
