@@ -239,24 +239,36 @@ experiment demo-reranker · owner search-relevance · paired design · control B
 ## Headline
 
 ```text
-MRR@10     0.539 → 0.785  +0.246 (+45.6%)  98.3% CI (Holm) [+0.221, +0.271] / [+39.6%, +51.7%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 976/667/267  → Cross-encoder reranker wins
-NDCG@10    0.513 → 0.748  +0.235 (+45.8%)  98.8% CI (Holm) [+0.215, +0.255] / [+40.7%, +50.8%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 1,364/166/380  → Cross-encoder reranker wins
-Recall@20  0.959 → 0.951  -0.009 (-0.9%)  95% CI [-0.014, -0.003] / [-1.5%, -0.4%]  p = 0.0017 (t, Holm)  n = 1,910  W/T/L 16/1,861/33  → Cross-encoder reranker loses
-Hit@3      0.630 → 0.855  +0.226 (+35.8%)  97.5% CI (Holm) [+0.198, +0.253] / [+30.5%, +41.5%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 540/1,261/109  → Cross-encoder reranker wins
+MRR@10     0.539 → 0.785  +0.246 (+45.6%)  98.3% CI (Holm) [+0.221, +0.271] / [+39.9%, +51.8%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 976/667/267  → Cross-encoder reranker wins
+NDCG@10    0.513 → 0.748  +0.235 (+45.8%)  98.8% CI (Holm) [+0.215, +0.255] / [+40.9%, +50.9%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 1,364/166/380  → Cross-encoder reranker wins
+Recall@20  0.959 → 0.951  -0.009 (-0.9%)  95% CI [-0.014, -0.003] / [-1.4%, -0.3%]  p = 0.0017 (t, Holm)  n = 1,910  W/T/L 16/1,861/33  → Cross-encoder reranker loses
+Hit@3      0.630 → 0.855  +0.226 (+35.8%)  97.5% CI (Holm) [+0.198, +0.253] / [+30.5%, +41.6%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 540/1,261/109  → Cross-encoder reranker wins
 ```
 
 > **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
 
 > **Warning:** mrr@10, ndcg@10, recall@20, hit@3: undefined on 90 of 2000 queries (no judged document could score on them), left out of the comparisons (no\_relevant: drop)
 
+> **Warning:** 1 segment comparison: sparse or skewed deltas (13 of 331 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 763): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^13 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (25 of 1057 queries moved): the t test does not hold its level here, so the verdict is the randomization (sign-flip) test's; that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (8 of 223 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 759): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^8 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (3 of 272 queries moved; skewness +13.7, where Cochran's rule asks for n &gt; 4,704; one query holds 89% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^3 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (15 of 721 queries moved; skewness -7.2, where Cochran's rule asks for n &gt; 1,302): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^15 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (2 of 161 queries moved; skewness -11.6, where Cochran's rule asks for n &gt; 3,388; one query holds 94% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^2 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
 ## Results
 
 | metric | control mean | treatment mean | Δ | CI (level) | relative | relative CI | p (t) | p (perm.) | p (boot.) | p adj. (Holm) | effect size | MDE | n | W / T / L | verdict |
 |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|
-| MRR@10 | 0.539 | 0.785 | +0.246 | [+0.221, +0.271] (98.3%) | +45.6% | [+39.6%, +51.7%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.54 | 0.033 | 1,910 | 976 / 667 / 267 | win |
-| NDCG@10 | 0.513 | 0.748 | +0.235 | [+0.215, +0.255] (98.8%) | +45.8% | [+40.7%, +50.8%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.66 | 0.027 | 1,910 | 1,364 / 166 / 380 | win |
-| Recall@20 | 0.959 | 0.951 | -0.009 | [-0.014, -0.003] | -0.9% | [-1.5%, -0.4%] | 0.0017 | 0.0014 | < 0.001 | 0.0017 | -0.07 | 0.008 | 1,910 | 16 / 1,861 / 33 | loss |
-| Hit@3 | 0.630 | 0.855 | +0.226 | [+0.198, +0.253] (97.5%) | +35.8% | [+30.5%, +41.5%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.42 | 0.038 | 1,910 | 540 / 1,261 / 109 | win |
+| MRR@10 | 0.539 | 0.785 | +0.246 | [+0.221, +0.271] (98.3%) | +45.6% | [+39.9%, +51.8%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.54 | 0.033 | 1,910 | 976 / 667 / 267 | win |
+| NDCG@10 | 0.513 | 0.748 | +0.235 | [+0.215, +0.255] (98.8%) | +45.8% | [+40.9%, +50.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.66 | 0.027 | 1,910 | 1,364 / 166 / 380 | win |
+| Recall@20 | 0.959 | 0.951 | -0.009 | [-0.014, -0.003] | -0.9% | [-1.4%, -0.3%] | 0.0017 | 0.0014 | < 0.001 | 0.0017 | -0.07 | 0.008 | 1,910 | 16 / 1,861 / 33 | loss |
+| Hit@3 | 0.630 | 0.855 | +0.226 | [+0.198, +0.253] (97.5%) | +35.8% | [+30.5%, +41.6%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.42 | 0.038 | 1,910 | 540 / 1,261 / 109 | win |
 
 p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05). Δ is treatment − control; the relative CI is a bootstrap interval of the ratio.
 
@@ -312,36 +324,36 @@ Every verdict holds on judged documents only (MRR@10, NDCG@10, Recall@20 and Hit
 
 Segment columns: locale, device; segments with fewer than 30 queries are not compared.
 
-| segment | metric | control mean | treatment mean | Δ | CI (level) | relative | relative CI | p (t) | p (perm.) | p (boot.) | p adj. (BH) | effect size | MDE | n | W / T / L | verdict |
-|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|
-| locale=de-DE | MRR@10 | 0.525 | 0.784 | +0.260 | [+0.200, +0.319] (97.9%) | +49.5% | [+35.6%, +65.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.56 | 0.081 | 331 | 172 / 112 / 47 | win |
-| locale=en-US | MRR@10 | 0.535 | 0.778 | +0.243 | [+0.206, +0.280] (99.3%) | +45.5% | [+36.5%, +55.2%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.54 | 0.049 | 1,057 | 548 / 355 / 154 | win |
-| locale=es-ES | MRR@10 | 0.564 | 0.789 | +0.225 | [+0.160, +0.290] (96.8%) | +40.0% | [+26.7%, +55.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.50 | 0.090 | 223 | 106 / 88 / 29 | win |
-| locale=fr-FR | MRR@10 | 0.556 | 0.817 | +0.261 | [+0.202, +0.320] (97.7%) | +47.0% | [+33.6%, +62.6%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.61 | 0.081 | 272 | 137 / 105 / 30 | win |
-| device=desktop | MRR@10 | 0.528 | 0.749 | +0.221 | [+0.178, +0.264] (98.8%) | +41.8% | [+31.8%, +52.2%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.48 | 0.058 | 721 | 368 / 232 / 121 | win |
-| device=mobile | MRR@10 | 0.543 | 0.809 | +0.267 | [+0.228, +0.305] (99.5%) | +49.1% | [+40.1%, +59.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.60 | 0.050 | 1,028 | 531 / 373 / 124 | win |
-| device=tablet | MRR@10 | 0.560 | 0.787 | +0.226 | [+0.152, +0.301] (96.4%) | +40.4% | [+24.8%, +59.4%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.51 | 0.104 | 161 | 77 / 62 / 22 | win |
-| locale=de-DE | NDCG@10 | 0.495 | 0.752 | +0.257 | [+0.207, +0.307] (98.4%) | +52.0% | [+39.6%, +66.4%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.69 | 0.067 | 331 | 234 / 32 / 65 | win |
-| locale=en-US | NDCG@10 | 0.514 | 0.743 | +0.229 | [+0.198, +0.261] (99.6%) | +44.7% | [+36.9%, +52.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.66 | 0.040 | 1,057 | 770 / 83 / 204 | win |
-| locale=es-ES | NDCG@10 | 0.532 | 0.741 | +0.209 | [+0.155, +0.263] (97.5%) | +39.3% | [+27.4%, +52.4%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.59 | 0.074 | 223 | 152 / 24 / 47 | win |
-| locale=fr-FR | NDCG@10 | 0.525 | 0.773 | +0.248 | [+0.198, +0.298] (98.2%) | +47.3% | [+35.4%, +60.7%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.72 | 0.068 | 272 | 192 / 24 / 56 | win |
-| device=desktop | NDCG@10 | 0.506 | 0.715 | +0.209 | [+0.174, +0.244] (99.1%) | +41.3% | [+33.2%, +50.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.58 | 0.046 | 721 | 500 / 61 / 160 | win |
-| device=mobile | NDCG@10 | 0.516 | 0.772 | +0.256 | [+0.222, +0.290] (99.8%) | +49.5% | [+41.9%, +58.5%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.73 | 0.043 | 1,028 | 755 / 87 / 186 | win |
-| device=tablet | NDCG@10 | 0.525 | 0.741 | +0.216 | [+0.158, +0.275] (97.0%) | +41.3% | [+28.2%, +56.8%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.63 | 0.082 | 161 | 109 / 18 / 34 | win |
-| locale=de-DE | Recall@20 | 0.956 | 0.933 | -0.023 | [-0.040, -0.006] (96.1%) | -2.4% | [-4.7%, -1.0%] | 0.00678 | 0.0043 | < 0.001 | 0.00863 | -0.15 | 0.024 | 331 | 2 / 318 / 11 | loss |
-| locale=en-US | Recall@20 | 0.959 | 0.956 | -0.004 | [-0.010, +0.003] (95.2%) | -0.4% | [-1.1%, +0.3%] | 0.275 | 0.285 | 0.227 | 0.285 | -0.03 | 0.009 | 1,057 | 11 / 1,032 / 14 | inconclusive |
-| locale=es-ES | Recall@20 | 0.963 | 0.936 | -0.027 | [-0.050, -0.004] (95.9%) | -2.8% | [-5.9%, -0.9%] | 0.0158 | 0.0241 | < 0.001 | 0.0193 | -0.16 | 0.032 | 223 | 1 / 215 / 7 | loss |
-| locale=fr-FR | Recall@20 | 0.958 | 0.961 | +0.004 | [-0.004, +0.011] | +0.4% | [-0.1%, +2.2%] | 0.347 | 0.749 | 0.183 | 0.347 | +0.06 | 0.011 | 272 | 2 / 269 / 1 | inconclusive |
-| device=desktop | Recall@20 | 0.958 | 0.949 | -0.009 | [-0.017, -0.000] (95.7%) | -0.9% | [-2.0%, -0.2%] | 0.0323 | 0.0346 | 0.00634 | 0.0377 | -0.08 | 0.012 | 721 | 5 / 706 / 10 | loss |
-| device=mobile | Recall@20 | 0.959 | 0.951 | -0.009 | [-0.017, -0.000] (95.5%) | -0.9% | [-1.8%, -0.1%] | 0.0347 | 0.0334 | 0.021 | 0.0388 | -0.07 | 0.012 | 1,028 | 11 / 996 / 21 | loss |
-| device=tablet | Recall@20 | 0.964 | 0.957 | -0.008 | [-0.021, +0.005] (95.4%) | -0.8% | [-3.8%, +0.0%] | 0.226 | 0.495 | 0.016 | 0.244 | -0.10 | 0.018 | 161 | 0 / 159 / 2 | inconclusive |
-| locale=de-DE | Hit@3 | 0.619 | 0.855 | +0.236 | [+0.171, +0.300] (97.3%) | +38.0% | [+25.7%, +52.4%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.45 | 0.089 | 331 | 94 / 221 / 16 | win |
-| locale=en-US | Hit@3 | 0.635 | 0.842 | +0.207 | [+0.166, +0.248] (98.6%) | +32.6% | [+25.2%, +41.2%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.38 | 0.055 | 1,057 | 287 / 702 / 68 | win |
-| locale=es-ES | Hit@3 | 0.623 | 0.857 | +0.233 | [+0.157, +0.310] (96.6%) | +37.4% | [+23.5%, +55.5%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.43 | 0.107 | 223 | 64 / 147 / 12 | win |
-| locale=fr-FR | Hit@3 | 0.643 | 0.904 | +0.261 | [+0.190, +0.332] (97.1%) | +40.6% | [+27.2%, +57.0%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.49 | 0.098 | 272 | 83 / 177 / 12 | win |
-| device=desktop | Hit@3 | 0.630 | 0.836 | +0.207 | [+0.158, +0.255] (98.0%) | +32.8% | [+24.0%, +42.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.37 | 0.066 | 721 | 200 / 470 / 51 | win |
-| device=mobile | Hit@3 | 0.627 | 0.869 | +0.241 | [+0.199, +0.283] (98.9%) | +38.4% | [+30.3%, +47.7%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.46 | 0.056 | 1,028 | 298 / 680 / 50 | win |
-| device=tablet | Hit@3 | 0.646 | 0.857 | +0.211 | [+0.126, +0.297] (96.2%) | +32.7% | [+18.2%, +51.6%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.41 | 0.120 | 161 | 42 / 111 / 8 | win |
+| segment | metric | control mean | treatment mean | Δ | CI (level) | relative | relative CI | p (t) | p (perm.) | p (boot.) | p (sign-flip) | p adj. (BH) | effect size | MDE | n | W / T / L | verdict |
+|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|
+| locale=de-DE | MRR@10 | 0.525 | 0.784 | +0.260 | [+0.200, +0.319] (97.9%) | +49.5% | [+35.6%, +65.9%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.56 | 0.081 | 331 | 172 / 112 / 47 | win |
+| locale=en-US | MRR@10 | 0.535 | 0.778 | +0.243 | [+0.206, +0.280] (99.3%) | +45.5% | [+36.8%, +54.9%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.54 | 0.049 | 1,057 | 548 / 355 / 154 | win |
+| locale=es-ES | MRR@10 | 0.564 | 0.789 | +0.225 | [+0.160, +0.290] (96.8%) | +40.0% | [+26.5%, +55.9%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.50 | 0.090 | 223 | 106 / 88 / 29 | win |
+| locale=fr-FR | MRR@10 | 0.556 | 0.817 | +0.261 | [+0.202, +0.320] (97.7%) | +47.0% | [+33.7%, +62.6%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.61 | 0.081 | 272 | 137 / 105 / 30 | win |
+| device=desktop | MRR@10 | 0.528 | 0.749 | +0.221 | [+0.178, +0.264] (98.8%) | +41.8% | [+32.1%, +52.7%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.48 | 0.058 | 721 | 368 / 232 / 121 | win |
+| device=mobile | MRR@10 | 0.543 | 0.809 | +0.267 | [+0.228, +0.305] (99.5%) | +49.1% | [+40.0%, +59.2%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.60 | 0.050 | 1,028 | 531 / 373 / 124 | win |
+| device=tablet | MRR@10 | 0.560 | 0.787 | +0.226 | [+0.152, +0.301] (96.4%) | +40.4% | [+25.0%, +59.2%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.51 | 0.104 | 161 | 77 / 62 / 22 | win |
+| locale=de-DE | NDCG@10 | 0.495 | 0.752 | +0.257 | [+0.207, +0.307] (98.4%) | +52.0% | [+39.5%, +66.2%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.69 | 0.067 | 331 | 234 / 32 / 65 | win |
+| locale=en-US | NDCG@10 | 0.514 | 0.743 | +0.229 | [+0.198, +0.261] (99.6%) | +44.7% | [+37.3%, +52.6%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.66 | 0.040 | 1,057 | 770 / 83 / 204 | win |
+| locale=es-ES | NDCG@10 | 0.532 | 0.741 | +0.209 | [+0.155, +0.263] (97.5%) | +39.3% | [+27.6%, +52.6%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.59 | 0.074 | 223 | 152 / 24 / 47 | win |
+| locale=fr-FR | NDCG@10 | 0.525 | 0.773 | +0.248 | [+0.198, +0.298] (98.2%) | +47.3% | [+35.5%, +60.8%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.72 | 0.068 | 272 | 192 / 24 / 56 | win |
+| device=desktop | NDCG@10 | 0.506 | 0.715 | +0.209 | [+0.174, +0.244] (99.1%) | +41.3% | [+33.2%, +50.2%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.58 | 0.046 | 721 | 500 / 61 / 160 | win |
+| device=mobile | NDCG@10 | 0.516 | 0.772 | +0.256 | [+0.222, +0.290] (99.8%) | +49.5% | [+41.2%, +58.7%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.73 | 0.043 | 1,028 | 755 / 87 / 186 | win |
+| device=tablet | NDCG@10 | 0.525 | 0.741 | +0.216 | [+0.158, +0.275] (97.0%) | +41.3% | [+28.1%, +56.7%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.63 | 0.082 | 161 | 109 / 18 / 34 | win |
+| locale=de-DE | Recall@20 | 0.956 | 0.933 | -0.023 | [-0.040, -0.006] (96.1%) | -2.4% | unbounded | 0.00678 | 0.0043 | < 0.001 | 0.00513 | 0.00653 | -0.15 | 0.024 | 331 | 2 / 318 / 11 | loss |
+| locale=en-US | Recall@20 | 0.959 | 0.956 | -0.004 | [-0.010, +0.003] (95.4%) | -0.4% | unbounded | 0.275 | 0.285 | 0.227 | n/a | 0.307 | -0.03 | 0.009 | 1,057 | 11 / 1,032 / 14 | inconclusive |
+| locale=es-ES | Recall@20 | 0.963 | 0.936 | -0.027 | [-0.050, -0.004] (95.9%) | -2.8% | unbounded | 0.0158 | 0.0241 | < 0.001 | 0.0234 | 0.0285 | -0.16 | 0.032 | 223 | 1 / 215 / 7 | loss |
+| locale=fr-FR | Recall@20 | 0.958 | 0.961 | +0.004 | [-0.004, +0.011] | +0.4% | unbounded | 0.347 | 0.749 | 0.183 | 0.75 | 0.75 | +0.06 | 0.011 | 272 | 2 / 269 / 1 | inconclusive |
+| device=desktop | Recall@20 | 0.958 | 0.949 | -0.009 | [-0.017, -0.000] (95.7%) | -0.9% | unbounded | 0.0323 | 0.0346 | 0.00634 | 0.0336 | 0.0388 | -0.08 | 0.012 | 721 | 5 / 706 / 10 | loss |
+| device=mobile | Recall@20 | 0.959 | 0.951 | -0.009 | [-0.017, -0.000] (95.5%) | -0.9% | [-1.8%, -0.0%] | 0.0347 | 0.0334 | 0.021 | n/a | 0.0388 | -0.07 | 0.012 | 1,028 | 11 / 996 / 21 | loss |
+| device=tablet | Recall@20 | 0.964 | 0.957 | -0.008 | [-0.020, +0.005] (95.2%) | -0.8% | unbounded | 0.226 | 0.495 | 0.016 | 0.5 | 0.519 | -0.10 | 0.018 | 161 | 0 / 159 / 2 | inconclusive |
+| locale=de-DE | Hit@3 | 0.619 | 0.855 | +0.236 | [+0.171, +0.300] (97.3%) | +38.0% | [+25.7%, +52.7%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.45 | 0.089 | 331 | 94 / 221 / 16 | win |
+| locale=en-US | Hit@3 | 0.635 | 0.842 | +0.207 | [+0.166, +0.248] (98.6%) | +32.6% | [+25.1%, +41.0%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.38 | 0.055 | 1,057 | 287 / 702 / 68 | win |
+| locale=es-ES | Hit@3 | 0.623 | 0.857 | +0.233 | [+0.157, +0.310] (96.6%) | +37.4% | [+23.0%, +54.8%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.43 | 0.107 | 223 | 64 / 147 / 12 | win |
+| locale=fr-FR | Hit@3 | 0.643 | 0.904 | +0.261 | [+0.190, +0.332] (97.1%) | +40.6% | [+27.2%, +56.6%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.49 | 0.098 | 272 | 83 / 177 / 12 | win |
+| device=desktop | Hit@3 | 0.630 | 0.836 | +0.207 | [+0.158, +0.255] (98.0%) | +32.8% | [+23.9%, +42.8%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.37 | 0.066 | 721 | 200 / 470 / 51 | win |
+| device=mobile | Hit@3 | 0.627 | 0.869 | +0.241 | [+0.199, +0.283] (98.9%) | +38.4% | [+30.2%, +47.7%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.46 | 0.056 | 1,028 | 298 / 680 / 50 | win |
+| device=tablet | Hit@3 | 0.646 | 0.857 | +0.211 | [+0.126, +0.297] (96.2%) | +32.7% | [+17.7%, +51.1%] | < 0.001 | < 0.001 | < 0.001 | n/a | < 0.001 | +0.41 | 0.120 | 161 | 42 / 111 / 8 | win |
 
 Too small to compare: locale=ja-JP (n = 27).
 
@@ -410,6 +422,18 @@ Too small to compare: locale=ja-JP (n = 27).
 > **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
 
 > **Warning:** mrr@10, ndcg@10, recall@20, hit@3: undefined on 90 of 2000 queries (no judged document could score on them), left out of the comparisons (no\_relevant: drop)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (13 of 331 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 763): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^13 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (25 of 1057 queries moved): the t test does not hold its level here, so the verdict is the randomization (sign-flip) test's; that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (8 of 223 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 759): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^8 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (3 of 272 queries moved; skewness +13.7, where Cochran's rule asks for n &gt; 4,704; one query holds 89% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^3 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (15 of 721 queries moved; skewness -7.2, where Cochran's rule asks for n &gt; 1,302): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^15 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+
+> **Warning:** 1 segment comparison: sparse or skewed deltas (2 of 161 queries moved; skewness -11.6, where Cochran's rule asks for n &gt; 3,388; one query holds 94% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^2 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
 
 ## Reproducibility
 
