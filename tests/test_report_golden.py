@@ -249,17 +249,7 @@ Hit@3      0.630 → 0.855  +0.226 (+35.8%)  97.5% CI (Holm) [+0.198, +0.253] / 
 
 > **Warning:** mrr@10, ndcg@10, recall@20, hit@3: undefined on 90 of 2000 queries (no judged document could score on them), left out of the comparisons (no\_relevant: drop)
 
-> **Warning:** 1 segment comparison: sparse or skewed deltas (13 of 331 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 763): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^13 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (25 of 1057 queries moved): the t test does not hold its level here, so the verdict is the randomization (sign-flip) test's; that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (8 of 223 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 759): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^8 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (3 of 272 queries moved; skewness +13.7, where Cochran's rule asks for n &gt; 4,704; one query holds 89% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^3 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (15 of 721 queries moved; skewness -7.2, where Cochran's rule asks for n &gt; 1,302): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^15 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (2 of 161 queries moved; skewness -11.6, where Cochran's rule asks for n &gt; 3,388; one query holds 94% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^2 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+> **Warning:** 6 segment comparisons: sparse, skewed or outlier-dominated deltas (see regime): the t test does not hold its level on them, so the verdict is the exact sign-flip test's (every sign pattern of the queries that moved; the randomization test beyond 20); it has no interval, so the line shows none (ci keeps the t test's interval)
 
 ## Results
 
@@ -423,17 +413,7 @@ Too small to compare: locale=ja-JP (n = 27).
 
 > **Warning:** mrr@10, ndcg@10, recall@20, hit@3: undefined on 90 of 2000 queries (no judged document could score on them), left out of the comparisons (no\_relevant: drop)
 
-> **Warning:** 1 segment comparison: sparse or skewed deltas (13 of 331 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 763): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^13 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (25 of 1057 queries moved): the t test does not hold its level here, so the verdict is the randomization (sign-flip) test's; that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (8 of 223 queries moved; skewness -5.5, where Cochran's rule asks for n &gt; 759): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^8 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (3 of 272 queries moved; skewness +13.7, where Cochran's rule asks for n &gt; 4,704; one query holds 89% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^3 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (15 of 721 queries moved; skewness -7.2, where Cochran's rule asks for n &gt; 1,302): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^15 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
-
-> **Warning:** 1 segment comparison: sparse or skewed deltas (2 of 161 queries moved; skewness -11.6, where Cochran's rule asks for n &gt; 3,388; one query holds 94% of the variance): the t test does not hold its level here, so the verdict is the exact sign-flip test's (all 2^2 sign patterns of the queries that moved); that test has no interval, so the line shows none (ci keeps the configured test's interval)
+> **Warning:** 6 segment comparisons: sparse, skewed or outlier-dominated deltas (see regime): the t test does not hold its level on them, so the verdict is the exact sign-flip test's (every sign pattern of the queries that moved; the randomization test beyond 20); it has no interval, so the line shows none (ci keeps the t test's interval)
 
 ## Reproducibility
 

@@ -326,28 +326,16 @@ def paired_exact_signflip(s: PairedSample) -> TestOutcome:
 
 
 def _regime_note(regime: dict) -> str:
-    """The note that says why the verdict's test changed and what the line shows."""
-    words = {
-        "sparse": f"{regime['nonzero']} of {regime['n']} queries moved",
-        "skewed": (
-            f"skewness {regime['skewness']:+.1f}, where Cochran's rule asks for n > "
-            f"{COCHRAN_FACTOR * regime['skewness'] ** 2:,.0f}"
-        ),
-        "dominated": f"one query holds {regime['largest_share']:.0%} of the variance",
-    }
-    why = "; ".join(words[r] for r in regime["reasons"])
+    """The note that says why the verdict's test changed and what the line shows; the
+    figures behind it are in the comparison's ``regime``, so that the same note on many
+    comparisons reads once."""
     configured = registry.test_display_names()[regime["configured_test"]]
-    if regime["exact"]:
-        test = (
-            f"the exact sign-flip test's (all 2^{regime['nonzero']} sign patterns of the "
-            "queries that moved)"
-        )
-    else:
-        test = "the randomization (sign-flip) test's"
     return (
-        f"sparse or skewed deltas ({why}): the {configured} test does not hold its level "
-        f"here, so the verdict is {test}; that test has no interval, so the line shows "
-        "none (ci keeps the configured test's interval)"
+        f"sparse, skewed or outlier-dominated deltas (see regime): the {configured} test "
+        "does not hold its level on them, so the verdict is the exact sign-flip test's "
+        f"(every sign pattern of the queries that moved; the randomization test beyond "
+        f"{EXACT_MAX_MOVED}); it has no interval, so the line shows none (ci keeps the "
+        f"{configured} test's interval)"
     )
 
 
