@@ -68,6 +68,19 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
+def verdict_p(rr: dict, treatment: str, control: str, comparison: dict) -> float:
+    """The raw p-value of the test that gave the comparison's verdict, worked out apart:
+    scipy's paired t-test, or, on sparse deltas whose moved queries all share one sign, the
+    exact sign-flip test's 2 / 2^m (only the all-plus and all-minus patterns reach the
+    observed |sum|)."""
+    d = rr[treatment] - rr[control]
+    if comparison["primary_test"] == "signflip":
+        moved = d[d != 0]
+        assert (moved > 0).all() or (moved < 0).all()
+        return 2 / 2**moved.size
+    return stats.ttest_rel(rr[treatment], rr[control]).pvalue
+
+
 def test_all_pairs_compares_treatments_with_each_other(tmp_path):
     rr = write_arms(tmp_path)
     experiment = build_experiment(
@@ -92,10 +105,10 @@ def test_all_pairs_compares_treatments_with_each_other(tmp_path):
         int((deltas == 0).sum()),
         int((deltas < 0).sum()),
     )
-    raw = [
-        stats.ttest_rel(rr[treatment], rr[control]).pvalue
-        for treatment, control in (("a", "base"), ("b", "base"), ("b", "a"))
-    ]
+    pairs = (("a", "base"), ("b", "base"), ("b", "a"))
+    # a moved 18 of the 40 queries, all up: sparse deltas, the exact sign-flip test decides
+    assert [c["primary_test"] for c in overall] == ["signflip", "t", "t"]
+    raw = [verdict_p(rr, t, c, comp) for (t, c), comp in zip(pairs, overall, strict=True)]
     for comparison, p in zip(overall, raw, strict=True):
         assert comparison["p_value"] == pytest.approx(p, rel=1e-9)
     # the family is the three comparisons: Holm over three p-values, not two
@@ -120,7 +133,7 @@ def test_against_the_control_by_default(tmp_path):
     overall = [c for c in summary["comparisons"] if c["segment"] is None]
     assert [c["treatment"] for c in overall] == ["a", "b"]
     assert "family" not in summary and "control" not in overall[0]
-    raw = [stats.ttest_rel(rr[t], rr["base"]).pvalue for t in ("a", "b")]
+    raw = [verdict_p(rr, t, "base", comp) for t, comp in zip(("a", "b"), overall, strict=True)]
     for comparison, p in zip(overall, holm(raw), strict=True):  # a family of two
         assert comparison["p_adjusted"] == pytest.approx(p, rel=1e-9)
 

@@ -411,11 +411,11 @@ def test_to_dict_is_json_safe_and_carries_the_stable_keys() -> None:
         ({"design": "pared"},
          "design: expected one of 'paired', 'independent', got 'pared' (did you mean 'paired'?)"),
         ({"primary_test": "mannwhitney"},
-         "primary_test: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon', 'sequential' for the "
-         "paired design, got 'mannwhitney'"),
+         "primary_test: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon', 'sequential', "
+         "'signflip' for the paired design, got 'mannwhitney'"),
         ({"tests": ("t", "bootstrapp")},
-         "tests: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon', 'sequential' for the paired "
-         "design, got 'bootstrapp' (did you mean 'bootstrap'?)"),
+         "tests: expected one of 't', 'permutation', 'bootstrap', 'wilcoxon', 'sequential', "
+         "'signflip' for the paired design, got 'bootstrapp' (did you mean 'bootstrap'?)"),
         ({"design": "independent", "tests": ("wilcoxon",)},
          "tests: expected one of 't', 'permutation', 'bootstrap', 'mannwhitney', 'sequential' for the "
          "independent design, got 'wilcoxon'"),

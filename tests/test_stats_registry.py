@@ -55,7 +55,7 @@ CORRECTION_SPELLINGS = [
     for spelling in (spec.name, *spec.aliases)
 ]
 
-TESTS_LISTED = "'t', 'permutation', 'bootstrap', 'wilcoxon', 'sequential'"
+TESTS_LISTED = "'t', 'permutation', 'bootstrap', 'wilcoxon', 'sequential', 'signflip'"
 CORRECTIONS_LISTED = (
     "'holm', 'bonferroni', 'sidak', 'holm-sidak', 'simes-hochberg', 'hommel', 'fdr_bh', "
     "'fdr_by', 'none'"
@@ -101,6 +101,7 @@ def test_tables_hold_the_known_names_and_labels() -> None:
         "bootstrap",
         "wilcoxon",
         "sequential",
+        "signflip",
     )
     assert registry.test_names("independent") == (
         "t",

@@ -266,6 +266,10 @@ class ComparisonSummary(Record):
     treatment_arm: str | None = None
     #: interleaved design: units, impressions with a click, the first-team check
     interleaving: dict[str, Any] | None = None
+    #: paired design: the bootstrap interval of the lift, beside the one shown (relative_ci)
+    relative_ci_bootstrap: tuple[float | None, float | None] | None = None
+    #: paired design: why the sign-flip test gave the verdict (sparse, skewed, dominated)
+    regime: dict[str, Any] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(

@@ -58,6 +58,8 @@ def interval_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     correction applies (``98.8% CI (Holm) ...``), and a remark when the interval and the
     primary test still disagree, so that no line shows an interval against its verdict."""
     comp = as_comparison(comp)
+    if comp.regime:
+        return regime_interval_phrase(comp)
     label = f"{fmt_level(comp)} CI"
     if widened(comp):
         label += f" ({correction_name(comp.correction)})"
@@ -68,6 +70,18 @@ def interval_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
         test = test_name(comp.primary_test)
         text += f" (a bootstrap interval; the {test} test decides the verdict)"
     return text
+
+
+def regime_interval_phrase(comp: ComparisonSummary) -> str:
+    """``no CI (exact sign-flip test on 5 of 66 queries that moved)``: the verdict's test
+    on sparse or skewed deltas has no interval, so the line shows none rather than an
+    interval of another test that could disagree with the verdict."""
+    regime = comp.regime or {}
+    test = test_name(comp.primary_test)
+    moved, n = regime.get("nonzero"), regime.get("n")
+    if is_number(moved) and is_number(n):
+        return f"no CI ({test} test on the {fmt_count(moved)} of {fmt_count(n)} queries that moved)"
+    return f"no CI ({test} test)"
 
 
 def p_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
@@ -265,6 +279,8 @@ def opening_parts(
     if size == "n/a":
         size = f"Δ {fmt_signed(delta)}"
     interval = f"{fmt_level(comp)} CI {fmt_interval(comp.ci)}"
+    if comp.regime:
+        interval = regime_interval_phrase(comp)
     return [
         (treatment, True),
         (f" {verb} ", False),

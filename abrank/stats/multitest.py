@@ -18,7 +18,7 @@ import numpy as np
 
 from abrank.stats import fast as fast_stats
 from abrank.stats.registry import NO_CORRECTION, resolve_correction
-from abrank.stats.results import Comparison, agrees, verdict
+from abrank.stats.results import Comparison, agrees, lift_notes, verdict
 
 
 def adjusted_p_values(p_values: Sequence[float], method: str, alpha: float = 0.05) -> np.ndarray:
@@ -75,5 +75,13 @@ def at_adjusted_level(item: Comparison, p: float, correction: str | None) -> Com
         )
         if item.levels.relative is not None:
             changes["relative_ci"] = item.levels.relative(level)
+        if item.levels.relative_bootstrap is not None:
+            changes["relative_ci_bootstrap"] = item.levels.relative_bootstrap(level)
     changes["ci_agrees"] = agrees(changes.get("ci", item.ci), decided)
+    changes["notes"] = lift_notes(
+        item.notes,
+        changes.get("relative_ci_bootstrap", item.relative_ci_bootstrap),
+        decided,
+        item.primary_test,
+    )
     return replace(item, **changes)

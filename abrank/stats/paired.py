@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from abrank.stats import fast as fast_stats
+from abrank.stats import registry
 from abrank.stats import resampling as rs
 from abrank.stats.draws import SharedDraws, ratio_columns
 from abrank.stats.estimation import (
@@ -232,6 +233,112 @@ def paired_bootstrap(s: PairedSample) -> TestOutcome:
     )
 
 
+EXACT_MAX_MOVED = 20
+"""Most moved queries for which the ``signflip`` test lists every sign pattern (2^20, a
+million, at most); beyond, it is the randomization test of ``permutation``."""
+SPARSE_MOVED = 30
+"""Deltas are sparse when fewer than this many queries moved, and at most SPARSE_SHARE of
+them: the t-test then leans on a handful of values, whatever n is."""
+SPARSE_SHARE = 0.5
+COCHRAN_FACTOR = 25.0
+"""Cochran's rule for the mean of a skewed sample: its normal approximation holds once
+n > 25 * skewness^2 (Cochran, Sampling Techniques, 1977; Boos & Hughes-Oliver 2000)."""
+MOMENTS_MIN_N = 20
+"""Fewest queries for the rules on sample moments (skewness, the largest share of the
+variance): below it those moments are too noisy to read (at n = 10, normal deltas break
+Cochran's rule one time in four)."""
+DOMINANT_SHARE = 0.5
+"""Deltas are dominated when one query holds more than this share of their squared
+deviations: the t-test's variance, and the bootstrap, then hang on that query."""
+REGIME_TESTS = ("t", "bootstrap", "permutation")
+"""Configured primary tests that give way to the sign-flip test on sparse, skewed or
+dominated deltas (Wilcoxon's rank test and the sequential test keep their own verdicts)."""
+
+
+def exact_signflip_p(d: np.ndarray, tol: float) -> float:
+    """Two-sided exact sign-flip p-value of the summed deltas: the share of the 2^m sign
+    patterns of the m moved deltas (|d| > tol) whose |sum| reaches the observed one.
+
+    Equal magnitudes are grouped: c deltas of size v add v * (2k - c) with k ~ Bin(c, 1/2),
+    so the patterns are enumerated as products of binomial counts (at most 2^m sums)."""
+    d = np.asarray(d, dtype=np.float64)
+    moved = np.abs(d[np.abs(d) > tol])
+    if moved.size == 0:
+        return 1.0
+    from scipy.special import comb
+
+    atoms = rs.exact_atoms(moved)
+    sums, weights = np.zeros(1), np.ones(1)
+    for value, count in zip(atoms.values[:, 0], atoms.counts, strict=True):
+        heads = np.arange(count + 1)
+        sums = (sums[:, None] + value * (2 * heads - count)[None, :]).ravel()
+        weights = (weights[:, None] * comb(count, heads)[None, :]).ravel()
+    observed = abs(float(d.sum()))
+    hits = float(weights[np.abs(sums) >= observed - tol * max(d.size, 1)].sum())
+    return min(1.0, hits / 2.0**moved.size)
+
+
+def regime_figures(d: np.ndarray, tol: float = 0.0) -> dict:
+    """What the regime rules read from the deltas: n, the moved queries and their share,
+    the sample skewness g1 = m3 / m2^1.5 and the largest query's share of the squared
+    deviations."""
+    n = int(d.size)
+    moved = int(np.count_nonzero(np.abs(d) > tol))
+    dev = d - d.mean() if n else d
+    m2 = float(np.mean(dev**2)) if n else 0.0
+    skew = float(np.mean(dev**3)) / m2**1.5 if m2 > 0 else 0.0
+    total = float(np.sum(dev**2))
+    largest = float(np.max(dev**2)) / total if total > 0 else 0.0
+    return {
+        "n": n,
+        "nonzero": moved,
+        "nonzero_share": moved / n if n else 0.0,
+        "skewness": skew,
+        "largest_share": largest,
+    }
+
+
+def sparse_regime_reasons(d: np.ndarray, tol: float = 0.0) -> tuple[str, ...]:
+    """Why the t-test and the bootstrap cannot be trusted on these deltas: ``sparse`` (few
+    queries moved), ``skewed`` (Cochran's rule fails), ``dominated`` (one query holds most
+    of the variance); empty when none applies."""
+    f = regime_figures(np.asarray(d, dtype=np.float64), tol)
+    n, reasons = f["n"], []
+    if f["nonzero"] < SPARSE_MOVED and f["nonzero"] <= SPARSE_SHARE * n:
+        reasons.append("sparse")
+    if n >= MOMENTS_MIN_N and n < COCHRAN_FACTOR * f["skewness"] ** 2:
+        reasons.append("skewed")
+    if n >= MOMENTS_MIN_N and f["largest_share"] > DOMINANT_SHARE:
+        reasons.append("dominated")
+    return tuple(reasons)
+
+
+@PAIRED_TESTS.register("signflip")
+def paired_exact_signflip(s: PairedSample) -> TestOutcome:
+    """The exact sign-flip test: every sign pattern of the moved queries when at most
+    EXACT_MAX_MOVED moved, else the randomization test (``permutation``). It holds its
+    level whenever the deltas are symmetric around 0 (an A/A test), however few moved."""
+    if s.n < 2:
+        return TestOutcome(math.nan)
+    if np.count_nonzero(np.abs(s.d) > s.tol) > EXACT_MAX_MOVED:
+        return paired_signflip_test(s)
+    return TestOutcome(exact_signflip_p(s.d, s.tol))
+
+
+def _regime_note(regime: dict) -> str:
+    """The note that says why the verdict's test changed and what the line shows; the
+    figures behind it are in the comparison's ``regime``, so that the same note on many
+    comparisons reads once."""
+    configured = registry.test_display_names()[regime["configured_test"]]
+    return (
+        f"sparse, skewed or outlier-dominated deltas (see regime): the {configured} test "
+        "does not hold its level on them, so the verdict is the exact sign-flip test's "
+        f"(every sign pattern of the queries that moved; the randomization test beyond "
+        f"{EXACT_MAX_MOVED}); it has no interval, so the line shows none (ci keeps the "
+        f"{configured} test's interval)"
+    )
+
+
 @PAIRED_TESTS.register("wilcoxon")
 def paired_wilcoxon(s: PairedSample) -> TestOutcome:
     """Wilcoxon's signed-rank test (scipy, zero deltas dropped); p = 1 when nothing moved."""
@@ -363,15 +470,39 @@ def compare_paired(
     if n >= 1 and s.lift is None and s.mean_c != 0:
         notes.append(NOTE_LIFT)
 
+    regime = None
+    verdict_test = primary_test
+    if primary_test in REGIME_TESTS and n >= 2 and not s.constant:
+        reasons = sparse_regime_reasons(s.d, s.tol)
+        if reasons:
+            figures = regime_figures(s.d, s.tol)
+            exact = figures["nonzero"] <= EXACT_MAX_MOVED
+            verdict_test = "signflip" if exact else "permutation"
+            regime = {
+                "reasons": list(reasons),
+                **figures,
+                "configured_test": primary_test,
+                "test": verdict_test,
+                "exact": exact,
+            }
+            notes.append(_regime_note(regime))
+            if verdict_test not in outcomes:
+                outcomes[verdict_test] = PAIRED_TESTS.functions[verdict_test](s)
+                outcomes = {k: outcomes[k] for k in registry.test_names("paired") if k in outcomes}
+
     relative_at = None
+    boot = outcomes.get("bootstrap")
+    relative_bootstrap_at = boot.relative if boot and not s.constant else None
     if s.lift is not None and s.constant:
 
         def relative_at(level: float) -> tuple[float, float]:
             return constant_interval(s.lift, n, level)
+    elif regime is not None:
+        relative_at = None  # the sign-flip test has no interval
     elif s.lift is not None and n >= 2:
-        if n >= MIN_BOOTSTRAP and "bootstrap" in outcomes:
-            relative_at = outcomes["bootstrap"].relative
-        elif n < MIN_BOOTSTRAP:
+        if primary_test != "t" and n >= MIN_BOOTSTRAP and boot is not None:
+            relative_at = boot.relative
+        elif primary_test == "t" or n < MIN_BOOTSTRAP:
             cov = np.cov(c, t, ddof=1) / n
 
             def relative_at(level: float) -> tuple[float, float] | None:
@@ -382,7 +513,6 @@ def compare_paired(
     if primary_test == "sequential" and s.lift is not None and not s.constant and n >= 2:
         relative_at = outcomes["sequential"].relative
     primary_at, ci_method = primary_interval(primary_test, outcomes)
-    boot = outcomes.get("bootstrap")
 
     def mde_at(a: float) -> float | None:
         return minimum_detectable_effect(n, s.sd, a)
@@ -398,12 +528,14 @@ def compare_paired(
         delta=s.mean_t - s.mean_c if n else math.nan,
         relative_lift=s.lift,
         p_values={name: outcome.p_value for name, outcome in outcomes.items()},
-        primary_test=primary_test,
+        primary_test=verdict_test,
         primary_at=primary_at,
         ci_method=ci_method,
         bootstrap_at=boot.interval if boot else None,
         relative_at=relative_at,
         mde_at=mde_at,
+        relative_bootstrap_at=relative_bootstrap_at,
+        regime=regime,
         effect_size=effect_size(s.mean_d, s.sd, n),
         wins_ties_losses=(
             int(np.count_nonzero(s.d > 0)),

@@ -130,6 +130,17 @@ TESTS: tuple[TestSpec, ...] = (
         ),
         aliases=("always-valid", "confidence-sequence"),
     ),
+    TestSpec(
+        "signflip",
+        display="exact sign-flip",
+        label="sign-flip",
+        designs=("paired",),
+        description=(
+            "exact sign-flip test: every sign pattern of the m queries that moved (m <= 20), "
+            "else the randomization test; the verdict's test on sparse or skewed deltas"
+        ),
+        aliases=("exact", "sign-flip"),
+    ),
 )
 """Every statistical test, in the order results list their p-values."""
 

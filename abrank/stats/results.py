@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from abrank.stats import registry
 from abrank.stats import resampling as rs
 
 Interval = tuple[float, float]
@@ -29,12 +30,15 @@ class Levels:
     multiple-testing correction the interval shown agrees with the adjusted verdict.
 
     ``primary``: level -> (low, high); ``relative``: level -> (low, high) or None, or None
-    when the comparison has no relative interval; ``mde``: alpha -> float or None.
+    when the comparison has no relative interval; ``mde``: alpha -> float or None;
+    ``relative_bootstrap``: the bootstrap interval of the relative lift kept beside the
+    shown one (None when there is none).
     """
 
     primary: Any
     relative: Any
     mde: Any
+    relative_bootstrap: Any = None
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,15 @@ class Comparison:
     bootstrap below ``MIN_BOOTSTRAP`` queries); ``p_value`` is the primary test's,
     ``p_adjusted`` its multiplicity-adjusted value (equal to ``p_value`` until ``adjust``).
     ``relative_lift`` is None when the control mean is below ``MIN_LIFT_SHARE`` of the
-    larger mean, ``relative_ci`` also when the ratio is unbounded. ``p_value`` and
+    larger mean, ``relative_ci`` also when the ratio is unbounded. ``relative_ci`` is the
+    lift's interval the headline shows, from the verdict's own test and level (paired
+    design with the t-test: Fieller's interval, the inverted t-test of treatment - (1 + r)
+    * control, so it excludes 0 exactly when the verdict is a win or a loss);
+    ``relative_ci_bootstrap`` is the paired BCa bootstrap interval of the lift, a second
+    opinion at the same level, and a note says when it disagrees with the verdict.
+    ``regime`` is set when the paired deltas are sparse, skewed or dominated by one query
+    and the sign-flip test gave the verdict instead of the configured test (then
+    ``primary_test`` names it and ``relative_ci`` is None: that test has no interval). ``p_value`` and
     ``effect_size`` are None (NaN) with fewer than two queries. For the paired design,
     ``n_control`` / ``n_treatment`` count pairs whose value was observed in that arm (the
     rest were scored 0 under ``missing="zero"``); for the independent design they are the
@@ -114,6 +126,8 @@ class Comparison:
     n_units: dict[str, int] | None = None
     cuped: dict[str, Any] | None = None
     interleaving: dict[str, Any] | None = None
+    relative_ci_bootstrap: tuple[float, float] | None = None
+    regime: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins only: tuples become lists, NaN and infinities become None;
@@ -223,6 +237,31 @@ def agrees(ci: tuple[float, float], verdict: str) -> bool:
     return excludes_zero(ci) == (verdict != "inconclusive")
 
 
+LIFT_DISAGREES = "the bootstrap interval of the relative lift (relative_ci_bootstrap)"
+"""How the note that the bootstrap lift interval disagrees with the verdict begins."""
+
+
+def lift_notes(
+    notes: Sequence[str], relative_bootstrap: Interval | None, decided: str, test: str
+) -> tuple[str, ...]:
+    """``notes`` with the note on the bootstrap lift interval redone for ``decided``: it is
+    there when that interval excludes 0 and the verdict is inconclusive, or the reverse."""
+    kept = tuple(note for note in notes if not note.startswith(LIFT_DISAGREES))
+    if relative_bootstrap is None or agrees(relative_bootstrap, decided):
+        return kept
+    low, high = relative_bootstrap
+    test = registry.test_display_names().get(test, test)
+    if excludes_zero(relative_bootstrap):
+        side = f"excludes 0 while the {test} test finds no significant change"
+    else:
+        side = f"includes 0 while the {test} test finds a significant change"
+    return (
+        *kept,
+        f"{LIFT_DISAGREES} [{low:+.2%}, {high:+.2%}] {side}; the lift interval shown "
+        f"(relative_ci) is the {test} test's own",
+    )
+
+
 def approximation_note(parts: Sequence[str]) -> str | None:
     """The ``approximation`` text naming each grid-cell resampling and its error bound."""
     if not parts:
@@ -255,6 +294,8 @@ def build_comparison(
     bootstrap_at: IntervalAt | None,
     relative_at: Callable[[float], Interval | None] | None,
     mde_at: Callable[[float], float | None],
+    relative_bootstrap_at: Callable[[float], Interval | None] | None = None,
+    regime: dict[str, Any] | None = None,
     effect_size: float,
     wins_ties_losses: tuple[int, int, int],
     alpha: float,
@@ -276,6 +317,7 @@ def build_comparison(
     p_value = p_values[primary_test]
     ci = primary_at(confidence_level)
     decided = verdict(p_value, alpha, delta if math.isfinite(delta) else 0.0)
+    relative_bootstrap = relative_bootstrap_at(confidence_level) if relative_bootstrap_at else None
     return Comparison(
         metric=metric,
         treatment=treatment,
@@ -310,7 +352,9 @@ def build_comparison(
         approximation=approximation_note(approximations),
         ci_unadjusted=ci,
         ci_agrees=agrees(ci, decided),
-        notes=tuple(notes),
+        notes=lift_notes(notes, relative_bootstrap, decided, primary_test),
         resampled_deltas=resampled_deltas,
-        levels=Levels(primary_at, relative_at, mde_at),
+        levels=Levels(primary_at, relative_at, mde_at, relative_bootstrap_at),
+        relative_ci_bootstrap=relative_bootstrap,
+        regime=regime,
     )
