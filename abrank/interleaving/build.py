@@ -43,8 +43,19 @@ def interleave(
     seed: int = 0,
     depth: int | None = None,
     names: tuple[str, str] = ("control", "treatment"),
+    impressions: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The interleaved list of every query: one row per shown result.
+    """The interleaved list of every query, or of every impression: one row per shown result.
+
+    ``impressions`` (one row per served impression: ``impression_id`` and ``query_id``,
+    other columns carried onto the impression's rows) merges the query's rankings afresh
+    for every impression, its coin flips a hash of (seed, impression id): this is how an
+    interleaving test must serve them. The result then starts with ``impression_id``, its
+    impressions in the frame's order (an impression whose query neither ranking holds has
+    no rows). Without ``impressions`` each query gets one list, seeded by its query id:
+    fine for one look at a list, but reused for every visit of a query it shows the same
+    team assignment again and again, and the clustered test of such a log is far too
+    confident (an A/A test rejects a true null 15% to 67% of the time, not 5%).
 
     ``control`` and ``treatment`` are canonical rankings frames (``query_id``, ``doc_id``,
     ``rank``; other columns are ignored); within a query the order is by ``rank``, ties in
@@ -105,13 +116,16 @@ def interleave(
     ]
     longest = max(matrices[0].shape[1], matrices[1].shape[1])
     limit = longest * 2 if depth is None else min(depth, longest * 2)
-    flips = coin_flips(query_ids, seed, max((limit + 1) // 2, 1))
     kernel = team_draft_codes if method == "team_draft" else balanced_codes
+    rounds = max((limit + 1) // 2, 1)
+    team_names = np.array(names, dtype=object)
+    if impressions is not None:
+        return _per_impression(impressions, query_ids, matrices, kernel, seed, rounds, limit, doc_ids, team_names)
+    flips = coin_flips(query_ids, seed, rounds)
     shown, teams = kernel(matrices[0], matrices[1], flips, limit)
 
     filled = shown >= 0
     rows, positions = np.nonzero(filled)
-    team_names = np.array(names, dtype=object)
     return pd.DataFrame(
         {
             "query_id": pd.Series(query_ids.take(rows), dtype="str"),
@@ -120,6 +134,53 @@ def interleave(
             "team": team_names[teams[filled]],
         }
     )
+
+
+def _per_impression(
+    impressions, query_ids, matrices, kernel, seed, rounds, limit, doc_ids, team_names
+) -> pd.DataFrame:
+    """The lists of :func:`interleave` with ``impressions``: each impression takes its
+    query's rows of the ranking matrices and its own coin flips."""
+    if not isinstance(impressions, pd.DataFrame):
+        raise DataError(f"impressions: expected a DataFrame, got {type(impressions).__name__}")
+    missing = [c for c in ("impression_id", "query_id") if c not in impressions.columns]
+    if missing:
+        raise DataError(
+            f"impressions: columns: expected impression_id, query_id, got no "
+            f"{', '.join(missing)} (columns: {', '.join(map(str, impressions.columns))})"
+        )
+    for column in ("impression_id", "query_id"):
+        empty = impressions[column].isna().to_numpy()
+        if empty.any():
+            row = int(np.flatnonzero(empty)[0])
+            raise DataError(f"impressions: row {row + 1}: {column}: expected an id, got nothing")
+    ids = impressions["impression_id"].astype(str)
+    twice = ids.duplicated().to_numpy()
+    if twice.any():
+        row = int(np.flatnonzero(twice)[0])
+        raise DataError(
+            f"impressions: row {row + 1}: impression_id: expected each impression once, "
+            f"got {ids.iloc[row]!r} twice"
+        )
+    known = pd.Index(np.asarray(query_ids.to_pylist(), dtype=object))
+    at = known.get_indexer(impressions["query_id"].astype(str).to_numpy(dtype=object))
+    served = np.flatnonzero(at >= 0)
+    flips = coin_flips(ids.to_numpy(dtype=object)[served], seed, rounds)
+    shown, teams = kernel(matrices[0][at[served]], matrices[1][at[served]], flips, limit)
+    filled = shown >= 0
+    rows, positions = np.nonzero(filled)
+    owner = served[rows]
+    out = {
+        "impression_id": pd.Series(ids.to_numpy(dtype=object)[owner], dtype="str"),
+        "query_id": pd.Series(query_ids.take(at[owner]), dtype="str"),
+        "rank": (positions + 1).astype(np.int64),
+        "doc_id": pd.Series(doc_ids.take(shown[filled]), dtype="str"),
+        "team": team_names[teams[filled]],
+    }
+    for column in impressions.columns:
+        if column not in out:
+            out[column] = impressions[column].to_numpy()[owner]
+    return pd.DataFrame(out)
 
 
 def check_method(method: str, field: str = "method") -> str:

@@ -1,0 +1,62 @@
+"""abrank.interleave with impressions: a fresh merge per impression, seeded by its id."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import abrank
+from abrank.errors import DataError
+from abrank.interleaving import Cascade, simulate_clicks
+
+
+def ranking(lists: dict[str, list[str]]) -> pd.DataFrame:
+    rows = [(q, d, r + 1) for q, docs in lists.items() for r, d in enumerate(docs)]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "rank"])
+
+
+A = {"q1": list("abcdef"), "q2": list("uvwxyz")}
+B = {"q1": list("fedcba"), "q2": list("zyxwvu")}
+
+
+@pytest.mark.parametrize("method", ["team_draft", "balanced"])
+def test_each_impression_is_its_querys_merge_under_its_own_id(method: str) -> None:
+    visits = pd.DataFrame(
+        {
+            "impression_id": [f"i{k}" for k in range(40)],
+            "query_id": ["q1", "q2"] * 20,
+            "user_id": np.arange(40) % 7,
+        }
+    )
+    out = abrank.interleave(ranking(A), ranking(B), impressions=visits, seed=5, method=method)
+    assert list(out.columns) == ["impression_id", "query_id", "rank", "doc_id", "team", "user_id"]
+    assert list(pd.unique(out["impression_id"])) == list(visits["impression_id"])
+    lists = set()
+    for row in visits.itertuples():
+        # reference: the per-query merge of this query's rankings renamed to the impression id
+        a = ranking({row.impression_id: A[row.query_id]})
+        b = ranking({row.impression_id: B[row.query_id]})
+        expected = abrank.interleave(a, b, seed=5, method=method)
+        mine = out[out["impression_id"] == row.impression_id]
+        assert list(mine["doc_id"]) == list(expected["doc_id"])
+        assert list(mine["team"]) == list(expected["team"])
+        assert set(mine["user_id"]) == {row.user_id} and set(mine["query_id"]) == {row.query_id}
+        lists.add((row.query_id, tuple(mine["team"])))
+    assert len(lists) > 2  # the same query is shown in different merges
+
+
+def test_cascade_clicks_on_per_impression_lists() -> None:
+    visits = pd.DataFrame({"impression_id": ["i1", "i2"], "query_id": ["q1", "q1"]})
+    shown = abrank.interleave(ranking(A), ranking(B), impressions=visits, seed=1)
+    shown["relevance"] = 1
+    clicks = simulate_clicks(shown, None, Cascade(), seed=0)
+    assert clicks.shape == (1, len(shown))
+
+
+def test_impressions_without_the_columns_are_rejected() -> None:
+    with pytest.raises(DataError, match="impressions: columns: expected impression_id, query_id"):
+        abrank.interleave(ranking(A), ranking(B), impressions=pd.DataFrame({"query_id": ["q1"]}))
+    twice = pd.DataFrame({"impression_id": ["i", "i"], "query_id": ["q1", "q2"]})
+    with pytest.raises(DataError, match="row 2: impression_id: expected each impression once"):
+        abrank.interleave(ranking(A), ranking(B), impressions=twice)
