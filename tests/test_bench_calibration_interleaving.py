@@ -41,3 +41,9 @@ def test_cuped_constant_covariate_changes_nothing(bench) -> None:
     assert figures["theta"] == 0.0 and figures["variance_reduction"] == 0.0
     assert figures["delta"] == figures["delta_unadjusted"]
     assert figures["p"] == figures["p_unadjusted"]
+
+
+def test_balanced_credit_differs_from_the_rows_team_on_some_clicked_impressions(bench) -> None:
+    figures = bench.balanced_disagreement(n_queries=400)
+    assert figures["clicked"] > 100
+    assert 0.02 < figures["disagree"] < 0.3

@@ -30,7 +30,9 @@ def test_each_impression_is_its_querys_merge_under_its_own_id(method: str) -> No
         }
     )
     out = abrank.interleave(ranking(A), ranking(B), impressions=visits, seed=5, method=method)
-    assert list(out.columns) == ["impression_id", "query_id", "rank", "doc_id", "team", "user_id"]
+    ranks = ["rank_control", "rank_treatment"] if method == "balanced" else []
+    columns = ["impression_id", "query_id", "rank", "doc_id", "team", *ranks, "user_id"]
+    assert list(out.columns) == columns
     assert list(pd.unique(out["impression_id"])) == list(visits["impression_id"])
     lists = set()
     for row in visits.itertuples():
@@ -41,6 +43,10 @@ def test_each_impression_is_its_querys_merge_under_its_own_id(method: str) -> No
         mine = out[out["impression_id"] == row.impression_id]
         assert list(mine["doc_id"]) == list(expected["doc_id"])
         assert list(mine["team"]) == list(expected["team"])
+        for column in ranks:  # each shown document's rank in each source ranking
+            source = (A if column == "rank_control" else B)[row.query_id]
+            want = [source.index(d) + 1 if d in source else None for d in mine["doc_id"]]
+            assert [None if pd.isna(v) else int(v) for v in mine[column]] == want
         assert set(mine["user_id"]) == {row.user_id} and set(mine["query_id"]) == {row.query_id}
         lists.add((row.query_id, tuple(mine["team"])))
     assert len(lists) > 2  # the same query is shown in different merges

@@ -77,15 +77,16 @@ def interleave(
     next, and at equal pointers the team chosen by the query's first coin flip (round 0)
     moves first, always. The moving team adds the document at its pointer unless already
     shown, and its pointer advances either way. Credit follows the rank prefix rule for a
-    click on document ``d``: with ``k = min(rank_A(d), rank_B(d))``, a team is credited
-    when ``d`` is in its top ``k``. The team that placed ``d`` always ranks it at least as
-    high as the other (its pointer was not higher, and ``d`` was not yet in the other's
-    prefix), so ``team`` is the team that ranks ``d`` strictly higher. A document at the
-    same rank in both lists is in both top-``k`` prefixes; the rule credits both, which
-    leaves the win / tie / loss unchanged, and here it is labelled with the team that
-    placed it (the one that moves first at equal pointers). With several clicks the full
-    prefix rule takes ``k`` from the lowest click and may credit a document to both teams;
-    the per-result ``team`` is the rule for each click on its own.
+    click's document ``d``, with ``team`` the team that placed it (the team that ranks
+    ``d`` at least as high as the other). Balanced interleaving is credited by the rule of
+    Joachims (2003) as Chapelle et al. (TOIS 2012, section 2.2) state it, not by ``team``:
+    ``k`` is the rank in A or B (whichever is higher) of the lowest clicked document, and
+    each team is credited with the clicked documents in its own top ``k``, so a click can
+    count for both (a document at the same rank in both lists always does). The lists of
+    ``method="balanced"`` carry the rank of each shown document in each source ranking,
+    columns ``rank_<name>`` (:func:`source_rank_column`; missing when a ranking does not
+    hold it), and :func:`abrank.interleaving.impression_outcomes` with
+    ``method="balanced"`` applies the rule from them.
 
     A query in one ranking only is interleaved with an empty list: all its results come
     from the other team. When one team's list is used up (every document shown), it stops
@@ -120,13 +121,15 @@ def interleave(
     rounds = max((limit + 1) // 2, 1)
     team_names = np.array(names, dtype=object)
     if impressions is not None:
-        return _per_impression(impressions, query_ids, matrices, kernel, seed, rounds, limit, doc_ids, team_names)
+        return _per_impression(
+            impressions, query_ids, matrices, kernel, seed, rounds, limit, doc_ids, team_names
+        )
     flips = coin_flips(query_ids, seed, rounds)
     shown, teams = kernel(matrices[0], matrices[1], flips, limit)
 
     filled = shown >= 0
     rows, positions = np.nonzero(filled)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "query_id": pd.Series(query_ids.take(rows), dtype="str"),
             "rank": (positions + 1).astype(np.int64),
@@ -134,6 +137,28 @@ def interleave(
             "team": team_names[teams[filled]],
         }
     )
+    if kernel is balanced_codes:
+        out = out.assign(**_source_ranks(shown, matrices[0], matrices[1], filled, team_names))
+    return out
+
+
+def source_rank_column(team: str) -> str:
+    """The column of a balanced interleaving's lists that holds each shown document's rank
+    in ``team``'s ranking (missing when that ranking does not hold it)."""
+    return f"rank_{team}"
+
+
+def _source_ranks(shown, a, b, filled, team_names) -> dict[str, pd.Series]:
+    """Each shown document's rank in each source ranking (nullable Int64, missing when
+    the ranking does not hold it), the columns :func:`source_rank_column` names: the
+    balanced credit rule needs them."""
+    out = {}
+    for matrix, team in ((a, team_names[0]), (b, team_names[1])):
+        at = _positions_in(shown, _at_least_one_column(matrix))[filled]
+        ranks = pd.array(np.where(at >= 0, at + 1, 0), dtype="Int64")
+        ranks[at < 0] = pd.NA
+        out[source_rank_column(str(team))] = pd.Series(ranks)
+    return out
 
 
 def _per_impression(
@@ -177,6 +202,9 @@ def _per_impression(
         "doc_id": pd.Series(doc_ids.take(shown[filled]), dtype="str"),
         "team": team_names[teams[filled]],
     }
+    if kernel is balanced_codes:
+        a, b = matrices[0][at[served]], matrices[1][at[served]]
+        out.update(_source_ranks(shown, a, b, filled, team_names))
     for column in impressions.columns:
         if column not in out:
             out[column] = impressions[column].to_numpy()[owner]
