@@ -66,3 +66,31 @@ def test_impressions_without_the_columns_are_rejected() -> None:
     twice = pd.DataFrame({"impression_id": ["i", "i"], "query_id": ["q1", "q2"]})
     with pytest.raises(DataError, match="row 2: impression_id: expected each impression once"):
         abrank.interleave(ranking(A), ranking(B), impressions=twice)
+
+
+def test_fixed_lists_counts_queries_whose_impressions_all_show_one_list() -> None:
+    from abrank.interleaving import fixed_lists
+
+    visits = pd.DataFrame(
+        {"impression_id": [f"i{k}" for k in range(21)], "query_id": ["q1", "q2"] * 10 + ["q3"]}
+    )
+    per_query = abrank.interleave(ranking(A), ranking(B), seed=2)
+    reused = visits.merge(per_query, on="query_id", how="inner")  # one list per query
+    fixed = fixed_lists(reused)
+    # q1 and q2 are seen 10 times each with one list; q3 is in no ranking (no rows)
+    assert fixed.to_dict() == {"queries": 2, "fixed": 2, "share": 1.0}
+    assert "not merged afresh" in fixed.warning()
+    fresh = fixed_lists(abrank.interleave(ranking(A), ranking(B), seed=2, impressions=visits))
+    assert fresh.queries == 2 and fresh.fixed == 0 and fresh.warning() is None
+    # by hand: two impressions of q1 alike, one of q2 shorter than the other
+    log = pd.DataFrame(
+        {
+            "impression_id": ["a", "a", "b", "b", "c", "c", "d"],
+            "query_id": ["q1", "q1", "q1", "q1", "q2", "q2", "q2"],
+            "rank": [1, 2, 1, 2, 1, 2, 1],
+            "doc_id": ["x", "y", "x", "y", "u", "v", "u"],
+            "team": ["A", "B", "A", "B", "A", "B", "A"],
+        }
+    )
+    assert fixed_lists(log).to_dict() == {"queries": 2, "fixed": 1, "share": 0.5}
+    assert fixed_lists(log).warning() is None  # half, not most
