@@ -907,3 +907,24 @@ def test_the_per_unit_preferences_are_each_users_mean_score_minus_a_half(two_tea
     values = readout.unit_values
     assert set(values["arm"]) == {TREATMENT}
     assert sorted(values["value"]) == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_log_that_reuses_one_list_per_query_is_warned_about(tmp_path: Path) -> None:
+    log = make_log(5, impressions=200, queries=20, lengths=(3, 4))  # 3 results each
+    # every impression of a query shows one list: documents and teams by (query, rank)
+    q = log["query"].str[1:].astype(int).to_numpy()
+    log["doc_id"] = [f"d{a}-{r}" for a, r in zip(q, log["rank"])]
+    log["team"] = np.where((q + log["rank"].to_numpy()) % 2 == 0, CONTROL, TREATMENT)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    summary = abrank.run_experiment(write_config(tmp_path)).summary
+    fixed = summary["diagnostics"]["interleaving"]["fixed_lists"]
+    assert fixed == {"queries": 20, "fixed": 20, "share": 1.0}
+    assert any("not merged afresh" in w for w in summary["diagnostics"]["warnings"])
+
+
+def test_a_log_merged_per_impression_has_few_fixed_lists(two_team) -> None:
+    config, log = two_team
+    fixed = abrank.run_experiment(config).summary["diagnostics"]["interleaving"]["fixed_lists"]
+    # by hand from the log: the queries seen twice or more, none with one list (random teams)
+    seen = log.groupby("query")["impression_id"].nunique()
+    assert fixed == {"queries": int((seen >= 2).sum()), "fixed": 0, "share": 0.0}
