@@ -402,7 +402,11 @@ def test_the_first_team_counts_and_chi_square_match_scipy(two_team):
     first = summary["diagnostics"]["interleaving"]["first_team"]
     assert first["units"] == {CONTROL: counts[0], TREATMENT: counts[1]}
     assert first["chi2"] == pytest.approx(chi2, rel=1e-12)
-    assert first["p_value"] == pytest.approx(p, rel=1e-9)
+    if sum(counts) / 2 >= 1000:
+        assert first["test"] == "chi2" and first["p_value"] == pytest.approx(p, rel=1e-9)
+    else:  # few impressions per team: the exact binomial test
+        exact = scipy.stats.binomtest(counts[0], sum(counts), 0.5).pvalue
+        assert first["test"] == "exact" and first["p_value"] == pytest.approx(exact, rel=1e-9)
     assert first["alarm"] is False
     assert not any("First-team" in w for w in summary["diagnostics"]["warnings"])
 
@@ -823,7 +827,8 @@ def test_a_dated_interleaved_config_records_its_history(tmp_path, capsys):
         assert list(rows["n_control"]) == list(rows["n_treatment"]) == [units]
         heads = log.sort_values(["impression_id", "rank"]).groupby("impression_id")["team"].first()
         counts = [int((heads == CONTROL).sum()), int((heads == TREATMENT).sum())]
-        p = scipy.stats.chisquare(counts).pvalue
+        # few impressions per team: the exact binomial test's p-value
+        p = scipy.stats.binomtest(counts[0], sum(counts), 0.5).pvalue
         assert rows["srm_p_value"].iloc[0] == pytest.approx(p, rel=1e-9)
         ref = reference_outcomes(log, CONTROL, TREATMENT, "clicks")
         assert rows["delta"].iloc[0] == pytest.approx(clustered_t(ref)[0], abs=1e-12)
@@ -902,3 +907,24 @@ def test_the_per_unit_preferences_are_each_users_mean_score_minus_a_half(two_tea
     values = readout.unit_values
     assert set(values["arm"]) == {TREATMENT}
     assert sorted(values["value"]) == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_log_that_reuses_one_list_per_query_is_warned_about(tmp_path: Path) -> None:
+    log = make_log(5, impressions=200, queries=20, lengths=(3, 4))  # 3 results each
+    # every impression of a query shows one list: documents and teams by (query, rank)
+    q = log["query"].str[1:].astype(int).to_numpy()
+    log["doc_id"] = [f"d{a}-{r}" for a, r in zip(q, log["rank"])]
+    log["team"] = np.where((q + log["rank"].to_numpy()) % 2 == 0, CONTROL, TREATMENT)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    summary = abrank.run_experiment(write_config(tmp_path)).summary
+    fixed = summary["diagnostics"]["interleaving"]["fixed_lists"]
+    assert fixed == {"queries": 20, "fixed": 20, "share": 1.0}
+    assert any("not merged afresh" in w for w in summary["diagnostics"]["warnings"])
+
+
+def test_a_log_merged_per_impression_has_few_fixed_lists(two_team) -> None:
+    config, log = two_team
+    fixed = abrank.run_experiment(config).summary["diagnostics"]["interleaving"]["fixed_lists"]
+    # by hand from the log: the queries seen twice or more, none with one list (random teams)
+    seen = log.groupby("query")["impression_id"].nunique()
+    assert fixed == {"queries": int((seen >= 2).sum()), "fixed": 0, "share": 0.0}

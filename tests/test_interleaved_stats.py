@@ -349,7 +349,9 @@ def test_first_team_balance_is_the_chi_square_against_halves() -> None:
     expected = stats.chisquare([60, 40])
     assert check.units == {"a": 60, "b": 40}
     assert check.chi2 == pytest.approx(expected.statistic, rel=1e-12)
-    assert check.p_value == pytest.approx(expected.pvalue, rel=1e-9)
+    # 50 expected per team: the p-value is the exact binomial test's
+    assert check.test == "exact"
+    assert check.p_value == pytest.approx(stats.binomtest(60, 100, 0.5).pvalue, rel=1e-9)
     assert not check.alarm
     skewed = first_team_balance(pd.DataFrame({"first_team": ["a"] * 700 + ["b"] * 300}), ("a", "b"))
     assert skewed.alarm

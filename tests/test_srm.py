@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
+import numpy as np
 import pytest
 from scipy import stats as sps
 
@@ -38,7 +40,8 @@ def test_a_clear_mismatch_raises_the_alarm_and_serializes() -> None:
     assert check.alarm and check.p_value < 0.001
     assert isinstance(check, SampleRatioCheck)
     saved = check.to_dict()
-    assert set(saved) == {"units", "expected", "chi2", "p_value", "alarm", "alpha"}
+    assert set(saved) == {"units", "expected", "chi2", "p_value", "alarm", "alpha", "test"}
+    assert saved["test"] == "chi2"  # 48,500 expected per arm and more: the chi-square
     assert saved["units"] == {"control": 50_000, "treatment": 48_500}
     json.dumps(saved, allow_nan=False)
 
@@ -92,3 +95,65 @@ def test_bad_counts_and_arguments() -> None:
         sample_ratio_mismatch({"control": 10, "treatment": 12}, [0.5, 0.5])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="alpha: expected a number between 0 and 1, got 2"):
         sample_ratio_mismatch({"control": 10, "treatment": 12}, alpha=2)
+
+
+# ------------------------------------------------------------------ small counts: exact
+
+
+@pytest.mark.parametrize(
+    ("units", "share"), [((12, 28), 0.5), ((30, 10), 0.5), ((9, 31), 1 / 3), ((20, 20), 0.5)]
+)
+def test_small_counts_take_the_exact_binomial_test(units: tuple[int, int], share: float) -> None:
+    check = sample_ratio_mismatch(
+        {"control": units[0], "treatment": units[1]},
+        {"control": share, "treatment": 1 - share},
+    )
+    reference = sps.binomtest(units[0], sum(units), share)
+    assert check.test == "exact"
+    assert check.p_value == pytest.approx(reference.pvalue, rel=1e-12)
+    # the statistic is still Pearson's
+    e = np.array([share, 1 - share]) * sum(units)
+    assert check.chi2 == pytest.approx(float(((np.array(units) - e) ** 2 / e).sum()), rel=1e-12)
+
+
+def test_three_arms_take_the_exact_multinomial_test() -> None:
+    units, shares = (8, 19, 13), (0.25, 0.5, 0.25)
+    n = sum(units)
+    # slow reference: every split of 40 units, the ones no more likely than the observed
+    observed = sps.multinomial.pmf(units, n, shares)
+    total = 0.0
+    for a, b in itertools.product(range(n + 1), repeat=2):
+        if a + b <= n:
+            p = sps.multinomial.pmf((a, b, n - a - b), n, shares)
+            total += p if p <= observed * (1 + 1e-7) else 0.0
+    check = sample_ratio_mismatch(dict(zip("abc", units)), dict(zip("abc", shares)))
+    assert check.test == "exact"
+    assert check.p_value == pytest.approx(total, rel=1e-9)
+
+
+def false_alarm_rate(total: int, alpha: float, exact: bool) -> float:
+    """The exact chance of an alarm on an equal split of ``total`` units: the binomial
+    probability of every count whose p-value (chi-square or exact) is below alpha."""
+    k = np.arange(total + 1)
+    pmf = sps.binom.pmf(k, total, 0.5)
+    if exact:
+        p = np.array([sps.binomtest(int(x), total, 0.5).pvalue for x in k])
+    else:
+        p = sps.chi2.sf((k - total / 2) ** 2 / (total / 2) * 2, 1)
+    return float(pmf[p < alpha].sum())
+
+
+def test_about_twenty_per_arm_the_alarm_rate_stays_below_alpha() -> None:
+    # 22 expected per arm: the chi-square alarms with probability 1.26 alpha, the exact
+    # test (what the check uses) below alpha
+    assert false_alarm_rate(44, 0.001, exact=False) > 0.00125
+    rates = []
+    for total in range(30, 51):
+        alarms = [
+            sample_ratio_mismatch({"control": int(x), "treatment": total - int(x)}).alarm
+            for x in range(total + 1)
+        ]
+        pmf = sps.binom.pmf(np.arange(total + 1), total, 0.5)
+        rates.append(float(pmf[np.array(alarms)].sum()))
+        assert rates[-1] == pytest.approx(false_alarm_rate(total, 0.001, exact=True), abs=1e-15)
+    assert max(rates) <= 0.001

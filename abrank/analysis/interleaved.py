@@ -107,6 +107,7 @@ class InterleavedScores:
     same_lists: SameLists | None
     unit_counts: dict[tuple[str, str], pd.DataFrame]
     segment_counts: dict[str, dict[tuple[str, str], pd.DataFrame]]
+    fixed_lists: Any = None  # abrank.interleaving.FixedLists, None without a query column
 
     def to_dict(self) -> dict[str, Any]:
         """The totals and checks, JSON-safe (not the tables)."""
@@ -182,12 +183,11 @@ def source_rankings(
 def needed_columns(experiment: Experiment) -> list[str]:
     """The log's columns an interleaving experiment reads besides impression_id, rank and
     clicked: the unit, the team, the segments, ``dwell`` for satisfied clicks, ``query``
-    and ``doc_id`` when source rankings are given."""
+    and ``doc_id`` (when the log has them)."""
     wanted = [experiment.analysis.unit or "user_id", "team", *experiment.segments.columns]
     if "sat_clicks" in experiment.metrics:
         wanted.append("dwell")
-    if sum(arm.path is not None for arm in experiment.arms) >= 2:
-        wanted += ["query", "doc_id"]
+    wanted += ["query", "doc_id"]  # the same-list and fixed-list checks
     return list(dict.fromkeys(wanted))
 
 
@@ -244,7 +244,7 @@ def check_teams(log: pd.DataFrame, arms: list[str], path: str) -> None:
 
 def score_interleaved(experiment: Experiment, data: InterleavedData) -> InterleavedScores:
     """The per-impression outcomes of every pair of arms and credit, and the log's totals."""
-    from abrank.interleaving import impression_outcomes
+    from abrank.interleaving import fixed_lists, impression_outcomes
 
     log = data.log
     unit = experiment.analysis.unit or "user_id"
@@ -285,6 +285,7 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
         per_arm=arm_reach(log, heads, [arm.name for arm in experiment.arms], unit),
         first_team={arm.name: int(counts.get(arm.name, 0)) for arm in experiment.arms},
         same_lists=same_lists(log, heads, data.rankings, experiment) if data.rankings else None,
+        fixed_lists=fixed_lists(log, query="query") if "query" in log.columns else None,
         unit_counts={key: unit_counts(t, unit, *teams[key]) for key, t in outcomes.items()},
         segment_counts={
             column: {

@@ -34,6 +34,7 @@ from abrank.analysis.load import Progress, display_path, fingerprint, shown_file
 from abrank.analysis.window import check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.engines.sql import open_backend
+from abrank.interleaving.checks import FixedLists
 
 __all__ = ["score_interleaved_sql"]
 
@@ -104,6 +105,7 @@ def score_interleaved_sql(
         per_arm=result.per_arm,
         first_team=result.first_team,
         same_lists=same,
+        fixed_lists=None if result.fixed_lists is None else FixedLists(*result.fixed_lists),
         unit_counts={keys[key]: table for key, table in result.counts.items()},
         segment_counts={
             column: {keys[key]: table for key, table in by.items()}

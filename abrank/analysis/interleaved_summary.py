@@ -64,8 +64,11 @@ def build_interleaved_readout(
         clicked_share=scores.clicked / scores.impressions if scores.impressions else None,
         first_team=SampleRatio.from_dict(balance.to_dict(), "first_team"),
         same_lists=None if scores.same_lists is None else scores.same_lists.to_dict(),
+        fixed_lists=None if scores.fixed_lists is None else scores.fixed_lists.to_dict(),
     )
     warnings = [message for message in [checks.message()] if message]
+    if scores.fixed_lists is not None and scores.fixed_lists.warning():
+        warnings.append(scores.fixed_lists.warning())
     warnings += same_list_warnings(checks)
     warnings += peeking_warnings(experiment)
     warnings += comparison_warnings(comparisons)

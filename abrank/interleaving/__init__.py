@@ -10,6 +10,7 @@ win / tie / loss per impression (:func:`impression_outcomes`, :func:`delta_ab`).
 from __future__ import annotations
 
 from abrank.interleaving.build import METHODS, coin_flips, interleave
+from abrank.interleaving.checks import FixedLists, fixed_lists
 from abrank.interleaving.clicks import (
     CLICK_PROFILES,
     Cascade,
@@ -25,9 +26,11 @@ __all__ = [
     "METHODS",
     "Cascade",
     "ClickModel",
+    "FixedLists",
     "PositionBased",
     "coin_flips",
     "delta_ab",
+    "fixed_lists",
     "impression_outcomes",
     "interleave",
     "simulate_clicks",

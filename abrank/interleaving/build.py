@@ -43,8 +43,19 @@ def interleave(
     seed: int = 0,
     depth: int | None = None,
     names: tuple[str, str] = ("control", "treatment"),
+    impressions: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The interleaved list of every query: one row per shown result.
+    """The interleaved list of every query, or of every impression: one row per shown result.
+
+    ``impressions`` (one row per served impression: ``impression_id`` and ``query_id``,
+    other columns carried onto the impression's rows) merges the query's rankings afresh
+    for every impression, its coin flips a hash of (seed, impression id): this is how an
+    interleaving test must serve them. The result then starts with ``impression_id``, its
+    impressions in the frame's order (an impression whose query neither ranking holds has
+    no rows). Without ``impressions`` each query gets one list, seeded by its query id:
+    fine for one look at a list, but reused for every visit of a query it shows the same
+    team assignment again and again, and the clustered test of such a log is far too
+    confident (an A/A test rejects a true null 15% to 67% of the time, not 5%).
 
     ``control`` and ``treatment`` are canonical rankings frames (``query_id``, ``doc_id``,
     ``rank``; other columns are ignored); within a query the order is by ``rank``, ties in
@@ -66,15 +77,16 @@ def interleave(
     next, and at equal pointers the team chosen by the query's first coin flip (round 0)
     moves first, always. The moving team adds the document at its pointer unless already
     shown, and its pointer advances either way. Credit follows the rank prefix rule for a
-    click on document ``d``: with ``k = min(rank_A(d), rank_B(d))``, a team is credited
-    when ``d`` is in its top ``k``. The team that placed ``d`` always ranks it at least as
-    high as the other (its pointer was not higher, and ``d`` was not yet in the other's
-    prefix), so ``team`` is the team that ranks ``d`` strictly higher. A document at the
-    same rank in both lists is in both top-``k`` prefixes; the rule credits both, which
-    leaves the win / tie / loss unchanged, and here it is labelled with the team that
-    placed it (the one that moves first at equal pointers). With several clicks the full
-    prefix rule takes ``k`` from the lowest click and may credit a document to both teams;
-    the per-result ``team`` is the rule for each click on its own.
+    click's document ``d``, with ``team`` the team that placed it (the team that ranks
+    ``d`` at least as high as the other). Balanced interleaving is credited by the rule of
+    Joachims (2003) as Chapelle et al. (TOIS 2012, section 2.2) state it, not by ``team``:
+    ``k`` is the rank in A or B (whichever is higher) of the lowest clicked document, and
+    each team is credited with the clicked documents in its own top ``k``, so a click can
+    count for both (a document at the same rank in both lists always does). The lists of
+    ``method="balanced"`` carry the rank of each shown document in each source ranking,
+    columns ``rank_<name>`` (:func:`source_rank_column`; missing when a ranking does not
+    hold it), and :func:`abrank.interleaving.impression_outcomes` with
+    ``method="balanced"`` applies the rule from them.
 
     A query in one ranking only is interleaved with an empty list: all its results come
     from the other team. When one team's list is used up (every document shown), it stops
@@ -105,14 +117,19 @@ def interleave(
     ]
     longest = max(matrices[0].shape[1], matrices[1].shape[1])
     limit = longest * 2 if depth is None else min(depth, longest * 2)
-    flips = coin_flips(query_ids, seed, max((limit + 1) // 2, 1))
     kernel = team_draft_codes if method == "team_draft" else balanced_codes
+    rounds = max((limit + 1) // 2, 1)
+    team_names = np.array(names, dtype=object)
+    if impressions is not None:
+        return _per_impression(
+            impressions, query_ids, matrices, kernel, seed, rounds, limit, doc_ids, team_names
+        )
+    flips = coin_flips(query_ids, seed, rounds)
     shown, teams = kernel(matrices[0], matrices[1], flips, limit)
 
     filled = shown >= 0
     rows, positions = np.nonzero(filled)
-    team_names = np.array(names, dtype=object)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "query_id": pd.Series(query_ids.take(rows), dtype="str"),
             "rank": (positions + 1).astype(np.int64),
@@ -120,6 +137,78 @@ def interleave(
             "team": team_names[teams[filled]],
         }
     )
+    if kernel is balanced_codes:
+        out = out.assign(**_source_ranks(shown, matrices[0], matrices[1], filled, team_names))
+    return out
+
+
+def source_rank_column(team: str) -> str:
+    """The column of a balanced interleaving's lists that holds each shown document's rank
+    in ``team``'s ranking (missing when that ranking does not hold it)."""
+    return f"rank_{team}"
+
+
+def _source_ranks(shown, a, b, filled, team_names) -> dict[str, pd.Series]:
+    """Each shown document's rank in each source ranking (nullable Int64, missing when
+    the ranking does not hold it), the columns :func:`source_rank_column` names: the
+    balanced credit rule needs them."""
+    out = {}
+    for matrix, team in ((a, team_names[0]), (b, team_names[1])):
+        at = _positions_in(shown, _at_least_one_column(matrix))[filled]
+        ranks = pd.array(np.where(at >= 0, at + 1, 0), dtype="Int64")
+        ranks[at < 0] = pd.NA
+        out[source_rank_column(str(team))] = pd.Series(ranks)
+    return out
+
+
+def _per_impression(
+    impressions, query_ids, matrices, kernel, seed, rounds, limit, doc_ids, team_names
+) -> pd.DataFrame:
+    """The lists of :func:`interleave` with ``impressions``: each impression takes its
+    query's rows of the ranking matrices and its own coin flips."""
+    if not isinstance(impressions, pd.DataFrame):
+        raise DataError(f"impressions: expected a DataFrame, got {type(impressions).__name__}")
+    missing = [c for c in ("impression_id", "query_id") if c not in impressions.columns]
+    if missing:
+        raise DataError(
+            f"impressions: columns: expected impression_id, query_id, got no "
+            f"{', '.join(missing)} (columns: {', '.join(map(str, impressions.columns))})"
+        )
+    for column in ("impression_id", "query_id"):
+        empty = impressions[column].isna().to_numpy()
+        if empty.any():
+            row = int(np.flatnonzero(empty)[0])
+            raise DataError(f"impressions: row {row + 1}: {column}: expected an id, got nothing")
+    ids = impressions["impression_id"].astype(str)
+    twice = ids.duplicated().to_numpy()
+    if twice.any():
+        row = int(np.flatnonzero(twice)[0])
+        raise DataError(
+            f"impressions: row {row + 1}: impression_id: expected each impression once, "
+            f"got {ids.iloc[row]!r} twice"
+        )
+    known = pd.Index(np.asarray(query_ids.to_pylist(), dtype=object))
+    at = known.get_indexer(impressions["query_id"].astype(str).to_numpy(dtype=object))
+    served = np.flatnonzero(at >= 0)
+    flips = coin_flips(ids.to_numpy(dtype=object)[served], seed, rounds)
+    shown, teams = kernel(matrices[0][at[served]], matrices[1][at[served]], flips, limit)
+    filled = shown >= 0
+    rows, positions = np.nonzero(filled)
+    owner = served[rows]
+    out = {
+        "impression_id": pd.Series(ids.to_numpy(dtype=object)[owner], dtype="str"),
+        "query_id": pd.Series(query_ids.take(at[owner]), dtype="str"),
+        "rank": (positions + 1).astype(np.int64),
+        "doc_id": pd.Series(doc_ids.take(shown[filled]), dtype="str"),
+        "team": team_names[teams[filled]],
+    }
+    if kernel is balanced_codes:
+        a, b = matrices[0][at[served]], matrices[1][at[served]]
+        out.update(_source_ranks(shown, a, b, filled, team_names))
+    for column in impressions.columns:
+        if column not in out:
+            out[column] = impressions[column].to_numpy()[owner]
+    return pd.DataFrame(out)
 
 
 def check_method(method: str, field: str = "method") -> str:

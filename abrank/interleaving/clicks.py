@@ -151,7 +151,8 @@ def simulate_clicks(
     ``shown`` has one row per shown result (``query_id``, ``rank``, ``doc_id``, as
     :func:`abrank.interleave` returns it); each of the ``impressions`` simulated users sees
     every query's list once, and ``clicks[i, j]`` says whether user ``i`` clicked the
-    result of row ``j``. Grades come from ``judgments`` (``query_id``, ``doc_id``,
+    result of row ``j``. With an ``impression_id`` column (the per-impression lists of
+    :func:`abrank.interleave` with ``impressions``) each impression is one list. Grades come from ``judgments`` (``query_id``, ``doc_id``,
     ``relevance``), or from ``shown``'s own ``relevance`` column when ``judgments`` is
     None; an unjudged result has grade 0's probabilities. The draws use one uniform per
     (impression, row) for the clicks, and for the cascade one more for the stops; memory
@@ -202,7 +203,8 @@ def _cascade(shown, ranks, attract, stop, impressions: int, rng) -> np.ndarray:
     """Cascade clicks: a result is examined when no earlier result of its list was clicked
     and followed by a stop; a click is an examined result whose uniform is below its
     attractiveness."""
-    queries = pd.factorize(shown["query_id"].astype(str))[0]
+    lists = "impression_id" if "impression_id" in shown.columns else "query_id"
+    queries = pd.factorize(shown[lists].astype(str))[0]
     order = np.lexsort((ranks, queries))
     q_sorted, r_sorted = queries[order], ranks[order]
     repeat = (q_sorted[1:] == q_sorted[:-1]) & (r_sorted[1:] == r_sorted[:-1])

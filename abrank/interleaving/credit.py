@@ -44,6 +44,7 @@ def impression_outcomes(
     treatment: str,
     credit: str = "clicks",
     sat_dwell: float = 30.0,
+    method: str = "team_draft",
 ) -> pd.DataFrame:
     """One row per impression of an interleaved log: the credit of each team and the outcome.
 
@@ -57,11 +58,22 @@ def impression_outcomes(
     ``dwell >= sat_dwell`` seconds (a click without a dwell is not satisfied). ``clicked``
     is 0/1 or bool.
 
-    ConfigError for an unknown credit, equal team names or a bad ``sat_dwell``; DataError
+    ``method="team_draft"`` (and any log with a ``team`` column only) credits each click to
+    the team of its row. ``method="balanced"`` applies the balanced rule of Joachims (2003)
+    as Chapelle et al. (TOIS 2012, section 2.2) state it, from the columns ``rank_<control>``
+    and ``rank_<treatment>`` (each shown document's rank in each source ranking, missing when
+    it does not hold it; the lists of ``abrank.interleave(method="balanced")`` carry them):
+    with the lowest credited click at document ``d``, ``k = min(rank_A(d), rank_B(d))``, and
+    each team's credit is the number of credited clicks on documents in its own top ``k``
+    (a click may count for both teams).
+
+    ConfigError for an unknown credit or method, equal team names or a bad ``sat_dwell``; DataError
     for missing columns, a team name not in the log, a ``clicked`` value that is not 0/1,
     a rank repeated within an impression, or an impression with two users.
     """
     credit = _check_credit(credit)
+    if method not in ("team_draft", "balanced"):
+        raise ConfigError(f"method: expected team_draft or balanced, got {method!r}")
     if not isinstance(control, str) or not isinstance(treatment, str) or control == treatment:
         raise ConfigError(
             f"control, treatment: expected two different team names, got "
@@ -70,6 +82,8 @@ def impression_outcomes(
     if isinstance(sat_dwell, bool) or not np.isfinite(sat_dwell) or sat_dwell < 0:
         raise ConfigError(f"sat_dwell: expected a number of seconds >= 0, got {sat_dwell!r}")
     needed = LOG_COLUMNS + (("dwell",) if credit == "sat_clicks" else ())
+    if method == "balanced":
+        needed += (f"rank_{control}", f"rank_{treatment}")
     _need_columns(log, needed)
 
     codes, impressions, starts = _impression_codes(log["impression_id"])
@@ -84,10 +98,15 @@ def impression_outcomes(
     if credit == "sat_clicks":
         dwell = pd.to_numeric(log["dwell"], errors="coerce").to_numpy(dtype=float)
         credited = clicked & (dwell >= sat_dwell)  # NaN dwell: not satisfied
-    on_treatment = (team_names == treatment)[team_codes]
-    on_control = (team_names == control)[team_codes]
-    treatment_credit = np.bincount(codes[credited & on_treatment], minlength=n)
-    control_credit = np.bincount(codes[credited & on_control], minlength=n)
+    if method == "balanced":
+        control_credit, treatment_credit = _balanced_credit(
+            log, codes, credited, n, control, treatment
+        )
+    else:
+        on_treatment = (team_names == treatment)[team_codes]
+        on_control = (team_names == control)[team_codes]
+        treatment_credit = np.bincount(codes[credited & on_treatment], minlength=n)
+        control_credit = np.bincount(codes[credited & on_control], minlength=n)
     first = _first_rows(codes, log, n, starts)
     users = log["user_id"].to_numpy()
     _check_one_user(codes, users, first, log, starts)
@@ -104,6 +123,29 @@ def impression_outcomes(
             "first_team": team_names[team_codes[first]],
         }
     )
+
+
+def _balanced_credit(
+    log: pd.DataFrame, codes: np.ndarray, credited: np.ndarray, n: int, control: str, treatment: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per impression, the control's and the treatment's credit by the balanced rule: k from
+    the lowest credited click (its document's higher rank in the two rankings), each team
+    credited with the credited clicks on documents in its own top k."""
+    ranks = pd.to_numeric(log["rank"], errors="coerce").to_numpy(dtype=float)
+    source = {}
+    for team in (control, treatment):
+        values = pd.to_numeric(log[f"rank_{team}"], errors="coerce").to_numpy(dtype=float)
+        source[team] = np.where(np.isnan(values), np.inf, values)
+    rows = np.flatnonzero(credited)
+    order = rows[np.lexsort((ranks[rows], codes[rows]))]
+    last = order[np.r_[codes[order][1:] != codes[order][:-1], True]] if order.size else order
+    k = np.full(n, -np.inf)
+    k[codes[last]] = np.minimum(source[control][last], source[treatment][last])
+    credits = []
+    for team in (control, treatment):
+        inside = credited & (source[team] <= k[codes])
+        credits.append(np.bincount(codes[inside], minlength=n))
+    return credits[0], credits[1]
 
 
 def delta_ab(wins: int, ties: int, losses: int) -> float:

@@ -5,7 +5,7 @@ simulated experiments at once (one row per experiment).
   ratio R = sum M / sum D and the delta-method variance
   sum (M_u - R D_u)^2 / (sum D)^2 * n / (n - 1), a Welch-style t with
   Welch-Satterthwaite degrees of freedom; with no variance, p = 1 for equal ratios and
-  the exact permutation p 2 / C(n_c + n_t, n_t) otherwise; NaN below two units an arm.
+  the exact permutation p (1 + [n_c = n_t]) / C(n_c + n_t, n_t) otherwise; NaN below two units an arm.
 * :func:`interleaved_t` is :func:`abrank.stats.interleaved.compare_interleaved`'s ``t``:
   M_u = wins + ties / 2, D_u = impressions, Delta = sum M / sum D - 1/2 with the same
   variance over the G units and a t on G - 1 degrees of freedom; p = 1 when every
@@ -47,7 +47,8 @@ def clustered_t(
         df = np.where(spread > 0, (v_c + v_t) ** 2 / spread, np.inf)
         p = np.minimum(1.0, 2.0 * stdtr(df, -np.abs(delta) / se))
     tol = REL_TOL * (np.abs(r_c) + np.abs(r_t) + np.abs(delta))
-    exact = np.minimum(1.0, np.exp(np.log(2.0) - _log_choose(n_c + n_t, n_t)))
+    extremes = np.where(n_c == n_t, 2.0, 1.0)  # a full swap reaches -delta only then
+    exact = np.minimum(1.0, np.exp(np.log(extremes) - _log_choose(n_c + n_t, n_t)))
     p = np.where(se <= tol, np.where(np.abs(delta) <= tol, 1.0, exact), p)
     p = np.where((n_c >= 2) & (n_t >= 2), p, np.nan)
     return delta, se, p

@@ -377,7 +377,9 @@ class InterleavingChecks(Record):
     credit) count the log; ``first_team`` tests the impressions whose first result each
     arm contributed against equal shares (``units`` there counts impressions; a fair
     interleaving puts each team first half the time); ``same_lists`` counts the impressions
-    whose shown list both source rankings would have shown alike (null without them).
+    whose shown list both source rankings would have shown alike (null without them);
+    ``fixed_lists`` the queries seen more than once whose impressions all showed one
+    interleaved list (``queries``, ``fixed``, ``share``; null without a query column).
     """
 
     impressions: int
@@ -386,6 +388,7 @@ class InterleavingChecks(Record):
     clicked_share: float | None
     first_team: SampleRatio
     same_lists: dict[str, Any] | None = None
+    fixed_lists: dict[str, Any] | None = None
 
     def message(self) -> str | None:
         """The first-team alarm as one sentence for the top of every output (None when

@@ -61,6 +61,7 @@ from scipy.special import stdtr, stdtrit
 from abrank.cores import MAX_THREADS, usable_cores
 from abrank.errors import ConfigError
 from abrank.stats import resampling as rs
+from abrank.stats.constant_arms import constant_arms_p
 from abrank.stats.cuped import checked_covariate, cuped_adjustment
 from abrank.stats.estimation import (
     MIN_BOOTSTRAP,
@@ -112,7 +113,8 @@ NOTE_CUPED = (
     "are reported, with the unadjusted comparison, under cuped.unadjusted"
 )
 NOTE_NO_COVARIATE = (
-    "CUPED: no unit has pre-period data with any variance, so nothing was adjusted (theta 0)"
+    "CUPED: the pre-period covariate has no variance (no unit has pre-period data, or every "
+    "unit's is the same value), so nothing was adjusted (theta 0, variance reduction 0)"
 )
 
 
@@ -203,9 +205,9 @@ def welch_df(v_c: float, v_t: float, n_c: int, n_t: int) -> float:
 
 
 def log_exact_p(n_c: int, n_t: int) -> float:
-    """2 / C(n_c + n_t, n_t), capped at 1: the exact permutation p of two constant arms."""
-    log_comb = math.lgamma(n_c + n_t + 1) - math.lgamma(n_c + 1) - math.lgamma(n_t + 1)
-    return min(1.0, math.exp(math.log(2.0) - log_comb))
+    """The exact permutation p of two constant arms: (1 + [n_c = n_t]) / C(n_c + n_t, n_t),
+    capped at 1 (:func:`abrank.stats.constant_arms.constant_arms_p`)."""
+    return constant_arms_p(n_c, n_t)
 
 
 @CLUSTERED_TESTS.register("t")
@@ -213,7 +215,8 @@ def delta_method_test(s: ClusteredSample) -> TestOutcome:
     """The delta-method test of the difference of the arms' estimates (Welch-style t).
 
     When no unit deviates from its arm's ratio (no variance), the exact unit-label
-    permutation test of two constant arms stands in (p = 2 / C(n_c + n_t, n_t)).
+    permutation test of two constant arms stands in (p = 1 / C(n_c + n_t, n_t), twice that
+    for arms of equal size).
     """
     if not s.enough:
         return TestOutcome(math.nan, lambda level: UNBOUNDED, "t")

@@ -6,6 +6,13 @@ estimate is adjusted by theta = Cov(L_Y, L_X) / Var(L_X), pooled over both arms'
 deviations. A unit without pre-period data (numerator and denominator 0) has a covariate
 deviation of exactly 0, so it contributes no adjustment: its arm's covariate mean stands
 in for it.
+
+A covariate without variance (every unit's pre-period mean the same value) cannot adjust
+anything, but its deviations are rounding noise (about 1e-17) rather than exact zeros, and
+their ratio would make theta a meaningless 1e13 or more that moves the delta and the
+p-value. So the covariate counts as constant when its deviations are below
+:data:`COVARIATE_REL_TOL` of the size of its values: theta is then 0, the estimates are the
+unadjusted ones and the reported variance reduction is 0 (with a note).
 """
 
 from __future__ import annotations
@@ -18,6 +25,10 @@ import numpy as np
 
 from abrank.errors import ConfigError, DataError
 from abrank.stats.unit_sums import ArmEstimate, UnitSums, checked_sums, linearized
+
+COVARIATE_REL_TOL = 1e-9
+"""A covariate whose deviations' root mean square is below this share of the root mean
+square of its values (both per unit, over the mean denominator) has no variance."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +54,7 @@ def cuped_adjustment(
     lx_c, lx_t = linearized(x_c), linearized(x_t)
     variance = float(lx_c.deviations @ lx_c.deviations + lx_t.deviations @ lx_t.deviations)
     covariance = float(y_c.deviations @ lx_c.deviations + y_t.deviations @ lx_t.deviations)
-    theta = covariance / variance if variance > 0 else 0.0
+    theta = covariance / variance if variance > _noise_floor(x_c, x_t, lx_c, lx_t) else 0.0
     total_d = float(x_c.denominator.sum() + x_t.denominator.sum())
     pooled = float(x_c.numerator.sum() + x_t.numerator.sum()) / total_d if total_d > 0 else 0.0
 
@@ -60,6 +71,21 @@ def cuped_adjustment(
             "treatment": int(np.count_nonzero(x_t.denominator > 0)),
         },
     )
+
+
+def _noise_floor(x_c: UnitSums, x_t: UnitSums, lx_c: ArmEstimate, lx_t: ArmEstimate) -> float:
+    """The sum of squared deviations below which the covariate is constant: the
+    (:data:`COVARIATE_REL_TOL`)^2 share of the sum of squares of the units' values on the
+    deviations' scale (|M_u| + |R| D_u) / mean(D), where rounding leaves its noise."""
+    floor = 0.0
+    for sums, lx in ((x_c, lx_c), (x_t, lx_t)):
+        n, total_d = sums.numerator.size, float(sums.denominator.sum())
+        if n == 0 or total_d <= 0:
+            continue
+        ratio = abs(lx.estimate) if math.isfinite(lx.estimate) else 0.0
+        scale = (np.abs(sums.numerator) + ratio * np.abs(sums.denominator)) / (total_d / n)
+        floor += float(scale @ scale)
+    return floor * COVARIATE_REL_TOL**2
 
 
 def checked_covariate(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from abrank.stats import resampling as rs
+from abrank.stats.constant_arms import constant_arms_p
 from abrank.stats.estimation import (
     GRID_BINS_DELTA,
     MIN_BOOTSTRAP,
@@ -136,14 +137,15 @@ INDEPENDENT_TESTS: DesignTests[IndependentSample] = DesignTests("independent")
 @INDEPENDENT_TESTS.register("t")
 def welch_t_test(s: IndependentSample) -> TestOutcome:
     """Welch's t-test and interval; with no variance in either arm, the exact
-    label-permutation test of two constant samples (p = 1 / C(n_c + n_t, n_t)) stands in."""
+    label-permutation test of two constant samples stands in (p = 1 / C(n_c + n_t, n_t),
+    twice that for samples of equal size: :func:`abrank.stats.constant_arms.constant_arms_p`)."""
     from scipy import stats as sps
 
     n_c, n_t, obs = s.n_c, s.n_t, s.obs
     if not s.enough:
         return TestOutcome(math.nan, lambda level: UNBOUNDED, "t")
     if s.no_variance:
-        shifted = min(1.0, 2.0 / math.comb(n_c + n_t, n_t))  # p of any shift but obs
+        shifted = constant_arms_p(n_c, n_t)
 
         def exact_at(level: float) -> tuple[float, float]:
             return (obs, obs) if shifted < 1.0 - level else UNBOUNDED

@@ -126,6 +126,7 @@ class InterleavedAggregates:
     first_team: dict[str, int]
     same_lists: tuple[int, int, int] | None
     file_rows: dict[str, int]
+    fixed_lists: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Totals, JSON-safe."""
@@ -193,7 +194,42 @@ def interleaved_aggregates(
         first_team={arm: int(units[f"first_{k}"].sum()) for k, arm in enumerate(request.arms)},
         same_lists=same,
         file_rows=_file_rows(backend, layouts),
+        fixed_lists=_fixed_lists(backend, layouts),
     )
+
+
+def _fixed_lists(backend: Backend, layouts: Sequence[Layout]) -> tuple[int, int] | None:
+    """(queries seen in two impressions or more, those whose impressions all show one list)
+    as :func:`abrank.interleaving.fixed_lists` counts them; None when a source has no
+    query column. One list: at every rank any impression of the query shows, every
+    impression shows a result, the same document and the same team."""
+    if not all("query" in layout.column for layout in layouts):
+        return None
+
+    def text(layout: Layout, canon: str) -> str:
+        return text_id(layout.ref(canon), layout.kind_of(canon))
+
+    union = " UNION ALL ".join(
+        f"SELECT {text(layout, 'impression_id')} AS impression_id, {text(layout, 'query')} AS "
+        f"query, CAST({layout.ref('rank')} AS VARCHAR) AS rank, {text(layout, 'doc_id')} AS doc, "
+        f"{text(layout, 'team')} AS team FROM {layout.relation}"
+        for layout in layouts
+    )
+    sql = (
+        f"WITH shown AS ({union}), "
+        "heads AS (SELECT impression_id, MIN(query) AS query FROM shown GROUP BY impression_id), "
+        "visits AS (SELECT query, COUNT(*) AS n FROM heads GROUP BY query), "
+        "cells AS (SELECT heads.query AS query, shown.rank AS rank, COUNT(*) AS n, "
+        "COUNT(DISTINCT shown.doc) AS docs, COUNT(DISTINCT shown.team) AS teams FROM shown "
+        "JOIN heads ON shown.impression_id = heads.impression_id GROUP BY heads.query, shown.rank), "
+        "per_query AS (SELECT visits.query AS query, MAX(CASE WHEN cells.n <> visits.n OR "
+        "cells.docs <> 1 OR cells.teams <> 1 THEN 1 ELSE 0 END) AS varied FROM visits JOIN cells "
+        "ON cells.query = visits.query WHERE visits.n >= 2 GROUP BY visits.query) "
+        "SELECT CAST(COUNT(*) AS BIGINT) AS queries, "
+        "CAST(COALESCE(SUM(1 - varied), 0) AS BIGINT) AS fixed FROM per_query"
+    )
+    row = backend.run(compile_sql(sql, backend.dialect)).to_pylist()[0]
+    return int(row["queries"]), int(row["fixed"])
 
 
 # --------------------------------------------------------------------------- columns
