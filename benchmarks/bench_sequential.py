@@ -14,7 +14,8 @@ each), with the ``sequential`` test primary and the fixed-horizon ``t`` beside i
 * coverage: with a true nonzero delta, the share of runs whose 95% interval covers it at
   every one of the 10 looks at once;
 * the width ratio: how many times as wide as the fixed-horizon t-interval the sequence is
-  at a few sample sizes, for the default N* (5,000) and the N* given by ``--tuning``.
+  at a few sample sizes, tuned at the sample size itself (the default), at GrowthBook's
+  fixed N* = 5,000 and at the N* given by ``--tuning``.
 
 Method: the asymptotic confidence sequences of Waudby-Smith et al. (GrowthBook's form),
 abrank.stats.sequential. Every figure is deterministic from ``--seed``.
@@ -28,10 +29,11 @@ import time
 import numpy as np
 
 from abrank.stats import UnitSums, compare, compare_clustered
-from abrank.stats.registry import SEQUENTIAL_TUNING
 from abrank.stats.sequential import width_ratio
 
 LOOKS = 10
+FIXED_TUNING = 5000
+"""GrowthBook's N*, for comparison with the default (N* = the sample size)."""
 OPTIONS = dict(primary_test="sequential", tests=("t",), n_resamples=100)
 
 
@@ -95,7 +97,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--tuning", type=int, default=1000, help="a second N* for the widths")
     args = parser.parse_args()
-    print(f"{args.runs} runs per design, {LOOKS} daily looks, N* = {SEQUENTIAL_TUNING}")
+    print(f"{args.runs} runs per design, {LOOKS} daily looks, N* = each look's sample size")
     print(f"{'design':<12} {'A/A ever p<.05: t':>18} {'sequential':>11} {'coverage':>9} {'s':>6}")
     for name, (run, per_day, shift) in DESIGNS.items():
         rng = np.random.default_rng([args.seed, len(name)])
@@ -113,11 +115,15 @@ def main() -> None:
             f"{covered / args.runs:>9.3f} {seconds:>6.1f}"
         )
     print("\nwidth of the 95% sequence / the fixed-horizon t-interval's (paired, df = n - 1)")
-    print(f"{'n':>8} {'N* = ' + str(SEQUENTIAL_TUNING):>12} {'N* = ' + str(args.tuning):>12}")
+    print(
+        f"{'n':>8} {'N* = n':>12} {'N* = ' + str(FIXED_TUNING):>12} "
+        f"{'N* = ' + str(args.tuning):>12}"
+    )
     for n in (100, 1_000, 2_000, 5_000, 20_000, 100_000, 1_000_000):
-        default = width_ratio(n, 0.95, SEQUENTIAL_TUNING, n - 1)
+        own = width_ratio(n, 0.95, n, n - 1)
+        fixed = width_ratio(n, 0.95, FIXED_TUNING, n - 1)
         other = width_ratio(n, 0.95, args.tuning, n - 1)
-        print(f"{n:>8,} {default:>12.2f} {other:>12.2f}")
+        print(f"{n:>8,} {own:>12.2f} {fixed:>12.2f} {other:>12.2f}")
 
 
 if __name__ == "__main__":

@@ -247,11 +247,13 @@ def comparison_family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Fami
 def sequential_summary(
     experiment: Experiment, comparisons: list[Comparison]
 ) -> SequentialSummary | None:
-    """``sequential`` (None unless ``analysis.sequential``): the method, its N* and how
-    many times as wide as the fixed-horizon t-interval the primary metric's first overall
-    comparison's sequence is at the nominal level. The t quantile has n - 1 degrees of
-    freedom (paired: n queries) or n - 2 (two arms; n the values or units of both), the
-    pooled t's, which Welch's degrees of freedom match within 1% from a few dozen per arm.
+    """``sequential`` (None unless ``analysis.sequential``): the method, the N* of the
+    primary metric's first overall comparison (``analysis.sequential_tuning``, else its
+    sample size) and where it came from, and how many times as wide as the fixed-horizon
+    t-interval that comparison's sequence is at the nominal level. The t quantile has
+    n - 1 degrees of freedom (paired: n queries) or n - 2 (two arms; n the values or units
+    of both), the pooled t's, which Welch's degrees of freedom match within 1% from a few
+    dozen per arm.
     """
     from abrank.stats.sequential import METHOD, width_ratio
 
@@ -260,12 +262,14 @@ def sequential_summary(
         return None
     primary = experiment.primary_metric or experiment.metrics[0]
     first = next((c for c in comparisons if c.metric == primary and c.segment is None), None)
+    planned = analysis.sequential_tuning
+    source = "analysis.sequential_tuning" if planned is not None else "sample_size"
+    tuning = planned if planned is not None else (first.n if first is not None else None)
     ratio = None
-    if first is not None:
+    if first is not None and tuning is not None:
         df = first.n - 1 if first.design == "paired" else first.n - 2
-        found = width_ratio(first.n, analysis.confidence_level, analysis.sequential_tuning, df)
-        ratio = _finite(found)
-    return SequentialSummary(method=METHOD, tuning=analysis.sequential_tuning, width_ratio=ratio)
+        ratio = _finite(width_ratio(first.n, analysis.confidence_level, tuning, df))
+    return SequentialSummary(method=METHOD, tuning=tuning, width_ratio=ratio, tuning_source=source)
 
 
 def saved_comparison(

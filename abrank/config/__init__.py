@@ -151,8 +151,9 @@ class AnalysisConfig(_Strict):
     #: always-valid inference (a cumulative readout looked at every day): the primary test
     #: becomes ``sequential``, a confidence sequence (abrank.stats.sequential); t stays beside it
     sequential: bool = False
-    #: N*: the sample size at which the confidence sequence is tightest (GrowthBook's 5000)
-    sequential_tuning: int = Field(stats_registry.SEQUENTIAL_TUNING, ge=1)
+    #: N*: the planned horizon, the sample size (queries, or units of both arms) at which
+    #: the confidence sequence is tightest; null: each comparison's own sample size
+    sequential_tuning: int | None = Field(None, ge=1)
     resamples: int = Field(10_000, ge=100, le=10_000_000)
     correction: str = "holm"
     segment_correction: str = "fdr_bh"

@@ -491,14 +491,17 @@ class SequentialSummary(Record):
     """``sequential``: the intervals and p-values are always valid under repeated looks.
 
     ``method`` names the confidence sequence, ``tuning`` its N* (the sample size at which
-    it is tightest), ``width_ratio`` how many times as wide it is as the fixed-horizon
-    t-interval of the same level, for the primary metric's first overall comparison
+    it is tightest) for the primary metric's first overall comparison, ``tuning_source``
+    where N* came from (``analysis.sequential_tuning``, the planned horizon, or
+    ``sample_size``: each comparison's own sample size), ``width_ratio`` how many times as
+    wide it is as the fixed-horizon t-interval of the same level, for that comparison
     (None when that is undefined).
     """
 
     method: str
-    tuning: int
+    tuning: int | None
     width_ratio: float | None
+    tuning_source: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

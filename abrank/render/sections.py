@@ -213,10 +213,17 @@ def sequential_sentence(summary: Summary) -> str | None:
         if sequential.width_ratio is not None
         else ""
     )
+    if sequential.tuning_source == "sample_size":
+        tuned = "tightest at each comparison's own sample size"
+        if sequential.tuning is not None:
+            tuned += f", N* = {fmt_count(sequential.tuning)} for the primary metric"
+    else:
+        tuned = f"tightest at N* = {fmt_count(sequential.tuning)}"
+        if sequential.tuning_source:
+            tuned += f" ({sequential.tuning_source})"
     return (
         "The intervals and p-values are sequential (always valid under daily looks: an "
-        f"asymptotic confidence sequence, Waudby-Smith et al., tightest at N* = "
-        f"{fmt_count(sequential.tuning)}){cost}."
+        f"asymptotic confidence sequence, Waudby-Smith et al., {tuned}){cost}."
     )
 
 

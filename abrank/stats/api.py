@@ -68,7 +68,7 @@ def compare(
     ``n_resamples`` resamples from a generator derived from (seed, metric,
     treatment_name, segment); ``seed=None`` draws fresh entropy. The ``sequential`` test
     (an always-valid confidence sequence, :mod:`abrank.stats.sequential`) is tightest
-    after ``sequential_tuning`` observations (N*; None: 5,000). Raises ConfigError for
+    after ``sequential_tuning`` observations (N*; None: the sample size). Raises ConfigError for
     bad arguments.
     """
     if metric == "":

@@ -82,6 +82,7 @@ from abrank.stats.sequential import CI_METHOD as SEQUENCE_METHOD
 from abrank.stats.sequential import (
     SequenceTuning,
     checked_tuning,
+    detectable_delta,
     log_ratio_sequence,
     mean_sequence,
 )
@@ -491,7 +492,7 @@ def compare_clustered(
     metric, treatment_name, segment), or, where the unit resamples are shared with other
     metrics (see :mod:`abrank.stats.unit_draws`), from (seed, units per arm,
     treatment_name, segment). ``sequential_tuning`` is the N* of the ``sequential`` test
-    (None: the default, :data:`abrank.stats.registry.SEQUENTIAL_TUNING`). Raises
+    (None: tuned at the comparison's own sample size). Raises
     ConfigError / DataError for bad arguments.
     """
     return compare_clustered_metrics(
@@ -669,7 +670,11 @@ def build(
     sd = math.sqrt(variance / (1.0 / n_c + 1.0 / n_t)) if s.enough else math.nan
 
     def mde_at(a: float) -> float | None:
-        return minimum_detectable_effect(n_c, sd, a, ratio=n_t / n_c) if s.enough else None
+        if not s.enough:
+            return None
+        if run[0] == "sequential":  # the MDE of the test that gives the verdict
+            return detectable_delta(n_c + n_t, (n_c + n_t) * variance, a, s.sequential)
+        return minimum_detectable_effect(n_c, sd, a, ratio=n_t / n_c)
 
     boot = outcomes.get("bootstrap")
     result = build_comparison(

@@ -18,6 +18,7 @@ import numpy as np
 from abrank.stats import resampling as rs
 from abrank.stats.estimation import MIN_BOOTSTRAP, lift
 from abrank.stats.seeding import generator
+from abrank.stats.validation import OWN_INTERVAL
 
 SHARE_FACTOR = 2.0
 """A metric draws from the shared resamples of its queries when drawing its own would
@@ -73,7 +74,8 @@ def plan_shared_draws(
             a = np.abs(d)
             if SHARE_FACTOR * rs.exact_cost(a, n_resamples) >= flip_cost:
                 flips[m] = a
-        wants_boot = "bootstrap" in run or run[0] != "t"
+        # the bootstrap's interval stands in for a primary test without one of its own
+        wants_boot = "bootstrap" in run or run[0] not in OWN_INTERVAL
         if wants_boot and n >= MIN_BOOTSTRAP and boot_cost <= rs.WORK_BUDGET_NS:
             # one block of three columns per metric: d, then the relative lift's (u, c)
             block = np.zeros((n, 3))

@@ -38,7 +38,12 @@ from abrank.stats.estimation import (
 from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, build_comparison
 from abrank.stats.seeding import generator
-from abrank.stats.sequential import SequenceTuning, log_ratio_sequence, mean_sequence
+from abrank.stats.sequential import (
+    SequenceTuning,
+    detectable_delta,
+    log_ratio_sequence,
+    mean_sequence,
+)
 
 NOTE_NO_VARIANCE = (
     "no variance in either arm: the Welch test is undefined, so its p-value and "
@@ -282,7 +287,7 @@ def compare_independent(
     """The independent comparison of arms ``c`` and ``t`` (NaN values already dropped);
     ``run`` names the tests to run (validated; the bootstrap included when the primary
     test is not t); ``sequential_tuning`` is the ``sequential`` test's N* (None: the
-    default)."""
+    sample size)."""
     s = IndependentSample.of(
         c,
         t,
@@ -325,7 +330,12 @@ def compare_independent(
     )
 
     def mde_at(a: float) -> float | None:
-        return minimum_detectable_effect(n_c, pooled_sd, a, ratio=n_t / n_c) if enough else None
+        if not enough:
+            return None
+        if primary_test == "sequential":  # the MDE of the test that gives the verdict
+            n = n_c + n_t
+            return detectable_delta(n, n * (s.var_c / n_c + s.var_t / n_t), a, s.sequential)
+        return minimum_detectable_effect(n_c, pooled_sd, a, ratio=n_t / n_c)
 
     return build_comparison(
         metric=metric,

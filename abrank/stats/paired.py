@@ -44,7 +44,12 @@ from abrank.stats.estimation import (
 from abrank.stats.power import minimum_detectable_effect
 from abrank.stats.results import Comparison, build_comparison
 from abrank.stats.seeding import generator
-from abrank.stats.sequential import SequenceTuning, log_ratio_sequence, mean_sequence
+from abrank.stats.sequential import (
+    SequenceTuning,
+    detectable_delta,
+    log_ratio_sequence,
+    mean_sequence,
+)
 
 
 @dataclass(frozen=True)
@@ -515,6 +520,8 @@ def compare_paired(
     primary_at, ci_method = primary_interval(primary_test, outcomes)
 
     def mde_at(a: float) -> float | None:
+        if primary_test == "sequential":  # the MDE of the test that gives the verdict
+            return detectable_delta(n, s.sd**2, a, s.sequential)
         return minimum_detectable_effect(n, s.sd, a)
 
     return build_comparison(

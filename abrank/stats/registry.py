@@ -30,10 +30,6 @@ DESIGNS = ("paired", "independent", INTERLEAVED)
 INTERLEAVED_TESTS = ("t", "bootstrap")
 """The tests of an interleaved comparison (the delta method and the unit bootstrap)."""
 
-SEQUENTIAL_TUNING = 5000
-"""The default N* of the ``sequential`` test: its confidence sequence is tightest after this
-many observations (GrowthBook's default); see :mod:`abrank.stats.sequential`."""
-
 
 @dataclass(frozen=True)
 class TestSpec:
