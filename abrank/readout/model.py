@@ -426,6 +426,7 @@ class DiagnosticsSummary(Record):
     judged_at_k: JudgedAtK
     warnings: tuple[str, ...] = ()
     unjudged: UnjudgedCheck | None = None
+    missing_queries: dict[str, tuple[str, ...]] | None = None  # offline: arm -> ids missing
     units: dict[str, int] | None = None  # online: randomized units per arm
     impressions: dict[str, int] | None = None  # online: impressions per arm
     srm: SampleRatio | None = None
@@ -434,7 +435,15 @@ class DiagnosticsSummary(Record):
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"unjudged", "units", "impressions", "srm", "mixed_units", "interleaving"}
+        {
+            "unjudged",
+            "missing_queries",
+            "units",
+            "impressions",
+            "srm",
+            "mixed_units",
+            "interleaving",
+        }
     )
 
 

@@ -541,12 +541,9 @@ def _moves_section(readout: Readout) -> Section | None:
     if not moves:
         return None
     summary = readout_summary(readout)
-    columns = (
-        Column("query", "left", "text"),
-        Column("control"),
-        Column("treatment"),
-        Column("Δ"),
-    )
+    diagnostics = summary.diagnostics
+    policy = diagnostics.missing_policy if diagnostics is not None else None
+    scored = "left out of the comparison" if policy == "drop" else "scored 0"
     blocks: list[Block] = []
     for move in moves:
         name = arm_label(summary, move.treatment)
@@ -560,18 +557,59 @@ def _moves_section(readout: Readout) -> Section | None:
             if frame.empty:
                 parts.append((heading, Paragraph((own("None."),))))
                 continue
+            marked = bool(frame["missing_in"].astype(bool).any())
+            columns = (
+                Column("query", "left", "text"),
+                Column("control"),
+                Column("treatment"),
+                Column("Δ"),
+                *((Column("log", "left", "text"),) if marked else ()),
+            )
             rows = tuple(
                 (
                     Cell(str(q), css="text"),
                     Cell(fmt_value(c), own=True),
                     Cell(fmt_value(t), own=True),
                     Cell(fmt_signed(d), own=True),
+                    *((_missing_cell(summary, m, scored),) if marked else ()),
                 )
-                for q, c, t, d in frame.itertuples(index=False)
+                for q, c, t, d, m in frame[
+                    ["query_id", "control", "treatment", "delta", "missing_in"]
+                ].itertuples(index=False)
             )
-            parts.append((heading, Table(columns, rows)))
+            parts.append((heading, Table(columns, rows, "moves")))
         blocks.append(Columns(tuple(parts)))
+        absent = int(
+            move.losses["missing_in"]
+            .str.split(";")
+            .map(lambda arms, t=move.treatment: t in arms)
+            .sum()
+        )
+        if absent:
+            blocks.append(
+                Paragraph(
+                    (
+                        own(f"{absent} of the {len(move.losses)} largest losses of "),
+                        *spans(name),
+                        own(
+                            f" are queries missing from its log ({scored}, under "
+                            f"missing_queries: {policy}), not worse rankings; "
+                            "per_query.csv marks them in its missing_in column and "
+                            "summary.json lists them in diagnostics.missing_queries."
+                        ),
+                    ),
+                    role="note",
+                )
+            )
     return Section("queries", "Queries that moved most", tuple(blocks))
+
+
+def _missing_cell(summary: Summary, missing_in: str, scored: str) -> Cell:
+    """The log column of a moved query: which arms' logs lacked it (empty when none)."""
+    if not missing_in:
+        return Cell("", css="text")
+    arms = ", ".join(arm_label(summary, arm) for arm in missing_in.split(";"))
+    return Cell(f"missing from {arms} ({scored})", css="text missing")
 
 
 # --------------------------------------------------------------------------- diagnostics
