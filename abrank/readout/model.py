@@ -200,6 +200,17 @@ class Schedule(Record):
     previous_date: str | None = None
     stale: bool | None = None
 
+    def message(self) -> str | None:
+        """The stale inputs as one sentence for every output (None when they refreshed or
+        there is no earlier date to tell)."""
+        if not self.stale:
+            return None
+        return (
+            f"Stale inputs: the inputs of {self.date} are byte-identical to those of "
+            f"{self.previous_date} (the logs did not refresh), so this readout repeats that "
+            "date's data"
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class ArmSummary(Record):

@@ -42,9 +42,11 @@ from abrank.render.charts import Chart
 from abrank.render.glossary import legend_entries
 from abrank.render.headline import (
     alarms,
+    caveats,
     gloss,
     headline_lines,
     key_figures,
+    notices,
     opening_parts,
     primary_comparisons,
     stamp,
@@ -125,6 +127,7 @@ def _or_blank(value: Any) -> Any:
 def _title_block(summary: Summary) -> TitleBlock:
     comps = primary_comparisons(summary)
     opening: list[Block] = [Alert(text, alarm=True) for text in alarms(summary)]
+    opening += [Alert(text) for text in notices(summary)]
     for comp in comps:
         parts = [
             own(text) if not user else spans(text)[0] for text, user in opening_parts(summary, comp)
@@ -171,10 +174,11 @@ def _title_block(summary: Summary) -> TitleBlock:
 
 def _warnings(summary: Summary) -> list[Alert]:
     diagnostics = summary.diagnostics
-    shown = alarms(summary)
+    shown, above = alarms(summary), notices(summary)
     return [
         Alert(str(w), alarm=str(w) in shown)
         for w in (diagnostics.warnings if diagnostics is not None else ())
+        if str(w) not in above
     ]
 
 
@@ -186,7 +190,11 @@ def _headline_section(summary: Summary) -> Section:
         blocks.append(
             Headline(
                 tuple(
-                    HeadlineLine(line, str(c.verdict or "inconclusive"))
+                    HeadlineLine(
+                        line,
+                        str(c.verdict or "inconclusive"),
+                        "; ".join(caveat.short for caveat in caveats(summary, c)),
+                    )
                     for c, line in zip(comps, lines, strict=True)
                 )
             )
@@ -333,11 +341,8 @@ def results_table(
             )
             row.append(_value_cell(comp, key, css))
         verdict = comp.verdict
-        row.append(
-            Cell(
-                str(verdict or "inconclusive"), "verdict", verdict, True, f"verdict {verdict}", True
-            )
-        )
+        css = f"verdict {verdict}" + (" flagged" if caveats(summary, comp) else "")
+        row.append(Cell(str(verdict or "inconclusive"), "verdict", verdict, True, css, True))
         rows.append(tuple(row))
     return Table(tuple(columns), tuple(rows), "results segments" if segments else "results")
 
