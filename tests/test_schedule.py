@@ -355,6 +355,30 @@ def test_the_same_inputs_on_a_later_date_are_stale(tmp_path, capsys):
     }
 
 
+def test_stale_inputs_are_said_on_every_output_without_fail_on(tmp_path, capsys):
+    config = demo_copy(tmp_path / "fixed.yaml")
+    out = tmp_path / "reports" / "demo-reranker"
+    args = ["run", config, "--out", out, "--format", "md,json", "--date"]
+    code, first_out, first_err = run_cli(capsys, *args, "2026-01-01")
+    assert code == 0 and "Stale" not in first_out + first_err
+    code, shown, err = run_cli(capsys, *args, "2026-01-02")
+    assert code == 0  # no --fail-on: still said, not an exit code
+    warning = (
+        "Stale inputs: the inputs of 2026-01-02 are byte-identical to those of 2026-01-01 "
+        "(the logs did not refresh), so this readout repeats that date's data"
+    )
+    assert f"note: {warning}" in err.splitlines()
+    summary = json.loads((out / "2026-01-02" / "summary.json").read_text())
+    assert summary["diagnostics"]["warnings"][0] == warning
+    headline = [line for line in shown.splitlines() if line.startswith("MRR@10")]
+    assert headline and headline[0].endswith("— stale inputs, those of 2026-01-01")
+    report = (out / "2026-01-02" / "report.md").read_text()
+    title_block = report.split("\n## ", 1)[0]
+    assert f"> **Warning:** {warning}" in title_block  # the banner above everything
+    assert report.count(warning) == 1
+    assert "a win, but on stale inputs (byte-identical to those of 2026-01-01)." in title_block
+
+
 def test_two_processes_recording_two_dates_at_once_both_land(daily, tmp_path):
     out = tmp_path / "reports" / "demo-daily"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

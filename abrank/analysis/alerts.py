@@ -68,6 +68,15 @@ def _stale(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def stale_warning(summary: dict[str, Any]) -> str | None:
+    """The warning of a dated readout whose inputs are the previous date's very bytes, for
+    ``diagnostics.warnings`` (None when they refreshed, or the summary has no schedule)."""
+    from abrank.readout.model import Schedule
+
+    schedule = summary.get("schedule")
+    return Schedule.from_dict(schedule, "summary.schedule").message() if schedule else None
+
+
 ALERTS: dict[str, Alert] = {
     alert.name: alert
     for alert in (

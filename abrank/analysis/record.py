@@ -75,6 +75,7 @@ def attach_history(
 ) -> tuple[Readout, pd.DataFrame]:
     """The readout with its ``schedule.stale`` / ``previous_date`` and its trend (every
     earlier date's rows and its own), and the rows to store for its date."""
+    from abrank.analysis.alerts import stale_warning
     from abrank.history import history_rows, inputs_fingerprint, read_history
 
     summary = dict(readout.summary)
@@ -91,6 +92,11 @@ def attach_history(
             "previous_date": previous_date,
             "stale": stale if previous_date is not None else None,
         }
+        warning = stale_warning(summary)
+        diagnostics = summary.get("diagnostics")
+        if warning and isinstance(diagnostics, dict):  # said on every output, alert or not
+            warnings = [w for w in diagnostics.get("warnings", []) if w != warning]
+            summary["diagnostics"] = {**diagnostics, "warnings": [warning, *warnings]}
     start = experiment.window_start if experiment.date is not None else None
     rows = history_rows(
         summary,

@@ -59,9 +59,8 @@ def build_readout(
 
     analysis = experiment.analysis
     control = experiment.control.name
-    missing = {
-        name: int(scored.universe.difference(index).size) for name, index in scored.present.items()
-    }
+    missing_ids = missing_queries(scored)
+    missing = {name: len(ids) for name, ids in missing_ids.items()}
     logged = {
         name: int(index.size) + scored.unjudged_queries[name]
         for name, index in scored.present.items()
@@ -102,6 +101,7 @@ def build_readout(
             analysed_queries=int(scored.universe.size),
             matched=matched,
             missing=missing,
+            missing_queries=missing_ids,
             missing_policy=analysis.missing_queries,
             without_relevant=int(scored.without_relevant.size),
             undefined=Undefined(policy=experiment.no_relevant, metrics=dict(scored.undefined)),
@@ -184,11 +184,40 @@ def _schedule(experiment: Experiment) -> Schedule | None:
     return None if window is None else Schedule(**window)
 
 
-def _per_query_table(experiment: Experiment, data: LoadedData, scored: ScoredArms) -> pd.DataFrame:
-    """per_query.csv: one row per (arm, query), the metrics, then the segment columns."""
-    per_query = []
+def missing_queries(scored: ScoredArms) -> dict[str, tuple[str, ...]]:
+    """``diagnostics.missing_queries``: per arm, the analysed queries (sorted) that its log
+    lacks, which the missing-query policy scores 0 or drops."""
+    return {
+        name: tuple(str(q) for q in scored.universe.difference(index).sort_values())
+        for name, index in scored.present.items()
+    }
+
+
+def missing_in_column(experiment: Experiment, scored: ScoredArms) -> pd.Series:
+    """Per analysed query, the arms whose log lacks it, in the config's order and joined by
+    ``;`` (``reranker``, ``a;b``); empty when every arm's log holds it."""
+    universe = scored.universe
+    names = pd.Series("", index=universe, dtype=object)
     for arm in experiment.arms:
-        table = scored.values[arm.name]
+        absent = ~universe.isin(scored.present[arm.name])
+        if absent.any():
+            joined = np.where(names.to_numpy() == "", arm.name, names.to_numpy() + ";" + arm.name)
+            names = names.mask(absent, pd.Series(joined, index=universe))
+    return names.rename(MISSING_IN)
+
+
+#: The per-query table's column naming the arms whose log lacked the query.
+MISSING_IN = "missing_in"
+
+
+def _per_query_table(experiment: Experiment, data: LoadedData, scored: ScoredArms) -> pd.DataFrame:
+    """per_query.csv: one row per (arm, query), the metrics, ``missing_in`` (the arms whose
+    log lacked the query), then the segment columns."""
+    per_query = []
+    missing_in = missing_in_column(experiment, scored)
+    for arm in experiment.arms:
+        table = scored.values[arm.name].join(missing_in, how="left")
+        table[MISSING_IN] = table[MISSING_IN].fillna("")
         table = table.join(data.segments, how="left") if len(data.segments.columns) else table
         per_query.append(table.reset_index().assign(arm=arm.name))
     frame = pd.concat(per_query, ignore_index=True)

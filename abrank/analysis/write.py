@@ -150,12 +150,16 @@ def write_folder(folder: str | Path, name: str | None, fill: Callable[[Path], No
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """CSV through Arrow's writer: full float precision, empty cells for missing values."""
+    """CSV through Arrow's writer: full float precision, empty cells for missing values, and
+    text cells that a spreadsheet would run as formulas quoted (:mod:`abrank.readout.csv_cells`)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
+    from abrank.readout.csv_cells import escape_text_columns
+
     options = pcsv.WriteOptions(quoting_style="needed")
-    pcsv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path, options)
+    table = pa.Table.from_pandas(escape_text_columns(frame), preserve_index=False)
+    pcsv.write_csv(table, path, options)
 
 
 def _swap_into_place(staging: Path, folder: Path) -> None:

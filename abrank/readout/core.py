@@ -27,7 +27,8 @@ class Readout:
         Exactly the content of ``summary.json`` (JSON-safe builtins only).
     per_query:
         The per-query table written to ``per_query.csv``: columns ``arm``, ``query_id``,
-        one column per metric (canonical names), then the segment columns.
+        one column per metric (canonical names), ``missing_in`` (offline: the arms whose
+        log lacked the query, ``;``-joined, empty when none), then the segment columns.
     curves:
         Mean metric@k per arm for the metric@k chart: columns ``arm``, ``metric``
         (family, e.g. ``ndcg``), ``k`` (1..max cutoff) and ``value``.

@@ -124,9 +124,12 @@ def load_readout(folder: str | Path) -> Readout:
 
 
 def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:
-    """per_query.csv as written: metric columns as float64, every other column as text."""
+    """per_query.csv as written: metric columns as float64, every other column as text
+    (the quote that kept a formula-like text a text removed again)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
+
+    from abrank.readout.csv_cells import unescape_text_columns
 
     if not path.is_file():
         return pd.DataFrame(columns=["arm", "query_id", *summary.metrics])
@@ -139,7 +142,7 @@ def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:
         table = pcsv.read_csv(path, convert_options=convert)
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{path}: expected the per-query table abrank wrote, got {exc}") from None
-    return table.to_pandas()
+    return unescape_text_columns(table.to_pandas())
 
 
 def _read_chart_data(path: Path):

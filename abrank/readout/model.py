@@ -200,6 +200,17 @@ class Schedule(Record):
     previous_date: str | None = None
     stale: bool | None = None
 
+    def message(self) -> str | None:
+        """The stale inputs as one sentence for every output (None when they refreshed or
+        there is no earlier date to tell)."""
+        if not self.stale:
+            return None
+        return (
+            f"Stale inputs: the inputs of {self.date} are byte-identical to those of "
+            f"{self.previous_date} (the logs did not refresh), so this readout repeats that "
+            "date's data"
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class ArmSummary(Record):
@@ -433,6 +444,7 @@ class DiagnosticsSummary(Record):
     judged_at_k: JudgedAtK
     warnings: tuple[str, ...] = ()
     unjudged: UnjudgedCheck | None = None
+    missing_queries: dict[str, tuple[str, ...]] | None = None  # offline: arm -> ids missing
     units: dict[str, int] | None = None  # online: randomized units per arm
     impressions: dict[str, int] | None = None  # online: impressions per arm
     srm: SampleRatio | None = None
@@ -441,7 +453,15 @@ class DiagnosticsSummary(Record):
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"unjudged", "units", "impressions", "srm", "mixed_units", "interleaving"}
+        {
+            "unjudged",
+            "missing_queries",
+            "units",
+            "impressions",
+            "srm",
+            "mixed_units",
+            "interleaving",
+        }
     )
 
 

@@ -64,6 +64,7 @@ class Figure(_ToDict):
     means: str
     delta: str
     verdict: str
+    caveat: str = ""  # why the verdict is not to be taken as it stands (an alarm fired)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class HeadlineLine(_ToDict):
 
     text: str
     verdict: str
+    caveat: str = ""  # why the verdict is not to be taken as it stands (an alarm fired)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ treatment ("Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from abrank.errors import ConfigError
@@ -179,7 +181,10 @@ def headline_line(
     if wtl:
         parts.append(wtl)
     treatment = oneline(arm_label(summary, comp.treatment))
-    parts.append(f"→ {verdict_phrase(comp, treatment)}")
+    shown = verdict_phrase(comp, treatment)
+    for caveat in caveats(summary, comp):
+        shown += f" — {caveat.short}"
+    parts.append(f"→ {shown}")
     return "  ".join(parts)
 
 
@@ -208,6 +213,100 @@ def alarms(summary: Summary | dict[str, Any]) -> list[str]:
     ]
     messages = [check.message() for check in checks if check is not None]
     return [message for message in messages if message]
+
+
+def notices(summary: Summary | dict[str, Any]) -> list[str]:
+    """What goes above everything else beside the alarms, as sentences: stale inputs (a
+    dated readout of the previous date's very bytes)."""
+    schedule = as_summary(summary).schedule
+    message = schedule.message() if schedule is not None else None
+    return [message] if message else []
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """Why a verdict is not to be taken as it stands: ``short`` for a headline line and a
+    badge, ``words`` for the opening sentence (after "but")."""
+
+    short: str
+    words: str
+
+
+def caveats(
+    summary: Summary | dict[str, Any], comp: ComparisonSummary | dict[str, Any]
+) -> list[Caveat]:
+    """What the readout knows against this comparison's verdict: an alarm that fired (a
+    sample ratio mismatch, an interleaving's first-team imbalance), stale inputs (the
+    previous date's very bytes), and a verdict that the judged-only view changes (it
+    depends on unjudged documents)."""
+    summary, comp = as_summary(summary), as_comparison(comp)
+    diagnostics = summary.diagnostics
+    out = []
+    srm = diagnostics.srm if diagnostics is not None else None
+    checks = diagnostics.interleaving if diagnostics is not None else None
+    if srm is not None and srm.alarm:
+        out.append(
+            Caveat(
+                "not trustworthy: sample ratio mismatch",
+                "not trustworthy until the sample ratio mismatch is explained",
+            )
+        )
+    if checks is not None and checks.first_team.alarm:
+        out.append(
+            Caveat(
+                "not trustworthy: first-team imbalance",
+                "not trustworthy until the first-team imbalance is explained",
+            )
+        )
+    schedule = summary.schedule
+    if schedule is not None and schedule.stale:
+        out.append(
+            Caveat(
+                f"stale inputs, those of {schedule.previous_date}",
+                f"on stale inputs (byte-identical to those of {schedule.previous_date})",
+            )
+        )
+    other = judged_only_twin(summary, comp)
+    if other is not None and other.verdict != comp.verdict:
+        view = f"{other.verdict or 'inconclusive'} on judged documents only"
+        out.append(
+            Caveat(
+                f"depends on unjudged documents: {view}",
+                f"it depends on unjudged documents ({view})",
+            )
+        )
+    return out
+
+
+def judged_only_twin(
+    summary: Summary | dict[str, Any], comp: ComparisonSummary | dict[str, Any]
+) -> ComparisonSummary | None:
+    """The judged-only repetition of an overall comparison (``diagnostics.unjudged``), or
+    None when the check did not run or did not repeat it."""
+    summary, comp = as_summary(summary), as_comparison(comp)
+    diagnostics = summary.diagnostics
+    check = diagnostics.unjudged if diagnostics is not None else None
+    if check is None or not check.triggered or comp.segment is not None:
+        return None
+    for other in check.condensed:
+        if other.treatment == comp.treatment and _plain_metric(other.metric) == comp.metric:
+            return other
+    return None
+
+
+def _plain_metric(name: str) -> str:
+    """``ndcg@10(judged)`` -> ``ndcg@10``; a name that does not parse as it is."""
+    try:
+        metric = parse_metric(name)
+    except ConfigError:
+        return name
+    return dataclasses.replace(metric, judged_only=False).name
+
+
+def flagged(summary: Summary | dict[str, Any], comp: ComparisonSummary | dict[str, Any]) -> bool:
+    """Whether the verdict carries a caveat: its badge is then not drawn in the verdict's
+    own colour."""
+    return bool(caveats(summary, comp))
 
 
 def headline_lines(summary: Summary | dict[str, Any]) -> list[str]:
@@ -285,8 +384,15 @@ def opening_parts(
         (treatment, True),
         (f" {verb} ", False),
         (metric, True),
-        (f"{figures} ({size}, {interval}): {_verdict_words(comp)}.", False),
+        (f"{figures} ({size}, {interval}): {_verdict_words(comp)}{_but(summary, comp)}.", False),
     ]
+
+
+def _but(summary: Summary, comp: ComparisonSummary) -> str:
+    """``, but not trustworthy until the sample ratio mismatch is explained``: the caveats
+    of the verdict, for the end of its opening sentence (empty without any)."""
+    words = [caveat.words for caveat in caveats(summary, comp)]
+    return f", but {'; and '.join(words)}" if words else ""
 
 
 def _preference_parts(
@@ -308,7 +414,11 @@ def _preference_parts(
         (control, True),
         (": ", False),
         (metric, True),
-        (f" {fmt_signed(comp.delta)} ({counts}{interval}): {_verdict_words(comp)}.", False),
+        (
+            f" {fmt_signed(comp.delta)} ({counts}{interval}): "
+            f"{_verdict_words(comp)}{_but(summary, comp)}.",
+            False,
+        ),
     ]
 
 
@@ -438,6 +548,7 @@ def key_figures(summary: Summary | dict[str, Any]) -> list[dict[str, str]]:
             "means": means_phrase(comp),
             "delta": delta_phrase(comp),
             "verdict": str(comp.verdict or "inconclusive"),
+            "caveat": "; ".join(c.short for c in caveats(summary, comp)),
         }
         for comp in comps
     ]

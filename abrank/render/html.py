@@ -38,7 +38,8 @@ from abrank.render.sections import build_document
 
 #: The page styles of report.html (colours, type, tables), shared by the index page.
 REPORT_CSS = """
-:root { --win: #007a5a; --loss: #b34700; --neutral: #666; --line: #d9d9d9; --ink: #1a1a1a; }
+:root { --win: #007a5a; --loss: #b34700; --neutral: #666; --alarm: #b00020; --line: #d9d9d9;
+  --ink: #1a1a1a; }
 * { box-sizing: border-box; }
 body { margin: 0; background: #fff; color: var(--ink);
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
@@ -75,6 +76,11 @@ ol.headline code { white-space: pre-wrap; font: 13px/1.45 ui-monospace, SFMono-R
   letter-spacing: 0.04em; margin-left: 8px; color: var(--neutral); }
 .figure.win .verdict { color: var(--win); }
 .figure.loss .verdict { color: var(--loss); }
+ol.headline li.flagged, .figure.flagged { border-color: var(--alarm); }
+.badge.flagged { background: #fff; color: var(--alarm); border: 2px solid var(--alarm);
+  padding: 0 4px; }
+.figure.flagged .verdict, .figure .caveat { color: var(--alarm); }
+.figure .caveat { font-size: 0.78rem; font-weight: 700; margin-left: 8px; }
 .gloss { margin: 4px 0; color: #333; max-width: 95ch; }
 .stamp { color: #555; margin: 4px 0 12px; font-size: 0.9rem; }
 dl.legend { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px;
@@ -97,6 +103,7 @@ table.results td[data-key="treatment"] { min-width: 11ch; white-space: normal; }
 th.text, td.text { text-align: left; white-space: normal; }
 td.win { color: var(--win); font-weight: 700; }
 td.loss { color: var(--loss); font-weight: 700; }
+td.flagged { color: var(--alarm); text-decoration: underline wavy var(--alarm); }
 td.code, code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
   font-size: 0.8rem; }
 td.hash { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
@@ -188,6 +195,12 @@ def _chart(ref: ChartRef, charts: dict[str, Chart]) -> str:
     )
 
 
+def _verdict_class(verdict: str, caveat: str) -> str:
+    """``win``, or ``win flagged`` when a caveat holds: a flagged verdict is drawn in the
+    alarm's colours, never in the green of a win or the orange of a loss."""
+    return f"{verdict} flagged" if caveat else verdict
+
+
 def _block(block: Block, charts: dict[str, Chart]) -> list[str]:
     if isinstance(block, Paragraph):
         css = _PARAGRAPH_CLASSES.get(block.role, "")
@@ -198,17 +211,22 @@ def _block(block: Block, charts: dict[str, Chart]) -> list[str]:
         return [f"<h3>{_e(block.text)}{note}</h3>"]
     if isinstance(block, KeyFigures):
         items = [
-            f'<div class="figure {_e(f.verdict)}"><div class="subject">{_e(f.subject)}</div>'
+            f'<div class="figure {_e(_verdict_class(f.verdict, f.caveat))}">'
+            f'<div class="subject">{_e(f.subject)}</div>'
             f'<div class="means">{_e(f.means)}</div>'
             f'<div class="delta">{_e(f.delta)}<span class="verdict">{_e(f.verdict)}</span>'
-            "</div></div>"
+            + (f'<span class="caveat">{_e(f.caveat)}</span>' if f.caveat else "")
+            + "</div></div>"
             for f in block.figures
         ]
         return ['<div class="figures">', *items, "</div>"]
     if isinstance(block, Headline):
         items = [
-            f'<li class="{_e(line.verdict)}"><span class="badge {_e(line.verdict)}">'
-            f"{_e(line.verdict)}</span><code>{_e(line.text)}</code></li>"
+            f'<li class="{_e(_verdict_class(line.verdict, line.caveat))}">'
+            f'<span class="badge {_e(_verdict_class(line.verdict, line.caveat))}"'
+            + (f' title="{_e(line.caveat)}">{_e(line.verdict)} ⚠' if line.caveat else ">")
+            + (f"{_e(line.verdict)}" if not line.caveat else "")
+            + f"</span><code>{_e(line.text)}</code></li>"
             for line in block.lines
         ]
         return ['<ol class="headline">', *items, "</ol>"]

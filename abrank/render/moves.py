@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from abrank.readout import Readout
+from abrank.readout.model import Summary
 from abrank.render.text import control_name, overall_comparisons
 from abrank.render.typed import readout_summary
 
@@ -22,8 +23,10 @@ TOP_QUERIES = 10  # queries listed in "largest losses" / "largest wins"
 class Moves:
     """One treatment's largest moves on one metric.
 
-    ``losses`` and ``wins`` have columns query_id, control, treatment, delta, largest
-    move first (ties in delta listed by query id).
+    ``losses`` and ``wins`` have columns query_id, control, treatment, delta and
+    missing_in (the arms whose log lacked the query, ``;``-joined, empty when none), largest
+    move first (ties in delta listed by query id). A query missing from the treatment's log
+    is scored 0 there: a loss that says the log lacks the query, not that it ranked badly.
     """
 
     treatment: str
@@ -60,10 +63,13 @@ def largest_moves(readout: Readout, top: int = TOP_QUERIES) -> list[Moves]:
     ):
         return []
     base = frame.loc[frame["arm"] == control, ["query_id", metric]]
+    missing_in = _missing_in(frame.loc[frame["arm"] == control], summary)
     result = []
     for treatment in dict.fromkeys(c.treatment for c in overall_comparisons(summary)):
         other = frame.loc[frame["arm"] == treatment, ["query_id", metric]]
         joined = base.merge(other, on="query_id", suffixes=("_c", "_t"))
+        mapped = joined["query_id"].astype(str).map(missing_in)
+        absent = np.where(mapped.isna(), "", mapped.astype(str)).astype(object)
         c = joined[f"{metric}_c"].to_numpy(float)
         t = joined[f"{metric}_t"].to_numpy(float)
         delta = t - c
@@ -80,6 +86,7 @@ def largest_moves(readout: Readout, top: int = TOP_QUERIES) -> list[Moves]:
                     "control": c[rows],
                     "treatment": t[rows],
                     "delta": delta[rows],
+                    "missing_in": absent[rows].astype(str),
                     "_score": score[rows],
                 }
             )
@@ -87,3 +94,19 @@ def largest_moves(readout: Readout, top: int = TOP_QUERIES) -> list[Moves]:
             picked.append(part.drop(columns="_score").reset_index(drop=True))
         result.append(Moves(treatment, metric, picked[0], picked[1]))
     return result
+
+
+def _missing_in(rows: pd.DataFrame, summary: Summary) -> pd.Series:
+    """query id -> the arms whose log lacked it (``;``-joined): the per-query table's
+    ``missing_in`` column, else ``diagnostics.missing_queries`` (a readout made before the
+    column existed has neither: no query is marked)."""
+    if "missing_in" in rows.columns:
+        values = rows["missing_in"].fillna("").astype(str)
+        return pd.Series(values.to_numpy(), index=rows["query_id"].astype(str).to_numpy())
+    diagnostics = summary.diagnostics
+    lacking = (diagnostics.missing_queries if diagnostics is not None else None) or {}
+    arms: dict[str, list[str]] = {}
+    for arm, ids in lacking.items():
+        for query in ids:
+            arms.setdefault(str(query), []).append(str(arm))
+    return pd.Series({query: ";".join(names) for query, names in arms.items()}, dtype=object)

@@ -42,9 +42,11 @@ from abrank.render.charts import Chart
 from abrank.render.glossary import legend_entries
 from abrank.render.headline import (
     alarms,
+    caveats,
     gloss,
     headline_lines,
     key_figures,
+    notices,
     opening_parts,
     primary_comparisons,
     stamp,
@@ -125,6 +127,7 @@ def _or_blank(value: Any) -> Any:
 def _title_block(summary: Summary) -> TitleBlock:
     comps = primary_comparisons(summary)
     opening: list[Block] = [Alert(text, alarm=True) for text in alarms(summary)]
+    opening += [Alert(text) for text in notices(summary)]
     for comp in comps:
         parts = [
             own(text) if not user else spans(text)[0] for text, user in opening_parts(summary, comp)
@@ -171,10 +174,11 @@ def _title_block(summary: Summary) -> TitleBlock:
 
 def _warnings(summary: Summary) -> list[Alert]:
     diagnostics = summary.diagnostics
-    shown = alarms(summary)
+    shown, above = alarms(summary), notices(summary)
     return [
         Alert(str(w), alarm=str(w) in shown)
         for w in (diagnostics.warnings if diagnostics is not None else ())
+        if str(w) not in above
     ]
 
 
@@ -186,7 +190,11 @@ def _headline_section(summary: Summary) -> Section:
         blocks.append(
             Headline(
                 tuple(
-                    HeadlineLine(line, str(c.verdict or "inconclusive"))
+                    HeadlineLine(
+                        line,
+                        str(c.verdict or "inconclusive"),
+                        "; ".join(caveat.short for caveat in caveats(summary, c)),
+                    )
                     for c, line in zip(comps, lines, strict=True)
                 )
             )
@@ -340,11 +348,8 @@ def results_table(
             )
             row.append(_value_cell(comp, key, css))
         verdict = comp.verdict
-        row.append(
-            Cell(
-                str(verdict or "inconclusive"), "verdict", verdict, True, f"verdict {verdict}", True
-            )
-        )
+        css = f"verdict {verdict}" + (" flagged" if caveats(summary, comp) else "")
+        row.append(Cell(str(verdict or "inconclusive"), "verdict", verdict, True, css, True))
         rows.append(tuple(row))
     return Table(tuple(columns), tuple(rows), "results segments" if segments else "results")
 
@@ -548,12 +553,9 @@ def _moves_section(readout: Readout) -> Section | None:
     if not moves:
         return None
     summary = readout_summary(readout)
-    columns = (
-        Column("query", "left", "text"),
-        Column("control"),
-        Column("treatment"),
-        Column("Δ"),
-    )
+    diagnostics = summary.diagnostics
+    policy = diagnostics.missing_policy if diagnostics is not None else None
+    scored = "left out of the comparison" if policy == "drop" else "scored 0"
     blocks: list[Block] = []
     for move in moves:
         name = arm_label(summary, move.treatment)
@@ -567,18 +569,59 @@ def _moves_section(readout: Readout) -> Section | None:
             if frame.empty:
                 parts.append((heading, Paragraph((own("None."),))))
                 continue
+            marked = bool(frame["missing_in"].astype(bool).any())
+            columns = (
+                Column("query", "left", "text"),
+                Column("control"),
+                Column("treatment"),
+                Column("Δ"),
+                *((Column("log", "left", "text"),) if marked else ()),
+            )
             rows = tuple(
                 (
                     Cell(str(q), css="text"),
                     Cell(fmt_value(c), own=True),
                     Cell(fmt_value(t), own=True),
                     Cell(fmt_signed(d), own=True),
+                    *((_missing_cell(summary, m, scored),) if marked else ()),
                 )
-                for q, c, t, d in frame.itertuples(index=False)
+                for q, c, t, d, m in frame[
+                    ["query_id", "control", "treatment", "delta", "missing_in"]
+                ].itertuples(index=False)
             )
-            parts.append((heading, Table(columns, rows)))
+            parts.append((heading, Table(columns, rows, "moves")))
         blocks.append(Columns(tuple(parts)))
+        absent = int(
+            move.losses["missing_in"]
+            .str.split(";")
+            .map(lambda arms, t=move.treatment: t in arms)
+            .sum()
+        )
+        if absent:
+            blocks.append(
+                Paragraph(
+                    (
+                        own(f"{absent} of the {len(move.losses)} largest losses of "),
+                        *spans(name),
+                        own(
+                            f" are queries missing from its log ({scored}, under "
+                            f"missing_queries: {policy}), not worse rankings; "
+                            "per_query.csv marks them in its missing_in column and "
+                            "summary.json lists them in diagnostics.missing_queries."
+                        ),
+                    ),
+                    role="note",
+                )
+            )
     return Section("queries", "Queries that moved most", tuple(blocks))
+
+
+def _missing_cell(summary: Summary, missing_in: str, scored: str) -> Cell:
+    """The log column of a moved query: which arms' logs lacked it (empty when none)."""
+    if not missing_in:
+        return Cell("", css="text")
+    arms = ", ".join(arm_label(summary, arm) for arm in missing_in.split(";"))
+    return Cell(f"missing from {arms} ({scored})", css="text missing")
 
 
 # --------------------------------------------------------------------------- diagnostics
