@@ -297,6 +297,7 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
         for warning in summary["diagnostics"]["warnings"]:
             if warning not in shown:
                 print(f"note: {warning}", file=sys.stderr)
+        notes = [note for note in notes if note not in summary["diagnostics"]["warnings"]]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     fired = fired_alerts(summary, options.fail_on)
