@@ -182,6 +182,11 @@ def _swap_into_place(staging: Path, folder: Path) -> None:
 
 def _output_state(folder: Path) -> str:
     """``"new"``, ``"empty"`` or ``"readout"``; a ConfigError for a path abrank may not use."""
+    from abrank.io.files import path_problem
+
+    problem = path_problem(folder)
+    if problem is not None and problem.startswith(("a path holding", "a file name longer")):
+        raise ConfigError(f"{folder}: expected a usable output path, got {problem}")
     try:
         target = folder.resolve()
         here = Path.cwd().resolve()
