@@ -41,7 +41,7 @@ def config_files(paths: Sequence[str | Path]) -> list[Path]:
     by name (not its subfolders); a folder without any is a ConfigError."""
     found: list[Path] = []
     for path in map(Path, paths):
-        if path.is_dir():
+        if _is_folder(path):
             inside = sorted(
                 p for p in path.iterdir() if p.suffix in CONFIG_SUFFIXES and p.is_file()
             )
@@ -53,6 +53,13 @@ def config_files(paths: Sequence[str | Path]) -> list[Path]:
         else:
             found.append(path)
     return found
+
+
+def _is_folder(path: str | Path) -> bool:
+    """``path`` is a folder (an over-long name or a NUL byte is not: loading names it)."""
+    from abrank.io.files import path_problem
+
+    return path_problem(path) == "a folder"
 
 
 def run_dates(
@@ -171,7 +178,7 @@ def run_batch(
 
     days = run_dates(*dates)
     paths = config_files(configs)
-    several = len(paths) > 1 or any(Path(p).is_dir() for p in configs)
+    several = len(paths) > 1 or any(_is_folder(p) for p in configs)
     batch = several or len(days) > 1
     if {"html", "md"} & set(options.formats):
         start_chart_workers()  # they import matplotlib while this process computes
@@ -327,6 +334,7 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
         for warning in summary["diagnostics"]["warnings"]:
             if warning not in shown:
                 print(f"note: {warning}", file=sys.stderr)
+        notes = [note for note in notes if note not in summary["diagnostics"]["warnings"]]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     fired = fired_alerts(summary, options.fail_on)

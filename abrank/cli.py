@@ -913,13 +913,17 @@ def _history(args: argparse.Namespace) -> int:
     if _OWN_PROCESS:
         _small_buffers_pool()
     every = args.json or args.csv
-    table = history_table(args.root, args.name, columns=None if every else TEXT_COLUMNS)
+    skipped: list[str] = []  # files of the store that could not be read: named, not fatal
+    columns = None if every else TEXT_COLUMNS
+    table = history_table(args.root, args.name, columns=columns, skipped=skipped)
     parts = json_parts if args.json else csv_parts if args.csv else text_parts
     out = sys.stdout
     out.flush()
     for part in parts(table):
         out.buffer.write(part)
     out.buffer.flush()
+    for message in skipped:
+        print(f"abrank: warning: {message}", file=sys.stderr)
     return EXIT_OK
 
 

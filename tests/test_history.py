@@ -27,6 +27,7 @@ from abrank.errors import ConfigError, DataError
 from abrank.history import (
     HISTORY_COLUMNS,
     HISTORY_SCHEMA,
+    HistoryWarning,
     history_rows,
     previous_inputs,
     read_history,
@@ -251,29 +252,66 @@ def test_an_experiment_without_history_names_those_with_one(tmp_path):
         read_history(tmp_path, "demo-reranker2")
 
 
-def test_a_corrupt_or_foreign_parquet_file_is_an_error_naming_it(tmp_path):
+def _spoil(folder: Path, date: str, how: str) -> Path:
+    """A date file of ``folder`` made unreadable: cut to half its bytes, empty, not Parquet,
+    of another schema; or a stray Parquet file whose name is not a date's."""
+    path = folder / f"{date}.parquet"
+    if how == "truncated":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "garbage":
+        path.write_bytes(b"PAR1 not really")
+    elif how == "schema":
+        pq.write_table(pa.table({"date": [date], "value": [1.0]}), path)
+    elif how == "stray":
+        path = folder / "notes.parquet"
+        path.write_bytes(b"")
+    return path
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty", "garbage", "schema", "stray"])
+def test_an_unreadable_file_is_skipped_with_a_warning_naming_it(tmp_path, how):
+    dates = ["2026-11-28", "2026-11-29", "2026-11-30"]
+    for date in dates:
+        write_history(tmp_path, "demo-reranker", date, _rows(date))
+    write_history(tmp_path, "demo-online", "2026-11-30", _rows("2026-11-30", _online_summary()))
+    folder = tmp_path / "history" / "demo-reranker"
+    broken = _spoil(folder, "2026-11-29", how)
+    kept = dates if how == "stray" else ["2026-11-28", "2026-11-30"]
+    with pytest.warns(HistoryWarning) as caught:
+        history = read_history(tmp_path, "demo-reranker")
+    assert sorted(history["date"].unique()) == kept and len(history) == 32 * len(kept)
+    assert any(str(w.message).startswith(f"{broken}: skipped: ") for w in caught)
+    skipped: list[str] = []
+    whole = read_history(tmp_path, skipped=skipped)  # every experiment: the others' rows too
+    assert len(whole) == 32 * (len(kept) + 1)
+    assert len(skipped) == 1 and skipped[0].startswith(f"{broken}: skipped: ")
+    assert previous_inputs(tmp_path, "demo-reranker", "2026-11-30", skipped=[]) is not None
+    if how != "stray":  # rewriting the date replaces the broken file
+        write_history(tmp_path, "demo-reranker", "2026-11-29", _rows("2026-11-29"))
+        again: list[str] = []
+        history = read_history(tmp_path, "demo-reranker", skipped=again)
+        assert again == [] and sorted(history["date"].unique()) == dates
+
+
+def test_a_file_of_the_wrong_date_or_not_a_regular_file_is_skipped(tmp_path):
     write_history(tmp_path, "demo-reranker", "2026-11-30", _rows("2026-11-30"))
     folder = tmp_path / "history" / "demo-reranker"
-    broken = folder / "2026-11-29.parquet"
-    broken.write_bytes(b"PAR1 not really")
-    with pytest.raises(DataError, match=re.escape(f"{broken}: expected a history file (Parquet)")):
-        read_history(tmp_path, "demo-reranker")
-    pq.write_table(pa.table({"date": ["2026-11-29"], "value": [1.0]}), broken)
-    with pytest.raises(DataError) as caught:
-        read_history(tmp_path)
-    assert str(caught.value).startswith(f"{broken}: expected a history file (columns experiment,")
-    assert str(caught.value).endswith("got columns date, value")
-    broken.unlink()
-    # a history file moved to another date's name, or to another experiment's folder
-    moved = _rows("2026-11-28")
-    write_history(tmp_path, "demo-reranker", "2026-11-28", moved)
-    os.replace(folder / "2026-11-28.parquet", broken)
-    with pytest.raises(DataError, match=re.escape(f"{broken}: date: expected '2026-11-29'")):
-        read_history(tmp_path)
-    broken.unlink()
-    (folder / "notes.parquet").write_bytes(b"")
-    with pytest.raises(DataError, match="expected history files named <YYYY-MM-DD>.parquet"):
-        read_history(tmp_path)
+    write_history(tmp_path, "demo-reranker", "2026-11-28", _rows("2026-11-28"))
+    moved = folder / "2026-11-29.parquet"  # a history file moved to another date's name
+    os.replace(folder / "2026-11-28.parquet", moved)
+    fifo = folder / "2026-11-27.parquet"
+    os.mkfifo(fifo)  # opening it would wait for a writer forever
+    skipped: list[str] = []
+    history = read_history(tmp_path, "demo-reranker", skipped=skipped)
+    assert list(history["date"].unique()) == ["2026-11-30"]
+    assert skipped == [
+        f"{fifo}: skipped: expected a history file, got not a regular file",
+        f"{moved}: skipped: date: expected '2026-11-29' in every row (the file's name), "
+        "got '2026-11-28'",
+    ]
 
 
 def test_refuses_a_store_whose_folders_are_files(tmp_path):
@@ -752,29 +790,40 @@ def test_schema_is_the_shared_one():
     assert [n for n, t in types.items() if t == "int64"] == ["n", "n_control", "n_treatment"]
 
 
-def test_a_file_of_another_experiment_or_with_missing_keys_is_named(tmp_path):
+def test_a_file_of_another_experiment_or_with_missing_keys_is_skipped_naming_it(tmp_path):
     write_history(tmp_path, "demo-reranker", "2026-11-30", _rows("2026-11-30"))
     write_history(tmp_path, "demo-online", "2026-11-29", _rows("2026-11-29", _online_summary()))
     moved = tmp_path / "history" / "demo-reranker" / "2026-11-29.parquet"
     os.replace(tmp_path / "history" / "demo-online" / "2026-11-29.parquet", moved)
-    with pytest.raises(DataError) as caught:
-        read_history(tmp_path, "demo-reranker")
-    assert str(caught.value) == (
-        f"{moved}: experiment: expected 'demo-reranker' in every row (the file's folder), "
-        "got 'demo-online'"
-    )
-    with pytest.raises(DataError, match="expected 'demo-reranker' in every row"):
-        previous_inputs(tmp_path, "demo-reranker", "2026-11-30")
+    skipped: list[str] = []
+    assert len(read_history(tmp_path, "demo-reranker", skipped=skipped)) == 32
+    assert skipped == [
+        f"{moved}: skipped: experiment: expected 'demo-reranker' in every row (the file's "
+        "folder), got 'demo-online'"
+    ]
+    skipped = []
+    assert previous_inputs(tmp_path, "demo-reranker", "2026-11-30", skipped=skipped) is None
+    assert skipped and skipped[0].startswith(f"{moved}: skipped: experiment: expected")
     table = pq.read_table(moved)
     dates = pa.array(["2026-11-29"] * 31 + [None], pa.string())
     experiments = pa.array(["demo-reranker"] * 32, pa.string())
     table = table.set_column(0, "experiment", experiments).set_column(1, "date", dates)
     pq.write_table(table, moved)
-    with pytest.raises(DataError) as caught:
-        read_history(tmp_path)
-    assert str(caught.value) == (
-        f"{moved}: date: expected '2026-11-29' in every row (the file's name), got None"
-    )
+    skipped = []
+    assert len(read_history(tmp_path, skipped=skipped)) == 32
+    assert skipped == [
+        f"{moved}: skipped: date: expected '2026-11-29' in every row (the file's name), got None"
+    ]
+
+
+def test_cli_names_the_unreadable_files_and_prints_the_others(store):
+    folder = store / "history" / "demo-reranker"
+    broken = _spoil(folder, "2026-11-29", "truncated")
+    done = _cli("demo-reranker", "--json", "--root", str(store))
+    assert done.returncode == 0, done.stderr
+    assert {row["date"] for row in json.loads(done.stdout)} == {"2026-11-30"}
+    assert f"abrank: warning: {broken}: skipped: expected a history file (Parquet)" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 # --------------------------------------------------------------------------- consolidated copy

@@ -299,19 +299,57 @@ def test_check_output_folder_in_python(tmp_path):
         check_output_folder(tmp_path)
 
 
-def test_a_readout_written_before_markers_is_still_replaced(tmp_path):
-    """A folder holding only abrank's own file names and a summary.json that abrank wrote is
-    an earlier readout (from before the marker); with one foreign file it is not."""
-    old = tmp_path / "old"
-    (old / "charts").mkdir(parents=True)
-    (old / "summary.json").write_text('{"abrank_version": "0.1.0", "comparisons": []}')
-    (old / "per_query.csv").write_text("arm,query_id\n")
-    (old / "charts" / "forest.png").write_bytes(b"\x89PNG")
-    check_output_folder(old)  # accepted
-    (old / "notes.txt").write_text("mine")
+def user_folder(folder: Path) -> Path:
+    """A folder of the user's that looks like an old readout: a summary.json with abrank's
+    keys, their own report.md, charts/ of PNGs; no readout marker."""
+    (folder / "charts").mkdir(parents=True)
+    (folder / "summary.json").write_text('{"abrank_version": "0.1.0", "comparisons": []}')
+    (folder / "report.md").write_text("# my own notes\n")
+    (folder / "charts" / "forest.png").write_bytes(b"\x89PNG")
+    return folder
+
+
+def test_a_folder_without_the_marker_is_never_taken_for_a_readout(tmp_path):
+    """abrank's own file names and a summary.json with abrank's keys prove nothing: only the
+    marker makes a folder replaceable."""
+    folder = user_folder(tmp_path / "old")
+    before = snapshot(folder)
     with pytest.raises(ConfigError, match="without the .abrank-readout marker"):
-        check_output_folder(old)
-    (old / "notes.txt").unlink()
-    (old / "summary.json").write_text('{"something": "else"}')
-    with pytest.raises(ConfigError, match="without the .abrank-readout marker"):
-        check_output_folder(old)
+        check_output_folder(folder)
+    assert snapshot(folder) == before
+
+
+def test_out_on_a_users_summary_and_report_is_refused(experiment, tmp_path, capsys):
+    folder = user_folder(tmp_path / "mine")
+    before = snapshot(tmp_path)
+    err = refused(capsys, experiment, "--out", folder)
+    assert f"{folder}: expected a new folder, an empty one or an earlier abrank readout" in err
+    assert f"charts, report.md, summary.json without the {READOUT_MARKER} marker" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_a_dated_run_over_a_users_folder_is_refused(experiment, tmp_path, capsys):
+    out = tmp_path / "reports" / "tiny"
+    folder = user_folder(out / "2026-01-01")
+    before = snapshot(tmp_path)
+    err = refused(capsys, experiment, "--out", out, "--date", "2026-01-01")
+    assert f"{folder}: expected a new folder" in err and "without the" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_a_backfill_refuses_the_users_folder_and_writes_the_other_dates(
+    experiment, tmp_path, capsys
+):
+    out = tmp_path / "reports" / "tiny"
+    folder = user_folder(out / "2026-01-02")
+    mine = snapshot(folder)
+    code, stdout, err = run_cli(
+        capsys, "run", experiment, "--out", out, "--from", "2026-01-01", "--to", "2026-01-03",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 2, err
+    assert f"tiny 2026-01-02: error: {folder}: expected a new folder" in err
+    assert "Traceback" not in err
+    assert snapshot(folder) == mine
+    for day in ("2026-01-01", "2026-01-03"):
+        assert (out / day / READOUT_MARKER).is_file()

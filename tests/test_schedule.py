@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import abrank
@@ -419,6 +420,37 @@ def test_a_file_where_the_history_goes_is_refused_before_the_analysis(daily, tmp
     assert code == 2 and "history" in err and "expected" in err
     assert (root / "history").read_text() == "mine"
     assert not (root / "demo-daily").exists()
+
+
+def test_a_broken_history_file_is_skipped_named_and_replaced_by_its_rerun(
+    daily, tmp_path, capsys
+):
+    from abrank.history import read_history
+
+    root = tmp_path / "reports"
+    args = ["run", daily, "--out", root / "demo-daily", "--format", "json", "-q"]
+    assert run_cli(capsys, *args, "--from", "2026-01-01", "--to", "2026-01-02")[0] == 0
+    broken = root / "history" / "demo-daily" / "2026-01-01.parquet"
+    comparisons = pq.read_metadata(broken).num_rows
+    broken.write_bytes(broken.read_bytes()[:100])  # truncated
+    stray = root / "history" / "other" / "backup.parquet"  # another experiment's stray file
+    stray.parent.mkdir()
+    stray.write_bytes(b"")
+    code, _, err = run_cli(capsys, *args, "--date", "2026-01-03")
+    assert code == 0, err
+    assert f"note: {broken}: skipped: expected a history file (Parquet)" in err
+    assert f"note: {stray}: skipped: expected history files named <YYYY-MM-DD>.parquet" in err
+    summary = json.loads((root / "demo-daily" / "2026-01-03" / "summary.json").read_text())
+    assert any(w.startswith(f"{broken}: skipped") for w in summary["diagnostics"]["warnings"])
+    assert summary["schedule"]["previous_date"] == "2026-01-02"
+    # re-running the broken date replaces its file
+    code, _, err = run_cli(capsys, *args, "--date", "2026-01-01")
+    assert code == 0, err
+    assert str(broken) not in err
+    assert pq.read_metadata(broken).num_rows == comparisons
+    dates = read_history(root, "demo-daily", skipped=[])["date"].unique()
+    assert sorted(dates) == ["2026-01-01", "2026-01-02", "2026-01-03"]
+    assert stray.read_bytes() == b""  # left alone
 
 
 def test_a_foreign_index_page_is_left_alone_with_a_note(daily, tmp_path, capsys):

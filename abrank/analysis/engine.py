@@ -130,15 +130,17 @@ def expand_files(path: str, format: str | None, engine: str = "duckdb") -> tuple
     matches, or every data file below a folder (hive partitions such as ``date=.../``);
     ``engine`` is the SQL engine that will read them (named in messages)."""
     from abrank.io.detect import detect_format
+    from abrank.io.files import check_file, regular_files
 
     full = Path(path)
     if full.is_dir():
-        files = sorted(
-            str(p) for p in full.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
+        files = regular_files(
+            (p for p in full.rglob("*") if not p.name.startswith((".", "_"))), display_path(path)
         )
     elif any(char in path for char in "*?["):
-        files = sorted(p for p in glob.glob(path, recursive=True) if Path(p).is_file())
+        files = regular_files(glob.glob(path, recursive=True), display_path(path))
     else:
+        check_file(path, "a regular data file", missing="an existing file")
         files = [path]
     if not files:
         raise DataError(f"{display_path(path)}: expected log files, got none matching")

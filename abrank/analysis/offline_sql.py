@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import glob
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,8 +72,10 @@ def offline_inputs(
 
 def _files(path: str) -> list[str]:
     """A path's files: itself, or the files a glob matches (sorted)."""
+    from abrank.io.files import regular_files
+
     if any(char in path for char in "*?["):
-        files = sorted(p for p in glob.glob(path, recursive=True) if Path(p).is_file())
+        files = regular_files(glob.glob(path, recursive=True), display_path(path))
         if not files:
             raise DataError(f"{display_path(path)}: expected files, got none matching")
         return files

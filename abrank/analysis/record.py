@@ -76,10 +76,11 @@ def attach_history(
     """The readout with its ``schedule.stale`` / ``previous_date`` and its trend (every
     earlier date's rows and its own), and the rows to store for its date."""
     from abrank.analysis.alerts import stale_warning
-    from abrank.history import history_rows, inputs_fingerprint, read_history
+    from abrank.history import history_folder, history_rows, inputs_fingerprint, read_history
 
     summary = dict(readout.summary)
-    earlier = _experiment_history(read_history, recording)
+    skipped: list[str] = []
+    earlier = _experiment_history(read_history, recording, skipped)
     earlier = earlier[earlier["date"] < recording.date]
     previous_date = str(earlier["date"].max()) if len(earlier) else None
     stale = False
@@ -97,6 +98,14 @@ def attach_history(
         if warning and isinstance(diagnostics, dict):  # said on every output, alert or not
             warnings = [w for w in diagnostics.get("warnings", []) if w != warning]
             summary["diagnostics"] = {**diagnostics, "warnings": [warning, *warnings]}
+    # an unreadable file of the store is left out of the trend, and said so; the file of
+    # this very date is not: the run replaces it
+    own = f"{history_folder(recording.root) / recording.experiment / recording.date}.parquet: "
+    skipped = [message for message in skipped if not message.startswith(own)]
+    if skipped:
+        diagnostics = dict(summary["diagnostics"])
+        diagnostics["warnings"] = [*diagnostics.get("warnings", []), *skipped]
+        summary["diagnostics"] = diagnostics
     start = experiment.window_start if experiment.date is not None else None
     rows = history_rows(
         summary,
@@ -111,18 +120,20 @@ def attach_history(
 
 
 def store_run(recording: Recording, rows: pd.DataFrame) -> list[str]:
-    """Store the run's rows and rebuild the index page; the notes to show (an index page
-    that is not abrank's is left alone, and said so)."""
+    """Store the run's rows and rebuild the index page; the notes to show (the store's
+    files that could not be read and were left out of the index; an index page that is not
+    abrank's is left alone, and said so)."""
     from abrank.history import read_history, write_history
     from abrank.render import write_index
 
     write_history(recording.root, recording.experiment, recording.date, rows)
-    history = read_history(recording.root)
+    skipped: list[str] = []
+    history = read_history(recording.root, skipped=skipped)
     try:
         write_index(recording.root, history, readout_links(recording.root, history))
     except ConfigError as exc:
-        return [f"index page not written: {exc}"]
-    return []
+        return [*skipped, f"index page not written: {exc}"]
+    return skipped
 
 
 def readout_links(root: Path, history: pd.DataFrame) -> dict[str, str]:
@@ -144,14 +155,14 @@ def readout_links(root: Path, history: pd.DataFrame) -> dict[str, str]:
     return links
 
 
-def _experiment_history(read, recording: Recording) -> pd.DataFrame:
+def _experiment_history(read, recording: Recording, skipped: list[str]) -> pd.DataFrame:
     """The experiment's rows so far (an empty frame with the columns when it has none: no
     folder yet, or a folder that another run has made and not yet written its first date
-    into)."""
+    into); files that cannot be read are named into ``skipped``."""
     from abrank.history import HISTORY_SCHEMA, history_folder
     from abrank.history.files import date_files
 
     folder = history_folder(recording.root) / recording.experiment
-    if not folder.is_dir() or not date_files(folder):
+    if not folder.is_dir() or not date_files(folder, skipped):
         return HISTORY_SCHEMA.empty_table().to_pandas()
-    return read(recording.root, recording.experiment)
+    return read(recording.root, recording.experiment, skipped=skipped)

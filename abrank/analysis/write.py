@@ -186,6 +186,11 @@ def _swap_into_place(staging: Path, folder: Path) -> None:
 
 def _output_state(folder: Path) -> str:
     """``"new"``, ``"empty"`` or ``"readout"``; a ConfigError for a path abrank may not use."""
+    from abrank.io.files import path_problem
+
+    problem = path_problem(folder)
+    if problem is not None and problem.startswith(("a path holding", "a file name longer")):
+        raise ConfigError(f"{folder}: expected a usable output path, got {problem}")
     try:
         target = folder.resolve()
         here = Path.cwd().resolve()
@@ -271,7 +276,7 @@ def _foreign_entries(folder: Path) -> list[str] | None:
     """Entries of a readout folder that its marker does not list (None: no valid marker)."""
     marker = _read_marker(folder)
     if marker is None:
-        return [] if _legacy_readout(folder) else None
+        return None
     listed = {*marker["files"], READOUT_MARKER}
     parents = {p.as_posix() for name in listed for p in PurePosixPath(name).parents}
     foreign: list[str] = []
@@ -290,30 +295,6 @@ def _foreign_entries(folder: Path) -> list[str] | None:
             (base / name).as_posix() for name in files if (base / name).as_posix() not in listed
         )
     return sorted(foreign)
-
-
-_LEGACY_FILES = {"summary.json", "per_query.csv", "report.html", "report.md"}
-
-
-def _legacy_readout(folder: Path) -> bool:
-    """A readout written before readouts carried the marker: nothing but abrank's own file
-    names (charts/ holding only PNGs), and a summary.json that abrank wrote."""
-    try:
-        entries = set(os.listdir(folder))
-        charts = folder / "charts"
-        if "charts" in entries:
-            if charts.is_symlink() or not charts.is_dir():
-                return False
-            if any(not n.endswith(".png") or (charts / n).is_dir() for n in os.listdir(charts)):
-                return False
-        if "summary.json" not in entries or not entries <= {*_LEGACY_FILES, "charts"}:
-            return False
-        if any((folder / n).is_symlink() or (folder / n).is_dir() for n in entries - {"charts"}):
-            return False
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(summary, dict) and {"abrank_version", "comparisons"} <= set(summary)
 
 
 def _is_abrank_folder(path: Path) -> bool:

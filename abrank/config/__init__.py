@@ -299,8 +299,13 @@ _SOURCE_FIELDS = {"source", "text", "date"}
 
 def load_experiment(path: str | Path) -> Experiment:
     """Read and validate an experiment config; raise :class:`ConfigError` listing every problem."""
+    from abrank.io.files import path_problem
+
     path = Path(path)
     label = str(path)
+    problem = path_problem(path)  # a FIFO would block the read forever
+    if problem is not None and problem not in ("no such file", "a folder"):
+        raise ConfigError(f"{label}: expected an experiment config file, got {problem}")
     try:
         raw_bytes = path.read_bytes()
     except FileNotFoundError:
@@ -448,6 +453,12 @@ def _check_semantics(
     errors: list[str] = []
 
     def resolve(loc: tuple, value: str) -> str:
+        from abrank.io.files import path_problem
+
+        problem = path_problem(base_dir / value)
+        if problem is not None and problem not in ("no such file", "a folder"):
+            errors.append(_format(source, lines, loc, f"expected a file, got {value!r}: {problem}"))
+            return str(base_dir / value)
         full = (base_dir / value).resolve() if not Path(value).is_absolute() else Path(value)
         if is_dated(value):  # the file of each date is looked for when that date runs
             problem = check_template(value)
@@ -585,7 +596,12 @@ def _check_semantics(
     if output is not None:
         if is_dated(output) and check_template(output) is not None:
             errors.append(_format(source, lines, ("output",), str(check_template(output))))
-        output = str((base_dir / output).resolve()) if not Path(output).is_absolute() else output
+        if "\0" in output:
+            errors.append(
+                _format(source, lines, ("output",), "expected a folder path, got a path holding a NUL byte")
+            )
+        # made absolute, not resolved: a symbolic link stays one, and is refused as --out's is
+        output = str(base_dir / output) if not Path(output).is_absolute() else output
     logs = [exp.log.path] if exp.log is not None else [arm.path for arm in exp.arms]
     if isinstance(exp.window, CumulativeWindow) and not any(is_dated(p) for p in logs):
         errors.append(

@@ -14,11 +14,12 @@ experiments each engine can run is the engines' business
 from __future__ import annotations
 
 import glob
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 #: Engine names a config may give, in the order messages list them.
 ENGINE_NAMES = ("memory", "duckdb", "spark")
@@ -41,6 +42,20 @@ _MASTER = re.compile(
 
 #: A size as DuckDB reads it: a number and a unit (``500MB``, ``2GB``, ``1.5GiB``).
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+
+
+#: The most worker threads ``engine.threads`` may ask for: far more than any machine's cores,
+#: far fewer than the threads whose stacks would exhaust the process (DuckDB aborts then).
+MAX_THREADS = 1024
+
+
+def _threads(value: int) -> int:
+    if not 1 <= value <= MAX_THREADS:
+        raise ValueError(
+            f"a number of worker threads from 1 to {MAX_THREADS} (this machine has "
+            f"{os.cpu_count() or 1} cores)"
+        )
+    return value
 
 
 def _size(value: Any) -> Any:
@@ -79,8 +94,8 @@ class EngineConfig(BaseModel):
     #: ``temp_directory`` beyond it), or Spark's ``spark.driver.memory`` (in local mode,
     #: all that its tasks share) for a session abrank starts
     memory_limit: Annotated[str, BeforeValidator(_size)] | None = None
-    #: DuckDB's worker threads (default: one per core)
-    threads: int | None = Field(None, ge=1)
+    #: DuckDB's worker threads (default: one per core), 1 to :data:`MAX_THREADS`
+    threads: Annotated[int, AfterValidator(_threads)] | None = None
     #: where DuckDB spills what does not fit in ``memory_limit`` (as given: relative paths
     #: are relative to the working folder, as DuckDB takes them)
     temp_directory: str | None = Field(None, min_length=1)
@@ -134,8 +149,12 @@ Engine = Annotated[EngineConfig, BeforeValidator(engine_config)]
 
 def exists(path: str) -> bool:
     """A log path names some file: the file itself, a match of a glob, a file in a folder."""
+    from abrank.io.files import path_problem
+
     full = Path(path)
-    return full.exists() if not is_pattern(path, full) else pattern_problem(path, full) is None
+    if not is_pattern(path, full):
+        return path_problem(full) != "no such file"  # anything else: the loader names it
+    return pattern_problem(path, full) is None
 
 
 def is_pattern(value: str, full: Path) -> bool:
@@ -145,11 +164,18 @@ def is_pattern(value: str, full: Path) -> bool:
 
 
 def pattern_problem(value: str, full: Path) -> str | None:
-    """What is wrong with a glob or folder log path (None when it names some file)."""
-    if full.is_dir():
-        if not any(path.is_file() for path in full.rglob("*")):
-            return f"expected a folder holding log files, got the empty folder {value!r}"
-        return None
-    if not any(Path(match).is_file() for match in glob.glob(str(full), recursive=True)):
+    """What is wrong with a glob or folder log path (None when it names some file): no
+    file, or a match that is not a regular file (a FIFO, which a reader would wait on)."""
+    from abrank.errors import DataError
+    from abrank.io.files import regular_files
+
+    matches = full.rglob("*") if full.is_dir() else glob.glob(str(full), recursive=True)
+    try:
+        files = regular_files(matches, value)
+    except DataError as exc:
+        return str(exc)
+    if not files and full.is_dir():
+        return f"expected a folder holding log files, got the empty folder {value!r}"
+    if not files:
         return f"expected a pattern matching some file, got {value!r}, which matches none"
     return None

@@ -6,6 +6,7 @@ pandas call does too: ``pd.read_parquet("<root>/history")``). The columns are
 :data:`HISTORY_SCHEMA`'s. ``abrank history NAME`` prints an experiment's history.
 """
 
+from abrank.history.files import HistoryWarning
 from abrank.history.rows import check_date, history_rows, inputs_fingerprint
 from abrank.history.schema import COLUMN_DOCS, HISTORY_COLUMNS, HISTORY_SCHEMA, schema_table
 from abrank.history.store import (
@@ -21,6 +22,7 @@ __all__ = [
     "COLUMN_DOCS",
     "HISTORY_COLUMNS",
     "HISTORY_SCHEMA",
+    "HistoryWarning",
     "check_date",
     "history_folder",
     "history_rows",

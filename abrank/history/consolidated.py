@@ -37,14 +37,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from abrank.errors import DataError
 from abrank.history.files import (
     COPY_NAME,
     DateFile,
-    check_keys,
     date_files,
     first_mismatch,
     key_column,
     read_date_file,
+    readable_files,
     with_keys,
 )
 from abrank.history.schema import HISTORY_SCHEMA
@@ -107,14 +108,16 @@ def experiment_rows(
     experiment: str,
     files: Sequence[DateFile],
     columns: Sequence[str] | None = None,
+    skipped: list[str] | None = None,
 ) -> pa.Table:
     """The rows of ``files`` (one experiment's date files, by date), from the copy where it
     holds them, from the files where it does not; ``columns`` (with the keys) or all.
     A copy missing more than :data:`REBUILD_SHARE` of the dates is rebuilt (best effort).
-    DataError naming a date file read that is not a history file of its date."""
-    assembled = assemble(folder, experiment, files, columns)
+    A date file read that is not a history file of its date is skipped and named
+    (:func:`~abrank.history.files.skip_file`, into ``skipped``)."""
+    assembled = assemble(folder, experiment, files, columns, skipped)
     if assembled.stale > REBUILD_SHARE * len(files):
-        whole = assembled if columns is None else assemble(folder, experiment, files)
+        whole = assembled if columns is None else assemble(folder, experiment, files, None, [])
         with contextlib.suppress(OSError, pa.ArrowException):  # a read-only store still reads
             write_copy(folder, whole)
     return assembled.table
@@ -123,17 +126,18 @@ def experiment_rows(
 def refresh_copy(folder: Path, experiment: str, *, always: bool = False) -> bool:
     """Bring the experiment's copy up to date with its date files when it misses more than
     :data:`REBUILD_SHARE` of the dates (or whenever it misses one, with ``always``); return
-    whether a copy was written. DataError as :func:`experiment_rows`.
+    whether a copy was written. Unreadable date files are left out of it, unnamed (the
+    readers name them).
 
     Whether it is out of date is told from the manifest alone (the file's footer): a
     writer pays for rewriting the copy (all the rows) only once a tenth of the dates have
     changed, so a backfill of 500 dates rewrites it about 50 times, not 500 times.
     """
-    files = date_files(folder)
+    files = date_files(folder, [])
     stale = _stale_dates(folder, files)
     if stale == 0 or (not always and stale <= REBUILD_SHARE * len(files)):
         return False
-    write_copy(folder, assemble(folder, experiment, files))
+    write_copy(folder, assemble(folder, experiment, files, None, []))
     return True
 
 
@@ -152,23 +156,20 @@ def assemble(
     experiment: str,
     files: Sequence[DateFile],
     columns: Sequence[str] | None = None,
+    skipped: list[str] | None = None,
 ) -> Assembled:
     """The rows of ``files`` in date order, each date's from the copy when the copy holds
-    that very file, else from the file; see :class:`Assembled`."""
+    that very file, else from the file (left out, and named into ``skipped``, when it is
+    not a history file of its date); see :class:`Assembled`."""
     wanted = None if columns is None else with_keys(columns)
     copy = _load_copy(folder, experiment, wanted)
     held = {} if copy is None else copy.starts
     fresh = [
         file for file in files if file.date not in held or _key(held[file.date][0]) != file.key
     ]
-    read = _read_files(fresh, wanted)
-    if fresh:
-        check_keys(
-            pa.concat_tables([table for table, _ in read]),
-            [(experiment, file.date, file.path) for file in fresh],
-            [table.num_rows for table, _ in read],
-        )
-    by_date = {file.date: result for file, result in zip(fresh, read)}
+    read = readable_files(fresh, _read_files(fresh, wanted), experiment, skipped)
+    by_date = {file.date: (table, stat) for file, table, stat in read}
+    unreadable = {file.date for file in fresh} - by_date.keys()
     pieces: list[pa.Table | list[int]] = []  # a date file's rows, or [first, end) of the copy's
     manifest = []
     run: list[int] | None = None  # the last piece when it is rows of the copy
@@ -178,6 +179,8 @@ def assemble(
             pieces.append(table)
             manifest.append(ManifestEntry(file.date, inode, size, mtime_ns, table.num_rows))
             run = None
+            continue
+        if file.date in unreadable:
             continue
         entry, start = held[file.date]
         manifest.append(entry)
@@ -249,14 +252,21 @@ def _key(entry: ManifestEntry) -> tuple[int, int, int]:
 
 def _read_files(
     files: Sequence[DateFile], columns: Sequence[str] | None
-) -> list[tuple[pa.Table, tuple[int, int, int]]]:
-    """Each file read (:func:`read_date_file`), several at once: a file's decoding
-    releases the GIL."""
+) -> list[tuple[pa.Table, tuple[int, int, int]] | DataError]:
+    """Each file read (:func:`read_date_file`), or the DataError saying why it could not
+    be, several at once: a file's decoding releases the GIL."""
+
+    def read(file: DateFile) -> tuple[pa.Table, tuple[int, int, int]] | DataError:
+        try:
+            return read_date_file(file.path, columns)
+        except DataError as exc:
+            return exc
+
     workers = min(len(files), READ_THREADS, os.cpu_count() or 1)
     if workers > 1:
         with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(lambda file: read_date_file(file.path, columns), files))
-    return [read_date_file(file.path, columns) for file in files]
+            return list(pool.map(read, files))
+    return [read(file) for file in files]
 
 
 def _load_copy(folder: Path, experiment: str, columns: Sequence[str] | None) -> _Copy | None:

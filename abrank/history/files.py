@@ -6,6 +6,12 @@ temporary files ``.<name>.parquet.tmp-<pid>`` of writers at work. Both the store
 and its consolidated copy read date files through :func:`read_date_file`, which returns the
 file's stat taken on the very handle read, so that a copy's record of a file always
 describes the bytes its rows came from.
+
+A file the store cannot use (truncated, empty, not Parquet, another schema, rows of
+another experiment or date, a stray name, not a regular file) is skipped, never an error:
+one broken file must not stop every later run under the reports root. Each skipped file is
+named, by :func:`skip_file`, in the caller's ``skipped`` list when it passes one, else as a
+:class:`HistoryWarning`; rewriting that date replaces the file.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat as stat_mode
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,6 +37,27 @@ COPY_NAME = "_rows.parquet"  # a leading underscore: Parquet dataset discovery s
 DATE_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.parquet$")
 # a writer's temporary file: of a date file, or of the consolidated copy
 TEMP_FILE = re.compile(r"^\.(\d{4}-\d{2}-\d{2}|_rows)\.parquet\.tmp-(\d+)$")
+
+
+class HistoryWarning(UserWarning):
+    """A file of the history store was skipped: it is not a history file abrank can read."""
+
+
+def skip_file(path: Path | str, reason: str, skipped: list[str] | None) -> None:
+    """Name a skipped file: ``<path>: skipped: <reason>``, appended to ``skipped`` (once),
+    or warned as a :class:`HistoryWarning` when the caller passed no list."""
+    message = f"{path}: skipped: {reason}"
+    if skipped is None:
+        warnings.warn(message, HistoryWarning, stacklevel=3)
+    elif message not in skipped:
+        skipped.append(message)
+
+
+def _reason(exc: DataError, path: Path) -> str:
+    """A DataError's message without the path it starts with."""
+    text = str(exc)
+    prefix = f"{path}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,11 +82,11 @@ class DateFile:
         return {**dataclasses.asdict(self), "path": str(self.path)}
 
 
-def date_files(folder: Path) -> list[DateFile]:
+def date_files(folder: Path, skipped: list[str] | None = None) -> list[DateFile]:
     """Every visible Parquet file of an experiment's folder with its stat, by date.
 
-    DataError for a Parquet file whose name is not a date's: the store's one-call readers
-    would read it as history.
+    A Parquet file whose name is not a date's, or that is not a regular file (a folder, a
+    FIFO: opening one would wait forever), is skipped and named (:func:`skip_file`).
     """
     found = []
     for entry in os.scandir(folder):
@@ -65,13 +94,20 @@ def date_files(folder: Path) -> list[DateFile]:
             continue
         match = DATE_FILE.match(entry.name)
         if match is None:
-            raise DataError(
-                f"{entry.path}: expected history files named <YYYY-MM-DD>.parquet, "
-                f"got {entry.name!r}"
+            skip_file(
+                entry.path,
+                f"expected history files named <YYYY-MM-DD>.parquet, got {entry.name!r}",
+                skipped,
             )
+            continue
         try:
             stat = entry.stat()
-        except FileNotFoundError:  # removed since the folder was listed
+        except FileNotFoundError:  # removed since the folder was listed, or a broken link
+            if os.path.lexists(entry.path):
+                skip_file(entry.path, "expected a history file, got a broken link", skipped)
+            continue
+        if not stat_mode.S_ISREG(stat.st_mode):
+            skip_file(entry.path, "expected a history file, got not a regular file", skipped)
             continue
         found.append(
             DateFile(match.group(1), Path(entry.path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
@@ -107,6 +143,44 @@ def read_date_file(
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{path}: expected a history file (Parquet), got {exc}") from None
     return table, (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def readable_files(
+    files: Sequence[DateFile],
+    results: Sequence[tuple[pa.Table, tuple[int, int, int]] | DataError],
+    experiment: str,
+    skipped: list[str] | None,
+) -> list[tuple[DateFile, pa.Table, tuple[int, int, int]]]:
+    """The files whose read (``results[i]``, of :func:`read_date_file`) gave a history
+    table holding their experiment and date in every row, with their table and stat; the
+    others are skipped and named. The keys are checked on all tables at once, and file by
+    file only when that finds a mismatch."""
+    good = []
+    for file, result in zip(files, results, strict=True):
+        if isinstance(result, DataError):
+            skip_file(file.path, _reason(result, file.path), skipped)
+        else:
+            good.append((file, *result))
+    if not good:
+        return good
+    try:
+        check_keys(
+            pa.concat_tables([table for _, table, _ in good]),
+            [(experiment, file.date, file.path) for file, _, _ in good],
+            [table.num_rows for _, table, _ in good],
+        )
+        return good
+    except DataError:
+        pass
+    kept = []
+    for file, table, stat in good:
+        try:
+            check_keys(table, [(experiment, file.date, file.path)], [table.num_rows])
+        except DataError as exc:
+            skip_file(file.path, _reason(exc, file.path), skipped)
+            continue
+        kept.append((file, table, stat))
+    return kept
 
 
 def key_column(values: Sequence[str], counts: Sequence[int]) -> pa.Array:

@@ -36,9 +36,9 @@ from abrank.history.consolidated import experiment_rows, refresh_copy
 from abrank.history.files import (
     TEMP_FILE,
     DateFile,
-    check_keys,
     date_files,
     read_date_file,
+    readable_files,
     with_keys,
 )
 from abrank.history.rows import check_date
@@ -122,15 +122,21 @@ def remove_abandoned_files(folder: Path) -> list[Path]:
 
 
 def history_table(
-    root: str | Path, experiment: str | None = None, columns: Sequence[str] | None = None
+    root: str | Path,
+    experiment: str | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    skipped: list[str] | None = None,
 ) -> pa.Table:
     """The store's rows as one Arrow table (what :func:`read_history` returns, unconverted).
 
     Sorted by experiment and date, each date's rows in the order they were written (the
     readout's comparison order). With ``experiment``, that experiment's rows only: a
     DataError naming the experiments that have a history when it has none. A file that is
-    not a history file (unreadable, or another schema, or rows of another experiment or
-    date) is a DataError naming it. ``columns``: only those (and ``experiment`` and
+    not a history file (unreadable, truncated, empty, of another schema, rows of another
+    experiment or date, a stray name) is skipped: ``<path>: skipped: <why>`` is appended to
+    ``skipped``, or warned as a :class:`~abrank.history.files.HistoryWarning` when no list
+    is given; rewriting its date replaces it. ``columns``: only those (and ``experiment`` and
     ``date``), in the schema's order; reading fewer columns is faster. The rows of each
     date file that its experiment's consolidated copy holds unchanged come from the copy
     (one read instead of one per date); the result is the same.
@@ -144,8 +150,8 @@ def history_table(
             )
         columns = with_keys(columns)
     tables = [
-        experiment_rows(folder, name, files, columns)
-        for name, folder, files in _history_files(root, experiment)
+        experiment_rows(folder, name, files, columns, skipped)
+        for name, folder, files in _history_files(root, experiment, skipped)
     ]
     if not tables:
         empty = HISTORY_SCHEMA.empty_table()
@@ -155,31 +161,42 @@ def history_table(
     return pa.concat_tables(tables).combine_chunks()  # one chunk a column: slices are views
 
 
-def read_history(root: str | Path, experiment: str | None = None) -> pd.DataFrame:
+def read_history(
+    root: str | Path, experiment: str | None = None, *, skipped: list[str] | None = None
+) -> pd.DataFrame:
     """The store's rows (every experiment's, or ``experiment``'s) as a DataFrame.
 
     The columns are the schema's, in order (an empty frame with them when there is no
-    history at all); rows as :func:`history_table` orders them.
+    history at all); rows as :func:`history_table` orders them, and unreadable files
+    skipped as it skips them.
     """
-    return history_table(root, experiment).to_pandas()
+    return history_table(root, experiment, skipped=skipped).to_pandas()
 
 
-def previous_inputs(root: str | Path, experiment: str, date: str) -> str | None:
+def previous_inputs(
+    root: str | Path, experiment: str, date: str, *, skipped: list[str] | None = None
+) -> str | None:
     """The ``inputs_sha256`` of the experiment's latest date before ``date``, if any.
 
     A run whose inputs have this fingerprint read the very bytes of the previous date:
-    its rows are ``stale``. None when no earlier date has rows.
+    its rows are ``stale``. None when no earlier date has rows. Unreadable files are
+    skipped as :func:`history_table` skips them.
     """
     check_date(date, "date")
     _check_name(experiment)
     folder = history_folder(root) / experiment
     if not folder.is_dir():
         return None
-    earlier = [file for file in date_files(folder) if file.date < date]
+    earlier = [file for file in date_files(folder, skipped) if file.date < date]
     for file in reversed(earlier):
-        table, _ = read_date_file(file.path, ["inputs_sha256"])
-        check_keys(table, [(experiment, file.date, file.path)], [table.num_rows])
-        column = table.column("inputs_sha256")
+        try:
+            result: tuple | DataError = read_date_file(file.path, ["inputs_sha256"])
+        except DataError as exc:
+            result = exc
+        read = readable_files([file], [result], experiment, skipped)
+        if not read:
+            continue
+        column = read[0][1].column("inputs_sha256")
         if len(column):
             return column[0].as_py()
     return None
@@ -269,7 +286,7 @@ def _sync_folder(folder: Path) -> None:
 
 
 def _history_files(
-    root: str | Path, experiment: str | None
+    root: str | Path, experiment: str | None, skipped: list[str] | None = None
 ) -> list[tuple[str, Path, list[DateFile]]]:
     """(experiment, its folder, its date files) of each experiment to read, by name."""
     store = history_folder(root)
@@ -285,14 +302,14 @@ def _history_files(
         else []
     )
     if experiment is not None:
-        files = date_files(store / experiment) if experiment in names else []
+        files = date_files(store / experiment, skipped) if experiment in names else []
         if not files:
-            having = [name for name in names if date_files(store / name)]
+            having = [name for name in names if date_files(store / name, [])]
             listed = ", ".join(having) if having else "none"
             raise DataError(
                 f"{store}: expected a history for experiment {experiment!r}, got none "
                 f"(experiments with a history: {listed})"
             )
         return [(experiment, store / experiment, files)]
-    found = [(name, store / name, date_files(store / name)) for name in names]
+    found = [(name, store / name, date_files(store / name, skipped)) for name in names]
     return [(name, folder, files) for name, folder, files in found if files]

@@ -9,8 +9,12 @@ TREC files, tables and ``runid`` lookups all agree on what a file holds.
 
 from __future__ import annotations
 
+import errno
 import gzip
+import os
+import stat
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -18,26 +22,95 @@ import pyarrow as pa
 
 from abrank.errors import DataError
 
-__all__ = ["GZIP_MAGIC", "arrow_input", "check_file", "head_bytes", "is_gzip", "open_bytes"]
+__all__ = [
+    "GZIP_MAGIC",
+    "arrow_input",
+    "check_file",
+    "head_bytes",
+    "is_gzip",
+    "open_bytes",
+    "path_problem",
+    "regular_files",
+]
 
 GZIP_MAGIC = b"\x1f\x8b"
 SNIFF_BYTES = 1 << 16
 
 
-def check_file(path: str | Path) -> None:
-    """Reject a path that is missing, a folder, or a file that cannot be opened for reading
-    (permission denied), before a parser meets it and fails with its own, vaguer error."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: expected a data file, got no such file")
-    if path.is_dir():
-        raise DataError(f"{path}: expected a data file, got a folder")
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def path_problem(path: str | Path) -> str | None:
+    """What keeps ``path`` from being read as a regular file, in words for a message's
+    "got ..." part; None when it is one (symbolic links followed).
+
+    "no such file", "a folder", "not a regular file (a FIFO)" (a FIFO, socket or device:
+    opening one for reading may wait forever), "a symbolic link loop", "a path holding a
+    NUL byte", "a file name longer than the system allows (N characters)", or the OS's
+    reason in lower case. It only asks the file system for the path's status, so it never
+    blocks on a FIFO.
+    """
     try:
-        with open(path, "rb"):
+        status = os.stat(path)
+    except ValueError:  # os refuses paths with NUL bytes before asking the system
+        return "a path holding a NUL byte"
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if exc.errno == errno.ENAMETOOLONG:
+            longest = max((len(part) for part in Path(path).parts), default=0)
+            return f"a file name longer than the system allows ({longest} characters)"
+        return (exc.strerror or str(exc) or type(exc).__name__).lower()
+    if stat.S_ISDIR(status.st_mode):
+        return "a folder"
+    if not stat.S_ISREG(status.st_mode):
+        kind = next((name for test, name in _SPECIAL if test(status.st_mode)), "a special file")
+        return f"not a regular file ({kind})"
+    return None
+
+
+def check_file(
+    path: str | Path, expected: str = "a data file", *, missing: str | None = None
+) -> None:
+    """Reject, before any reader opens it, a path that is not a regular file that can be
+    read: missing, a folder, a FIFO or device (which would block the reader forever), a
+    symbolic link loop, a NUL byte or an over-long name, or permission denied. Every
+    loader checks its files through this one function; DataError naming the path
+    (``<path>: expected <expected>, got <problem>``; ``missing`` is said instead of
+    ``expected`` for a file that does not exist)."""
+    problem = path_problem(path)
+    if problem is not None:
+        if problem == "no such file" and missing is not None:
+            expected = missing
+        raise DataError(f"{path}: expected {expected}, got {problem}")
+    try:
+        with open(path, "rb"):  # a regular file: opening it does not block
             pass
     except OSError as exc:
         reason = (exc.strerror or str(exc) or type(exc).__name__).lower()
         raise DataError(f"{path}: expected a readable data file, got {reason}") from None
+
+
+def regular_files(paths: Iterable[str | Path], pattern: str) -> list[str]:
+    """The regular files among ``paths`` (the matches of the glob or the entries below the
+    folder ``pattern``), sorted; folders (and names gone since they were listed) are passed
+    over, anything else (a FIFO, a device, a symbolic link loop) is a DataError naming it,
+    so that no reader ever waits on it."""
+    files = []
+    for path in paths:
+        problem = path_problem(path)
+        if problem is None:
+            files.append(str(path))
+        elif problem not in ("a folder", "no such file"):
+            raise DataError(f"{path}: expected a data file (matched by {pattern}), got {problem}")
+    return sorted(files)
 
 
 def is_gzip(path: str | Path) -> bool:

@@ -26,7 +26,7 @@ from abrank.io.arrow import (
     query_codes,
 )
 from abrank.io.columns import parse_numbers
-from abrank.io.files import SNIFF_BYTES, arrow_input, open_bytes
+from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, open_bytes
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
@@ -159,10 +159,7 @@ class _Lines:
 def _sniff(path: str | Path) -> None:
     """Reject missing, empty and binary files before parsing them."""
     p = Path(path)
-    if not p.exists():
-        raise DataError(f"{path}: expected an existing file, got no such file")
-    if p.is_dir():
-        raise DataError(f"{path}: expected a file, got a folder")
+    check_file(p, "a regular data file", missing="an existing file")
     try:
         with open_bytes(p) as handle:
             head = handle.read(SNIFF_BYTES)

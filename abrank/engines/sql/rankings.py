@@ -111,12 +111,10 @@ def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
 
 
 def _check_files(source: TableSource) -> None:
+    from abrank.io.files import check_file
+
     for file in source.files:
-        path = Path(file)
-        if not path.exists():
-            raise DataError(f"{file}: expected an existing file, got no such file")
-        if path.is_dir():
-            raise DataError(f"{file}: expected a file, got a folder")
+        check_file(file, "a regular data file", missing="an existing file")
 
 
 def _line_word(source: TableSource) -> str:
