@@ -24,6 +24,7 @@ from abrank.config.interleaved import credit_name, credit_problem, interleaved_p
 from abrank.config.simulation import SimulationConfig
 from abrank.errors import ConfigError
 from abrank.io import formats as input_formats
+from abrank.root_names import reserved_problem
 from abrank.stats import registry as stats_registry
 from abrank.stats.registry import INTERLEAVED, INTERLEAVED_TESTS
 
@@ -481,6 +482,9 @@ def _check_semantics(
             errors.append(_format(source, lines, loc, f"expected a file, got the folder {value!r}"))
         return str(full)
 
+    reserved = reserved_problem(exp.name)  # its readout folder would be abrank's own file
+    if reserved is not None:
+        errors.append(_format(source, lines, ("name",), reserved))
     log = exp.log
     if log is not None:
         log = log.model_copy(update={"path": resolve(("log", "path"), log.path)})

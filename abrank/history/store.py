@@ -43,11 +43,12 @@ from abrank.history.files import (
 )
 from abrank.history.rows import check_date
 from abrank.history.schema import HISTORY_COLUMNS, HISTORY_SCHEMA
+from abrank.root_names import HISTORY_FOLDER
 
 if TYPE_CHECKING:
     import pandas as pd
 
-HISTORY = "history"
+HISTORY = HISTORY_FOLDER  # abrank.root_names: the names reserved under the root
 
 # an experiment's name as a config may write it (config ``name``): a folder name too
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

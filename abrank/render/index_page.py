@@ -33,6 +33,7 @@ from abrank.render.charts import VERDICT_COLOURS
 from abrank.render.html import REPORT_CSS
 from abrank.render.text import fmt_percent, fmt_signed
 from abrank.render.trends import check_history_columns, metric_display, parse_dates
+from abrank.root_names import INDEX_PAGE
 
 #: The mark of an index page abrank wrote (and may therefore replace).
 GENERATOR = '<meta name="generator" content="abrank">'
@@ -300,7 +301,7 @@ def write_index(root: str | Path, history: pd.DataFrame, links: Mapping[str, str
     alone: ConfigError naming it.
     """
     root = Path(root)
-    path = root / "index.html"
+    path = root / INDEX_PAGE
     if path.exists() or path.is_symlink():
         try:
             existing = path.read_text(encoding="utf-8", errors="replace")
@@ -315,7 +316,7 @@ def write_index(root: str | Path, history: pd.DataFrame, links: Mapping[str, str
             )
     text = render_index(history, links)
     root.mkdir(parents=True, exist_ok=True)
-    temp = root / f".index.html.tmp-{os.getpid()}"
+    temp = root / f".{INDEX_PAGE}.tmp-{os.getpid()}"
     try:
         temp.write_text(text, encoding="utf-8")
         os.replace(temp, path)
