@@ -337,6 +337,7 @@ def parse_experiment(
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
         lines = _line_index(node)
+        repeated = _duplicate_keys(node, source)
     except RecursionError:  # a safety net: _check_structure refuses such YAML first
         raise ConfigError(
             f"{source}: expected YAML nested at most {MAX_DEPTH} levels deep, got deeper nesting"
@@ -353,7 +354,53 @@ def parse_experiment(
     if not isinstance(data, dict):
         kind = "an empty file" if data is None else f"a {type(data).__name__}"
         raise ConfigError(f"{source}: line 1: expected a mapping of config keys, got {kind}")
-    return build_experiment(data, source=source, base_dir=base_dir, text=text, lines=lines)
+    return build_experiment(
+        data, source=source, base_dir=base_dir, text=text, lines=lines, problems=repeated
+    )
+
+
+def _duplicate_keys(node: yaml.Node | None, source: str) -> list[str]:
+    """A problem for each key written twice in one mapping, at any depth, naming both lines.
+
+    ``safe_load`` keeps the last value of a repeated key without a word, so a config whose
+    ``alpha:`` is written twice runs with whichever came last. Keys are compared as YAML
+    reads them (tag and text); a merge key (``<<``) may bring keys that the mapping then
+    overrides, as YAML means it, so only the keys written in the mapping itself count."""
+    problems: list[str] = []
+    visited: set[int] = set()  # an alias names a node already walked
+    pending: list[tuple[yaml.Node, tuple]] = [] if node is None else [(node, ())]
+    while pending:
+        current, path = pending.pop()
+        if id(current) in visited:
+            continue
+        visited.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            first: dict[tuple[str, str], int] = {}
+            for key, value in current.value:
+                if isinstance(key, yaml.ScalarNode):
+                    sub = (*path, key.value)
+                    line = key.start_mark.line + 1
+                    seen = (key.tag, key.value)
+                    if key.tag == "tag:yaml.org,2002:merge":
+                        pass
+                    elif seen in first:
+                        lines = {sub: line}
+                        problems.append(
+                            _format(
+                                source,
+                                lines,
+                                sub,
+                                f"expected each key once in a mapping, got {key.value!r} again "
+                                f"(first at line {first[seen]}, again at line {line}; YAML would "
+                                "keep the last one)",
+                            )
+                        )
+                    else:
+                        first[seen] = line
+                    pending.append((value, sub))
+        elif isinstance(current, yaml.SequenceNode):
+            pending.extend((item, (*path, index)) for index, item in enumerate(current.value))
+    return problems
 
 
 def _check_structure(text: str, source: str) -> None:
@@ -419,27 +466,116 @@ def build_experiment(
     base_dir: Path | None = None,
     text: str = "",
     lines: dict[tuple, int] | None = None,
+    problems: list[str] | None = None,
 ) -> Experiment:
-    """Validate a config given as a mapping (what the YAML holds), e.g. built by the CLI."""
+    """Validate a config given as a mapping (what the YAML holds), e.g. built by the CLI.
+
+    Every problem is reported at once, one a line, sorted by the config's line: the keys
+    that the models refuse (unknown keys, values of the wrong type) are set aside and the
+    rest is validated again, so that the cross-field checks (metric names, arm names, file
+    paths, ...) still run and report their own problems; a problem that follows only from a
+    key set aside is not reported twice. ``problems`` are found beforehand (by the YAML
+    reader: repeated keys) and reported with the others.
+    """
     base_dir = base_dir or Path.cwd()
     lines = lines or {}
-    errors: list[str] = []
-    for key in _SOURCE_FIELDS & set(data):
+    errors: list[str] = list(problems or [])
+    data = dict(data)
+    aside: list[tuple] = []  # the field paths set aside
+    for key in sorted(_SOURCE_FIELDS & set(data)):
         errors.append(_format(source, lines, (key,), "unknown key (reserved)"))
-    experiment: Experiment | None = None
-    if not errors:
-        try:
-            experiment = Experiment.model_validate({**data, "source": source, "text": text})
-        except ValidationError as exc:
-            errors.extend(_pydantic_errors(exc, source, lines))
+        del data[key]
+        aside.append((key,))
+    experiment, more, pruned = _validated(data, source, text, lines)
+    errors.extend(more)
+    aside.extend(pruned)
     if experiment is not None:
         experiment, more = _check_semantics(experiment, source, lines, base_dir)
-        errors.extend(more)
+        errors.extend(p for p in more if not _follows_from(p, aside))
     if errors:
+        errors = sorted(errors, key=_line_of)
         head = f"{source}: {len(errors)} problems in the config:" if len(errors) > 1 else ""
         raise ConfigError("\n".join([head, *errors]) if head else errors[0])
     assert experiment is not None
     return experiment
+
+
+#: How many times :func:`_validated` sets refused keys aside and validates again.
+_PASSES = 4
+
+
+def _validated(
+    data: dict[str, Any], source: str, text: str, lines: dict
+) -> tuple[Experiment | None, list[str], list[tuple]]:
+    """The experiment the models make of ``data``, with the keys they refuse set aside; the
+    problems of those keys, and their field paths. None when what is left cannot make an
+    experiment (a required key was refused): the problems found are still returned."""
+    import copy
+
+    data = copy.deepcopy(data)
+    problems: list[str] = []
+    aside: list[tuple] = []
+    for _ in range(_PASSES):
+        try:
+            experiment = Experiment.model_validate({**data, "source": source, "text": text})
+        except ValidationError as exc:
+            found = _pydantic_errors(exc, source, lines)
+            new = [
+                p
+                for p in found
+                if p not in problems and not (p.kind == "missing" and _follows_from(p, aside))
+            ]
+            if not new:  # only what setting keys aside made missing: nothing more to learn
+                return None, problems, aside
+            problems.extend(new)
+            removed = [_set_aside(data, p.raw_loc) for p in new]
+            if None in removed:
+                return None, problems, aside
+            aside.extend(r for r in removed if r is not None)
+            continue
+        return experiment, problems, aside
+    return None, problems, aside
+
+
+def _set_aside(data: dict[str, Any], loc: tuple) -> tuple | None:
+    """Delete from ``data`` the deepest mapping key along ``loc`` (a refused value; a list
+    item is not deleted alone, which would renumber the items after it: its whole list is);
+    its field path, or None when there is none (a refusal of the whole config)."""
+    container: Any = data
+    parent: dict | None = None
+    key: Any = None
+    path: tuple = ()
+    deepest: tuple[dict, Any, tuple] | None = None
+    for part in loc:
+        if isinstance(container, dict) and not isinstance(part, int) and part in container:
+            parent, key = container, part
+            path = (*path, part)
+            deepest = (parent, key, path)
+            container = container[part]
+        elif isinstance(container, list) and isinstance(part, int) and 0 <= part < len(container):
+            path = (*path, part)
+            container = container[part]
+        else:
+            break  # a union's member name, or a key that is not there
+    if deepest is None:
+        return None
+    parent, key, path = deepest
+    parent.pop(key, None)
+    return path
+
+
+def _follows_from(problem: str, aside: list[tuple]) -> bool:
+    """Whether ``problem`` is about a field set aside (or one inside it)."""
+    about = getattr(problem, "loc", None)
+    if about is None:
+        return False
+    return any(about[: len(loc)] == loc for loc in aside)
+
+
+def _line_of(problem: str) -> tuple[int, int]:
+    """Sort key of a problem: its config line (problems without one last)."""
+    line = getattr(problem, "line", None)
+    return (0, line) if line is not None else (1, 0)
 
 
 # --------------------------------------------------------------------------- checks
@@ -523,6 +659,7 @@ def _check_semantics(
                     lines,
                     loc,
                     "path: expected the arm's log file (or one `log:` for every arm), got nothing",
+                    about=(*loc, "path"),
                 )
             )
         elif path is not None:
@@ -777,14 +914,38 @@ def _field_path(loc: tuple) -> str:
     return text or "(top level)"
 
 
-def _format(source: str, lines: dict, loc: tuple, message: str) -> str:
+class _Problem(str):
+    """One problem's message, with the config line it names (None when it names none),
+    the field path it is about, the field path as the models gave it, and its kind."""
+
+    line: int | None
+    loc: tuple
+    raw_loc: tuple
+    kind: str
+
+
+def _format(
+    source: str,
+    lines: dict,
+    loc: tuple,
+    message: str,
+    *,
+    about: tuple | None = None,
+    raw_loc: tuple | None = None,
+    kind: str = "",
+) -> str:
     line = None
     for cut in range(len(loc), -1, -1):
         if loc[:cut] in lines:
             line = lines[loc[:cut]]
             break
     where = f"line {line}: " if line else ""
-    return f"{source}: {where}{_field_path(loc)}: {message}"
+    problem = _Problem(f"{source}: {where}{_field_path(loc)}: {message}")
+    problem.line = line
+    problem.loc = loc if about is None else about
+    problem.raw_loc = loc if raw_loc is None else raw_loc
+    problem.kind = kind
+    return problem
 
 
 def _known_keys(loc: tuple) -> list[str]:
@@ -848,7 +1009,9 @@ def _pydantic_errors(exc: ValidationError, source: str, lines: dict) -> list[str
             if kind == "string_pattern_mismatch":
                 expected = "a name of letters, digits, '.', '_' or '-'"
             message = f"expected {expected}, got {_short(given)}"
-        messages.append(_format(source, lines, loc, message))
+        messages.append(
+            _format(source, lines, loc, message, raw_loc=tuple(error["loc"]), kind=kind)
+        )
     return messages
 
 

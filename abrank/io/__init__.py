@@ -19,7 +19,13 @@ import numpy as np
 
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
-from abrank.io.columns import ALIASES, alias_renames, describe_cell, parse_numbers
+from abrank.io.columns import (
+    ALIASES,
+    alias_renames,
+    check_scalar_ids,
+    describe_cell,
+    parse_numbers,
+)
 from abrank.io.detect import check_table_options, detect_format
 from abrank.io.formats import TABLE_NAMES
 from abrank.io.online import (
@@ -212,6 +218,9 @@ def _ids_as_strings(
         missing = values.isna().to_numpy()
         if missing.any():
             _fail_at(path, first_line, values, missing, column, "a non-empty id")
+        check_scalar_ids(
+            values, lambda row, c=column: f"{path}: {_where(path, row + first_line)}: {c}"
+        )
         if not (pd.api.types.is_string_dtype(values) and not pd.api.types.is_object_dtype(values)):
             frame[column] = values.astype(str)
     return frame

@@ -8,6 +8,7 @@ line (or the frame, column and row) and the count of further bad cells follows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -17,7 +18,14 @@ import pyarrow as pa
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
 
-__all__ = ["ALIASES", "IMPRESSION_ALIASES", "alias_renames", "describe_cell", "parse_numbers"]
+__all__ = [
+    "ALIASES",
+    "IMPRESSION_ALIASES",
+    "alias_renames",
+    "check_scalar_ids",
+    "describe_cell",
+    "parse_numbers",
+]
 
 #: Column names recognised without a mapping, for each canonical column.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -78,6 +86,28 @@ def describe_cell(value: Any, empty: str = "an empty value") -> str:
     ):
         return empty
     return repr(value.item() if hasattr(value, "item") else value)
+
+
+def check_scalar_ids(values: pd.Series, where: Callable[[int], str]) -> None:
+    """Refuse an id column holding JSON objects or lists (a JSON Lines reader gives them as
+    dicts, lists or arrays): an id is one text or number, and the text of a nested value
+    (``"{'a': 1}"``) would silently become an id. ``where(row)`` names the file, line and
+    column of a 0-based row; a DataError for the first such row, with the count of the
+    others. Only an ``object`` column can hold them: other columns are not looked at."""
+    if not pd.api.types.is_object_dtype(values):
+        return
+    nested = values.map(lambda cell: isinstance(cell, (dict, list, tuple, np.ndarray)))
+    bad = nested.to_numpy(dtype=bool)
+    if not bad.any():
+        return
+    row = int(np.flatnonzero(bad)[0])
+    count = int(np.count_nonzero(bad))
+    cell = values.iloc[row]
+    kind = "an object" if isinstance(cell, dict) else "a list"
+    shown = json.dumps(cell.tolist() if isinstance(cell, np.ndarray) else cell, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    more = f" ({count - 1} more such rows)" if count > 1 else ""
+    raise DataError(f"{where(row)}: expected an id (a text or a number), got {kind} {shown}{more}")
 
 
 def parse_numbers(

@@ -22,7 +22,13 @@ import pyarrow.compute as pc
 
 from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
-from abrank.io.columns import IMPRESSION_ALIASES, alias_renames, describe_cell, parse_numbers
+from abrank.io.columns import (
+    IMPRESSION_ALIASES,
+    alias_renames,
+    check_scalar_ids,
+    describe_cell,
+    parse_numbers,
+)
 from abrank.io.files import check_file
 from abrank.io.idcodes import is_id_type, text_categorical
 from abrank.io.tables import reason
@@ -259,6 +265,7 @@ def _ids(values: pd.Series, where: Callable[[int], str]) -> pd.Series:
     missing = values.isna().to_numpy()
     if missing.any():
         _fail(where, values, missing, "a non-empty id")
+    check_scalar_ids(values, where)
     if pd.api.types.is_float_dtype(values):
         whole = values.to_numpy() == np.round(values.to_numpy())
         if whole.all():  # int ids that a reader widened to float: 12.0 is the id 12

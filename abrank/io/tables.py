@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
@@ -158,6 +159,29 @@ def read_json_lines(path: Path) -> pd.DataFrame:
             ) from None
     compression = "gzip" if is_gzip(path) else None
     return pd.read_json(path, lines=True, dtype=False, compression=compression)
+
+
+def first_nested_json_value(files: Collection[str], key: str) -> tuple[str, int, Any] | None:
+    """(file, 1-based line, value) of the first JSON Lines object whose ``key`` holds an
+    object or a list, or None. For the SQL engines, whose JSON readers turn such a value
+    into the text of an id: looked for only when the engine typed the column as nested or
+    mixed, and the search stops at the first one."""
+    import gzip
+    import json
+
+    for file in files:
+        opener = gzip.open if is_gzip(file) else open
+        with opener(file, "rt", encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if "{" not in line[1:] and "[" not in line:
+                    continue  # no nested value on this line
+                try:
+                    value = json.loads(line).get(key)
+                except (ValueError, AttributeError):
+                    continue  # the engine reports lines that are no JSON object
+                if isinstance(value, (dict, list)):
+                    return str(file), number, value
+    return None
 
 
 def reason(exc: Exception) -> str:

@@ -57,7 +57,7 @@ def connect(options: Mapping[str, Any] | None = None) -> Any:
 
 
 def kind_of(duckdb_type: str) -> str:
-    """A DuckDB column type as the definitions' kind: bool, int, float, text or other."""
+    """A DuckDB column type as the definitions' kind: bool, int, float, text, json or other."""
     name = duckdb_type.upper()
     if name == "BOOLEAN":
         return "bool"
@@ -67,6 +67,8 @@ def kind_of(duckdb_type: str) -> str:
         return "float"
     if name == "VARCHAR":
         return "text"
+    if name == "JSON":  # a JSON Lines column of mixed types: each cell a JSON value
+        return "json"
     return "other"
 
 

@@ -16,6 +16,7 @@ the first one, to name its file and line.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,15 +244,16 @@ def _table_rows(
         number_bad = _number_bad(value, text, allow_missing=False)
     canonical = set(column.values())
     extra = tuple(c for c in names if c not in canonical)
+    ids = {c: _id_text(source, c, column[c], kind[column[c]]) for c in ("query_id", "doc_id")}
     id_missing = " OR ".join(
-        f"{quote(column[c])} IS NULL OR CAST({quote(column[c])} AS VARCHAR) = ''"
+        f"{quote(column[c])} IS NULL OR {ids[c]} IS NULL OR {ids[c]} = ''"
         for c in ("query_id", "doc_id")
     )
     parts = [
         "abrank_file",
         "abrank_row",
-        f"CAST({quote(column['query_id'])} AS VARCHAR) AS query_id",
-        f"CAST({quote(column['doc_id'])} AS VARCHAR) AS doc_id",
+        f"{ids['query_id']} AS query_id",
+        f"{ids['doc_id']} AS doc_id",
         f"{text} AS value_text",
         f"{value} AS {value_name}",
         f"CASE WHEN {id_missing} THEN 1 ELSE 0 END AS fields_bad",
@@ -259,6 +261,30 @@ def _table_rows(
         *[quote(c) for c in extra],
     ]
     return f"SELECT {', '.join(parts)} FROM {name}", ranked_by, extra
+
+
+def _id_text(source: TableSource, canon: str, user: str, kind: str) -> str:
+    """An id column as text. A JSON Lines id column that the engine did not type as text or
+    a number may hold objects or lists, whose text would silently become an id: the first
+    such value is a DataError naming its file, line and column. A column of mixed scalars
+    (DuckDB's JSON type) gives each value's own text, as the memory engine reads it."""
+    ref = quote(user)
+    if source.format == "jsonl" and kind not in ("int", "float", "text", "bool"):
+        from abrank.io.tables import first_nested_json_value
+
+        found = first_nested_json_value(source.files, user)
+        if found is not None:
+            file, line, value = found
+            what = "an object" if isinstance(value, dict) else "a list"
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise DataError(
+                f"{file}: line {line}: {canon}: expected an id (a text or a number), got "
+                f"{what} {shown}"
+            )
+        if kind == "json":
+            return f"JSON_EXTRACT_SCALAR({ref}, '$')"
+    return f"CAST({ref} AS VARCHAR)"
 
 
 # --------------------------------------------------------------------------- checks
