@@ -53,7 +53,10 @@ def test_compare_names_each_arm_alike_in_headline_notes_and_json(tmp_path, capsy
     assert code == 0, err
     # "+" cannot be in an arm's name: it reads "_", the same in every place
     control, treatment = "old_ranker.csv", "new-ranker.csv"
-    assert out.rstrip().endswith(f"→ {treatment} loses")
+    # the headline names the arm and carries the unjudged-documents caveat
+    assert out.rstrip().endswith(
+        f"→ {treatment} loses — depends on unjudged documents: inconclusive on judged documents only"
+    )
     assert "the verdict depends on unjudged documents" in err
     assert f"{treatment} 0.900" in err and f"{control} 1.000" in err  # judged@10 per arm
     # the roles' words never stand for an arm's name ("against control's" is the role)
