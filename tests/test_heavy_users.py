@@ -227,3 +227,29 @@ def test_ordinary_traffic_keeps_the_delta_method_bit_for_bit(monkeypatch) -> Non
     monkeypatch.setattr(concentration_module, "CONCENTRATED_SHARE", 1.0)
     forced = compare_clustered(c, t, seed=3, n_resamples=999)
     assert forced.primary_test == "jackknife" and forced.p_value != got.p_value
+
+
+# --------------------------------------------------------------------------- the planner
+
+
+def test_the_planners_clustered_test_takes_the_same_verdict() -> None:
+    from abrank.planner.significance import clustered_t
+
+    rng = np.random.default_rng(12)
+    rows, expected = [], []
+    for heavy in (3, 0, 2):
+        c, t = heavy_arm(rng, 150, heavy), heavy_arm(rng, 150, heavy, lift=0.2)
+        got = compare_clustered(c, t, tests=("t",))
+        expected.append((got.primary_test, got.p_value))
+        rows.append(
+            (
+                np.concatenate([c.numerator, t.numerator]),
+                np.concatenate([c.denominator, t.denominator]),
+            )
+        )
+    m = np.vstack([r[0] for r in rows])
+    d = np.vstack([r[1] for r in rows])
+    treated = np.tile(np.r_[np.zeros(150, bool), np.ones(150, bool)], (3, 1))
+    _, se, p = clustered_t(m, d, treated)
+    assert [name for name, _ in expected] == ["jackknife", "t", "jackknife"]
+    assert p == pytest.approx([value for _, value in expected], rel=1e-9)

@@ -788,12 +788,13 @@ def concentrated_note(configured: str) -> str:
     test = {"t": "delta method's t-test", "bootstrap": "unit bootstrap"}.get(
         configured, f"{registry.test_display_names()[configured]} test"
     )
+    own = {"t": "t-test's", "bootstrap": "bootstrap's"}.get(configured, f"{configured} test's")
     return (
         "impressions concentrated in few units (see regime: in an arm, Kish's effective "
         f"number of units is below {CONCENTRATED_SHARE:.0%} of its units): the {test} does "
         "not hold its level there, so the verdict, its interval and the lift's interval are "
         "the jackknife's (leave one unit out, on the effective number of units as degrees "
-        f"of freedom; the {configured} test's p-value stays in p_values)"
+        f"of freedom; the {own} p-value stays in p_values)"
     )
 
 

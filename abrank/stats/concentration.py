@@ -109,12 +109,13 @@ def concentration(denominator: np.ndarray) -> Concentration:
 
 
 def concentration_warning(
-    arm: str, figures: Mapping[str, Any], units: str, what: str, switched: bool
+    arm: str, figures: Mapping[str, Any], unit: str, what: str, switched: bool
 ) -> str:
     """The warning of a concentrated arm, with its figures (:meth:`Concentration.to_dict`):
-    ``units`` names the units (``users``), ``what`` the denominator (``impressions``);
+    ``unit`` names one unit (``user``), ``what`` the denominator (``impressions``);
     ``switched``: the jackknife gives the verdicts (the primary test is one that gives way
     to it), else the primary test keeps them."""
+    units = unit if unit.endswith("s") else f"{unit}s"
     top, n = figures["top_units"], figures["units"]
     found = (
         f"{arm}: its {what} are concentrated in few {units}: Kish's effective number of "
@@ -127,7 +128,7 @@ def concentration_warning(
         return (
             f"{found}. The delta method and the unit bootstrap do not hold their level with "
             f"so few effective {units}, so the verdicts come from the jackknife (leave one "
-            "unit out, on the effective units as degrees of freedom)"
+            f"{unit} out, on the effective {units} as degrees of freedom)"
         )
     return (
         f"{found}. The delta method and the unit bootstrap do not hold their level with so "
