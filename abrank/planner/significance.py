@@ -58,38 +58,42 @@ def clustered_t(
     p = np.where(se <= tol, np.where(np.abs(delta) <= tol, 1.0, exact), p)
     enough = (n_c >= 2) & (n_t >= 2)
     p = np.where(enough, p, np.nan)
-    jack_c, jack_t = _jackknife(m, d, ~treated), _jackknife(m, d, treated)
-    concentrated = enough & (se > tol) & (jack_c[2] | jack_t[2])
-    if concentrated.any():
+    kish_c, kish_t = _effective_units(d, ~treated), _effective_units(d, treated)
+    concentrated = enough & (se > tol)
+    concentrated &= (kish_c / n_c < CONCENTRATED_SHARE) | (kish_t / n_t < CONCENTRATED_SHARE)
+    if concentrated.any():  # the jackknife, on those rows only
+        rows = np.flatnonzero(concentrated)
+        v_c = _jackknife_variance(m[rows], d[rows], ~treated[rows])
+        v_t = _jackknife_variance(m[rows], d[rows], treated[rows])
+        df_c = kish_c[rows] * (n_c[rows] - 1) / n_c[rows]
+        df_t = kish_t[rows] * (n_t[rows] - 1) / n_t[rows]
         with np.errstate(invalid="ignore", divide="ignore"):
-            (v_c, df_c, _), (v_t, df_t, _) = jack_c, jack_t
             se_j = np.sqrt(v_c + v_t)
             spread = v_c**2 / df_c + v_t**2 / df_t
-            df = np.where(spread > 0, (v_c + v_t) ** 2 / spread, np.inf)
-            p_j = np.minimum(1.0, 2.0 * stdtr(df, -np.abs(delta) / se_j))
-        concentrated &= se_j > 0
-        p = np.where(concentrated, p_j, p)
-        se = np.where(concentrated, se_j, se)
+            df_j = np.where(spread > 0, (v_c + v_t) ** 2 / spread, np.inf)
+            p_j = np.minimum(1.0, 2.0 * stdtr(df_j, -np.abs(delta[rows]) / se_j))
+        rows = rows[se_j > 0]
+        p[rows], se[rows] = p_j[se_j > 0], se_j[se_j > 0]
     return delta, se, p
 
 
-def _jackknife(m: np.ndarray, d: np.ndarray, mask: np.ndarray):
-    """Per row, over the units where ``mask``: the jackknife variance of the ratio
-    (n - 1) / n sum (a_u - mean a)^2 with a_u = (M_u - R D_u) / (sum D - D_u), the arm's
-    degrees of freedom (Kish's n_eff of D times (n - 1) / n) and whether its impressions
-    are concentrated (n_eff below CONCENTRATED_SHARE of its units)."""
-    n = mask.sum(axis=1)
+def _effective_units(d: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per row, Kish's effective number of the units where ``mask``: (sum D)^2 / sum D^2."""
     d_in = np.where(mask, d, 0.0)
-    total_d = d_in.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        kish = total_d**2 / (d_in * d_in).sum(axis=1)
+        return d_in.sum(axis=1) ** 2 / (d_in * d_in).sum(axis=1)
+
+
+def _jackknife_variance(m: np.ndarray, d: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per row, over the units where ``mask``: the jackknife variance of the ratio,
+    (n - 1) / n sum (a_u - mean a)^2 with a_u = (M_u - R D_u) / (sum D - D_u)."""
+    n = mask.sum(axis=1)
+    total_d = np.where(mask, d, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(mask, m, 0.0).sum(axis=1) / total_d
         a = np.where(mask, (m - ratio[:, None] * d) / (total_d[:, None] - d), 0.0)
         centred = np.where(mask, a - (a.sum(axis=1) / n)[:, None], 0.0)
-        variance = (n - 1) / n * (centred * centred).sum(axis=1)
-        df = kish * (n - 1) / n
-        concentrated = kish / n < CONCENTRATED_SHARE
-    return variance, df, concentrated
+        return (n - 1) / n * (centred * centred).sum(axis=1)
 
 
 def interleaved_t(

@@ -23,6 +23,12 @@ independent is far too confident; every test here works on units:
 * ``sequential``: the always-valid confidence sequence of the delta-method difference
   (:mod:`abrank.stats.sequential`; n = units in both arms, per-unit variance
   n (Var R_c + Var R_t)), and the relative lift's on the log ratio.
+* ``jackknife`` (not configured: a regime rule): where an arm's impressions are
+  concentrated in few units (Kish's effective number of units below 25% of them,
+  :mod:`abrank.stats.concentration`), the delta method's t and the unit bootstrap do not
+  hold their level, and the verdict, its interval and the lift's interval (Fieller's) come
+  from the leave-one-unit-out jackknife on the effective units as degrees of freedom
+  (:mod:`abrank.stats.unit_jackknife`); the comparison's ``regime`` holds the figures.
 
 Resampling never touches rows one by one. While exact resampling of an arm (or of the
 pooled arms) costs at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, the (M_u, D_u)
@@ -487,7 +493,10 @@ def compare_clustered(
     module's text. ``effect_size`` is the delta over the pooled per-unit standard
     deviation of the linearized values, sqrt((Var(R_c) + Var(R_t)) / (1/n_c + 1/n_t)) (a
     Cohen's d on the impression scale); ``mde`` the smallest delta a t-test on this many
-    units with that standard deviation detects with 80% power.
+    units with that standard deviation detects with 80% power. Where an arm's impressions
+    are concentrated in few units the jackknife gives the verdict, the interval, the lift's
+    interval and the MDE instead of ``t`` or ``bootstrap`` (``primary_test`` and ``regime``
+    say so; see the module's text).
 
     ``covariate`` = (control's, treatment's) pre-period sums of the same metric, in the
     same unit order: the main fields are then the CUPED-adjusted ones (the means stay the
