@@ -31,6 +31,7 @@ from abrank.readout.model import (
     Summary,
     TooSmall,
     Undefined,
+    UnitConcentration,
 )
 
 if TYPE_CHECKING:
@@ -397,6 +398,9 @@ def build_online_readout(
         policy=analysis.mixed_units,
     )
     warnings = [*srm_warnings(check), *_mixed_warnings(mixed, scores.units)]
+    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
+    concentration = unit_concentration(scores.sums, comparisons, pairs)
+    warnings += concentration_warnings(concentration, unit, analysis.primary_test)
     warnings += peeking_warnings(experiment)
     warnings += comparison_warnings(comparisons)
     for metric, count in scores.undefined.items():
@@ -405,7 +409,6 @@ def build_online_readout(
                 f"{metric}: no value on {count:,} impressions (their query has no judged "
                 "document that could score), left out of its comparisons"
             )
-    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
     all_pairs = experiment.comparisons == "all-pairs"
     summary = Summary(
         **summary_settings(experiment),
@@ -430,6 +433,7 @@ def build_online_readout(
             impressions=dict(scores.impressions),
             srm=check,
             mixed_units=mixed,
+            concentration=concentration,
         ),
         inputs=tuple(InputFile(**item) for item in data.inputs),
         unit=unit,
@@ -451,6 +455,57 @@ def build_online_readout(
         ctr_by_rank=scores.ctr_by_rank,
         unit_values=values,
     )
+
+
+def unit_concentration(
+    sums: dict[str, pd.DataFrame], comparisons: list[Comparison], pairs: dict[str, ArmPair]
+) -> UnitConcentration:
+    """``diagnostics.concentration``: each arm's concentration of impressions in few units
+    (:func:`abrank.stats.concentration.concentration` of its units' impressions), and the
+    comparisons whose verdict the jackknife gave on units whose figures differ from their
+    arms' (a segment, or a judged metric's impressions with a value)."""
+    from abrank.stats.concentration import CONCENTRATED_SHARE, concentration
+
+    arms = {
+        name: concentration(table["impressions"].to_numpy(dtype=np.float64)).to_dict()
+        for name, table in sums.items()
+    }
+    listed = []
+    for comparison in comparisons:
+        regime = comparison.regime
+        if regime is None or "concentrated" not in regime.get("reasons", ()):
+            continue
+        pair = pairs[comparison.treatment]
+        figures = {"control": regime["control"], "treatment": regime["treatment"]}
+        if (
+            figures["control"] == arms[pair.control]
+            and figures["treatment"] == arms[pair.treatment]
+        ):
+            continue
+        listed.append(
+            {
+                "metric": comparison.metric,
+                "treatment": comparison.treatment,
+                "segment": comparison.segment,
+                **figures,
+            }
+        )
+    return UnitConcentration(threshold=CONCENTRATED_SHARE, arms=arms, comparisons=tuple(listed))
+
+
+def concentration_warnings(concentration: Any, unit: str, primary_test: str) -> list[str]:
+    """A warning per arm whose impressions are concentrated in few units, with its figures
+    and what it does to the verdicts (the jackknife gives them when the primary test is
+    the delta method's t or the unit bootstrap)."""
+    from abrank.stats.clustered import REGIME_TESTS
+    from abrank.stats.concentration import concentration_warning
+
+    name = unit[:-3] if unit.endswith("_id") else unit
+    return [
+        concentration_warning(arm, figures, name, "impressions", primary_test in REGIME_TESTS)
+        for arm, figures in concentration.arms.items()
+        if figures.get("concentrated")
+    ]
 
 
 def log_arms(

@@ -6,6 +6,11 @@ simulated experiments at once (one row per experiment).
   sum (M_u - R D_u)^2 / (sum D)^2 * n / (n - 1), a Welch-style t with
   Welch-Satterthwaite degrees of freedom; with no variance, p = 1 for equal ratios and
   the exact permutation p (1 + [n_c = n_t]) / C(n_c + n_t, n_t) otherwise; NaN below two units an arm.
+  Where an arm's impressions are concentrated in few units (Kish's effective number of
+  units below :data:`abrank.stats.concentration.CONCENTRATED_SHARE` of them), the
+  jackknife test gives the p-value and the standard error instead, as there
+  (:mod:`abrank.stats.unit_jackknife`: leave-one-unit-out variance, the effective units
+  times (n - 1) / n as each arm's degrees of freedom, Welch-Satterthwaite across arms).
 * :func:`interleaved_t` is :func:`abrank.stats.interleaved.compare_interleaved`'s ``t``:
   M_u = wins + ties / 2, D_u = impressions, Delta = sum M / sum D - 1/2 with the same
   variance over the G units and a t on G - 1 degrees of freedom; p = 1 when every
@@ -17,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, stdtr
 
+from abrank.stats.concentration import CONCENTRATED_SHARE
 from abrank.stats.estimation import REL_TOL
 
 
@@ -50,8 +56,44 @@ def clustered_t(
     extremes = np.where(n_c == n_t, 2.0, 1.0)  # a full swap reaches -delta only then
     exact = np.minimum(1.0, np.exp(np.log(extremes) - _log_choose(n_c + n_t, n_t)))
     p = np.where(se <= tol, np.where(np.abs(delta) <= tol, 1.0, exact), p)
-    p = np.where((n_c >= 2) & (n_t >= 2), p, np.nan)
+    enough = (n_c >= 2) & (n_t >= 2)
+    p = np.where(enough, p, np.nan)
+    kish_c, kish_t = _effective_units(d, ~treated), _effective_units(d, treated)
+    concentrated = enough & (se > tol)
+    concentrated &= (kish_c / n_c < CONCENTRATED_SHARE) | (kish_t / n_t < CONCENTRATED_SHARE)
+    if concentrated.any():  # the jackknife, on those rows only
+        rows = np.flatnonzero(concentrated)
+        v_c = _jackknife_variance(m[rows], d[rows], ~treated[rows])
+        v_t = _jackknife_variance(m[rows], d[rows], treated[rows])
+        df_c = kish_c[rows] * (n_c[rows] - 1) / n_c[rows]
+        df_t = kish_t[rows] * (n_t[rows] - 1) / n_t[rows]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se_j = np.sqrt(v_c + v_t)
+            spread = v_c**2 / df_c + v_t**2 / df_t
+            df_j = np.where(spread > 0, (v_c + v_t) ** 2 / spread, np.inf)
+            p_j = np.minimum(1.0, 2.0 * stdtr(df_j, -np.abs(delta[rows]) / se_j))
+        rows = rows[se_j > 0]
+        p[rows], se[rows] = p_j[se_j > 0], se_j[se_j > 0]
     return delta, se, p
+
+
+def _effective_units(d: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per row, Kish's effective number of the units where ``mask``: (sum D)^2 / sum D^2."""
+    d_in = np.where(mask, d, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return d_in.sum(axis=1) ** 2 / (d_in * d_in).sum(axis=1)
+
+
+def _jackknife_variance(m: np.ndarray, d: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per row, over the units where ``mask``: the jackknife variance of the ratio,
+    (n - 1) / n sum (a_u - mean a)^2 with a_u = (M_u - R D_u) / (sum D - D_u)."""
+    n = mask.sum(axis=1)
+    total_d = np.where(mask, d, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(mask, m, 0.0).sum(axis=1) / total_d
+        a = np.where(mask, (m - ratio[:, None] * d) / (total_d[:, None] - d), 0.0)
+        centred = np.where(mask, a - (a.sum(axis=1) / n)[:, None], 0.0)
+        return (n - 1) / n * (centred * centred).sum(axis=1)
 
 
 def interleaved_t(

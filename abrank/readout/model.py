@@ -279,7 +279,8 @@ class ComparisonSummary(Record):
     interleaving: dict[str, Any] | None = None
     #: paired design: the bootstrap interval of the lift, beside the one shown (relative_ci)
     relative_ci_bootstrap: tuple[float | None, float | None] | None = None
-    #: paired design: why the sign-flip test gave the verdict (sparse, skewed, dominated)
+    #: why the verdict's test is not the configured one: paired, the sign-flip test on
+    #: sparse, skewed or dominated deltas; clustered, the jackknife on concentrated units
     regime: dict[str, Any] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -353,8 +354,12 @@ class UnjudgedCheck(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SampleRatio(Record):
-    """``diagnostics.srm``: the units per arm tested against the expected split (chi-square);
-    ``alarm`` when ``p_value`` is below ``alpha`` (``analysis.srm_alpha``)."""
+    """``diagnostics.srm``: the units per arm tested against the expected split;
+    ``alarm`` when ``p_value`` is below ``alpha`` (``analysis.srm_alpha``). The test that
+    gave the p-value is ``test`` (kept in ``extra``): ``chi2`` (Pearson's chi-square, whose
+    statistic ``chi2`` is always given) or ``exact`` (the exact binomial test for two arms,
+    the exact multinomial test for more), absent from summaries written before it existed
+    (the chi-square's then)."""
 
     units: dict[str, int]
     expected: dict[str, float]
@@ -372,12 +377,20 @@ class SampleRatio(Record):
         shares = " / ".join(f"{share:.1%}" for share in self.expected.values())
         p = self.p_value
         shown = "p < 1e-300" if p is not None and p == 0 else f"p = {p:.2g}"
-        chi2 = f"chi-square {self.chi2:.1f}, " if self.chi2 is not None else ""
         return (
             f"Sample ratio mismatch: units per arm {units} against an expected split of "
-            f"{shares} ({chi2}{shown} < {self.alpha:g}); assignment or logging lost units, "
-            "so these comparisons are not trustworthy until that is explained"
+            f"{shares} ({self.test_phrase()}{shown} < {self.alpha:g}); assignment or logging "
+            "lost units, so these comparisons are not trustworthy until that is explained"
         )
+
+    def test_phrase(self) -> str:
+        """The test that gave the p-value, as the alarm names it before the p-value:
+        ``exact binomial test, `` (two arms) or ``exact multinomial test, `` when the exact
+        test gave it, else ``chi-square 17.3, `` (empty without a statistic)."""
+        if self.extra.get("test") == "exact":
+            kind = "binomial" if len(self.units) == 2 else "multinomial"
+            return f"exact {kind} test, "
+        return f"chi-square {self.chi2:.1f}, " if self.chi2 is not None else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -429,6 +442,26 @@ class MixedUnitsSummary(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class UnitConcentration(Record):
+    """``diagnostics.concentration`` (clustered designs): how concentrated each arm's
+    impressions are in few units (:mod:`abrank.stats.concentration`).
+
+    ``arms`` maps each arm to its figures over its units' impressions: ``units``,
+    ``effective_units`` (Kish's (sum D)^2 / sum D^2), ``effective_share`` (of the units),
+    ``top_units`` (the top 1%, at least one) and ``top_share`` (their share of the
+    impressions), ``top_10_share``, ``concentrated`` (effective_share below
+    ``threshold``). ``comparisons`` lists the comparisons whose verdict came from the
+    jackknife on units whose figures differ from their arms' (a segment's units, or a
+    judged metric's impressions with a value): metric, treatment, segment and the
+    control's and the treatment's figures.
+    """
+
+    threshold: float
+    arms: dict[str, dict[str, Any]]
+    comparisons: tuple[dict[str, Any], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class DiagnosticsSummary(Record):
     """``diagnostics``: what the inputs cover, and the warnings shown on every output."""
 
@@ -450,6 +483,7 @@ class DiagnosticsSummary(Record):
     srm: SampleRatio | None = None
     mixed_units: MixedUnitsSummary | None = None
     interleaving: InterleavingChecks | None = None
+    concentration: UnitConcentration | None = None  # online: impressions per unit
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
@@ -461,6 +495,7 @@ class DiagnosticsSummary(Record):
             "srm",
             "mixed_units",
             "interleaving",
+            "concentration",
         }
     )
 

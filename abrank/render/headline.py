@@ -60,7 +60,7 @@ def interval_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     correction applies (``98.8% CI (Holm) ...``), and a remark when the interval and the
     primary test still disagree, so that no line shows an interval against its verdict."""
     comp = as_comparison(comp)
-    if comp.regime:
+    if no_interval_regime(comp):
         return regime_interval_phrase(comp)
     label = f"{fmt_level(comp)} CI"
     if widened(comp):
@@ -72,6 +72,13 @@ def interval_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
         test = test_name(comp.primary_test)
         text += f" (a bootstrap interval; the {test} test decides the verdict)"
     return text
+
+
+def no_interval_regime(comp: ComparisonSummary) -> bool:
+    """The verdict came from a test without an interval: the exact sign-flip test of a
+    paired comparison's sparse or skewed deltas (a clustered comparison's jackknife on
+    concentrated units has one, and the line shows it)."""
+    return bool(comp.regime) and comp.design == "paired"
 
 
 def regime_interval_phrase(comp: ComparisonSummary) -> str:
@@ -97,9 +104,26 @@ def p_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
     shown = shown if shown.startswith("<") or shown == "n/a" else f"= {shown}"
     test = test_name(comp.primary_test)
     if comp.unit:  # the clustered method, named on every line
-        test = comp.ci_method if comp.primary_test == "t" else f"{test}, by {comp.unit}"
+        own = comp.primary_test in ("t", "jackknife")  # ci_method names it and the unit
+        test = comp.ci_method if own else f"{test}, by {comp.unit}"
+        test += concentrated_phrase(comp)
     tags = [test] + ([correction] if correction else [])
     return f"p {shown} ({', '.join(tags)})"
+
+
+def concentrated_phrase(comp: ComparisonSummary) -> str:
+    """``; 9 effective of 500 users``: why the jackknife gave a clustered verdict, from
+    the arm whose impressions are the most concentrated (empty for any other line)."""
+    regime = comp.regime or {}
+    if "concentrated" not in regime.get("reasons", ()):
+        return ""
+    arms = [regime.get(side) or {} for side in ("control", "treatment")]
+    arms = [arm for arm in arms if is_number(arm.get("effective_share"))]
+    if not arms:
+        return ""
+    arm = min(arms, key=lambda figures: figures["effective_share"])
+    units = unit_plural(comp.unit or "unit")
+    return f"; {arm['effective_units']:,.0f} effective of {fmt_count(arm['units'])} {units}"
 
 
 def n_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
@@ -378,7 +402,7 @@ def opening_parts(
     if size == "n/a":
         size = f"Δ {fmt_signed(delta)}"
     interval = f"{fmt_level(comp)} CI {fmt_interval(comp.ci)}"
-    if comp.regime:
+    if no_interval_regime(comp):
         interval = regime_interval_phrase(comp)
     return [
         (treatment, True),

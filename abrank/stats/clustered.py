@@ -23,6 +23,12 @@ independent is far too confident; every test here works on units:
 * ``sequential``: the always-valid confidence sequence of the delta-method difference
   (:mod:`abrank.stats.sequential`; n = units in both arms, per-unit variance
   n (Var R_c + Var R_t)), and the relative lift's on the log ratio.
+* ``jackknife`` (not configured: a regime rule): where an arm's impressions are
+  concentrated in few units (Kish's effective number of units below 25% of them,
+  :mod:`abrank.stats.concentration`), the delta method's t and the unit bootstrap do not
+  hold their level, and the verdict, its interval and the lift's interval (Fieller's) come
+  from the leave-one-unit-out jackknife on the effective units as degrees of freedom
+  (:mod:`abrank.stats.unit_jackknife`); the comparison's ``regime`` holds the figures.
 
 Resampling never touches rows one by one. While exact resampling of an arm (or of the
 pooled arms) costs at most :data:`abrank.stats.unit_lattice.UNIT_BUDGET_NS`, the (M_u, D_u)
@@ -60,7 +66,9 @@ from scipy.special import stdtr, stdtrit
 
 from abrank.cores import MAX_THREADS, usable_cores
 from abrank.errors import ConfigError
+from abrank.stats import registry
 from abrank.stats import resampling as rs
+from abrank.stats.concentration import CONCENTRATED_SHARE, concentration
 from abrank.stats.constant_arms import constant_arms_p
 from abrank.stats.cuped import checked_covariate, cuped_adjustment
 from abrank.stats.estimation import (
@@ -75,7 +83,7 @@ from abrank.stats.estimation import (
     primary_interval,
     t_interval,
 )
-from abrank.stats.power import minimum_detectable_effect
+from abrank.stats.power import POWER, minimum_detectable_effect
 from abrank.stats.results import Comparison, Interval, build_comparison, json_safe
 from abrank.stats.seeding import generator
 from abrank.stats.sequential import CI_METHOD as SEQUENCE_METHOD
@@ -83,11 +91,13 @@ from abrank.stats.sequential import (
     SequenceTuning,
     checked_tuning,
     detectable_delta,
+    lift_of_log,
     log_ratio_sequence,
     mean_sequence,
 )
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws, relabel_row_sums
 from abrank.stats.unit_grid import prepared_units
+from abrank.stats.unit_jackknife import JACKKNIFE, jackknife_test, t_test_mde
 from abrank.stats.unit_lattice import (
     UNIT_BUDGET_NS,
     LinearCells,
@@ -258,7 +268,7 @@ def log_ratio_interval(c: ArmEstimate, t: ArmEstimate) -> Callable[[float], Inte
         if not math.isfinite(se):
             return None
         half = float(stdtrit(df, 0.5 + level / 2.0)) * se if se > 0 else 0.0
-        return (math.expm1(centre - half), math.expm1(centre + half))
+        return (lift_of_log(centre - half), lift_of_log(centre + half))
 
     return relative
 
@@ -483,7 +493,10 @@ def compare_clustered(
     module's text. ``effect_size`` is the delta over the pooled per-unit standard
     deviation of the linearized values, sqrt((Var(R_c) + Var(R_t)) / (1/n_c + 1/n_t)) (a
     Cohen's d on the impression scale); ``mde`` the smallest delta a t-test on this many
-    units with that standard deviation detects with 80% power.
+    units with that standard deviation detects with 80% power. Where an arm's impressions
+    are concentrated in few units the jackknife gives the verdict, the interval, the lift's
+    interval and the MDE instead of ``t`` or ``bootstrap`` (``primary_test`` and ``regime``
+    say so; see the module's text).
 
     ``covariate`` = (control's, treatment's) pre-period sums of the same metric, in the
     same unit order: the main fields are then the CUPED-adjusted ones (the means stay the
@@ -659,12 +672,21 @@ def build(
         notes.append(NOTE_LIFT)
     for outcome in outcomes.values():
         notes.extend(outcome.notes)
-    primary_at, method = primary_interval(run[0], outcomes)
+    verdict_test = run[0]
+    concentrated = concentrated_regime(s, control, treatment, run[0])
+    if concentrated is not None:
+        regime, jackknife = concentrated
+        outcomes = {**outcomes, JACKKNIFE: jackknife}
+        verdict_test = JACKKNIFE
+        notes.append(concentrated_note(run[0]))
+    primary_at, method = primary_interval(verdict_test, outcomes)
     how = "delta method + CUPED" if cuped else "delta method"
     if method == SEQUENCE_METHOD:
         how = f"{SEQUENCE_METHOD} ({how})"
     elif method == "bca":
         how = "unit bootstrap (BCa)"
+    elif method == JACKKNIFE:
+        how = "jackknife + CUPED" if cuped else "jackknife"
     ci_method = f"{how}, clustered by {unit}"
     variance = c.variance + t.variance
     sd = math.sqrt(variance / (1.0 / n_c + 1.0 / n_t)) if s.enough else math.nan
@@ -674,6 +696,8 @@ def build(
             return None
         if run[0] == "sequential":  # the MDE of the test that gives the verdict
             return detectable_delta(n_c + n_t, (n_c + n_t) * variance, a, s.sequential)
+        if concentrated is not None:
+            return t_test_mde(regime["se"], regime["df"], a, POWER)
         return minimum_detectable_effect(n_c, sd, a, ratio=n_t / n_c)
 
     boot = outcomes.get("bootstrap")
@@ -692,11 +716,12 @@ def build(
         delta=s.obs,
         relative_lift=relative,
         p_values={name: outcome.p_value for name, outcome in outcomes.items()},
-        primary_test=run[0],
+        primary_test=verdict_test,
         primary_at=primary_at,
         ci_method=ci_method,
         bootstrap_at=boot.interval if boot is not None and boot.interval else None,
-        relative_at=relative_at(run[0], outcomes),
+        relative_at=relative_at(verdict_test, outcomes),
+        regime=None if concentrated is None else regime,
         mde_at=mde_at,
         effect_size=s.obs / sd if s.enough and sd > 0 else math.nan,
         wins_ties_losses=(0, 0, 0),
@@ -713,12 +738,73 @@ def build(
 def relative_at(
     primary_test: str, outcomes: dict[str, TestOutcome]
 ) -> Callable[[float], Interval | None] | None:
-    """The relative lift's interval: the confidence sequence's when it is the primary
-    test, else the delta-method t-interval's."""
+    """The relative lift's interval: the jackknife's (Fieller's) or the confidence
+    sequence's when it gives the verdict, else the delta-method t-interval's."""
+    if primary_test == JACKKNIFE:
+        return outcomes[JACKKNIFE].relative
     for name in (primary_test, "t"):
         if name in DELTA_METHOD_TESTS and name in outcomes:
             return outcomes[name].relative
     return None
+
+
+REGIME_TESTS = ("t", "bootstrap")
+"""Configured primary tests that give way to the jackknife when an arm's impressions are
+concentrated in few units: on simulated A/A logs with 1% of 500 users per arm at 100 times
+the impressions, the delta-method t rejected 14% of true nulls and the unit bootstrap 20%.
+The unit permutation test keeps its verdict (it holds its level there: 5-6%), and so does
+the sequential test (its confidence sequence is the verdict's own)."""
+
+
+def concentrated_regime(
+    s: ClusteredSample, control: UnitSums, treatment: UnitSums, configured: str
+) -> tuple[dict[str, Any], TestOutcome] | None:
+    """The regime of a comparison whose arms' denominators are concentrated in few units
+    (:mod:`abrank.stats.concentration`), and the jackknife's outcome that then gives the
+    verdict (:mod:`abrank.stats.unit_jackknife`); None when the configured test keeps it:
+    a test other than :data:`REGIME_TESTS`, fewer than two units an arm, arms without
+    variance (the exact test of constant arms stands in), or no arm concentrated."""
+    if configured not in REGIME_TESTS or not s.enough:
+        return None
+    c, t = s.control, s.treatment
+    if math.sqrt(c.variance + t.variance) <= s.tol:
+        return None
+    figures = {"control": concentration(control.denominator)}
+    figures["treatment"] = concentration(treatment.denominator)
+    if not any(f.concentrated for f in figures.values()):
+        return None
+    found = jackknife_test(s.obs, c, t, control.denominator, treatment.denominator)
+    if found is None:
+        return None
+    outcome, se, df = found
+    regime = {
+        "reasons": ["concentrated"],
+        "threshold": CONCENTRATED_SHARE,
+        "control": figures["control"].to_dict(),
+        "treatment": figures["treatment"].to_dict(),
+        "configured_test": configured,
+        "test": JACKKNIFE,
+        "se": se,
+        "df": df,
+    }
+    return regime, outcome
+
+
+def concentrated_note(configured: str) -> str:
+    """The note that says why the jackknife gave the verdict and what the line shows; the
+    figures are in the comparison's ``regime``, so that the same note on many comparisons
+    reads once."""
+    test = {"t": "delta method's t-test", "bootstrap": "unit bootstrap"}.get(
+        configured, f"{registry.test_display_names()[configured]} test"
+    )
+    own = {"t": "t-test's", "bootstrap": "bootstrap's"}.get(configured, f"{configured} test's")
+    return (
+        "impressions concentrated in few units (see regime: in an arm, Kish's effective "
+        f"number of units is below {CONCENTRATED_SHARE:.0%} of its units): the {test} does "
+        "not hold its level there, so the verdict, its interval and the lift's interval are "
+        "the jackknife's (leave one unit out, on the effective number of units as degrees "
+        f"of freedom; the {own} p-value stays in p_values)"
+    )
 
 
 def compare_clustered_metrics(

@@ -33,8 +33,9 @@ interval is [0, 0]; when every unit has the same preference R != 1/2 (no varianc
 exact sign-flip test of the units' M_u - D_u / 2 stands in (p = 2^(1 - G)).
 
 :func:`first_team_balance` checks the validity of the interleaving itself: the team that
-contributed each impression's first result should be each team's half the time (a
-chi-square like the sample ratio check).
+contributed each impression's first result should be each team's half the time (tested
+as the sample ratio check is: the exact binomial test below 1,000 expected impressions per
+team, Pearson's chi-square above).
 """
 
 from __future__ import annotations
@@ -502,8 +503,9 @@ def first_team_balance(
     outcomes: pd.DataFrame, teams: Sequence[str], *, alpha: float = SRM_ALPHA
 ) -> SampleRatioCheck:
     """The share of impressions whose first result came from each of ``teams``, tested
-    against equal shares by Pearson's chi-square (:func:`abrank.stats.sample_ratio_mismatch`;
-    ``units`` then counts impressions). A fair interleaving (team draft's coin flip, the
+    against equal shares as the sample ratio check does
+    (:func:`abrank.stats.sample_ratio_mismatch`: the exact binomial test below 1,000
+    expected per team, else Pearson's chi-square; ``units`` then counts impressions). A fair interleaving (team draft's coin flip, the
     balanced method's alternating start) puts each team first half the time; impressions
     whose first result came from another team (multileaving) are not counted. DataError
     without a ``first_team`` column or when no impression starts with one of ``teams``."""

@@ -36,7 +36,8 @@ class TestSpec:
     """One statistical test of a treatment against the control.
 
     ``name`` is the key of ``p_values`` in results and summary.json; ``aliases`` are other
-    accepted spellings; ``designs`` the designs that implement it; ``display`` its name in
+    accepted spellings; ``designs`` the designs that implement it as a test a config can
+    name (none for a test that only a regime rule runs); ``display`` its name in
     a sentence of a report ("p = 0.02 (Wilcoxon, Holm)"), ``label`` its short column label
     ("p (perm.)"). ``resamples``: it draws ``n_resamples`` random resamples.
     ``thread_safe``: it may run in the comparison threads (False for tests that call scipy
@@ -137,6 +138,17 @@ TESTS: tuple[TestSpec, ...] = (
         ),
         aliases=("exact", "sign-flip"),
     ),
+    TestSpec(
+        "jackknife",
+        display="jackknife",
+        label="jack.",
+        designs=(),
+        description=(
+            "jackknife (leave one unit out) t-test of a clustered comparison, on the units' "
+            "effective number as degrees of freedom; not chosen in a config: the verdict's "
+            "test where a few units hold most of an arm's impressions"
+        ),
+    ),
 )
 """Every statistical test, in the order results list their p-values."""
 
@@ -177,8 +189,13 @@ _CORRECTION_BY_NAME = {spec.name: spec for spec in CORRECTIONS}
 
 
 def test_names(design: str | None = None) -> tuple[str, ...]:
-    """The tests' names, in table order; only those of ``design`` when it is given."""
-    return tuple(spec.name for spec in TESTS if design is None or design in spec.designs)
+    """The names of the tests a config can name, in table order; only those of ``design``
+    when it is given (a test of no design, which only a regime rule runs, is never listed)."""
+    return tuple(
+        spec.name
+        for spec in TESTS
+        if (design is None and spec.designs) or (design is not None and design in spec.designs)
+    )
 
 
 def correction_names() -> tuple[str, ...]:

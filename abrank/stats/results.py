@@ -67,7 +67,9 @@ class Comparison:
     opinion at the same level, and a note says when it disagrees with the verdict.
     ``regime`` is set when the paired deltas are sparse, skewed or dominated by one query
     and the sign-flip test gave the verdict instead of the configured test (then
-    ``primary_test`` names it and ``relative_ci`` is None: that test has no interval). ``p_value`` and
+    ``primary_test`` names it and ``relative_ci`` is None: that test has no interval), or
+    when a clustered comparison's impressions are concentrated in few units and the
+    jackknife gave the verdict, its interval (``ci``) and the lift's. ``p_value`` and
     ``effect_size`` are None (NaN) with fewer than two queries. For the paired design,
     ``n_control`` / ``n_treatment`` count pairs whose value was observed in that arm (the
     rest were scored 0 under ``missing="zero"``); for the independent design they are the

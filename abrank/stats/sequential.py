@@ -195,9 +195,19 @@ def log_ratio_sequence(
 
     def relative(level: float) -> Interval | None:
         low, high = sequence.interval(level)
-        return (math.expm1(low), math.expm1(high))
+        return (lift_of_log(low), lift_of_log(high))
 
     return relative
+
+
+def lift_of_log(log_ratio: float) -> float:
+    """exp(log_ratio) - 1: the relative lift at a bound of a log-ratio interval; +inf
+    where exp overflows (a bound above about 709: the interval is unbounded above, as
+    when the means are near 0 against their noise), -1 far below."""
+    try:
+        return math.expm1(log_ratio)
+    except OverflowError:
+        return math.inf
 
 
 def detectable_delta(n: int, variance: float, alpha: float, tuning: SequenceTuning) -> float | None:

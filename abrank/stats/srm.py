@@ -43,7 +43,7 @@ _RELATIVE = 1 + 1e-7  # splits this close to the observed one's probability coun
 
 @dataclass(frozen=True)
 class SampleRatioCheck:
-    """The chi-square check of units per arm against the expected shares.
+    """The check of units per arm against the expected shares (chi-square or exact).
 
     ``units``: units seen per arm; ``expected``: each arm's expected share (normalised to
     sum to 1); ``chi2``: Pearson's statistic sum((observed - expected)^2 / expected) with

@@ -1,0 +1,150 @@
+"""The jackknife test of a clustered comparison: the verdict where few units hold most
+of the impressions.
+
+The delta method's variance of an arm's ratio R = sum M / sum D is sum (M_u - R D_u)^2 /
+(sum D)^2 (times n / (n - 1)), and its t-test takes the units as the degrees of freedom.
+Both fail when a few heavy units hold much of the denominator (see
+:mod:`abrank.stats.concentration`): a heavy unit pulls R towards its own value, so its
+residual is too small (the leverage h_u = D_u / sum D of a weighted mean), and the
+variance rests on those few units, so it is far noisier than n degrees of freedom say.
+
+The jackknife (leave one unit out) corrects the first: R_(-u) - R = -(M_u - R D_u) /
+(sum D - D_u), each unit's residual inflated by 1 / (1 - h_u) (the CR3 cluster-robust
+variance; Bell & McCaffrey 2002, MacKinnon & White 1985), and
+
+    Var_J(R) = (n - 1) / n * sum_u (R_(-u) - mean R_(-.))^2.
+
+The degrees of freedom are the arm's effective number of units, Kish's n_eff = (sum D)^2
+/ sum D^2 times (n - 1) / n (n - 1 for equal denominators, as the delta method): the
+Satterthwaite degrees of freedom of a variance summed over units whose terms grow with
+D_u. The two arms combine as Welch's, Var_J(R_t) + Var_J(R_c) with Welch-Satterthwaite
+degrees of freedom. On simulated A/A logs the test rejects 5.9% (500 users per arm, 5 at
+100 times the impressions) and 4.2% (100 per arm, 2 heavy) of true nulls at alpha 0.05,
+where the delta method rejects 14% and 33%; on ordinary traffic the two agree
+(``benchmarks/bench_calibration_heavy_users.py``).
+
+The interval is the test's own t-interval, and the relative lift's is Fieller's with the
+jackknife variances (the lifts r for which the same test of R_t - (1 + r) R_c does not
+reject): both exclude 0 exactly when the test rejects. Under CUPED the same variance is
+taken of the adjusted linearized values (theta held at its estimate).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import nctdtr, stdtr, stdtrit
+
+from abrank.stats.concentration import effective_units
+from abrank.stats.estimation import TestOutcome, fieller_interval, lift, t_interval
+from abrank.stats.results import Interval
+from abrank.stats.unit_sums import ArmEstimate
+
+JACKKNIFE = "jackknife"
+"""The test's name in ``p_values``, ``primary_test`` and ``ci_method``."""
+
+
+def jackknife_values(arm: ArmEstimate, denominator: np.ndarray) -> np.ndarray:
+    """Each unit's leave-one-out change, R - R_(-u) = L_u / (n (1 - h_u)), from the
+    linearized deviations L_u = (M_u - R D_u) / mean(D) and the leverages h_u = D_u / sum D
+    (exactly the leave-one-unit-out ratios for an unadjusted arm)."""
+    d = np.asarray(denominator, dtype=np.float64)
+    n = arm.n
+    return arm.deviations / (n * (1.0 - d / float(d.sum())))
+
+
+def jackknife_variance(arm: ArmEstimate, denominator: np.ndarray) -> float:
+    """Var_J = (n - 1) / n * sum (a_u - mean a)^2 over :func:`jackknife_values` (NaN below 2
+    units)."""
+    n = arm.n
+    if n < 2:
+        return math.nan
+    a = jackknife_values(arm, denominator)
+    centred = a - a.mean()
+    return float((n - 1) / n * (centred @ centred))
+
+
+def arm_degrees(denominator: np.ndarray) -> float:
+    """An arm's degrees of freedom: Kish's n_eff of its denominators times (n - 1) / n."""
+    n = int(np.asarray(denominator).size)
+    return effective_units(denominator) * (n - 1) / n if n >= 2 else math.nan
+
+
+def welch_degrees(v_c: float, v_t: float, df_c: float, df_t: float) -> float:
+    """Welch-Satterthwaite degrees of freedom of v_c + v_t, each on its own df."""
+    spread = v_c**2 / df_c + v_t**2 / df_t
+    return (v_c + v_t) ** 2 / spread if spread > 0 else math.inf
+
+
+def jackknife_test(
+    obs: float,
+    control: ArmEstimate,
+    treatment: ArmEstimate,
+    d_control: np.ndarray,
+    d_treatment: np.ndarray,
+) -> tuple[TestOutcome, float, float] | None:
+    """The jackknife test of ``obs`` = treatment - control: (its outcome, its standard
+    error, its degrees of freedom); None when its variance is not positive (no test to
+    give: the caller keeps its own)."""
+    v_c = jackknife_variance(control, d_control)
+    v_t = jackknife_variance(treatment, d_treatment)
+    se = math.sqrt(v_c + v_t) if math.isfinite(v_c + v_t) else math.nan
+    if not se > 0:
+        return None
+    df = welch_degrees(v_c, v_t, arm_degrees(d_control), arm_degrees(d_treatment))
+    p = float(2.0 * stdtr(df, -abs(obs) / se))
+    relative = fieller_lift(control.estimate, treatment.estimate, v_c, v_t, df)
+    outcome = TestOutcome(
+        min(1.0, p),
+        lambda level: t_interval(obs, se, df, level),
+        JACKKNIFE,
+        relative=relative,
+    )
+    return outcome, se, df
+
+
+def fieller_lift(
+    r_c: float, r_t: float, v_c: float, v_t: float, df: float
+) -> Callable[[float], Interval | None] | None:
+    """Fieller's interval of R_t / R_c - 1 with the arms' jackknife variances (independent
+    arms: no covariance) on ``df`` degrees of freedom, as a function of its level; None
+    when the lift is not reported."""
+    if lift(r_c, r_t, True) is None:
+        return None
+
+    def relative(level: float) -> Interval | None:
+        return fieller_interval(r_c, r_t, v_c, v_t, 0.0, df, level)
+
+    return relative
+
+
+def t_test_mde(se: float, df: float, alpha: float, power: float) -> float | None:
+    """The smallest |delta| a two-sided t-test of standard error ``se`` on ``df`` degrees
+    of freedom detects at ``alpha`` with probability ``power`` (the noncentral t, as
+    statsmodels' power solver); None without a finite se."""
+    if not (math.isfinite(se) and df > 0 and 0.0 < alpha < 1.0):
+        return None
+    if se == 0:
+        return 0.0
+    q = float(stdtrit(df, 1.0 - alpha / 2.0))
+
+    def shortfall(shift: float) -> float:
+        near = 1.0 - float(nctdtr(df, shift, q))
+        if not math.isfinite(near):  # the special function gives up: the slower series
+            from scipy.stats import nct
+
+            near = float(nct.sf(q, df, shift))
+        far = float(nctdtr(df, shift, -q))  # NaN where it underflows, at about 0
+        return near + (far if math.isfinite(far) else 0.0) - power
+
+    upper = q + 4.0
+    for _ in range(64):
+        if shortfall(upper) >= 0.0:
+            break
+        upper *= 2.0
+    else:
+        return None
+    return float(brentq(shortfall, 0.0, upper, xtol=1e-12 * upper)) * se
