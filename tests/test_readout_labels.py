@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import html
 
 import pytest
+from scipy import stats as sps
 from test_online_pipeline import CONFIG, make_log
 from test_report import build_readout
 
 import abrank
 from abrank.readout import Readout
+from abrank.readout.model import SampleRatio
+from abrank.render import render_html, render_markdown
 from abrank.render.charts import forest_chart, segment_forest_charts
 
 # --------------------------------------------------------------------------- fixtures
@@ -121,3 +125,78 @@ def test_the_online_forest_axis_says_mean_per_impression_clustered_on_the_unit(o
         "delta, treatment − control (mean per impression, clustered on user_id)\n"
         f"Holm-adjusted 95% CI (drawn at {_percent(levels[0])}–{_percent(levels[-1])})"
     )
+
+
+# --------------------------------------------------------------------------- split checks
+
+
+def test_a_p_value_below_0_001_reads_p_below_and_the_chi_square_is_named(online):
+    readout, _ = online
+    summary = copy.deepcopy(readout.summary)
+    units = {"a": 2_300, "b": 1_980}  # over 1,000 expected per arm: the chi-square test
+    test = sps.chisquare([2_300, 1_980])
+    assert test.pvalue < 0.001
+    summary["diagnostics"]["srm"].update(
+        units=units, chi2=float(test.statistic), p_value=float(test.pvalue), alarm=True, test="chi2"
+    )
+    text = html.unescape(render_markdown(_readout(summary, readout), charts=[]))
+    assert "sample ratio ALARM (p < 0.001)" in text
+    assert (
+        f"- sample ratio check (chi-square test): ALARM: chi-square {test.statistic:.2f}, "
+        "p < 0.001 (alarm below 0.001)"
+    ) in text
+    assert "p = <" not in text and "p = <" not in html.unescape(
+        render_html(_readout(summary, readout), charts=[])
+    )
+
+
+def test_the_exact_binomial_srm_test_is_named_and_no_chi_square_is_claimed(online):
+    readout, log = online
+    srm = readout.summary["diagnostics"]["srm"]
+    users = log.groupby("arm")["user_id"].nunique()
+    assert srm["units"] == {"a": users["a"], "b": users["b"]}
+    assert srm["test"] == "exact"  # fewer than 1,000 users expected per arm
+    p = sps.binomtest(int(users["a"]), int(users.sum()), 0.5).pvalue
+    text = html.unescape(render_markdown(readout, charts=[]))
+    assert f"sample ratio ok (p = {p:.3g})" in text
+    assert (
+        f"- sample ratio check (exact binomial test): ok: p = {p:.3g} (alarm below 0.001)" in text
+    )
+    page = html.unescape(render_html(readout, charts=[]))
+    assert "<dt>sample ratio check (exact binomial test)</dt>" in page
+    for shown in (text, page):
+        assert "chi-square" not in shown.lower()
+
+
+def test_the_srm_alarm_sentence_names_the_exact_test():
+    p = float(sps.binomtest(12, 60, 0.5).pvalue)  # 12 of 60 units in one arm
+    assert p < 0.001
+    check = SampleRatio.from_dict(
+        {
+            "units": {"a": 12, "b": 48},
+            "expected": {"a": 0.5, "b": 0.5},
+            "chi2": 21.6,
+            "p_value": p,
+            "alarm": True,
+            "alpha": 0.001,
+            "test": "exact",
+        }
+    )
+    assert check.message() == (
+        "Sample ratio mismatch: units per arm a 12 / b 48 against an expected split of "
+        f"50.0% / 50.0% (exact binomial test, p = {p:.2g} < 0.001); assignment or logging "
+        "lost units, so these comparisons are not trustworthy until that is explained"
+    )
+    three = SampleRatio.from_dict(
+        {
+            "units": {"a": 5, "b": 20, "c": 20},
+            "expected": {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3},
+            "chi2": 10.0,
+            "p_value": 0.0004,
+            "alarm": True,
+            "test": "exact",
+        }
+    )
+    assert "(exact multinomial test, p = 0.0004 < 0.001)" in three.message()
+    chi2 = SampleRatio.from_dict({**check.to_dict(), "test": "chi2"})
+    assert "(chi-square 21.6, p = " in chi2.message()

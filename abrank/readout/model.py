@@ -353,8 +353,9 @@ class UnjudgedCheck(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SampleRatio(Record):
-    """``diagnostics.srm``: the units per arm tested against the expected split (chi-square);
-    ``alarm`` when ``p_value`` is below ``alpha`` (``analysis.srm_alpha``)."""
+    """``diagnostics.srm``: the units per arm tested against the expected split (chi-square,
+    or the exact multinomial test with few units: ``test`` ``"exact"``); ``alarm`` when
+    ``p_value`` is below ``alpha`` (``analysis.srm_alpha``)."""
 
     units: dict[str, int]
     expected: dict[str, float]
@@ -362,7 +363,24 @@ class SampleRatio(Record):
     p_value: float | None
     alarm: bool
     alpha: float = 0.001
+    test: str = "chi2"
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def test_name(self) -> str:
+        """The test that gave ``p_value``, in words: ``chi-square test``, or ``exact
+        binomial test`` (two arms) / ``exact multinomial test`` (more) for ``exact``."""
+        if self.test == "exact":
+            return "exact binomial test" if len(self.units) == 2 else "exact multinomial test"
+        return "chi-square test" if self.test == "chi2" else f"{self.test} test"
+
+    @property
+    def statistic(self) -> str:
+        """What stands before the p-value in a sentence: ``chi-square 12.3, `` when the
+        chi-square test gave it, ``exact binomial test, `` (the test's name) otherwise."""
+        if self.test == "chi2":
+            return f"chi-square {self.chi2:.1f}, " if self.chi2 is not None else ""
+        return f"{self.test_name}, "
 
     def message(self) -> str | None:
         """The alarm as one sentence for the top of every output (None without an alarm)."""
@@ -372,11 +390,10 @@ class SampleRatio(Record):
         shares = " / ".join(f"{share:.1%}" for share in self.expected.values())
         p = self.p_value
         shown = "p < 1e-300" if p is not None and p == 0 else f"p = {p:.2g}"
-        chi2 = f"chi-square {self.chi2:.1f}, " if self.chi2 is not None else ""
         return (
             f"Sample ratio mismatch: units per arm {units} against an expected split of "
-            f"{shares} ({chi2}{shown} < {self.alpha:g}); assignment or logging lost units, "
-            "so these comparisons are not trustworthy until that is explained"
+            f"{shares} ({self.statistic}{shown} < {self.alpha:g}); assignment or logging lost "
+            "units, so these comparisons are not trustworthy until that is explained"
         )
 
 
