@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import html
+import re
 
 import pytest
 from scipy import stats as sps
@@ -200,3 +201,50 @@ def test_the_srm_alarm_sentence_names_the_exact_test():
     assert "(exact multinomial test, p = 0.0004 < 0.001)" in three.message()
     chi2 = SampleRatio.from_dict({**check.to_dict(), "test": "chi2"})
     assert "(chi-square 21.6, p = " in chi2.message()
+
+
+# --------------------------------------------------------------------------- legend
+
+
+def _legend(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^- \*\*(.+?)\*\*: (.+)$", text, flags=re.MULTILINE))
+
+
+def test_the_legend_defines_each_click_metric_of_the_readout(online):
+    readout, _ = online
+    text = render_markdown(readout, charts=[])
+    legend = _legend(text.split("**How to read this readout**")[1])
+    assert legend["ClickRR@5"] == (
+        "click reciprocal rank, per impression: 1 / the position of the first clicked result "
+        "in the top 5 (0 when nothing there was clicked)."
+    )
+    assert legend["CTR@2"] == (
+        "click-through rate: the share of impressions with a click on a result in the top 2."
+    )
+    assert legend["Abandonment"] == (
+        "the share of impressions without any click; lower is better, so a fall is the "
+        "treatment's win."
+    )
+    assert legend["SatCTR@5"] == (
+        "satisfied click-through rate: the share of impressions with a click in the top 5 "
+        "whose dwell reached 20 s."
+    )
+    assert not any(name.startswith("Clicks@") for name in legend)  # not in this readout
+    page = html.unescape(render_html(readout, charts=[]))
+    assert (
+        "<dt>Abandonment</dt><dd>the share of impressions without any click; lower is better"
+        in page
+    )
+
+
+def test_the_clicks_metric_has_its_own_definition(online):
+    readout, _ = online
+    summary = copy.deepcopy(readout.summary)
+    summary["metrics"] = ["clicks@3"]
+    summary["metric_labels"] = {"clicks@3": "Clicks@3"}
+    summary["comparisons"] = [
+        {**c, "metric": "clicks@3"} for c in summary["comparisons"] if c["metric"] == "ctr@2"
+    ]
+    legend = _legend(render_markdown(_readout(summary, readout), charts=[]))
+    assert legend["Clicks@3"] == "the number of clicked results in the top 3, per impression."
+    assert not {"ClickRR@5", "CTR@2", "Abandonment", "SatCTR@5"} & set(legend)
