@@ -15,16 +15,19 @@ import dataclasses
 import html
 import re
 
+import numpy as np
 import pytest
 from scipy import stats as sps
 from test_online_pipeline import CONFIG, make_log
 from test_report import build_readout
 
 import abrank
+from abrank.analysis.summarise import comparison_warnings
 from abrank.readout import Readout
 from abrank.readout.model import SampleRatio
 from abrank.render import render_html, render_markdown
 from abrank.render.charts import forest_chart, segment_forest_charts
+from abrank.stats.clustered import NOTE_CUPED
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -248,3 +251,45 @@ def test_the_clicks_metric_has_its_own_definition(online):
     legend = _legend(render_markdown(_readout(summary, readout), charts=[]))
     assert legend["Clicks@3"] == "the number of clicked results in the top 3, per impression."
     assert not {"ClickRR@5", "CTR@2", "Abandonment", "SatCTR@5"} & set(legend)
+
+
+# --------------------------------------------------------------------------- method notes
+
+
+def test_resampling_approximations_are_a_methods_note_not_a_warning(online):
+    readout, _ = online
+    summary = readout.summary
+    approximated = [
+        c for c in summary["comparisons"] if c["segment"] is None and c["approximation"]
+    ]
+    assert len(approximated) >= 2  # the zero work budget put them on grid cells
+    expected = [
+        f"{c['metric']} ({c['treatment']}): resampled with an approximation: {c['approximation']}"
+        for c in approximated
+    ]
+    assert summary["diagnostics"]["method_notes"] == expected
+    assert not any("approximation" in w for w in summary["diagnostics"]["warnings"])
+    text = render_markdown(readout, charts=[])
+    top, rest = text.split("## Results")
+    assert "approximation" not in top  # the title block and the headline hold alarms only
+    note = rest.split("**Methods note**")[1].split("## ")[0]
+    for line in expected:
+        assert line.replace("_", "\\_").replace(">=", "&gt;=") in note
+    page = render_html(readout, charts=[])
+    assert not re.search(r'class="warning[^"]*"[^<]*<strong>[^<]*</strong>[^<]*approximation', page)
+    assert "<h3>Methods note</h3>" in page
+
+
+def test_the_cuped_note_is_a_method_note_too():
+    import abrank as api
+    from abrank.analysis.summarise import method_notes
+
+    rng = np.random.default_rng(5)
+    comp = api.compare(rng.random(60), rng.random(60), design="paired", seed=7)
+    cuped = [
+        comp.__class__(**{**comp.__dict__, "metric": m, "treatment": "b", "notes": (NOTE_CUPED,)})
+        for m in ("ctr@2", "abandonment")
+    ]
+    assert comparison_warnings(cuped) == []
+    assert method_notes(cuped) == (f"ctr@2 (b), abandonment (b): {NOTE_CUPED}",)
+    assert method_notes([comp]) is None

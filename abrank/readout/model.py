@@ -460,6 +460,9 @@ class DiagnosticsSummary(Record):
     unjudged_queries: dict[str, int]
     judged_at_k: JudgedAtK
     warnings: tuple[str, ...] = ()
+    #: how numbers were computed where that is worth a note but is no warning (resampling
+    #: approximations with their bounds); shown in the readout's methods note
+    method_notes: tuple[str, ...] | None = None
     unjudged: UnjudgedCheck | None = None
     missing_queries: dict[str, tuple[str, ...]] | None = None  # offline: arm -> ids missing
     units: dict[str, int] | None = None  # online: randomized units per arm
@@ -471,6 +474,7 @@ class DiagnosticsSummary(Record):
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
         {
+            "method_notes",
             "unjudged",
             "missing_queries",
             "units",

@@ -408,9 +408,20 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
             ),
             Heading("How to read this readout"),
             Facts(tuple(legend_entries(summary, paired=paired)), css="legend"),
+            *_method_blocks(summary),
         ]
     blocks += _charts_of(charts, "results")
     return Section("results", "Results", tuple(blocks))
+
+
+def _method_blocks(summary: Summary) -> list[Block]:
+    """The methods note: how numbers were made where that deserves a word but is no warning
+    (``diagnostics.method_notes``: resampling approximations and their bounds)."""
+    diagnostics = summary.diagnostics
+    notes = (diagnostics.method_notes if diagnostics is not None else None) or ()
+    if not notes:
+        return []
+    return [Heading("Methods note"), *(Paragraph(spans(str(note)), role="note") for note in notes)]
 
 
 def _cuped_blocks(summary: Summary, comps: Sequence[ComparisonSummary]) -> list[Block]:
