@@ -16,10 +16,13 @@ import html
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
+from test_index_page import TODAY, _badges, _cards, _lines
 from test_online_pipeline import CONFIG, make_log
 from test_report import build_readout
+from test_trends import dates_from, history_frame
 
 import abrank
 from abrank.analysis.summarise import comparison_warnings
@@ -27,6 +30,7 @@ from abrank.readout import Readout
 from abrank.readout.model import SampleRatio
 from abrank.render import render_html, render_markdown
 from abrank.render.charts import forest_chart, segment_forest_charts
+from abrank.render.index_page import render_index
 from abrank.stats.clustered import NOTE_CUPED
 
 # --------------------------------------------------------------------------- fixtures
@@ -293,3 +297,48 @@ def test_the_cuped_note_is_a_method_note_too():
     assert comparison_warnings(cuped) == []
     assert method_notes(cuped) == (f"ctr@2 (b), abandonment (b): {NOTE_CUPED}",)
     assert method_notes([comp]) is None
+
+
+# --------------------------------------------------------------------------- index page
+
+
+def _latest_overall(history: pd.DataFrame) -> pd.DataFrame:
+    latest = history["date"] == history["date"].max()
+    return history[latest & history["segment"].isna()]
+
+
+def test_an_interleaving_card_names_its_preferences_without_n_a_placeholders():
+    history = history_frame(build_readout(n=200).summary, dates_from("2026-11-28", 3), seed=8)
+    history["metric"] = history["metric"].map({"mrr@10": "clicks", "ndcg@10": "sat_clicks"})
+    history["design"] = "interleaved"
+    history["relative_lift"] = np.nan
+    card = _cards(render_index(history, {}, today=TODAY))["demo-reranker"]
+    rows = _latest_overall(history)
+    words = {"clicks": "preference by clicks", "sat_clicks": "preference by satisfied clicks"}
+    assert _lines(card) == [
+        f"reranker: {words[m]} Δ_AB {d:+.3f} {v}"
+        for m, d, v in zip(rows["metric"], rows["delta"], rows["verdict"], strict=True)
+    ]
+    assert "n/a" not in card and "sat_clicks" not in card
+
+
+@pytest.mark.parametrize(
+    ("primary", "secondary", "tone", "badges"),
+    [
+        ("win", "loss", "win", ["secondary-loss"]),
+        ("loss", "win", "loss", ["loss"]),
+        ("inconclusive", "loss", "", ["secondary-loss"]),
+        ("loss", "loss", "loss", ["loss", "secondary-loss"]),
+    ],
+)
+def test_a_card_takes_its_colour_from_the_primary_metric(primary, secondary, tone, badges):
+    history = history_frame(build_readout(n=200).summary, dates_from("2026-11-28", 3), seed=9)
+    overall = history["segment"].isna()
+    history.loc[overall & history["primary"], "verdict"] = primary
+    history.loc[overall & ~history["primary"], "verdict"] = secondary
+    page = render_index(history, {}, today=TODAY)
+    assert (
+        re.search(r'<article class="card ?([a-z]*)" id="experiment-demo-reranker">', page).group(1)
+        == tone
+    )
+    assert _badges(_cards(page)["demo-reranker"]) == badges
