@@ -37,7 +37,7 @@ def _cards(page: str) -> dict[str, str]:
 
 
 def _badges(card: str) -> list[str]:
-    return re.findall(r'<span class="alarm-badge (\w+)"', card)
+    return re.findall(r'<span class="alarm-badge ([\w-]+)"', card)
 
 
 def _lines(card: str) -> list[str]:
@@ -117,7 +117,15 @@ def test_loss_badge_exactly_when_an_overall_comparison_lost_at_the_latest_date()
     for frame in (segment_loss, earlier):
         assert _badges(_cards(render_index(frame, {}, today=TODAY))["demo-reranker"]) == ["ok"]
     card = _cards(render_index(lost, {}, today=TODAY))["demo-reranker"]
-    assert _badges(card) == ["loss"]
+    # Recall@20 is not the primary metric: its loss is marked apart, and the card keeps
+    # the colour of its primary metric's win
+    assert _badges(card) == ["secondary-loss"]
+    assert 'class="card win"' in render_index(lost, {}, today=TODAY)
+    lost.loc[(lost["date"] == dates[-1]) & lost["primary"] & lost["segment"].isna(), "verdict"] = (
+        "loss"
+    )
+    card = _cards(render_index(lost, {}, today=TODAY))["demo-reranker"]
+    assert _badges(card) == ["loss", "secondary-loss"]
     assert 'class="card loss"' in render_index(lost, {}, today=TODAY)
 
 
@@ -146,6 +154,7 @@ def test_every_alarm_at_once():
     assert _badges(_cards(render_index(history, {}, today=TODAY))["demo-reranker"]) == [
         "srm",
         "loss",
+        "secondary-loss",
         "stale",
     ]
 

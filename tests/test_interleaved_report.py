@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 import abrank
 from abrank.render import headline_lines, render_html, render_markdown
@@ -139,7 +140,12 @@ def test_diagnostics_count_the_first_results_of_each_team(case) -> None:
         assert cells[5] == f"{firsts[arm]:,}"
         assert cells[6] == f"{firsts[arm] / len(ref):.1%}"
         assert cells[7] == "50.0%"
-    assert "first-team check (chi-square): ok:" in text
+    # fewer than 1,000 impressions expected per team: the exact binomial test gave the p-value
+    n = int(firsts.sum())
+    assert n / 2 < 1000
+    p = sps.binomtest(int(firsts["old"]), n, 0.5).pvalue
+    assert f"first-team check (exact binomial test): ok: p = {p:.3g} (alarm below 0.001)" in text
+    assert "chi-square" not in text
     html = render_html(readout, charts=[])
     assert "first-team check" in html and "Δ_AB" in html
 

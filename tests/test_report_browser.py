@@ -195,7 +195,7 @@ def test_two_treatments_fit_a_laptop_screen_and_open_with_the_sentence(tmp_path)
     ]
 
     # The screenshot: the opening sentence sits right under the title, before the headline
-    # band; text in the right margin is the sticky verdict column, not a cut-off table.
+    # band; nothing runs into the right margin (wide tables scroll inside their boxes).
     shot = tmp_path / "shot.png"
     pixels = screenshot(browser, page, shot, tmp_path / "profile", 1600)
     inked = (pixels < 200).any(axis=2)
@@ -206,3 +206,114 @@ def test_two_treatments_fit_a_laptop_screen_and_open_with_the_sentence(tmp_path)
     assert opening[0] - title[-1] < 40  # the sentence follows the title closely
     columns = np.flatnonzero(inked.any(axis=0))
     assert columns[-1] < WIDTH - 10
+
+
+# Lays the results tables out and writes every shown cell's box into the DOM, row by row,
+# with the box of the table's scroll container. With ``#print`` in the URL the page's print
+# styles are applied on screen first (the window then stands for the printed page's width).
+# Added to a copy of the report only.
+LAYOUT = """<script>
+(function () {
+  if (location.hash === "#print") {
+    for (const sheet of document.styleSheets) {
+      for (const rule of sheet.cssRules) {
+        if (rule.media && rule.media.mediaText === "print") rule.media.mediaText = "all";
+      }
+    }
+  }
+  const box = (el) => {
+    const r = el.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  };
+  const tables = Array.from(document.querySelectorAll("table.results")).map((table) => ({
+    css: table.className,
+    wrap: box(table.closest(".table-wrap")),
+    rows: Array.from(table.rows).map((row) =>
+      Array.from(row.cells)
+        .filter((cell) => getComputedStyle(cell).display !== "none")
+        .map((cell) => [cell.dataset.key || cell.textContent, ...box(cell)])
+    ),
+  }));
+  const pre = document.createElement("pre");
+  pre.id = "abrank-layout";
+  pre.textContent = JSON.stringify({
+    viewport: window.innerWidth,
+    scrollWidth: document.documentElement.scrollWidth,
+    tables: tables,
+  });
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+# The printed page's width in CSS pixels: A4 (210 mm) less Chromium's default 1 cm margins.
+PRINT_WIDTH = round((210 - 2 * 10) / 25.4 * 96)
+
+
+def _lay_out(browser: str, page: Path, profile: Path, width: int, *, printed: bool) -> dict:
+    """The results tables of ``page`` laid out ``width`` px wide by :data:`LAYOUT`."""
+    measured = page.with_name("layout.html")
+    measured.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", LAYOUT + "</body>"), encoding="utf-8"
+    )
+    command = [
+        browser,
+        *HEADLESS_FLAGS,
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},3000",
+        "--dump-dom",
+        measured.as_uri() + ("#print" if printed else ""),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="abrank-layout">(.*?)</pre>', done.stdout, re.DOTALL)
+    assert found, done.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+def _overlaps(row: list) -> list[tuple[str, str]]:
+    """The pairs of cells of one row whose boxes intersect (by more than half a pixel)."""
+    return [
+        (a[0], b[0])
+        for i, a in enumerate(row)
+        for b in row[i + 1 :]
+        if min(a[3], b[3]) - max(a[1], b[1]) > 0.5 and min(a[4], b[4]) - max(a[2], b[2]) > 0.5
+    ]
+
+
+@pytest.mark.slow
+def test_no_results_column_lies_under_another_at_any_width_or_in_print(tmp_path):
+    browser = find_chromium()
+    readout = build_readout(
+        n=300, treatments=("reranker", "boost"), segment_values=("mobile-app", "desktop-web")
+    )
+    readout.summary["metric_labels"]["ndcg@10"] = "NDCG@10 (linear gain, graded 0-3)"
+    write_report(readout, tmp_path, formats=("html",))
+    page = tmp_path / "report.html"
+    for width in (1600, 1280, 760):
+        laid = _lay_out(browser, page, tmp_path / "profile", width, printed=False)
+        assert [t["css"] for t in laid["tables"]] == ["results", "results segments"]
+        assert laid["scrollWidth"] <= width
+        for table in laid["tables"]:
+            wrap_left, _, wrap_right, _ = table["wrap"]
+            for row in table["rows"]:
+                keys = [cell[0] for cell in row]
+                assert "wtl" in keys or "W / T / L" in keys
+                # no cell covers another: the W / T / L counts stay readable
+                assert _overlaps(row) == [], (width, table["css"], row)
+                # and the verdict is in view without scrolling the table
+                verdict = next(c for c in row if c[0] == "verdict")
+                assert wrap_left <= verdict[1] < verdict[3] <= wrap_right, (width, verdict)
+
+    # Printed, every cell that is shown lies on the page, none on another.
+    laid = _lay_out(browser, page, tmp_path / "profile", PRINT_WIDTH, printed=True)
+    assert laid["scrollWidth"] <= PRINT_WIDTH
+    for table in laid["tables"]:
+        wrap_left, _, wrap_right, _ = table["wrap"]
+        assert wrap_right <= PRINT_WIDTH
+        for row in table["rows"]:
+            keys = [cell[0] for cell in row]
+            assert {"verdict", "wtl"} <= set(keys) or {"verdict", "W / T / L"} <= set(keys)
+            assert _overlaps(row) == [], ("print", table["css"], row)
+            for key, left, _, right, _ in row:
+                assert wrap_left <= left < right <= wrap_right + 0.5, ("print", key, right)

@@ -290,7 +290,7 @@ p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05).
 
 ![Deltas with confidence intervals](charts/forest.png)
 
-*Each metric's delta (treatment − control) with its 95% confidence interval, coloured by verdict; the dashed line marks no change. The multiple-testing correction widens each interval by the same factor as its p-value, so an interval crosses the line exactly when the verdict is inconclusive.*
+*Each metric's delta (treatment − control) with its Holm-adjusted 95% confidence interval (drawn at 95%–98.8%), coloured by verdict; the dashed line marks no change. The multiple-testing correction widens each interval by the same factor as its p-value, so an interval crosses the line exactly when the verdict is inconclusive.*
 
 ![Per-query deltas: wins, ties and losses](charts/deltas.png)
 
@@ -362,19 +362,19 @@ Too small to compare: locale=ja-JP (n = 27).
 
 ![MRR@10 by segment](charts/segments-mrr-10.png)
 
-*MRR@10: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+*MRR@10: the delta and its BH-adjusted 95% confidence interval (drawn at 96.4%–99.5%) within each segment, coloured by verdict (after the segment family's correction).*
 
 ![NDCG@10 by segment](charts/segments-ndcg-10.png)
 
-*NDCG@10: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+*NDCG@10: the delta and its BH-adjusted 95% confidence interval (drawn at 97.0%–99.8%) within each segment, coloured by verdict (after the segment family's correction).*
 
 ![Recall@20 by segment](charts/segments-recall-20.png)
 
-*Recall@20: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+*Recall@20: the delta and its BH-adjusted 95% confidence interval (drawn at 95%–96.1%) within each segment, coloured by verdict (after the segment family's correction).*
 
 ![Hit@3 by segment](charts/segments-hit-3.png)
 
-*Hit@3: the delta and its 95% confidence interval within each segment, coloured by verdict (after the segment family's correction).*
+*Hit@3: the delta and its BH-adjusted 95% confidence interval (drawn at 96.2%–98.9%) within each segment, coloured by verdict (after the segment family's correction).*
 
 ## Queries that moved most
 

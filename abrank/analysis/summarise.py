@@ -111,6 +111,7 @@ def build_readout(
                 k=JUDGED_K, arms={k: _finite(v) for k, v in scored.judged_at_k.items()}
             ),
             warnings=tuple(warnings),
+            method_notes=method_notes(comparisons),
             unjudged=unjudged,
         ),
         inputs=tuple(InputFile(**item) for item in data.inputs),
@@ -236,14 +237,24 @@ def _first_relevant_table(scored: ScoredArms) -> pd.DataFrame:
     )[["arm", "query_id", "rank"]]
 
 
+def _is_method_note(note: str) -> bool:
+    """Whether a comparison's note says how a number was made (the CUPED adjustment), not
+    that something is wrong: it goes to the methods note, not to the warnings."""
+    from abrank.stats.clustered import NOTE_CUPED  # loaded already once a comparison exists
+
+    return note == NOTE_CUPED
+
+
 def comparison_warnings(comparisons: list[Comparison]) -> list[str]:
-    """The small-sample notes of the comparisons, each once with what it applies to, and
-    the resampling approximations of the overall comparisons."""
+    """The small-sample notes of the comparisons, each once with what it applies to (the
+    notes on methods, CUPED and resampling approximations, are :func:`method_notes`)."""
     warnings: list[str] = []
     overall_notes: dict[str, list[str]] = {}
     segment_notes: dict[str, int] = {}
     for comparison in comparisons:
         for note in comparison.notes:
+            if _is_method_note(note):
+                continue
             if comparison.segment is None:
                 subject = f"{comparison.metric} ({comparison.treatment})"
                 overall_notes.setdefault(note, []).append(subject)
@@ -253,13 +264,31 @@ def comparison_warnings(comparisons: list[Comparison]) -> list[str]:
         warnings.append(f"{', '.join(subjects)}: {note}")
     for note, count in segment_notes.items():
         warnings.append(f"{count} segment comparison{'s' if count > 1 else ''}: {note}")
-    for comparison in comparisons:
-        if comparison.approximation and comparison.segment is None:
-            warnings.append(
-                f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
-                f"{comparison.approximation}"
-            )
     return warnings
+
+
+def method_notes(comparisons: list[Comparison]) -> tuple[str, ...] | None:
+    """How the overall comparisons' numbers were made where that deserves a word: the
+    CUPED adjustment (each note once, with the comparisons it applies to) and the
+    resampling approximations (grid cells, lattices) with their error bounds. Notes on the
+    methods (``diagnostics.method_notes``), not warnings: nothing is wrong with the
+    readout. None when there is nothing to note."""
+    overall = [comparison for comparison in comparisons if comparison.segment is None]
+    subjects: dict[str, list[str]] = {}
+    for comparison in overall:
+        for note in comparison.notes:
+            if _is_method_note(note):
+                subjects.setdefault(note, []).append(
+                    f"{comparison.metric} ({comparison.treatment})"
+                )
+    notes = [f"{', '.join(names)}: {note}" for note, names in subjects.items()]
+    notes += [
+        f"{comparison.metric} ({comparison.treatment}): resampled with an approximation: "
+        f"{comparison.approximation}"
+        for comparison in overall
+        if comparison.approximation
+    ]
+    return tuple(notes) or None
 
 
 def comparison_family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Family | None:
@@ -429,6 +458,7 @@ def build_online_readout(
             unjudged_queries={},
             judged_at_k=JudgedAtK(k=JUDGED_K, arms={}),
             warnings=tuple(warnings),
+            method_notes=method_notes(comparisons),
             units=dict(scores.units),
             impressions=dict(scores.impressions),
             srm=check,

@@ -354,12 +354,9 @@ class UnjudgedCheck(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SampleRatio(Record):
-    """``diagnostics.srm``: the units per arm tested against the expected split;
-    ``alarm`` when ``p_value`` is below ``alpha`` (``analysis.srm_alpha``). The test that
-    gave the p-value is ``test`` (kept in ``extra``): ``chi2`` (Pearson's chi-square, whose
-    statistic ``chi2`` is always given) or ``exact`` (the exact binomial test for two arms,
-    the exact multinomial test for more), absent from summaries written before it existed
-    (the chi-square's then)."""
+    """``diagnostics.srm``: the units per arm tested against the expected split (chi-square,
+    or the exact multinomial test with few units: ``test`` ``"exact"``); ``alarm`` when
+    ``p_value`` is below ``alpha`` (``analysis.srm_alpha``)."""
 
     units: dict[str, int]
     expected: dict[str, float]
@@ -367,7 +364,24 @@ class SampleRatio(Record):
     p_value: float | None
     alarm: bool
     alpha: float = 0.001
+    test: str = "chi2"
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def test_name(self) -> str:
+        """The test that gave ``p_value``, in words: ``chi-square test``, or ``exact
+        binomial test`` (two arms) / ``exact multinomial test`` (more) for ``exact``."""
+        if self.test == "exact":
+            return "exact binomial test" if len(self.units) == 2 else "exact multinomial test"
+        return "chi-square test" if self.test == "chi2" else f"{self.test} test"
+
+    @property
+    def statistic(self) -> str:
+        """What stands before the p-value in a sentence: ``chi-square 12.3, `` when the
+        chi-square test gave it, ``exact binomial test, `` (the test's name) otherwise."""
+        if self.test == "chi2":
+            return f"chi-square {self.chi2:.1f}, " if self.chi2 is not None else ""
+        return f"{self.test_name}, "
 
     def message(self) -> str | None:
         """The alarm as one sentence for the top of every output (None without an alarm)."""
@@ -379,18 +393,9 @@ class SampleRatio(Record):
         shown = "p < 1e-300" if p is not None and p == 0 else f"p = {p:.2g}"
         return (
             f"Sample ratio mismatch: units per arm {units} against an expected split of "
-            f"{shares} ({self.test_phrase()}{shown} < {self.alpha:g}); assignment or logging "
-            "lost units, so these comparisons are not trustworthy until that is explained"
+            f"{shares} ({self.statistic}{shown} < {self.alpha:g}); assignment or logging lost "
+            "units, so these comparisons are not trustworthy until that is explained"
         )
-
-    def test_phrase(self) -> str:
-        """The test that gave the p-value, as the alarm names it before the p-value:
-        ``exact binomial test, `` (two arms) or ``exact multinomial test, `` when the exact
-        test gave it, else ``chi-square 17.3, `` (empty without a statistic)."""
-        if self.extra.get("test") == "exact":
-            kind = "binomial" if len(self.units) == 2 else "multinomial"
-            return f"exact {kind} test, "
-        return f"chi-square {self.chi2:.1f}, " if self.chi2 is not None else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -476,6 +481,9 @@ class DiagnosticsSummary(Record):
     unjudged_queries: dict[str, int]
     judged_at_k: JudgedAtK
     warnings: tuple[str, ...] = ()
+    #: how numbers were computed where that is worth a note but is no warning (resampling
+    #: approximations with their bounds); shown in the readout's methods note
+    method_notes: tuple[str, ...] | None = None
     unjudged: UnjudgedCheck | None = None
     missing_queries: dict[str, tuple[str, ...]] | None = None  # offline: arm -> ids missing
     units: dict[str, int] | None = None  # online: randomized units per arm
@@ -488,6 +496,7 @@ class DiagnosticsSummary(Record):
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
         {
+            "method_notes",
             "unjudged",
             "missing_queries",
             "units",

@@ -29,8 +29,10 @@ from abrank.readout.model import ComparisonSummary, Summary
 from abrank.render.text import (
     arm_labels,
     control_name,
+    correction_name,
     finite_interval,
     fmt_nominal_level,
+    fmt_percent_level,
     is_number,
     metric_label,
     overall_comparisons,
@@ -39,6 +41,7 @@ from abrank.render.text import (
     several_treatments,
     slug,
     treatment_names,
+    widened,
 )
 from abrank.render.typed import as_summary, readout_summary
 
@@ -348,6 +351,41 @@ def _forest(ax: Any, rows: list[tuple[str, ComparisonSummary]]) -> list[str]:
     return verdicts
 
 
+def interval_name(comps: Sequence[ComparisonSummary], noun: str = "CI") -> str:
+    """What the intervals drawn for ``comps`` are: ``95% CI``, or once a multiple-testing
+    correction widened them ``Holm-adjusted 95% CI (drawn at 98.8%–99.6%)``: the level the
+    correction keeps for the family and the levels actually drawn, as the tables show them
+    (``98.8% CI (Holm)``)."""
+    nominal = fmt_nominal_level(comps[0]) if comps else "95%"
+    wider = [c for c in comps if widened(c)]
+    if not wider:
+        return f"{nominal} {noun}"
+    names = sorted({str(correction_name(c.correction)) for c in wider if c.correction})
+    adjusted = f"{'/'.join(names)}-adjusted" if names else "multiplicity-adjusted"
+    levels = sorted({float(c.ci_level) for c in comps if is_number(c.ci_level)})
+    drawn = fmt_percent_level(levels[0])
+    if len(levels) > 1:
+        drawn += f"–{fmt_percent_level(levels[-1])}"
+    return f"{adjusted} {nominal} {noun} (drawn at {drawn})"
+
+
+def forest_axis_label(summary: Summary | dict[str, Any]) -> str:
+    """The x axis label of the overall forest plot: what the value is (the mean per query,
+    per impression clustered on the unit, or the interleaving preference) and, on a second
+    line, which interval is drawn (:func:`interval_name`)."""
+    summary = as_summary(summary)
+    overall = overall_comparisons(summary)
+    if summary.design == "interleaved":
+        what = "Δ_AB, the treatment's preference"
+    elif summary.unit is not None:
+        diagnostics = summary.diagnostics
+        rows = "impression" if diagnostics is not None and diagnostics.impressions else "query"
+        what = f"delta, treatment − control (mean per {rows}, clustered on {summary.unit})"
+    else:
+        what = "delta, treatment − control (mean per query)"
+    return plain(f"{what}\n{interval_name(overall)}")
+
+
 def _row_height(n: int) -> float:
     return max(2.4, 0.42 * n + 1.3)
 
@@ -363,7 +401,9 @@ def _place_forest(fig: Figure, ax: Any, rows: list[tuple[str, ComparisonSummary]
     title = _text_width(ax.get_title(), 12)
     overhang = title - (width - left - 2 * _RIM)  # the right margin that centres it fully
     right = max(right, min(overhang, 0.3 * width))
-    _place(fig, left=left, right=right, top=_TITLE[12], bottom=_XAXIS + _AXIS_LABEL)
+    more_lines = ax.get_xlabel().count("\n")  # a second line names the interval drawn
+    bottom = _XAXIS + _AXIS_LABEL + more_lines * _points(10) * 1.2
+    _place(fig, left=left, right=right, top=_TITLE[12], bottom=bottom)
 
 
 # --------------------------------------------------------------------------- charts
@@ -383,26 +423,16 @@ def forest_chart(summary: Summary | dict[str, Any]) -> Chart | None:
         if several:
             label += f" · {labels.get(comp.treatment, comp.treatment)}"
         rows.append((label, comp))
-    level = fmt_nominal_level(overall[0])
-    corrected = any(
-        (c.ci_level if c.ci_level is not None else c.confidence_level) != c.confidence_level
-        for c in overall
-    )
-    widened = " (widened by the correction)" if corrected else ""
+    corrected = any(widened(c) for c in overall)
     control = labels.get(control_name(summary) or "", "control")
     interleaved = summary.design == "interleaved"
     subject = "preference (Δ_AB)" if interleaved else "metric's delta (treatment − control)"
-    what = (
-        "Δ_AB, the treatment's preference"
-        if interleaved
-        else "delta, treatment − control (mean per query)"
-    )
 
     def draw() -> Figure:
         fig = mpl_classes().Figure(figsize=(WIDTH, _row_height(len(rows))))
         ax = fig.add_subplot()
         _verdict_legend(ax, _forest(ax, rows))
-        ax.set_xlabel(f"{what}, {level} CI{widened}")
+        ax.set_xlabel(forest_axis_label(summary))
         ax.set_ylabel("metric")
         chart_title(ax, plain(f"Deltas against {control}, with confidence intervals"))
         _place_forest(fig, ax, rows)
@@ -411,8 +441,8 @@ def forest_chart(summary: Summary | dict[str, Any]) -> Chart | None:
     return Chart(
         "forest.png",
         "Deltas with confidence intervals",
-        f"Each {subject} with its {level} confidence interval, coloured by verdict; the dashed "
-        "line marks no change."
+        f"Each {subject} with its {interval_name(overall, 'confidence interval')}, coloured by "
+        "verdict; the dashed line marks no change."
         + (
             " The multiple-testing correction widens each interval by the same factor as its "
             "p-value, so an interval crosses the line exactly when the verdict is inconclusive."
@@ -829,18 +859,18 @@ def segment_forest_charts(summary: Summary | dict[str, Any]) -> list[Chart]:
                 if comp.segment is None and comp.metric == metric:
                     overall = comp.delta if is_number(comp.delta) else None
         label = metric_label(summary, metric)
-        level = fmt_nominal_level(rows[0][1])
+        compared = [comp for _, comp in rows]
         name = f"segments-{slug(metric)}"
         while name in names:
             name += "-"
         names.add(name)
-        draw = partial(_draw_segment_forest, rows, overall, label, level)
+        draw = partial(_draw_segment_forest, rows, overall, label, interval_name(compared))
         charts.append(
             Chart(
                 f"{name}.png",
                 f"{label} by segment",
-                f"{label}: the delta and its {level} confidence interval within "
-                "each segment, coloured by verdict (after the segment family's "
+                f"{label}: the delta and its {interval_name(compared, 'confidence interval')} "
+                "within each segment, coloured by verdict (after the segment family's "
                 "correction).",
                 draw,
                 section="segments",
@@ -850,7 +880,7 @@ def segment_forest_charts(summary: Summary | dict[str, Any]) -> list[Chart]:
 
 
 def _draw_segment_forest(
-    rows: list[tuple[str, ComparisonSummary]], overall: float | None, label: str, level: str
+    rows: list[tuple[str, ComparisonSummary]], overall: float | None, label: str, interval: str
 ) -> Figure:
     fig = mpl_classes().Figure(figsize=(WIDTH, _row_height(len(rows))))
     ax = fig.add_subplot()
@@ -864,7 +894,7 @@ def _draw_segment_forest(
             )
         )
     _verdict_legend(ax, verdicts, extra)
-    ax.set_xlabel(f"delta of {plain(label)}, treatment − control, {level} CI")
+    ax.set_xlabel(f"delta of {plain(label)}, treatment − control\n{interval}")
     ax.set_ylabel("segment")
     chart_title(ax, plain(f"{label} by segment"))
     _place_forest(fig, ax, rows)

@@ -32,6 +32,15 @@ METRIC_MEANINGS = {
     "averaged over the query's relevant documents.",
     "judged": "the share of {k} that has a judgment, a diagnostic: unjudged documents count "
     "as not relevant.",
+    # click metrics: one value per impression (a served list), averaged over impressions
+    "click_rr": "click reciprocal rank, per impression: 1 / the position of the first "
+    "clicked result in {k} (0 when nothing there was clicked).",
+    "ctr": "click-through rate: the share of impressions with a click on a result in {k}.",
+    "clicks": "the number of clicked results in {k}, per impression.",
+    "abandonment": "the share of impressions without any click; lower is better, so a fall "
+    "is the treatment's win.",
+    "sat_ctr": "satisfied click-through rate: the share of impressions with a click in {k} "
+    "whose dwell reached {dwell}.",
 }
 
 CORRECTION_MEANINGS = {
@@ -55,6 +64,11 @@ def metric_entries(summary: Summary | dict[str, Any]) -> list[tuple[str, str]]:
     summary = as_summary(summary)
     names = list(summary.metrics or [])
     names += [c.metric for c in summary.comparisons if c.metric not in names]
+    dwell = (
+        f"{summary.sat_dwell:g} s"
+        if summary.sat_dwell is not None
+        else "the satisfied-click dwell (analysis.sat_dwell)"
+    )
     entries = []
     for name in names:
         try:
@@ -64,7 +78,8 @@ def metric_entries(summary: Summary | dict[str, Any]) -> list[tuple[str, str]]:
         meaning = METRIC_MEANINGS.get(metric.family)
         if meaning:
             top = f"the top {metric.k}" if metric.k else "the whole ranking"
-            entries.append((metric_label(summary, name), meaning.format(k=top)))
+            text = meaning.format(k=top, dwell=dwell)
+            entries.append((metric_label(summary, name), text))
     return entries
 
 

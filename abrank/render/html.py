@@ -4,8 +4,10 @@
 The page loads nothing from the network: styles are inline and charts are embedded as
 base64 PNG. Every text is escaped; results cells carry the JSON value behind them
 (``data-key``, ``data-value``), so a reader or a test can check each number against
-summary.json. With several treatments the results table scrolls inside its own box,
-and its verdict column stays in view at the box's right edge.
+summary.json. A wide results table scrolls inside its own box; its verdict column, last
+in the model (and in Markdown), is drawn right after the row labels, so that it is in view
+without scrolling at any width while no column ever lies under it. Printed, the results
+tables wrap their cells to fit the page.
 """
 
 from __future__ import annotations
@@ -87,9 +89,7 @@ dl.legend { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px
   margin: 6px 0 16px; font-size: 0.86rem; max-width: 110ch; }
 dl.legend dt { font-weight: 600; }
 dl.legend dd { margin: 0; }
-table.results th.verdict, table.results td.verdict { position: sticky; right: 0;
-  background: #fff; text-align: left; box-shadow: -6px 0 6px -6px rgba(0, 0, 0, 0.35); }
-table.results th.verdict { background: #f0f0f0; }
+table.results th.verdict, table.results td.verdict { text-align: left; }
 .warning { border: 1px solid #e0a040; background: #fff6e5; padding: 8px 12px; margin: 10px 0;
   border-radius: 3px; }
 .warning.alarm { border: 2px solid #b00020; background: #fde7ea; color: #6d0010; }
@@ -130,8 +130,8 @@ footer { margin-top: 40px; color: #777; font-size: 0.8rem; border-top: 1px solid
   h2 { break-after: avoid; }
   figure, table, ol.headline li, .warning { break-inside: avoid; }
   .table-wrap { overflow: visible; }
-  table.results th.verdict, table.results td.verdict { position: static; box-shadow: none; }
-  td.wrap, td.text { white-space: normal; }
+  td.wrap, td.text, table.results th, table.results td { white-space: normal; }
+  table.results td.text { min-width: 0; white-space: normal; overflow-wrap: anywhere; }
   .secondary { display: none; }
   .print-only { display: block; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
@@ -171,14 +171,33 @@ def _td(cell: Cell) -> str:
     return f"<td{attrs}>{_e(cell.text)}</td>"
 
 
+def column_order(table: Table) -> list[int]:
+    """The order in which the page draws a table's columns (indices into the model's).
+
+    A results table's one verdict column (the model's last) moves to just after the row
+    labels (the leading text columns): it is then in view without scrolling however narrow
+    the window, and nothing has to be pinned over the columns that scroll beneath it.
+    Other tables keep the model's order.
+    """
+    order = list(range(len(table.columns)))
+    verdicts = [i for i, c in enumerate(table.columns) if "verdict" in c.css.split()]
+    if "results" not in table.css.split() or verdicts != order[-1:]:
+        return order
+    labels = 0
+    while labels < len(order) - 1 and "text" in table.columns[labels].css.split():
+        labels += 1
+    return [*order[:labels], order[-1], *order[labels:-1]]
+
+
 def _table(table: Table) -> str:
+    order = column_order(table)
     head = "".join(
         f'<th class="{_e(c.css)}" scope="col">{_e(c.header)}</th>'
         if c.css
         else f'<th scope="col">{_e(c.header)}</th>'
-        for c in table.columns
+        for c in (table.columns[i] for i in order)
     )
-    body = "".join(f"<tr>{''.join(_td(c) for c in row)}</tr>" for row in table.rows)
+    body = "".join(f"<tr>{''.join(_td(row[i]) for i in order)}</tr>" for row in table.rows)
     klass = f' class="{_e(table.css)}"' if table.css else ""
     return (
         f'<div class="table-wrap"><table{klass}><thead><tr>{head}</tr></thead>'

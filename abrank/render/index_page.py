@@ -3,13 +3,19 @@
 ``reports/index.html`` is rebuilt from the history store after each scheduled run: a card
 per experiment (sorted by name) with its latest date and how long ago that was, the
 overall verdicts of that date (the primary metric first: ``MRR@10 +0.246 (+45.6%) win``
-per treatment), alarm badges, a link to the latest readout's report.html and a sparkline
-of the primary metric's delta. The alarms:
+per treatment; an interleaving's preference as ``preference by clicks Δ_AB +0.058 win``),
+alarm badges, a link to the latest readout's report.html and a sparkline of the primary
+metric's delta. The card's colour is the primary metric's verdict (a loss of any
+treatment's primary metric makes it a loss). The alarms:
 
 - **SRM**: a sample ratio mismatch alarm (``srm_alarm``) at the latest date;
-- **loss**: an overall comparison that lost at the latest date;
+- **loss**: the primary metric lost at the latest date;
+- **secondary loss**: another metric's overall comparison lost at the latest date (marked
+  apart: it does not colour the card);
 - **stale**: the latest date's inputs were the same bytes as the date before (``stale``),
   or the latest date is more than :data:`STALE_AFTER_DAYS` days before today.
+
+A history without a ``primary`` mark on any latest row treats every overall row as primary.
 
 Like the readouts, the page is self-contained (report.html's inline styles, an inline SVG,
 no script, nothing fetched). It carries ``<meta name="generator" content="abrank">``, and
@@ -31,7 +37,7 @@ import pandas as pd
 from abrank.errors import ConfigError
 from abrank.render.charts import VERDICT_COLOURS
 from abrank.render.html import REPORT_CSS
-from abrank.render.text import fmt_percent, fmt_signed
+from abrank.render.text import fmt_percent, fmt_signed, is_number
 from abrank.render.trends import check_history_columns, metric_display, parse_dates
 from abrank.root_names import INDEX_PAGE
 
@@ -76,6 +82,8 @@ _INDEX_CSS = """
   text-transform: uppercase; color: #fff; border-radius: 3px; padding: 2px 7px; }
 .alarm-badge.srm { background: #b00020; }
 .alarm-badge.loss { background: var(--loss); }
+.alarm-badge.secondary-loss { background: #fff; color: var(--loss); border: 1px solid var(--loss);
+  padding: 1px 6px; }
 .alarm-badge.stale { background: #8a6d00; }
 .alarm-badge.ok { background: var(--win); }
 svg.spark { display: block; margin-left: auto; }
@@ -83,6 +91,12 @@ svg.spark { display: block; margin-left: auto; }
 """
 
 _SPARK_WIDTH, _SPARK_HEIGHT = 160, 36
+
+#: How an interleaving credit reads on a card (the history keeps the credit's name only).
+_CREDIT_LABELS = {
+    "clicks": "preference by clicks",
+    "sat_clicks": "preference by satisfied clicks",
+}
 
 
 def _e(text: object) -> str:
@@ -107,13 +121,16 @@ def _flag(values: pd.Series) -> bool:
 @dataclass(frozen=True)
 class ExperimentStatus:
     """What an experiment's card shows: its latest date, that date's overall rows of the
-    history (each treatment's primary metric first) and the alarms (``srm``, ``loss``,
-    ``stale``: whether each fires)."""
+    history (each treatment's primary metric first), the primary metric's verdict that
+    colours the card (``tone``: ``win``, ``loss`` or ``""``) and the alarms (``srm``,
+    ``loss`` of the primary metric, ``secondary_loss`` of another metric, ``stale``:
+    whether each fires)."""
 
     name: str
     latest: date
     overall: pd.DataFrame
     alarms: dict[str, bool]
+    tone: str = ""
 
     def to_dict(self) -> dict[str, object]:
         """The status as JSON-safe builtins: the overall rows as (treatment, metric,
@@ -130,6 +147,7 @@ class ExperimentStatus:
                     strict=True,
                 )
             ],
+            "tone": self.tone,
             "alarms": dict(self.alarms),
         }
 
@@ -153,19 +171,36 @@ def experiment_status(name: str, rows: pd.DataFrame, today: date) -> ExperimentS
         )
     )
     overall = overall.iloc[order]
-    verdicts = [str(v) for v in overall["verdict"]]
+    primary = overall["primary"].fillna(False).astype(bool).to_numpy()
+    if not primary.any():  # no primary mark: every overall row decides
+        primary = np.ones(len(overall), dtype=bool)
+    leading = [str(v) for v in overall["verdict"][primary]]
+    others = [str(v) for v in overall["verdict"][~primary]]
+    tone = "loss" if "loss" in leading else "win" if "win" in leading else ""
     stale = _flag(at_latest["stale"]) or latest < today - timedelta(days=STALE_AFTER_DAYS)
-    alarms = {"srm": _flag(at_latest["srm_alarm"]), "loss": "loss" in verdicts, "stale": stale}
-    return ExperimentStatus(name, latest, overall, alarms)
+    alarms = {
+        "srm": _flag(at_latest["srm_alarm"]),
+        "loss": "loss" in leading,
+        "secondary_loss": "loss" in others,
+        "stale": stale,
+    }
+    return ExperimentStatus(name, latest, overall, alarms, tone)
 
 
 def _verdict_line(row: pd.Series) -> str:
-    label = metric_display(None, str(row["metric"]))
-    lift = fmt_percent(row["relative_lift"])
+    """``reranker: MRR@10 +0.246 (+45.6%) win``; an interleaving's preference as
+    ``preference by clicks Δ_AB +0.058 win``; no relative lift where there is none."""
+    metric = str(row["metric"])
+    delta = fmt_signed(row["delta"])
+    if row.get("design") == "interleaved" and metric in _CREDIT_LABELS:
+        label, delta = _CREDIT_LABELS[metric], f"Δ_AB {delta}"
+    else:
+        label = metric_display(None, metric)
+    lift = f" ({fmt_percent(row['relative_lift'])})" if is_number(row["relative_lift"]) else ""
     verdict = str(row["verdict"]) if row["verdict"] in VERDICT_COLOURS else "inconclusive"
     return (
         f'<li><span class="treatment">{_e(row["treatment"])}:</span> '
-        f"{_e(label)} {_e(fmt_signed(row['delta']))} ({_e(lift)}) "
+        f"{_e(label)} {_e(delta)}{_e(lift)} "
         f'<span class="verdict {_e(verdict)}">{_e(verdict)}</span></li>'
     )
 
@@ -209,18 +244,18 @@ def sparkline(rows: pd.DataFrame) -> str:
 
 def _card(name: str, rows: pd.DataFrame, link: str | None, today: date) -> str:
     status = experiment_status(name, rows, today)
-    latest, overall, alarms = status.latest, status.overall, status.alarms
-    verdicts = list(overall["verdict"])
-    tone = "loss" if "loss" in verdicts else "win" if "win" in verdicts else ""
+    latest, overall, alarms, tone = status.latest, status.overall, status.alarms, status.tone
     title = f'<a href="{_e(link)}">{_e(name)}</a>' if link else _e(name)
     texts = {
         "srm": ("SRM", "sample ratio mismatch at the latest date"),
-        "loss": ("loss", "an overall comparison lost at the latest date"),
+        "loss": ("loss", "the primary metric lost at the latest date"),
+        "secondary_loss": ("secondary loss", "another metric lost at the latest date"),
         "stale": ("stale", "the latest inputs are unchanged or older than two days"),
     }
     badges = [
-        f'<span class="alarm-badge {key}" title="{_e(texts[key][1])}">{_e(texts[key][0])}</span>'
-        for key in ("srm", "loss", "stale")
+        f'<span class="alarm-badge {key.replace("_", "-")}" title="{_e(texts[key][1])}">'
+        f"{_e(texts[key][0])}</span>"
+        for key in ("srm", "loss", "secondary_loss", "stale")
         if alarms[key]
     ] or ['<span class="alarm-badge ok" title="no alarm at the latest date">ok</span>']
     lines = [_verdict_line(row) for _, row in overall.iterrows()]

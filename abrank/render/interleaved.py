@@ -39,12 +39,12 @@ from abrank.render.text import (
     arm_labels,
     comparison_subject,
     fmt_count,
-    fmt_p,
     fmt_share,
     metric_label,
     overall_comparisons,
     plain,
     several_treatments,
+    split_check_text,
 )
 from abrank.render.typed import as_summary, readout_summary
 
@@ -203,16 +203,10 @@ def interleaving_facts(summary: Summary) -> list[tuple[str, str]]:
     if checks is None:
         return []
     first = checks.first_team
-    verdict = "ALARM" if first.alarm else "ok"
-    chi2 = f"{first.chi2:.2f}" if first.chi2 is not None else "n/a"
     facts = [
         ("clustered by", str(summary.unit)),
         ("impressions", f"{fmt_count(checks.impressions)} from {fmt_count(checks.units)} units"),
-        (
-            "first-team check (chi-square)",
-            f"{verdict}: chi-square {chi2}, p = {fmt_p(first.p_value)} "
-            f"(alarm below {first.alpha:g})",
-        ),
+        (f"first-team check ({first.test_name})", split_check_text(first)),
         (
             "impressions with a click",
             f"{fmt_count(checks.clicked)} ({fmt_share(checks.clicked_share)})",

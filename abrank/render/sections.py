@@ -70,6 +70,7 @@ from abrank.render.text import (
     fmt_interval,
     fmt_level,
     fmt_p,
+    fmt_p_is,
     fmt_percent,
     fmt_relative_interval,
     fmt_share,
@@ -80,6 +81,7 @@ from abrank.render.text import (
     overall_comparisons,
     segment_comparisons,
     several_treatments,
+    split_check_text,
     test_name,
     widened,
 )
@@ -157,7 +159,7 @@ def _title_block(summary: Summary) -> TitleBlock:
         if split is not None:
             state = "ALARM" if split.alarm else "ok"
             what = "sample ratio" if srm is not None else "first team"
-            meta.append(f"{what} {state} (p = {fmt_p(split.p_value)})")
+            meta.append(f"{what} {state} ({fmt_p_is(split.p_value)})")
     control = control_name(summary)
     if control:
         meta.append(f"control {arm_label(summary, control)}")
@@ -406,9 +408,20 @@ def _results_section(summary: Summary, charts: Sequence[Chart]) -> Section:
             ),
             Heading("How to read this readout"),
             Facts(tuple(legend_entries(summary, paired=paired)), css="legend"),
+            *_method_blocks(summary),
         ]
     blocks += _charts_of(charts, "results")
     return Section("results", "Results", tuple(blocks))
+
+
+def _method_blocks(summary: Summary) -> list[Block]:
+    """The methods note: how numbers were made where that deserves a word but is no warning
+    (``diagnostics.method_notes``: resampling approximations and their bounds)."""
+    diagnostics = summary.diagnostics
+    notes = (diagnostics.method_notes if diagnostics is not None else None) or ()
+    if not notes:
+        return []
+    return [Heading("Methods note"), *(Paragraph(spans(str(note)), role="note") for note in notes)]
 
 
 def _cuped_blocks(summary: Summary, comps: Sequence[ComparisonSummary]) -> list[Block]:
@@ -664,15 +677,7 @@ def _online_facts(summary: Summary) -> list[tuple[str, str]]:
     facts = [("randomization unit", str(summary.unit))]
     srm = diagnostics.srm
     if srm is not None:
-        verdict = "ALARM" if srm.alarm else "ok"
-        chi2 = f"{srm.chi2:.2f}" if srm.chi2 is not None else "n/a"
-        facts.append(
-            (
-                "sample ratio check (chi-square)",
-                f"{verdict}: chi-square {chi2}, p = {fmt_p(srm.p_value)} "
-                f"(alarm below {srm.alpha:g})",
-            )
-        )
+        facts.append((f"sample ratio check ({srm.test_name})", split_check_text(srm)))
     mixed = diagnostics.mixed_units
     if mixed is not None:
         done = "dropped" if mixed.policy == "drop" else "kept"

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from abrank.readout.model import ComparisonSummary, Summary
+from abrank.readout.model import ComparisonSummary, SampleRatio, Summary
 from abrank.render.typed import as_comparison, as_summary
 from abrank.stats import registry as stats_registry
 
@@ -71,6 +71,23 @@ def fmt_p(value: Any) -> str:
     if not is_number(value):
         return "n/a"
     return "< 0.001" if value < 0.001 else f"{value:.3g}"
+
+
+def fmt_p_is(value: Any) -> str:
+    """A p-value in a sentence: ``p < 0.001`` below 0.001, else ``p = 0.0342``."""
+    shown = fmt_p(value)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+
+
+def split_check_text(check: SampleRatio) -> str:
+    """A split check (sample ratio, first team) as a fact: ``ok: chi-square 0.24, p = 0.621
+    (alarm below 0.001)``; the chi-square statistic is shown only when the chi-square test
+    gave the p-value (the exact test's name stands in the fact's name)."""
+    verdict = "ALARM" if check.alarm else "ok"
+    statistic = (
+        f"chi-square {check.chi2:.2f}, " if check.test == "chi2" and check.chi2 is not None else ""
+    )
+    return f"{verdict}: {statistic}{fmt_p_is(check.p_value)} (alarm below {check.alpha:g})"
 
 
 def fmt_count(value: Any) -> str:
