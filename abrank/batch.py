@@ -281,10 +281,7 @@ def _analyse(
                 if not batch:
                     print(f"abrank: skipped: {experiment.name} {day}: {detail}", file=sys.stderr)
                 return RunOutcome(config, experiment.name, day, EXIT_SKIPPED, "skipped", detail)
-            raise DataError(
-                f"{display_path(file)}: {key}: expected the input of {day}, got no such file "
-                "(--missing skip exits 99 instead)"
-            )
+            raise missing_input_error(key, file, day)
         out = options.out
         out = Path(out) / experiment.name if out and several else out
         folder = readout_folder(run, out)
@@ -297,6 +294,17 @@ def _analyse(
             raise
         return _failed(config, experiment.name, day, exc)
     return _Analysed(config, run, day, folder, recording, readout)
+
+
+def missing_input_error(key: str, file: str, day: str) -> DataError:
+    """The error of a dated run whose input ``file`` (config ``key``) is not there (yet),
+    as ``run`` and ``validate --date`` report it."""
+    from abrank.analysis import display_path
+
+    return DataError(
+        f"{display_path(file)}: {key}: expected the input of {day}, got no such file "
+        "(--missing skip exits 99 instead)"
+    )
 
 
 def _progress(message: str) -> None:

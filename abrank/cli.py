@@ -574,12 +574,17 @@ def _validate(args: argparse.Namespace) -> int:
     """Open and check every input as ``run`` does on the same engine (the config's, or
     ``--engine``), computing no comparison."""
     from abrank.analysis.engine import choose_engine
+    from abrank.analysis.window import missing_inputs
+    from abrank.batch import missing_input_error
     from abrank.config import load_experiment
 
     experiments = [load_experiment(path) for path in args.configs]
     for path, experiment in zip(args.configs, experiments):
         if args.date is not None:
             experiment = experiment.for_date(args.date)
+            missing = missing_inputs(experiment)
+            if missing:
+                raise missing_input_error(*missing[0], experiment.date.isoformat())
         elif experiment.dated:
             print(f"{path}: ok: {experiment.name}: dated config (give --date to check its files)")
             continue

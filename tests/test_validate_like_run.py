@@ -38,7 +38,9 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 def validate_and_run(capsys, config: Path, engine: str, out: Path):
     """(code, stdout, stderr) of validate, then of a quiet run into ``out``."""
     checked = cli(capsys, "validate", config, "--engine", engine)
-    ran = cli(capsys, "run", config, "--engine", engine, "--out", out, "--quiet", "--format", "json")
+    ran = cli(
+        capsys, "run", config, "--engine", engine, "--out", out, "--quiet", "--format", "json"
+    )
     return checked, ran
 
 
@@ -234,8 +236,7 @@ def test_an_offline_glob_passes_validate_and_run_on_the_sql_engines(engine, tmp_
         return
     assert (code, run_code) == (0, 0), err + run_err
     assert out == (
-        f"{config}: ok: tiny: old (3 queries), new (3 queries); 3 judged queries; "
-        "metrics mrr@10\n"
+        f"{config}: ok: tiny: old (3 queries), new (3 queries); 3 judged queries; metrics mrr@10\n"
     )
 
 
@@ -250,8 +251,28 @@ def test_validate_reads_an_offline_glob_on_the_configs_own_engine(engine, tmp_pa
     code, out, err = cli(capsys, "validate", config)
     assert code == 0, err
     assert out == (
-        f"{config}: ok: tiny: old (3 queries), new (3 queries); 3 judged queries; "
-        "metrics mrr@10\n"
+        f"{config}: ok: tiny: old (3 queries), new (3 queries); 3 judged queries; metrics mrr@10\n"
     )
     run_code, _, run_err = cli(capsys, "run", config, "--out", tmp_path / "out", "--quiet")
     assert run_code == 0, run_err
+
+
+def test_a_dated_input_not_there_yet_fails_validate_and_run_alike(engine, tmp_path, capsys):
+    config = offline(tmp_path, control_path='"control-{date}.csv"')
+    (tmp_path / "control-2026-01-01.csv").write_text(CONTROL)
+    out = tmp_path / "out"
+    for day, expected in (("2026-01-01", 0), ("2026-01-02", 2)):
+        checked = cli(capsys, "validate", config, "--date", day, "--engine", engine)
+        options = ["--engine", engine, "--quiet", "--out", out, "--no-history"]
+        ran = cli(capsys, "run", config, "--date", day, *options)
+        assert (checked[0], ran[0]) == (expected, expected), checked[2] + ran[2]
+    missing = tmp_path / "control-2026-01-02.csv"
+    assert (
+        checked[2]
+        == ran[2]
+        == (
+            f"abrank: error: {missing}: control.path: expected the input of 2026-01-02, got no "
+            "such file (--missing skip exits 99 instead)\n"
+        )
+    )
+    assert checked[1] == "" and not (out / "2026-01-02").exists()
