@@ -285,7 +285,8 @@ def _analyse(
         out = options.out
         out = Path(out) / experiment.name if out and several else out
         folder = readout_folder(run, out)
-        check_output_folder(folder)  # a refused output path fails before the analysis runs
+        # a refused output path fails before the analysis runs
+        check_output_folder(folder, within=folder.parent if run.date is not None else None)
         recording = recording_for(run, folder, out) if options.history else None
         progress = None if batch or options.quiet else _progress
         readout = run_experiment(run, seed=options.seed, progress=progress, engine=options.engine)
@@ -319,6 +320,10 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     from abrank.render import alarms, headline_lines
 
     name, folder = step.experiment.name, step.folder
+    # where a dated run's rows were stored, said after the run (an undated run's default
+    # readout is recorded too, under the day it ran: its output is left as it was)
+    recorded = step.recording is not None and step.date is not None
+    stored = step.recording.file if recorded else None
     try:
         readout, notes = step.readout, []
         if step.recording is not None:
@@ -338,6 +343,8 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
         for line in headline_lines(summary):
             print(line)
         print(f"readout written to {folder}/")
+        if stored is not None:
+            print(f"history: {stored}")
         shown = set(alarms(summary))
         for warning in summary["diagnostics"]["warnings"]:
             if warning not in shown:
@@ -349,5 +356,7 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     for reason in fired:
         print(f"abrank: alert: {name}: {reason}", file=sys.stderr)
     detail = f"{verdict_counts(summary)}; readout {folder}/"
+    if stored is not None:
+        detail += f"; history {stored}"
     code, status = (EXIT_ALERT, "alert") if fired else (EXIT_OK, "ok")
     return RunOutcome(step.config, name, step.date, code, status, detail, str(folder))
