@@ -93,7 +93,8 @@ def test_a_link_above_the_named_folder_is_followed(experiment, tmp_path, capsys)
     """Only the folder named (and the date folder) may not be a link: a reports folder
     kept on another disk through a link above it is the user's own layout."""
     real, link = linked_folder(tmp_path)
-    code, _, err = run_cli(capsys, "run", experiment, "--date", DAY, "--out", link / "tiny", "-q")
+    args = ["--date", DAY, "--out", link / "tiny", "-q", "--format", "json"]
+    code, _, err = run_cli(capsys, "run", experiment, *args)
     assert code == 0, err
     assert (real / "tiny" / DAY / "summary.json").is_file()
     assert (real / "history" / "tiny" / f"{DAY}.parquet").is_file()
@@ -127,22 +128,24 @@ def test_out_named_otherwise_than_the_experiment_holds_its_own_history(
 def test_out_named_after_the_experiment_records_in_the_folder_above(experiment, tmp_path, capsys):
     root = tmp_path / "reports"
     out = root / "tiny"
-    code, stdout, err = run_cli(capsys, "run", experiment, "--date", DAY, "--out", out)
+    args = ["--date", DAY, "--out", out, "--format", "json"]
+    code, stdout, err = run_cli(capsys, "run", experiment, *args)
     assert code == 0, err
     assert sorted(p.name for p in root.iterdir()) == ["history", "index.html", "tiny"]
     stored = root / "history" / "tiny" / f"{DAY}.parquet"
     assert stored.is_file() and f"history: {stored}\n" in stdout
-    assert index_links(root / "index.html") == [f"tiny/{DAY}/report.html"] * 2
+    assert index_links(root / "index.html") == [f"tiny/{DAY}/summary.json"] * 2
 
 
 def test_the_default_folder_records_in_reports(experiment, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, stdout, err = run_cli(capsys, "run", experiment, "--date", DAY)
+    code, stdout, err = run_cli(capsys, "run", experiment, "--date", DAY, "--format", "json")
     assert code == 0, err
     stored = Path("reports") / "history" / "tiny" / f"{DAY}.parquet"
     assert (tmp_path / stored).is_file()
     assert f"history: {stored}\n" in stdout
-    assert index_links(tmp_path / "reports" / "index.html") == [f"tiny/{DAY}/report.html"] * 2
+    links = index_links(tmp_path / "reports" / "index.html")
+    assert links == [f"tiny/{DAY}/summary.json"] * 2
 
 
 def test_a_backfill_into_out_says_where_each_date_is_recorded(experiment, tmp_path, capsys):
@@ -166,18 +169,18 @@ def test_a_dated_config_output_records_in_the_folder_holding_its_dates(
     experiment, tmp_path, capsys
 ):
     experiment.write_text(experiment.read_text() + "output: ../dated/{date}\n")
-    code, stdout, err = run_cli(capsys, "run", experiment, "--date", DAY)
+    code, stdout, err = run_cli(capsys, "run", experiment, "--date", DAY, "--format", "json")
     assert code == 0, err
     root = tmp_path / "dated"
     stored = root / "history" / "tiny" / f"{DAY}.parquet"
     printed = re.search(r"^history: (.+)$", stdout, re.MULTILINE).group(1)
     assert stored.is_file() and Path(printed).resolve() == stored
-    assert index_links(root / "index.html") == [f"{DAY}/report.html"] * 2
+    assert index_links(root / "index.html") == [f"{DAY}/summary.json"] * 2
 
 
 def test_no_history_line_without_a_recording(experiment, tmp_path, capsys):
     out = tmp_path / "place" / "out"
-    code, stdout, err = run_cli(capsys, "run", experiment, "--date", DAY, "--out", out,
-                                "--no-history")  # fmt: skip
+    args = ["--date", DAY, "--out", out, "--no-history", "--format", "json"]
+    code, stdout, err = run_cli(capsys, "run", experiment, *args)
     assert code == 0, err
     assert "history:" not in stdout and sorted(p.name for p in out.iterdir()) == [DAY]

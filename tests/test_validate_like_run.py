@@ -253,7 +253,8 @@ def test_validate_reads_an_offline_glob_on_the_configs_own_engine(engine, tmp_pa
     assert out == (
         f"{config}: ok: tiny: old (3 queries), new (3 queries); 3 judged queries; metrics mrr@10\n"
     )
-    run_code, _, run_err = cli(capsys, "run", config, "--out", tmp_path / "out", "--quiet")
+    args = ["--out", tmp_path / "out", "--quiet", "--format", "json"]
+    run_code, _, run_err = cli(capsys, "run", config, *args)
     assert run_code == 0, run_err
 
 
