@@ -281,14 +281,12 @@ def _analyse(
                 if not batch:
                     print(f"abrank: skipped: {experiment.name} {day}: {detail}", file=sys.stderr)
                 return RunOutcome(config, experiment.name, day, EXIT_SKIPPED, "skipped", detail)
-            raise DataError(
-                f"{display_path(file)}: {key}: expected the input of {day}, got no such file "
-                "(--missing skip exits 99 instead)"
-            )
+            raise missing_input_error(key, file, day)
         out = options.out
         out = Path(out) / experiment.name if out and several else out
         folder = readout_folder(run, out)
-        check_output_folder(folder)  # a refused output path fails before the analysis runs
+        # a refused output path fails before the analysis runs
+        check_output_folder(folder, within=folder.parent if run.date is not None else None)
         recording = recording_for(run, folder, out) if options.history else None
         progress = None if batch or options.quiet else _progress
         readout = run_experiment(run, seed=options.seed, progress=progress, engine=options.engine)
@@ -297,6 +295,17 @@ def _analyse(
             raise
         return _failed(config, experiment.name, day, exc)
     return _Analysed(config, run, day, folder, recording, readout)
+
+
+def missing_input_error(key: str, file: str, day: str) -> DataError:
+    """The error of a dated run whose input ``file`` (config ``key``) is not there (yet),
+    as ``run`` and ``validate --date`` report it."""
+    from abrank.analysis import display_path
+
+    return DataError(
+        f"{display_path(file)}: {key}: expected the input of {day}, got no such file "
+        "(--missing skip exits 99 instead)"
+    )
 
 
 def _progress(message: str) -> None:
@@ -311,6 +320,10 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     from abrank.render import alarms, headline_lines
 
     name, folder = step.experiment.name, step.folder
+    # where a dated run's rows were stored, said after the run (an undated run's default
+    # readout is recorded too, under the day it ran: its output is left as it was)
+    recorded = step.recording is not None and step.date is not None
+    stored = step.recording.file if recorded else None
     try:
         readout, notes = step.readout, []
         if step.recording is not None:
@@ -330,6 +343,8 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
         for line in headline_lines(summary):
             print(line)
         print(f"readout written to {folder}/")
+        if stored is not None:
+            print(f"history: {stored}")
         shown = set(alarms(summary))
         for warning in summary["diagnostics"]["warnings"]:
             if warning not in shown:
@@ -341,5 +356,7 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     for reason in fired:
         print(f"abrank: alert: {name}: {reason}", file=sys.stderr)
     detail = f"{verdict_counts(summary)}; readout {folder}/"
+    if stored is not None:
+        detail += f"; history {stored}"
     code, status = (EXIT_ALERT, "alert") if fired else (EXIT_OK, "ok")
     return RunOutcome(step.config, name, step.date, code, status, detail, str(folder))

@@ -131,6 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="YYYY-MM-DD",
         help="check a dated config's files of this date (without it, only the config)",
     )
+    validate.add_argument(
+        "--engine",
+        metavar="NAME",
+        help="override the config's engine: memory, duckdb or spark (the files are opened "
+        "and checked as run opens them on that engine)",
+    )
 
     metrics = verb(
         "metrics",
@@ -565,40 +571,51 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from abrank.analysis import load_data
+    """Open and check every input as ``run`` does on the same engine (the config's, or
+    ``--engine``), computing no comparison."""
+    from abrank.analysis.engine import choose_engine
+    from abrank.analysis.window import missing_inputs
+    from abrank.batch import missing_input_error
     from abrank.config import load_experiment
 
     experiments = [load_experiment(path) for path in args.configs]
     for path, experiment in zip(args.configs, experiments):
         if args.date is not None:
             experiment = experiment.for_date(args.date)
+            missing = missing_inputs(experiment)
+            if missing:
+                raise missing_input_error(*missing[0], experiment.date.isoformat())
         elif experiment.dated:
             print(f"{path}: ok: {experiment.name}: dated config (give --date to check its files)")
             continue
+        choice = choose_engine(experiment, args.engine)
         if experiment.interleaved:
-            print(f"{path}: ok: {experiment.name}: {_interleaved_inputs(experiment)}")
-            continue
-        if experiment.online:
-            print(f"{path}: ok: {experiment.name}: {_online_inputs(experiment)}")
-            continue
-        data = load_data(experiment)
-        queries = {name: int(frame["query_id"].nunique()) for name, frame in data.rankings.items()}
-        arms = ", ".join(f"{name} ({count:,} queries)" for name, count in queries.items())
-        print(
-            f"{path}: ok: {experiment.name}: {arms}; {data.judgments['query_id'].nunique():,} judged "
-            f"queries; metrics {', '.join(experiment.metrics)}"
-        )
+            found = _interleaved_inputs(experiment, choice)
+        elif experiment.online:
+            found = _online_inputs(experiment, choice)
+        else:
+            found = _offline_inputs(experiment, choice)
+        print(f"{path}: ok: {experiment.name}: {found}")
     return EXIT_OK
 
 
-def _online_inputs(experiment) -> str:
+def _offline_inputs(experiment, choice) -> str:
+    """What an offline experiment's rankings and judgments hold: queries per arm and judged
+    queries (opened by the chosen engine: on an SQL engine, counted where the files lie)."""
+    from abrank.analysis.offline_sql import check_offline_inputs
+
+    counts = check_offline_inputs(experiment, choice, lambda message: None)
+    arms = ", ".join(f"{name} ({count:,} queries)" for name, count in counts.queries.items())
+    return f"{arms}; {counts.judged:,} judged queries; metrics {', '.join(experiment.metrics)}"
+
+
+def _online_inputs(experiment, choice) -> str:
     """What an online experiment's logs hold: impressions and units per arm (read by the
-    config's engine: on an SQL engine, from the per-unit sums it returns)."""
-    from abrank.analysis.engine import choose_engine, score_online_sql
+    chosen engine: on an SQL engine, from the per-unit sums it returns)."""
+    from abrank.analysis.engine import score_online_sql
     from abrank.analysis.online import load_online
 
     unit = experiment.analysis.unit
-    choice = choose_engine(experiment)
     if choice.name != "memory":
         data, scores = score_online_sql(experiment, choice, lambda message: None)
         counts = {name: (scores.impressions[name], scores.units[name]) for name in scores.sums}
@@ -616,15 +633,13 @@ def _online_inputs(experiment) -> str:
     return f"{arms}{mixed}; metrics {', '.join(experiment.metrics)}"
 
 
-def _interleaved_inputs(experiment) -> str:
+def _interleaved_inputs(experiment, choice) -> str:
     """What an interleaved log holds: impressions, units, the impressions each team
-    contributed results to, and the credits compared (read by the config's engine: on an
+    contributed results to, and the credits compared (read by the chosen engine: on an
     SQL engine, from the per-unit counts it returns)."""
-    from abrank.analysis.engine import choose_engine
     from abrank.analysis.interleaved import load_interleaved
 
     unit = experiment.analysis.unit
-    choice = choose_engine(experiment)
     if choice.name != "memory":
         from abrank.analysis.interleaved_sql import score_interleaved_sql
 

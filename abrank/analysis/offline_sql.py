@@ -16,6 +16,7 @@ unchanged.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -36,6 +37,7 @@ from abrank.analysis.load import (
 from abrank.analysis.score import (
     JUDGED_K,
     ScoredArms,
+    analysed_queries,
     arms_scored,
     curve_metrics,
     score_arms,
@@ -47,7 +49,7 @@ from abrank.config import Experiment
 from abrank.engines.sql import open_backend
 from abrank.errors import ConfigError, DataError
 
-__all__ = ["Scorer", "SqlOffline", "offline_inputs"]
+__all__ = ["InputCounts", "Scorer", "SqlOffline", "check_offline_inputs", "offline_inputs"]
 
 #: Scores an experiment's loaded inputs (``score_arms`` or :meth:`SqlOffline.score`).
 Scorer = Callable[[Experiment, LoadedData], ScoredArms]
@@ -66,6 +68,38 @@ def offline_inputs(
     offline = SqlOffline(experiment, choice, say)
     try:
         yield offline.load(), offline.score
+    finally:
+        offline.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class InputCounts:
+    """What an offline experiment's inputs hold, as ``abrank validate`` reports it: the
+    distinct queries of each arm's log and of the judgments."""
+
+    queries: dict[str, int]  # arm -> distinct query ids in its log
+    judged: int  # distinct query ids in the judgments
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts as JSON-safe builtins."""
+        return {"queries": dict(self.queries), "judged": self.judged}
+
+
+def check_offline_inputs(
+    experiment: Experiment, choice: EngineChoice, say: Progress
+) -> InputCounts:
+    """Open and check every input of an offline experiment on the chosen engine, as
+    :func:`abrank.run_experiment` opens them, short of scoring: the same loader (memory) or
+    the same statements that open the files in the engine (DuckDB, Spark), and the same
+    check that some logged query is judged. What ``abrank validate`` runs."""
+    if choice.name == "memory":
+        queries = analysed_queries(experiment, load_data(experiment, say))
+        logged = {name: int(index.size) for name, index in queries.logged.items()}
+        return InputCounts(logged, int(queries.judged.size))
+    offline = SqlOffline(experiment, choice, say)
+    try:
+        offline.load()
+        return offline.query_counts()
     finally:
         offline.close()
 
@@ -194,6 +228,54 @@ class SqlOffline:
             parts.append(values.where(values.notna(), "(none)").astype(str))
         return pd.concat(parts, axis=1)
 
+    def query_counts(self) -> InputCounts:
+        """The distinct queries of each arm's log and of the judgments, counted in the
+        engine; a DataError when no logged query is judged, as :meth:`score` raises it
+        (what ``abrank validate`` checks, without scoring)."""
+        counts: dict[str, int] = {}
+        judged_anywhere = False
+        for arm in self.experiment.arms:
+            opened = self.rankings[arm.name]
+            sql = f"SELECT COUNT(DISTINCT query_id) AS n FROM {opened.sql} AS r"
+            counts[arm.name] = int(self._run_once(sql)["n"][0].as_py())
+            judged_anywhere |= counts[arm.name] > self._unjudged_queries(arm.name)
+        threshold = self.experiment.relevance_threshold
+        judged_ids = pd.Index(self._judged_table(threshold)["query_id"].astype(str))
+        if not judged_anywhere:
+            raise self._none_in_common(judged_ids)
+        return InputCounts(counts, int(judged_ids.size))
+
+    def _judged_table(self, threshold: float) -> pd.DataFrame:
+        """One row per judged query: ``query_id`` and ``relevant`` (1 when a grade reaches
+        ``threshold``)."""
+        threshold = float(threshold)
+        sql = (
+            "SELECT query_id, CASE WHEN MAX(relevance) >= "
+            f"CAST({threshold!r} AS DOUBLE) THEN 1 ELSE 0 END AS relevant FROM "
+            f"{self.judgments.sql} AS j GROUP BY query_id"
+        )
+        return self._run_once(sql).to_pandas()
+
+    def _unjudged_queries(self, arm: str) -> int:
+        """How many distinct queries of an arm's log have no judgment."""
+        sql = (
+            f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM "
+            f"{self.rankings[arm].sql} AS r) AS q WHERE query_id NOT IN "
+            f"(SELECT query_id FROM {self.judgments.sql} AS j)"
+        )
+        return int(self._run_once(sql)["n"][0].as_py())
+
+    def _none_in_common(self, judged_ids: pd.Index) -> DataError:
+        """The error of rankings that share no query with the judgments, with an example
+        of each (the smallest ids)."""
+        control = self.rankings[self.experiment.control.name].sql
+        first = self._run_once(f"SELECT MIN(query_id) AS q FROM {control} AS r")["q"][0].as_py()
+        judged = judged_ids.min() if judged_ids.size else ""
+        return DataError(
+            "the rankings and judgments: expected queries in common, got none "
+            f"(e.g. ranking query {first or ''!r}, judged query {judged!r})"
+        )
+
     def _run_once(self, sql: str) -> Any:
         """The result of a counting statement, run once per text (the inputs do not change
         while they are open)."""
@@ -206,7 +288,6 @@ class SqlOffline:
     def score(self, experiment: Experiment, data: LoadedData) -> ScoredArms:
         """:func:`~abrank.analysis.score.score_arms` on the engine: per-query values of
         every arm over the analysed queries (judged queries that any arm holds)."""
-        from abrank.engines.sql import compile_sql
         from abrank.engines.sql.judged import score_arm_sql
         from abrank.metrics import parse_metric
 
@@ -221,13 +302,7 @@ class SqlOffline:
         extra += [m for m in [*twins, *curve_metrics(twins)] if m.name not in requested]
         options = (experiment.relevance_threshold, experiment.gain, experiment.depth)
         judgments = self.judgments.sql
-        threshold = float(experiment.relevance_threshold)
-        counts_sql = (
-            "SELECT query_id, CASE WHEN MAX(relevance) >= "
-            f"CAST({threshold!r} AS DOUBLE) THEN 1 ELSE 0 END AS relevant FROM {judgments} "
-            "AS j GROUP BY query_id"
-        )
-        judged_table = self._run_once(counts_sql).to_pandas()
+        judged_table = self._judged_table(experiment.relevance_threshold)
         judged_ids = pd.Index(judged_table["query_id"].astype(str))
         arms: dict[str, Any] = {}
         present: dict[str, pd.Index] = {}
@@ -253,20 +328,10 @@ class SqlOffline:
                 self.cache[(arm.name, options)] = scores
             arms[arm.name] = scores
             present[arm.name] = scores.first_relevant.index
-            sql = (
-                f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM {opened.sql} AS r) "
-                f"AS q WHERE query_id NOT IN (SELECT query_id FROM {judgments} AS j)"
-            )
-            unjudged[arm.name] = int(self._run_once(sql)["n"][0].as_py())
+            unjudged[arm.name] = self._unjudged_queries(arm.name)
         universe = union(present.values())
         if universe.empty:
-            control = self.rankings[experiment.control.name].sql
-            sql = f"SELECT MIN(query_id) AS q FROM {control} AS r"
-            first = backend.run(compile_sql(sql, backend.dialect))["q"][0].as_py() or ""
-            raise DataError(
-                "the rankings and judgments: expected queries in common, got none "
-                f"(e.g. ranking query {first!r}, judged query {judged_ids.min()!r})"
-            )
+            raise self._none_in_common(judged_ids)
         universe = universe.sort_values().rename("query_id")
         relevant = judged_table.set_index(judged_ids)["relevant"].reindex(universe)
         without_relevant = universe[relevant.to_numpy() == 0]

@@ -2,7 +2,10 @@
 
 A dated run (and an undated one whose readout goes to its default place under
 ``reports/``) is recorded under its *reports root*, the folder that holds the experiments'
-folders: ``reports/<name>/<date>/`` has the root ``reports``. Before the readout is written
+folders, each named after its experiment: ``reports/<name>/<date>/`` has the root
+``reports``, as has ``--out reports/<name>``. A dated run's folder of dates named otherwise
+(``--out X/out``) is its own root: its history and index page go inside it, never beside
+it, and the index links ``<date>/report.html``. Before the readout is written
 the history is read, to tell whether the date's inputs are the previous date's very bytes
 (``schedule.stale``) and to give the readout its trend (the rows of every date up to its
 own); after it is written, the run's rows replace that date's in the store and
@@ -19,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 
 from abrank.config import Experiment
-from abrank.config.dates import is_dated
 from abrank.errors import ConfigError
 from abrank.readout import Readout
 
@@ -31,6 +33,13 @@ class Recording:
     root: Path
     experiment: str
     date: str
+
+    @property
+    def file(self) -> Path:
+        """The history store's file of this experiment and date."""
+        from abrank.history import history_folder
+
+        return history_folder(self.root) / self.experiment / f"{self.date}.parquet"
 
     def to_dict(self) -> dict[str, str]:
         """The recording as JSON-safe builtins."""
@@ -50,11 +59,19 @@ def recording_for(
         root = folder.parent
     else:
         day = experiment.date
-        dated_output = out is None and is_dated(experiment.output)
-        root = folder.parent if dated_output else folder.parent.parent
+        root = dated_root(experiment.name, folder)
     recording = Recording(root, experiment.name, day.isoformat())
     check_recording(recording)
     return recording
+
+
+def dated_root(name: str, folder: Path) -> Path:
+    """The reports root of a dated readout written to ``folder``: the folder above its
+    folder of dates when that one is named after the experiment (``reports/<name>/<date>``,
+    ``--out X/<name>``), else the folder of dates itself (``--out X/out``: the history and
+    the index page stay inside what the user named, and the index can link the readout)."""
+    dates = folder.parent
+    return dates.parent if dates.name == name else dates
 
 
 def check_recording(recording: Recording) -> None:
@@ -138,19 +155,26 @@ def store_run(recording: Recording, rows: pd.DataFrame) -> list[str]:
 
 def readout_links(root: Path, history: pd.DataFrame) -> dict[str, str]:
     """Each experiment's latest readout, relative to the root: ``<name>/<date>/report.html``
-    for a dated one, ``<name>/report.html`` for an undated one (its summary.json when the
-    report was not written)."""
+    for a dated one, ``<name>/report.html`` for an undated one, ``<date>/report.html`` for
+    a dated one whose folder of dates is the root (:func:`dated_root`; that readout's
+    marker must name the experiment); its summary.json when the report was not written."""
+    from abrank.analysis.write import readout_experiment
+
     links = {}
     if not len(history):
         return links
     latest = history.groupby("experiment", sort=True)["date"].max()
     for name, date in latest.items():
-        for folder in (Path(str(name)) / str(date), Path(str(name))):
+        name, date = str(name), str(date)
+        folders = [Path(name) / date, Path(name)]
+        if readout_experiment(root / date) == name:
+            folders.append(Path(date))
+        for folder in folders:
             for page in ("report.html", "summary.json"):
                 if (root / folder / page).is_file():
-                    links[str(name)] = (folder / page).as_posix()
+                    links[name] = (folder / page).as_posix()
                     break
-            if str(name) in links:
+            if name in links:
                 break
     return links
 

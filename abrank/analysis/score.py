@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -58,18 +58,14 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     from abrank.metrics import parse_metric
 
     metrics = [parse_metric(name) for name in experiment.metrics]
-    judged = pd.Index(pd.unique(data.judgments["query_id"]))
-    logged = {name: pd.Index(pd.unique(frame["query_id"])) for name, frame in data.rankings.items()}
-    present = {name: queries.intersection(judged) for name, queries in logged.items()}
+    queries = analysed_queries(experiment, data)
+    judged, logged, present, universe = (
+        queries.judged,
+        queries.logged,
+        queries.present,
+        queries.universe,
+    )
     unjudged = {name: int(logged[name].size - present[name].size) for name in logged}
-    control = experiment.control.name
-    universe = union(present.values())
-    if universe.empty:
-        raise DataError(
-            "the rankings and judgments: expected queries in common, got none "
-            f"(e.g. ranking query {_first_id(data.rankings[control])!r}, judged query {judged[0]!r})"
-        )
-    universe = universe.sort_values().rename("query_id")
 
     judgments = data.judgments
     if judged.size != universe.size:
@@ -95,6 +91,44 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
     return arms_scored(
         experiment, arms, present, universe, without_relevant, unjudged, int(judged.size)
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysedQueries:
+    """Which queries an offline experiment's loaded inputs hold: the judged ones, each
+    arm's logged ones, those of them that are judged, and the analysed ones (the judged
+    queries that any arm holds, sorted)."""
+
+    judged: pd.Index
+    logged: dict[str, pd.Index]
+    present: dict[str, pd.Index]
+    universe: pd.Index
+
+    def to_dict(self) -> dict[str, Any]:
+        """How many queries each set holds, as JSON-safe builtins."""
+        return {
+            "judged": int(self.judged.size),
+            "logged": {name: int(index.size) for name, index in self.logged.items()},
+            "present": {name: int(index.size) for name, index in self.present.items()},
+            "analysed": int(self.universe.size),
+        }
+
+
+def analysed_queries(experiment: Experiment, data: LoadedData) -> AnalysedQueries:
+    """The query sets of the loaded inputs; a DataError when no logged query is judged (the
+    check ``abrank validate`` makes too, without scoring)."""
+    judged = pd.Index(pd.unique(data.judgments["query_id"]))
+    logged = {name: pd.Index(pd.unique(frame["query_id"])) for name, frame in data.rankings.items()}
+    present = {name: queries.intersection(judged) for name, queries in logged.items()}
+    universe = union(present.values())
+    if universe.empty:
+        control = data.rankings[experiment.control.name]
+        first_judged = str(judged[0]) if judged.size else ""
+        raise DataError(
+            "the rankings and judgments: expected queries in common, got none "
+            f"(e.g. ranking query {_first_id(control)!r}, judged query {first_judged!r})"
+        )
+    return AnalysedQueries(judged, logged, present, universe.sort_values().rename("query_id"))
 
 
 def arms_scored(

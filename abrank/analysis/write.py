@@ -68,7 +68,7 @@ def readout_folder(experiment: Experiment, out: str | Path | None = None) -> Pat
     return default_folder(experiment.name, out, experiment.output) / experiment.date.isoformat()
 
 
-def check_output_folder(folder: str | Path) -> None:
+def check_output_folder(folder: str | Path, *, within: str | Path | None = None) -> None:
     """Refuse an output path that a readout may not be written to, before any work is done.
 
     abrank never deletes, renames or replaces anything it did not write. A readout may go
@@ -78,7 +78,13 @@ def check_output_folder(folder: str | Path) -> None:
     working folder (or one holding it), a file, a symbolic link, a folder with other
     content, a place the user may not write. :func:`write_readout` checks again; the CLI
     calls this first so that a bad ``--out`` fails before the analysis runs.
+
+    ``within`` is the folder that a dated run's readout goes into (``--out``, the config's
+    ``output`` or ``reports/<name>``, holding a ``<date>/`` folder per run): it may not be
+    a symbolic link either, so that no readout is written through one.
     """
+    if within is not None:
+        _refuse_link(Path(within))
     _output_state(Path(folder))
 
 
@@ -202,11 +208,7 @@ def _output_state(folder: Path) -> str:
             f"{folder}: expected a folder for the readout, got {which}; abrank never replaces it "
             "(name a new or empty folder, or an earlier readout)"
         )
-    if folder.is_symlink():
-        raise ConfigError(
-            f"{folder}: expected a folder for the readout, got a symbolic link; abrank replaces "
-            "only folders it wrote"
-        )
+    _refuse_link(folder)
     if not folder.exists():
         _check_writable_parent(folder)
         return "new"
@@ -240,6 +242,15 @@ def _output_state(folder: Path) -> str:
     return "readout"
 
 
+def _refuse_link(folder: Path) -> None:
+    """A readout folder, or the folder holding a dated run's readouts, may not be a link."""
+    if folder.is_symlink():
+        raise ConfigError(
+            f"{folder}: expected a folder for the readout, got a symbolic link; abrank replaces "
+            "only folders it wrote"
+        )
+
+
 def _check_writable_parent(folder: Path) -> None:
     """The nearest existing folder above ``folder`` must be a folder the user may write."""
     parent = folder.parent
@@ -253,6 +264,13 @@ def _check_writable_parent(folder: Path) -> None:
         raise ConfigError(
             f"{folder}: expected a folder abrank can write, got permission denied (in {parent})"
         )
+
+
+def readout_experiment(folder: Path) -> str | None:
+    """The experiment whose readout ``folder`` holds, by its marker (None: no readout)."""
+    marker = _read_marker(folder)
+    name = None if marker is None else marker.get("experiment")
+    return name if isinstance(name, str) else None
 
 
 def _read_marker(folder: Path) -> dict[str, Any] | None:
