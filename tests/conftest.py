@@ -29,30 +29,13 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-#: Tests of several seconds each (measured on 2 busy cores), marked ``slow`` here so that
-#: the quick profile leaves them out: full demo runs, subprocesses, large resamplings.
+#: Tests of a second or more each, marked ``slow`` here so that the quick profile leaves them
+#: out: full demo runs, subprocesses, large resamplings. The list lives in ``slow_tests.txt``
+#: beside this file, measured by ``benchmarks/time_tests.py``.
 SLOW_TESTS = frozenset(
-    {
-        "test_online_pipeline.py::test_readme_shows_what_the_online_demo_run_prints",
-        "test_online_pipeline.py::test_a_lost_share_of_one_arms_users_raises_the_srm_alarm",
-        "test_scheduler_examples.py::test_the_airflow_task_command_runs_the_date_and_exits_99_before_its_logs",
-        "test_scheduler_examples.py::test_the_crontab_line_runs_yesterdays_readouts",
-        "test_resampling.py::test_large_samples_of_distinct_values_switch_to_grid_cells",
-        "test_sequential.py::test_online_demo_with_sequential_inference_clusters_and_keeps_cuped",
-        "test_history.py::test_two_processes_rewriting_the_same_date_leave_one_complete_file",
-        "test_schedule.py::test_sigterm_stops_the_run_with_143_and_leaves_the_earlier_readout",
-        # starts Spark from inside the test (not through the fixture's name)
-        "test_engine_judged_sql.py::test_the_demo_experiment_gives_the_same_summary_on_every_engine",
-        "test_fast_stats.py::test_index_bootstrap_sums_are_numpys_gather_and_sum_to_the_last_bit",
-        "test_unit_lattice.py::test_the_linearized_bootstrap_agrees_with_the_exact_unit_bootstrap",
-        "test_judged_only.py::test_judged_only_matches_filter_then_score",
-        "test_schedule.py::test_a_dated_readout_charts_the_trend_of_the_dates_before_it",
-        "test_schedule.py::test_two_processes_recording_two_dates_at_once_both_land",
-        "test_workers.py::test_a_dead_chart_worker_is_replaced_by_drawing_here",
-        "test_engine_duckdb.py::test_the_bundled_online_demo_gives_the_same_summary_on_duckdb",
-        "test_interleaved_stats.py::test_intervals_cover_a_true_preference",
-        "test_metrics.py::test_matches_slow_reference",
-    }
+    line
+    for line in (Path(__file__).parent / "slow_tests.txt").read_text().splitlines()
+    if line and not line.startswith("#")
 )
 
 

@@ -74,3 +74,22 @@ def test_the_tests_that_start_spark_are_marked_slow(pytestconfig):
     spark_fixture = ("scores_on_spark_as_on", "on_memory_duckdb_and_spark", "cli_runs_on_spark")
     assert not any(name in i for i in ids for name in spark_fixture)
     assert not any("crontab_line_runs" in i or "airflow_task_command_runs" in i for i in ids)
+
+
+def test_every_test_the_quick_profile_leaves_out_exists():
+    """``slow_tests.txt`` names tests by ``file::function``: a renamed or removed test would
+    silently return to the quick profile's list of nothing, so each name must resolve."""
+    import ast
+
+    listed = (ROOT / "tests" / "slow_tests.txt").read_text().splitlines()
+    names = [line for line in listed if line and not line.startswith("#")]
+    assert len(names) == len(set(names))
+    defined: dict[str, set[str]] = {}
+    for name in names:
+        file, function = name.split("::")
+        if file not in defined:
+            tree = ast.parse((ROOT / "tests" / file).read_text())
+            defined[file] = {
+                node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+            }
+        assert function in defined[file], name
