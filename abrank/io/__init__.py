@@ -77,7 +77,27 @@ def read_rankings(
         from abrank.io.trec import read_trec_run
 
         return read_trec_run(path, duplicates=duplicates)
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(
+        path,
+        fmt,
+        sep=sep,
+        decimal=decimal,
+        first_rows=lambda rows, line: _rankings(rows, line, path, columns, duplicates, decimal),
+    )
+    return _rankings(frame, first_line, path, columns, duplicates, decimal)
+
+
+def _rankings(
+    frame: pd.DataFrame,
+    first_line: int,
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    duplicates: str,
+    decimal: str | None,
+) -> pd.DataFrame:
+    """The canonical rankings frame of a table's rows (``first_line``: the file's line of
+    the first row), checked; :func:`read_rankings` runs it on the file's first lines, then
+    on the whole file."""
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id"))
     if "rank" not in frame.columns and "score" not in frame.columns:
         raise DataError(
@@ -133,7 +153,24 @@ def read_judgments(
         from abrank.io.trec import read_trec_qrels
 
         return read_trec_qrels(path)
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(
+        path,
+        fmt,
+        sep=sep,
+        decimal=decimal,
+        first_rows=lambda rows, line: _judgments(rows, line, path, columns, decimal),
+    )
+    return _judgments(frame, first_line, path, columns, decimal)
+
+
+def _judgments(
+    frame: pd.DataFrame,
+    first_line: int,
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    decimal: str | None,
+) -> pd.DataFrame:
+    """The canonical judgments frame of a table's rows, checked (as :func:`_rankings`)."""
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))
     frame = _ids_as_strings(frame, path, first_line)
     frame["relevance"] = _numeric(
@@ -157,7 +194,20 @@ def read_attributes(
     if fmt == "trec":
         raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got a TREC file")
     check_table_options(path, fmt, sep, decimal)
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(
+        path,
+        fmt,
+        sep=sep,
+        decimal=decimal,
+        first_rows=lambda rows, line: _attributes(rows, line, path, columns),
+    )
+    return _attributes(frame, first_line, path, columns)
+
+
+def _attributes(
+    frame: pd.DataFrame, first_line: int, path: str | Path, columns: Mapping[str, str] | None
+) -> pd.DataFrame:
+    """The attributes frame of a table's rows, checked (as :func:`_rankings`)."""
     frame = _canonical_columns(frame, path, columns, required=("query_id",))
     frame = _ids_as_strings(frame, path, first_line, ids=("query_id",))
     repeated = frame["query_id"].duplicated()

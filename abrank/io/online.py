@@ -111,14 +111,58 @@ def read_impressions(
         labels = (*_IDS, "query", "arm", "team")
         text = {name for canon in labels for name in IMPRESSION_ALIASES[canon]}
         text |= {u for canon, u in (columns or {}).items() if canon in labels}
-        frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal, text_columns=text)
-        names = canonical_names(list(frame.columns), path, columns)
-        log = {canon: frame[name] for name, canon in names.items() if is_kept(canon, keep)}
-    unit = "row" if fmt == "parquet" else "line"
+        frame, first_line = read_table(
+            path,
+            fmt,
+            sep=sep,
+            decimal=decimal,
+            text_columns=text,
+            first_rows=lambda rows, line: _converted(
+                _named(rows, path, columns, keep), _place_of(path, "line", line), decimal
+            ),
+        )
+        log = _named(frame, path, columns, keep)
+    where = _place_of(path, "row" if fmt == "parquet" else "line", first_line)
+    out = _converted(log, where, decimal)
+    codes = np.asarray(out["impression_id"].codes, dtype=np.int32)
+    rows = _row_order(codes, out["rank"])
+    if rows is not None:
+        out = {column: _take(values, rows) for column, values in out.items()}
+        codes = codes[rows]
+    else:
+        rows = np.arange(codes.size, dtype=np.int64)
+    _check_impressions(out, codes, rows, path, where)
+    order = [c for c in _CANONICAL_ORDER if c in out]
+    rest = [c for c in log if c not in order]
+    return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
+
+
+def _named(
+    frame: pd.DataFrame,
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    keep: Collection[str] | None,
+) -> dict[str, Any]:
+    """A table's columns that are loaded, by canonical name (the required ones checked)."""
+    names = canonical_names(list(frame.columns), path, columns)
+    return {canon: frame[name] for name, canon in names.items() if is_kept(canon, keep)}
+
+
+def _place_of(path: str | Path, unit: str, first_line: int) -> Callable[[int], str]:
+    """``where(row)``: the file and line (or row) of a 0-based row, for messages."""
 
     def where(row: int) -> str:
         return f"{path}: {unit} {row + first_line}"
 
+    return where
+
+
+def _converted(
+    log: Mapping[str, Any], where: Callable[[int], str], decimal: str | None
+) -> dict[str, Any]:
+    """The log's columns converted to the canonical types, each cell checked (ids present,
+    ``clicked`` 0/1, ranks whole numbers >= 1, dwell >= 0); rows in the file's order. What
+    needs an impression's rows together is checked by :func:`_check_impressions`."""
     out: dict[str, Any] = {}
     for column in (*_IDS, "arm", "team"):
         if column in log:
@@ -132,17 +176,7 @@ def read_impressions(
     for column, values in log.items():
         if column not in out:
             out[column] = other_column(values)
-    codes = np.asarray(out["impression_id"].codes, dtype=np.int32)
-    rows = _row_order(codes, out["rank"])
-    if rows is not None:
-        out = {column: _take(values, rows) for column, values in out.items()}
-        codes = codes[rows]
-    else:
-        rows = np.arange(codes.size, dtype=np.int64)
-    _check_impressions(out, codes, rows, path, where)
-    order = [c for c in _CANONICAL_ORDER if c in out]
-    rest = [c for c in log if c not in order]
-    return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
+    return out
 
 
 def impression_codes(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
