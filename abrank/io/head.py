@@ -85,7 +85,7 @@ def read_head(path: str | Path, size: int = HEAD_BYTES, limit: int = LINE_LIMIT)
             # the line that the head cuts: read on until it ends, or is too long
             line = data.count(b"\n", 0, cut) + 1
             length = len(data) - cut
-            while length <= limit:
+            while 0 < length <= limit:
                 more = handle.read(min(_CHUNK, limit + 1 - length))
                 if not more:
                     break
