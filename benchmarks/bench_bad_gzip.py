@@ -23,11 +23,20 @@ is most of the wall time.
     python benchmarks/bench_bad_gzip.py                          # every case, 200 MB each
     python benchmarks/bench_bad_gzip.py --cases trec-line,online-csv-rows --engines memory
     python benchmarks/bench_bad_gzip.py --unpacked-mb 20 --timeout 60
+
+``--good ROWS`` times instead the readers on valid files of about ROWS rows each (a TREC
+run with spaces and one with tabs, a CSV ranking table, CSV and JSON Lines click logs, all
+gzip-compressed; the memory engine's readers, and the DuckDB engine's opening of the CSV
+table and the CSV log), best of three in this process, to compare the code before and after
+a change to the readers (run it once with each on ``PYTHONPATH``).
+
+    python benchmarks/bench_bad_gzip.py --good 2000000
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 import shutil
@@ -178,6 +187,119 @@ def write_config(folder: Path, case: str, engine: str) -> Path:
     return path
 
 
+def write_good(folder: Path, rows: int) -> dict[str, Path]:
+    """Valid gzip inputs of about ``rows`` rows each (reused when present)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "trec run (spaces)": folder / f"run-{rows}.txt.gz",
+        "trec run (tabs)": folder / f"run-tabs-{rows}.txt.gz",
+        "csv ranking table": folder / f"rankings-{rows}.csv.gz",
+        "csv click log": folder / f"log-{rows}.csv.gz",
+        "jsonl click log": folder / f"log-{rows}.jsonl.gz",
+    }
+    if all(path.exists() for path in paths.values()):
+        return paths
+    docs = 50
+    queries = max(rows // docs, 1)
+
+    def write(path: Path, head: str, line) -> None:
+        with gzip.open(path, "wt", compresslevel=1) as out:
+            out.write(head)
+            for q in range(queries):
+                out.write("".join(line(q, d) for d in range(1, docs + 1)))
+
+    write(paths["trec run (spaces)"], "", lambda q, d: f"q{q} Q0 d{q * 7 + d} {d} {99 - d}.5 s\n")
+    write(
+        paths["trec run (tabs)"], "", lambda q, d: f"q{q}\tQ0\td{q * 7 + d}\t{d}\t{99 - d}.5\ts\n"
+    )
+    write(
+        paths["csv ranking table"],
+        "query_id,doc_id,rank,score\n",
+        lambda q, d: f"q{q},d{q * 7 + d},{d},{99 - d}.5\n",
+    )
+    write(
+        paths["csv click log"],
+        "impression_id,user_id,doc_id,rank,clicked,arm\n",
+        lambda q, d: f"i{q},u{q // 5},d{d},{d},{int(d == q % 7 + 1)},{'ab'[q // 5 % 2]}\n",
+    )
+    write(
+        paths["jsonl click log"],
+        "",
+        lambda q, d: (
+            json.dumps(
+                {
+                    "impression_id": f"i{q}",
+                    "user_id": f"u{q // 5}",
+                    "doc_id": f"d{d}",
+                    "rank": d,
+                    "clicked": int(d == q % 7 + 1),
+                    "arm": "ab"[q // 5 % 2],
+                }
+            )
+            + "\n"
+        ),
+    )
+    return paths
+
+
+def time_good(paths: dict[str, Path]) -> None:
+    """Print the best of three timings of each reader on the valid files."""
+    import time
+
+    from abrank.io import read_impressions, read_rankings
+
+    calls = {
+        name: (lambda p=path, f=("trec" if "trec" in name else None): read_rankings(p, format=f))
+        for name, path in paths.items()
+        if "click" not in name
+    }
+    calls.update(
+        {
+            name: (lambda p=path: read_impressions(p))
+            for name, path in paths.items()
+            if "click" in name
+        }
+    )
+    try:
+        from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
+        from abrank.engines.sql.duckdb import DuckDBBackend
+        from abrank.engines.sql.rankings import TableSource, open_rankings
+        from abrank.metrics import parse_metric
+    except ImportError:
+        pass
+    else:
+
+        def duckdb_log() -> None:
+            backend = DuckDBBackend()
+            request = ClickRequest(metrics=(parse_metric("ctr@3"),), arms=("a", "b"))
+            log = paths["csv click log"]
+            try:
+                click_aggregates(backend, [LogSource((str(log),), "csv", log.name)], request)
+            finally:
+                backend.close()
+
+        def duckdb_table() -> None:
+            backend = DuckDBBackend()
+            table = paths["csv ranking table"]
+            try:
+                opened = open_rankings(backend, "t", TableSource((str(table),), "csv", table.name))
+                backend.run(f"SELECT COUNT(*) FROM {opened.sql} AS r")
+            finally:
+                backend.close()
+
+        calls["duckdb: csv click log (ctr@3 sums)"] = duckdb_log
+        calls["duckdb: csv ranking table (opened)"] = duckdb_table
+    print(f"{'valid input':<38} {'rows':>10} {'best of 3 s':>12}")
+    for name, call in calls.items():
+        best, rows = float("inf"), None
+        for _ in range(3):
+            start = time.perf_counter()
+            result = call()
+            best = min(best, time.perf_counter() - start)
+            rows = len(result) if result is not None else rows
+        print(f"{name:<38} {rows if rows is not None else '':>10} {best:12.3f}", flush=True)
+
+
 def measure(command: list[str], timeout: float) -> dict:
     """Wall time, peak memory, exit code and message of one child process."""
     done = subprocess.run(
@@ -196,6 +318,7 @@ def main() -> int:
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated engines")
     parser.add_argument("--commands", default=",".join(COMMANDS), help="run, validate")
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per command")
+    parser.add_argument("--good", type=int, help="time the readers on valid files of ROWS rows")
     parser.add_argument(
         "--workdir",
         type=Path,
@@ -208,6 +331,9 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
     workdir = args.workdir.resolve()
+    if args.good:
+        time_good(write_good(workdir / "good", args.good))
+        return 0
     data = workdir / "data"
     write_inputs(data)
     print(f"{'bomb':<36} {'gzip KB':>8} {'unpacked MB':>12}")

@@ -199,57 +199,57 @@ def test_run_refuses_a_trec_bomb_with_exit_2_naming_file_and_line(tmp_path, caps
 # --------------------------------------------------------------------------- DuckDB
 
 
-def test_duckdb_refuses_a_csv_ranking_table_of_garbage_at_its_first_rows(tmp_path):
+def open_on_duckdb(path: Path, fmt: str) -> None:
+    """Open a rankings file on the DuckDB engine, as an offline run does."""
     pytest.importorskip("duckdb")
     from abrank.engines.sql.duckdb import DuckDBBackend
     from abrank.engines.sql.rankings import TableSource, open_rankings
-    from abrank.engines.sql.sources import FIRST_ROWS
 
-    path = tmp_path / "rankings.csv.gz"
-    bomb(path, b"query_id,doc_id,rank\n", b"q1,d1,x\n", cut=False)
     backend = DuckDBBackend()
     try:
-        message = error_of(open_rankings, backend, "r", TableSource((str(path),), "csv", "r.csv"))
+        open_rankings(backend, "r", TableSource((str(path),), fmt, path.name))
     finally:
         backend.close()
-    assert message == (
-        f"{path}: rank: expected a number, got 'x' ({FIRST_ROWS - 1} more such rows); only "
-        f"the first {FIRST_ROWS:,} rows were read"
+
+
+def test_duckdb_refuses_a_csv_ranking_table_of_garbage_at_line_2(tmp_path):
+    path = tmp_path / "rankings.csv.gz"
+    text = bomb(path, b"query_id,doc_id,rank\n", b"q1,d1,x\n")
+    lines = head_lines(text)
+    assert error_of(open_on_duckdb, path, "csv") == (
+        f"{path}: line 2: rank: expected a number, got 'x' ({lines - 2} more such rows); "
+        f"only the first {lines:,} lines were read"
     )
 
 
-def test_duckdb_refuses_a_click_log_of_garbage_at_its_first_rows(tmp_path):
+def test_duckdb_refuses_a_click_log_of_garbage_at_line_2(tmp_path):
     pytest.importorskip("duckdb")
     from click_logs import sums_on
 
     from abrank.engines.sql.duckdb import DuckDBBackend
-    from abrank.engines.sql.sources import FIRST_ROWS
 
-    # DuckDB decompresses some 64 MiB ahead of what it parses, so these bombs have no
-    # damaged end: the counts say that only the first rows were checked
     path = tmp_path / "log.csv.gz"
     first, row = b"impression_id,user_id,doc_id,rank,clicked,arm\n", b"i1,u1,d1,1,x,a\n"
-    bomb(path, first, row, cut=False)
-    message = error_of(sums_on, DuckDBBackend(), path, ["ctr@3"], fmt="csv")
-    assert message == (
-        f"{path}: impression 'i1': clicked: expected 0, 1, true or false, got 'x'; only "
-        f"the first {FIRST_ROWS:,} rows were read"
+    text = bomb(path, first, row)
+    lines = head_lines(text)
+    assert error_of(sums_on, DuckDBBackend(), path, ["ctr@3"], fmt="csv") == (
+        f"{path}: line 2: clicked: expected 0, 1, true or false, got 'x' ({lines - 2} more such "
+        f"rows); only the first {lines:,} lines were read"
     )
 
 
-def test_duckdb_sums_of_a_shuffled_log_longer_than_its_first_rows_equal_the_memory_engines(
+def test_duckdb_sums_of_a_shuffled_log_longer_than_its_first_lines_equal_the_memory_engines(
     tmp_path,
 ):
+    # the first megabyte holds rows of impressions whose other rows come later: no problem
     pytest.importorskip("duckdb")
     from click_logs import assert_same_sums, make_log, memory_sums, sums_on
 
     from abrank.engines.sql.duckdb import DuckDBBackend
-    from abrank.engines.sql.sources import FIRST_ROWS
 
     path = tmp_path / "log.csv"
-    log = make_log(impressions=8000)  # rows in random order: impressions cut by any sample
-    assert len(log) > 2 * FIRST_ROWS
-    log.to_csv(path, index=False)
+    make_log(impressions=12_000).to_csv(path, index=False)  # rows in random order
+    assert path.stat().st_size > HEAD_BYTES
     result = sums_on(DuckDBBackend(), path, ["click_rr@3", "ctr@2"], fmt="csv")
     expected = memory_sums(path, ["click_rr@3", "ctr@2"])
     for arm in ("a", "b"):
@@ -260,18 +260,9 @@ def test_duckdb_sums_of_a_shuffled_log_longer_than_its_first_rows_equal_the_memo
 def test_duckdb_is_given_no_text_file_with_a_line_longer_than_the_limit(tmp_path, megabytes):
     # DuckDB refuses a line of 2 MiB with a message of its own, and reads past one of 40 MiB
     # at the end of a file as if it were not there (the run went on with line 1 only)
-    pytest.importorskip("duckdb")
-    from abrank.engines.sql.duckdb import DuckDBBackend
-    from abrank.engines.sql.rankings import TableSource, open_rankings
-
     path = tmp_path / "run.txt.gz"
     path.write_bytes(gzip.compress(b"q1 Q0 d1 1 2.5 t\n" + b"x" * (megabytes * MIB), 1))
-    backend = DuckDBBackend()
-    try:
-        message = error_of(open_rankings, backend, "r", TableSource((str(path),), "trec", "r"))
-    finally:
-        backend.close()
-    assert message == f"{path}: line 2: {LONG}"
+    assert error_of(open_on_duckdb, path, "trec") == f"{path}: line 2: {LONG}"
 
 
 # --------------------------------------------------------------------------- the head

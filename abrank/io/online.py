@@ -44,12 +44,13 @@ from abrank.io.impression_columns import (
     rank_column,
     text_column,
 )
-from abrank.io.tables import listing, read_table
+from abrank.io.tables import check_head, listing, read_table
 
 __all__ = [
     "IMPRESSION_COLUMNS",
     "MixedUnits",
     "check_arms",
+    "check_log_head",
     "clicked_flags",
     "drop_units",
     "impression_codes",
@@ -108,18 +109,13 @@ def read_impressions(
     if fmt == "parquet":
         log, first_line = parquet_columns(Path(path), columns, keep), 1
     else:
-        labels = (*_IDS, "query", "arm", "team")
-        text = {name for canon in labels for name in IMPRESSION_ALIASES[canon]}
-        text |= {u for canon, u in (columns or {}).items() if canon in labels}
         frame, first_line = read_table(
             path,
             fmt,
             sep=sep,
             decimal=decimal,
-            text_columns=text,
-            first_rows=lambda rows, line: _converted(
-                _named(rows, path, columns, keep), _place_of(path, "line", line), decimal
-            ),
+            text_columns=_text_columns(columns),
+            first_rows=_cell_checks(path, columns, keep, decimal),
         )
         log = _named(frame, path, columns, keep)
     where = _place_of(path, "row" if fmt == "parquet" else "line", first_line)
@@ -135,6 +131,59 @@ def read_impressions(
     order = [c for c in _CANONICAL_ORDER if c in out]
     rest = [c for c in log if c not in order]
     return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
+
+
+def check_log_head(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
+) -> None:
+    """Run the cell checks of :func:`read_impressions` (ids present, ``clicked``, ranks
+    and dwell of each row) on the first lines of a text log only
+    (:func:`abrank.io.tables.check_head`), for the SQL engines, which read the whole log
+    themselves: a log of garbage is then refused at its first bad rows, with the message
+    :func:`read_impressions` gives. A missing column is left to the engine, which sees the
+    columns of every file (and those of a hive-partitioned path); so is a Parquet log."""
+    fmt = detect_format(path, format, judgments=True)
+    if BY_NAME[fmt].kind != "table" or fmt == "parquet":
+        return
+
+    def check(frame: pd.DataFrame, first_line: int) -> None:
+        try:
+            canonical_names(list(frame.columns), path, columns)
+        except DataError:
+            return  # a column problem: the engine's to name
+        _cell_checks(path, columns, None, decimal)(frame, first_line)
+
+    check_head(path, fmt, check, sep=sep, decimal=decimal, text_columns=_text_columns(columns))
+
+
+def _text_columns(columns: Mapping[str, str] | None) -> set[str]:
+    """The columns that delimited text keeps as written: every spelling of the ids and
+    labels (``007`` stays ``007``)."""
+    labels = (*_IDS, "query", "arm", "team")
+    text = {name for canon in labels for name in IMPRESSION_ALIASES[canon]}
+    return text | {u for canon, u in (columns or {}).items() if canon in labels}
+
+
+def _cell_checks(
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    keep: Collection[str] | None,
+    decimal: str | None,
+) -> Callable[[pd.DataFrame, int], Any]:
+    """The checks of a text log's rows that need no other row, as ``read_table``'s
+    ``first_rows``: run on its first lines before it is read whole."""
+
+    def check(frame: pd.DataFrame, first_line: int) -> Any:
+        return _converted(
+            _named(frame, path, columns, keep), _place_of(path, "line", first_line), decimal
+        )
+
+    return check
 
 
 def _named(

@@ -70,7 +70,7 @@ def read_table(
     if fmt != "parquet":
         check_readable(path)
         if first_rows is not None:
-            _check_head(path, fmt, sep, decimal, text_columns, first_rows)
+            check_head(path, fmt, first_rows, sep=sep, decimal=decimal, text_columns=text_columns)
     frame, first_line = reader(path, sep, decimal, text_columns)
     if frame.empty:
         raise DataError(
@@ -79,16 +79,20 @@ def read_table(
     return frame, first_line
 
 
-def _check_head(
-    path: Path,
+def check_head(
+    path: str | Path,
     fmt: str,
-    sep: str | None,
-    decimal: str | None,
-    text_columns: Collection[str],
     first_rows: Callable[[pd.DataFrame, int], Any],
+    *,
+    sep: str | None = None,
+    decimal: str | None = None,
+    text_columns: Collection[str] = (),
 ) -> None:
-    """Parse a text file's first lines and run ``first_rows`` on their frame (see
-    :func:`read_table`); a file that they hold whole is left to the whole file's reading."""
+    """Parse a text table's first lines (:func:`abrank.io.head.read_head`) and run
+    ``first_rows(frame, first_line)`` on their frame, as :func:`read_table` does before it
+    reads the file whole; a DataError there says that only those lines were read. A file
+    that its first lines hold whole is left to the whole file's reading."""
+    path = Path(path)
     head = read_head(path)
     if head.whole:
         return

@@ -29,7 +29,7 @@ from abrank.io.arrow import (
 )
 from abrank.io.columns import parse_numbers
 from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, open_bytes
-from abrank.io.head import long_line_error, read_head, read_only
+from abrank.io.head import HEAD_BYTES, long_line_error, read_head, read_only
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
@@ -207,7 +207,9 @@ def check_head(
         value = "score" if "score" in fields else "relevance"
         wanted = {"query_id": 0, "doc_id": 2, value: list(fields).index(value)}
     try:
-        table, lines = _parse_fields(path, lambda: pa.BufferReader(head.data), fields, wanted)
+        table, lines = _parse_fields(
+            path, lambda: pa.BufferReader(head.data), fields, wanted, block=HEAD_BYTES
+        )
         for name in wanted:
             if name in _NUMERIC:
                 parse_numbers(table[name], lambda row, n=name: f"{path}: line {lines[row]}: {n}")
@@ -220,8 +222,10 @@ def _parse_fields(
     source: Callable[[], pa.NativeFile],
     fields: Sequence[str],
     wanted: dict[str, int],
+    block: int = _CSV_BLOCK,
 ) -> tuple[pa.Table, _Lines]:
-    """Parse the TREC text that ``source()`` opens (messages name ``path``).
+    """Parse the TREC text that ``source()`` opens (messages name ``path``), ``block``
+    bytes at a time (the reader's buffers: small for a file's first lines).
 
     Tries pyarrow's CSV reader with a single-space delimiter first; files with tabs,
     repeated spaces or malformed lines go through a splitting path that also reports the
@@ -232,7 +236,7 @@ def _parse_fields(
         with source() as opened:
             table = pacsv.read_csv(
                 opened,
-                read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
+                read_options=pacsv.ReadOptions(column_names=names, block_size=block),
                 parse_options=pacsv.ParseOptions(
                     delimiter=" ", quote_char=False, double_quote=False
                 ),

@@ -37,7 +37,6 @@ from abrank.engines.sql.sources import (
     Layout,
     LogSource,
     check_deep_ranks,
-    check_first_rows,
     literal,
     missing_id,
     ranks_broken,
@@ -117,9 +116,6 @@ def click_aggregates(
     metrics = tuple(click_metrics(request.metrics))
     layouts = [_layout(backend, i, source, request, metrics) for i, source in enumerate(sources)]
     rows = _rows_sql(layouts, request)
-    check_first_rows(
-        backend, rows, lambda first: _raise_first_problem(backend, first, layouts, request)
-    )
     sat = any(m.family == "sat_ctr" for m in metrics)
     cutoffs = sorted({m.k for m in metrics if m.family == "clicks"}, key=_cutoff_order)
     table = backend.run(

@@ -5,9 +5,7 @@ hive-partitioned folders (``logs/date=*/part-*.parquet``: ``date`` becomes a col
 without loading them whole, within ``memory_limit`` (it spills to ``temp_directory``
 beyond it). This module opens the logs as relations and runs the statements of
 :mod:`abrank.engines.sql.clicks` and :mod:`abrank.engines.sql.interleaved`; it computes
-nothing of its own. Text files have their first lines' lengths checked before DuckDB reads
-them (:func:`abrank.io.head.read_head`): DuckDB's CSV reader skips, without a word, a
-line longer than its buffer.
+nothing of its own.
 """
 
 from __future__ import annotations
@@ -96,8 +94,6 @@ class DuckDBBackend:
         """Open ``source`` (a :class:`~abrank.engines.sql.sources.LogSource`) as the view
         ``name``; its columns and their kinds."""
         self.labels.append(source.label)
-        if source.format in ("csv", "tsv", "jsonl"):
-            _check_lines(source.files)
         files = "[" + ", ".join(_text(f) for f in source.files) + "]"
         if source.format == "parquet":
             read = f"read_parquet({files}, union_by_name = true"
@@ -135,7 +131,6 @@ class DuckDBBackend:
         reader gives no line numbers of its own."""
         label = ", ".join(str(f) for f in files)
         self.labels.append(label)
-        _check_lines(files)
         listed = "[" + ", ".join(_text(f) for f in files) + "]"
         read = (
             f"read_csv({listed}, columns = {{'line': 'VARCHAR'}}, header = false, "
@@ -237,17 +232,6 @@ class DuckDBBackend:
             raise DataError(
                 f"{label}: expected a log DuckDB can read, got {_first_line(exc)}"
             ) from None
-
-
-def _check_lines(files: Sequence[str]) -> None:
-    """No line longer than :data:`abrank.io.head.LINE_LIMIT` among the first lines of each
-    text file (a DataError naming the file and line)."""
-    from abrank.io.files import path_problem
-    from abrank.io.head import read_head
-
-    for file in files:
-        if path_problem(file) is None:
-            read_head(file)
 
 
 def _text(value: str) -> str:

@@ -45,7 +45,6 @@ from abrank.engines.sql.sources import (
     Layout,
     LogSource,
     check_deep_ranks,
-    check_first_rows,
     literal,
     missing_id,
     native_ids,
@@ -157,11 +156,6 @@ def interleaved_aggregates(
         backend.register_table(_AGREEMENT, request.agreement)
     rows = _rows_sql(layouts, request)
     several_files = sum(len(layout.source.files) for layout in layouts) > 1
-    check_first_rows(
-        backend,
-        rows,
-        lambda first: _raise_first_problem(backend, first, layouts, request, several_files),
-    )
     arrow = backend.run(compile_sql(_counts_sql(rows, request, several_files), backend.dialect))
     table = arrow.to_pandas()
     labels = ", ".join(dict.fromkeys(layout.source.label for layout in layouts))

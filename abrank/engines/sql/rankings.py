@@ -11,10 +11,9 @@ The checks are those of :mod:`abrank.io`'s readers, with their wording: a line w
 few fields, a score or grade that is no number, a rank that is no whole number >= 1 or is
 repeated in a query, a (query, doc) pair ranked twice or judged twice, an empty file. One
 statement counts the problems; only when it finds some do further statements look for
-the first one, to name its file and line. The first rows are checked before the whole
-input is read (a TREC file's first lines by the file reader's own check, a table's first
-:data:`~abrank.engines.sql.sources.FIRST_ROWS` rows by the same statements), so that a
-file of garbage is refused at its first bad rows.
+the first one, to name its file and line. Before the engine reads a text file, the file
+reader checks its first lines (:func:`abrank.io.check_first_lines`), so that a file of
+garbage is refused at its first bad rows, not after the engine has read it whole.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from typing import Any
 from abrank.engines.sql import Backend, compile_sql, quote
 from abrank.errors import ConfigError, DataError
 from abrank.io.columns import ALIASES, alias_renames
-from abrank.io.head import read_only
 
 __all__ = ["Opened", "TableSource", "open_judgments", "open_rankings"]
 
@@ -92,9 +90,8 @@ def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
     """Register and check one arm's rankings; the relation of its canonical rows."""
     if source.duplicates not in ("error", "first"):
         raise ConfigError(f"duplicates: expected 'error' or 'first', got {source.duplicates!r}")
-    _check_files(source)
+    _check_files(source, "rankings")
     if source.format == "trec":
-        _check_trec_heads(source, RUN_FIELDS)
         rows = _trec_rows(backend, name, source, RUN_FIELDS, {"query_id": 0, "doc_id": 2})
         return _checked(backend, name, source, rows, "score", (), line="line")
     if source.format == "qrels":
@@ -105,9 +102,8 @@ def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
 
 def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
     """Register and check the judgments; the relation of its canonical rows."""
-    _check_files(source)
+    _check_files(source, "judgments")
     if source.format in ("qrels", "trec"):
-        _check_trec_heads(source, QRELS_FIELDS)
         rows = _trec_rows(backend, name, source, QRELS_FIELDS, {"query_id": 0, "doc_id": 2})
         return _checked(backend, name, source, rows, None, (), line="line")
     rows, _, _ = _table_rows(backend, name, source, judgments=True)
@@ -117,20 +113,23 @@ def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
 # --------------------------------------------------------------------------- reading
 
 
-def _check_files(source: TableSource) -> None:
+def _check_files(source: TableSource, kind: str) -> None:
+    """Each file a regular file, its first lines checked by the file reader."""
+    from abrank.io import check_first_lines
     from abrank.io.files import check_file
 
     for file in source.files:
         check_file(file, "a regular data file", missing="an existing file")
-
-
-def _check_trec_heads(source: TableSource, fields: Sequence[str]) -> None:
-    """Each TREC file's first lines checked by the file reader before the engine reads the
-    files whole (:func:`abrank.io.trec.check_head`: the same checks and messages)."""
-    from abrank.io.trec import check_head
-
     for file in source.files:
-        check_head(file, fields)
+        check_first_lines(
+            file,
+            kind,
+            format=source.format,
+            columns=source.columns,
+            duplicates=source.duplicates,
+            sep=source.sep,
+            decimal=source.decimal,
+        )
 
 
 def _line_word(source: TableSource) -> str:
@@ -314,16 +313,10 @@ def _checked(
     extra: tuple[str, ...],
     *,
     line: str,
-    first: bool = False,
 ) -> Opened:
-    """Count the problems of ``rows`` in one statement; raise on the first one found.
-
-    A table's first rows are checked so first (:func:`_check_first_rows`); ``first`` says
-    that ``rows`` are those only (no file is then said to be empty)."""
+    """Count the problems of ``rows`` in one statement; raise on the first one found."""
     value_name = ranked_by or "relevance"
     first_line = 2 if source.format in ("csv", "tsv") else 1
-    if not first and source.format not in ("trec", "qrels"):
-        _check_first_rows(backend, name, source, rows, ranked_by, extra, line=line)
     # parsed and typed once: the checks and every later statement read the copy
     backend.materialize(f"{name}_rows", compile_sql(rows, backend.dialect))
     backend.drop(name)  # the lines or the file's own columns: read once, into the copy
@@ -357,7 +350,7 @@ def _checked(
         key: sum(int(r[key] or 0) for r in counts)
         for key in ("fields_bad", "number_bad", "pairs", "ranks")
     }
-    for file in () if first else source.files:
+    for file in source.files:
         if not per_file.get(str(file)):
             what = "TREC lines" if source.format in ("trec", "qrels") else "at least one row"
             got = "an empty file" if source.format in ("trec", "qrels") else "none"
@@ -408,47 +401,6 @@ def _checked(
         )
         selected = f"SELECT {', '.join(columns)} FROM ({numbered}) AS numbered WHERE occurrence = 1"
     return Opened(f"({selected})", ranked_by, extra, per_file)
-
-
-def _check_first_rows(
-    backend: Backend,
-    name: str,
-    source: TableSource,
-    rows: str,
-    ranked_by: str | None,
-    extra: tuple[str, ...],
-    *,
-    line: str,
-) -> None:
-    """Run :func:`_checked` on the first :data:`FIRST_ROWS` rows the engine reads of a
-    table, before the table is read whole: a problem there is raised at once, saying that
-    only those rows were read (unless they were all of the table's)."""
-    from abrank.engines.sql.sources import FIRST_ROWS
-
-    head = f"{name}_first"
-    sql = f"SELECT * FROM ({rows}) AS all_rows LIMIT {FIRST_ROWS}"
-    backend.materialize(head, compile_sql(sql, backend.dialect))
-    try:
-        count = f"SELECT COUNT(*) AS n FROM {head}"
-        read = int(backend.run(compile_sql(count, backend.dialect)).to_pylist()[0]["n"])
-        try:
-            _checked(
-                backend,
-                head,
-                source,
-                f"SELECT * FROM {head}",
-                ranked_by,
-                extra,
-                line=line,
-                first=True,
-            )
-        except DataError as exc:
-            if read < FIRST_ROWS:
-                raise
-            raise read_only(exc, read, "rows") from None
-    finally:
-        backend.drop(head)
-        backend.drop(f"{head}_rows")
 
 
 def _file_key(name: str) -> str:

@@ -13,7 +13,7 @@ faster and equal as their text does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,15 +24,12 @@ import pyarrow as pa
 
 from abrank.engines.sql import Backend, compile_sql, quote
 from abrank.errors import DataError
-from abrank.io.head import read_only
 from abrank.io.impression_columns import canonical_names
 
 __all__ = [
-    "FIRST_ROWS",
     "LARGEST",
     "Layout",
     "LogSource",
-    "check_first_rows",
     "clicked_flag",
     "literal",
     "missing_id",
@@ -45,8 +42,6 @@ __all__ = [
 
 #: The largest double: a dwell above it is infinite.
 LARGEST = "1.7976931348623157E308"
-#: Rows of an input that the SQL engines check before they read the whole of it.
-FIRST_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -89,7 +84,21 @@ class Layout:
     @classmethod
     def open(cls, backend: Backend, relation: str, source: LogSource) -> Layout:
         """Register ``source`` as ``relation`` and map its columns onto the canonical
-        names (a DataError listing the columns found when a required one is missing)."""
+        names (a DataError listing the columns found when a required one is missing).
+
+        Each text file's first lines are checked first by the file reader
+        (:func:`abrank.io.check_log_head`): a log of garbage is refused at its first bad
+        rows, not after the engine has read it whole."""
+        from abrank.io import check_log_head
+
+        for file in source.files:
+            check_log_head(
+                file,
+                format=source.format,
+                columns=source.columns,
+                sep=source.sep,
+                decimal=source.decimal,
+            )
         described = backend.register(relation, source)
         names = [name for name, _ in described]
         renamed = canonical_names(names, source.label, source.columns)
@@ -212,41 +221,6 @@ def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
             "CAST(NULL AS VARCHAR) AS dwell_text",
         ]
     return parts
-
-
-def check_first_rows(
-    backend: Backend,
-    rows: str,
-    raise_first: Callable[[str], None],
-    name: str = "abrank_first_rows",
-) -> None:
-    """Check a log's first rows before the whole of it is read, so that a log of garbage
-    is refused at its first bad rows, not after the engine has read it all.
-
-    ``rows`` is the relation of the log's rows with ``row_bad`` (1 for a bad cell). The
-    first :data:`FIRST_ROWS` rows the engine reads are kept as the relation ``name``; when
-    one of them is bad, ``raise_first`` is given that relation (as a statement) and raises
-    the DataError naming it, which then says that only those rows were read (unless they
-    were every row of the log).
-    """
-    dialect = backend.dialect
-    backend.materialize(
-        name, compile_sql(f"SELECT * FROM ({rows}) AS log_rows LIMIT {FIRST_ROWS}", dialect)
-    )
-    try:
-        counted = backend.run(
-            compile_sql(f"SELECT COUNT(*) AS n, SUM(row_bad) AS bad FROM {name}", dialect)
-        ).to_pylist()[0]
-        if not counted["bad"]:
-            return
-        try:
-            raise_first(f"SELECT * FROM {name}")
-        except DataError as exc:
-            if int(counted["n"]) < FIRST_ROWS:
-                raise
-            raise read_only(exc, int(counted["n"]), "rows") from None
-    finally:
-        backend.drop(name)
 
 
 def literal(value: str) -> str:
