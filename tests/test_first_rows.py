@@ -19,7 +19,8 @@ import pytest
 
 from abrank.cli import main
 from abrank.errors import DataError
-from abrank.io import read_impressions, read_judgments, read_rankings
+from abrank.io import read_attributes, read_impressions, read_judgments, read_rankings
+from abrank.io.covariates import read_covariates
 from abrank.io.head import HEAD_BYTES, LINE_LIMIT, find_long_line, read_head
 
 MIB = 1 << 20
@@ -96,6 +97,24 @@ def test_a_click_log_of_garbage_clicks_is_refused_at_line_2(tmp_path, fmt):
     assert error_of(read_impressions, path) == (
         f"{path}: line 2: clicked: expected 0, 1, true or false, got 'x' ({lines - 2} more such "
         f"rows); only the first {lines:,} lines were read"
+    )
+
+
+def test_segment_attributes_and_covariates_of_garbage_are_refused_at_their_first_bad_line(
+    tmp_path,
+):
+    attributes = tmp_path / "attributes.csv.gz"
+    text = bomb(attributes, b"query_id,device\n", b",mobile\n")
+    lines = head_lines(text)
+    assert error_of(read_attributes, attributes) == (
+        f"{attributes}: line 2: query_id: expected a non-empty id, got an empty value "
+        f"({lines - 2} more such rows); only the first {lines:,} lines were read"
+    )
+    covariates = tmp_path / "pre.csv.gz"
+    text = bomb(covariates, b"user_id,ctr@3\n", b"u1,0.5\n")
+    assert error_of(read_covariates, covariates, unit="user_id", metrics=["ctr@3"]) == (
+        f"{covariates}: line 3: user_id: expected one row per unit, got 'u1' again; only the "
+        f"first {head_lines(text):,} lines were read"
     )
 
 
