@@ -32,17 +32,20 @@ from abrank.io.online import (
     IMPRESSION_COLUMNS,
     MixedUnits,
     check_arms,
+    check_log_head,
     drop_units,
     read_impressions,
     split_log,
 )
-from abrank.io.tables import listing, read_table
+from abrank.io.tables import check_head, listing, read_table
 
 __all__ = [
     "ALIASES",
     "IMPRESSION_COLUMNS",
     "MixedUnits",
     "check_arms",
+    "check_first_lines",
+    "check_log_head",
     "detect_format",
     "drop_units",
     "read_attributes",
@@ -77,7 +80,27 @@ def read_rankings(
         from abrank.io.trec import read_trec_run
 
         return read_trec_run(path, duplicates=duplicates)
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(
+        path,
+        fmt,
+        sep=sep,
+        decimal=decimal,
+        first_rows=lambda rows, line: _rankings(rows, line, path, columns, duplicates, decimal),
+    )
+    return _rankings(frame, first_line, path, columns, duplicates, decimal)
+
+
+def _rankings(
+    frame: pd.DataFrame,
+    first_line: int,
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    duplicates: str,
+    decimal: str | None,
+) -> pd.DataFrame:
+    """The canonical rankings frame of a table's rows (``first_line``: the file's line of
+    the first row), checked; :func:`read_rankings` runs it on the file's first lines, then
+    on the whole file."""
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id"))
     if "rank" not in frame.columns and "score" not in frame.columns:
         raise DataError(
@@ -133,7 +156,24 @@ def read_judgments(
         from abrank.io.trec import read_trec_qrels
 
         return read_trec_qrels(path)
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(
+        path,
+        fmt,
+        sep=sep,
+        decimal=decimal,
+        first_rows=lambda rows, line: _judgments(rows, line, path, columns, decimal),
+    )
+    return _judgments(frame, first_line, path, columns, decimal)
+
+
+def _judgments(
+    frame: pd.DataFrame,
+    first_line: int,
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    decimal: str | None,
+) -> pd.DataFrame:
+    """The canonical judgments frame of a table's rows, checked (as :func:`_rankings`)."""
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))
     frame = _ids_as_strings(frame, path, first_line)
     frame["relevance"] = _numeric(
@@ -157,7 +197,20 @@ def read_attributes(
     if fmt == "trec":
         raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got a TREC file")
     check_table_options(path, fmt, sep, decimal)
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(
+        path,
+        fmt,
+        sep=sep,
+        decimal=decimal,
+        first_rows=lambda rows, line: _attributes(rows, line, path, columns),
+    )
+    return _attributes(frame, first_line, path, columns)
+
+
+def _attributes(
+    frame: pd.DataFrame, first_line: int, path: str | Path, columns: Mapping[str, str] | None
+) -> pd.DataFrame:
+    """The attributes frame of a table's rows, checked (as :func:`_rankings`)."""
     frame = _canonical_columns(frame, path, columns, required=("query_id",))
     frame = _ids_as_strings(frame, path, first_line, ids=("query_id",))
     repeated = frame["query_id"].duplicated()
@@ -171,6 +224,49 @@ def read_attributes(
             "one row per query",
         )
     return frame
+
+
+def check_first_lines(
+    path: str | Path,
+    kind: str,
+    *,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    duplicates: str = "error",
+    sep: str | None = None,
+    decimal: str | None = None,
+) -> None:
+    """Run the checks of :func:`read_rankings` (``kind`` ``"rankings"``) or
+    :func:`read_judgments` (``"judgments"``) on the first lines of a text file only
+    (:mod:`abrank.io.head`), for the SQL engines, which read the whole file themselves: a
+    file of garbage is then refused at its first bad rows, with the reader's message.
+
+    Only the rows are checked: a column that is missing is left to the engine, which sees
+    the columns of every file of the input (and those of a hive-partitioned path); so are
+    a Parquet file and a file that its first lines hold whole."""
+    from abrank.io.trec import QRELS_FIELDS, RUN_FIELDS
+    from abrank.io.trec import check_head as check_trec_head
+
+    judgments = kind == "judgments"
+    fmt = detect_format(path, format, judgments=judgments)
+    if fmt in ("trec", "qrels"):
+        check_trec_head(path, RUN_FIELDS if fmt == "trec" else QRELS_FIELDS)
+        return
+    if fmt == "parquet":
+        return
+    required = ("query_id", "doc_id", "relevance") if judgments else ("query_id", "doc_id")
+
+    def rows(frame: pd.DataFrame, line: int) -> None:
+        try:
+            named = _canonical_columns(frame, path, columns, required=required)
+        except DataError:
+            return  # a column problem: the engine's to name
+        if judgments:
+            _judgments(frame, line, path, columns, decimal)
+        elif {"rank", "score"} & set(named.columns):
+            _rankings(frame, line, path, columns, duplicates, decimal)
+
+    check_head(path, fmt, rows, sep=sep, decimal=decimal)
 
 
 # --------------------------------------------------------------------------- columns

@@ -45,7 +45,27 @@ def read_covariates(
     fmt = detect_format(path, format)
     if fmt not in TABLE_NAMES:
         raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got format {fmt}")
-    frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal)
+    frame, first_line = read_table(
+        path,
+        fmt,
+        sep=sep,
+        decimal=decimal,
+        first_rows=lambda rows, line: _covariates(rows, line, path, unit, metrics, decimal),
+    )
+    return _covariates(frame, first_line, path, unit, metrics, decimal)
+
+
+def _covariates(
+    frame: pd.DataFrame,
+    first_line: int,
+    path: str | Path,
+    unit: str,
+    metrics: Sequence[str],
+    decimal: str | None,
+) -> pd.DataFrame:
+    """The pre-period values of a table's rows (``first_line``: the file's line of the first
+    row), checked; :func:`read_covariates` runs it on the file's first lines, then on the
+    whole file."""
     if unit not in frame.columns:
         raise DataError(
             f"{path}: analysis.covariates: expected a column {unit!r} (analysis.unit), "

@@ -44,12 +44,13 @@ from abrank.io.impression_columns import (
     rank_column,
     text_column,
 )
-from abrank.io.tables import listing, read_table
+from abrank.io.tables import check_head, listing, read_table
 
 __all__ = [
     "IMPRESSION_COLUMNS",
     "MixedUnits",
     "check_arms",
+    "check_log_head",
     "clicked_flags",
     "drop_units",
     "impression_codes",
@@ -108,17 +109,109 @@ def read_impressions(
     if fmt == "parquet":
         log, first_line = parquet_columns(Path(path), columns, keep), 1
     else:
-        labels = (*_IDS, "query", "arm", "team")
-        text = {name for canon in labels for name in IMPRESSION_ALIASES[canon]}
-        text |= {u for canon, u in (columns or {}).items() if canon in labels}
-        frame, first_line = read_table(path, fmt, sep=sep, decimal=decimal, text_columns=text)
-        names = canonical_names(list(frame.columns), path, columns)
-        log = {canon: frame[name] for name, canon in names.items() if is_kept(canon, keep)}
-    unit = "row" if fmt == "parquet" else "line"
+        frame, first_line = read_table(
+            path,
+            fmt,
+            sep=sep,
+            decimal=decimal,
+            text_columns=_text_columns(columns),
+            first_rows=_cell_checks(path, columns, keep, decimal),
+        )
+        log = _named(frame, path, columns, keep)
+    where = _place_of(path, "row" if fmt == "parquet" else "line", first_line)
+    out = _converted(log, where, decimal)
+    codes = np.asarray(out["impression_id"].codes, dtype=np.int32)
+    rows = _row_order(codes, out["rank"])
+    if rows is not None:
+        out = {column: _take(values, rows) for column, values in out.items()}
+        codes = codes[rows]
+    else:
+        rows = np.arange(codes.size, dtype=np.int64)
+    _check_impressions(out, codes, rows, path, where)
+    order = [c for c in _CANONICAL_ORDER if c in out]
+    rest = [c for c in log if c not in order]
+    return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
+
+
+def check_log_head(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    sep: str | None = None,
+    decimal: str | None = None,
+) -> None:
+    """Run the cell checks of :func:`read_impressions` (ids present, ``clicked``, ranks
+    and dwell of each row) on the first lines of a text log only
+    (:func:`abrank.io.tables.check_head`), for the SQL engines, which read the whole log
+    themselves: a log of garbage is then refused at its first bad rows, with the message
+    :func:`read_impressions` gives. A missing column is left to the engine, which sees the
+    columns of every file (and those of a hive-partitioned path); so is a Parquet log."""
+    fmt = detect_format(path, format, judgments=True)
+    if BY_NAME[fmt].kind != "table" or fmt == "parquet":
+        return
+
+    def check(frame: pd.DataFrame, first_line: int) -> None:
+        try:
+            canonical_names(list(frame.columns), path, columns)
+        except DataError:
+            return  # a column problem: the engine's to name
+        _cell_checks(path, columns, None, decimal)(frame, first_line)
+
+    check_head(path, fmt, check, sep=sep, decimal=decimal, text_columns=_text_columns(columns))
+
+
+def _text_columns(columns: Mapping[str, str] | None) -> set[str]:
+    """The columns that delimited text keeps as written: every spelling of the ids and
+    labels (``007`` stays ``007``)."""
+    labels = (*_IDS, "query", "arm", "team")
+    text = {name for canon in labels for name in IMPRESSION_ALIASES[canon]}
+    return text | {u for canon, u in (columns or {}).items() if canon in labels}
+
+
+def _cell_checks(
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    keep: Collection[str] | None,
+    decimal: str | None,
+) -> Callable[[pd.DataFrame, int], Any]:
+    """The checks of a text log's rows that need no other row, as ``read_table``'s
+    ``first_rows``: run on its first lines before it is read whole."""
+
+    def check(frame: pd.DataFrame, first_line: int) -> Any:
+        return _converted(
+            _named(frame, path, columns, keep), _place_of(path, "line", first_line), decimal
+        )
+
+    return check
+
+
+def _named(
+    frame: pd.DataFrame,
+    path: str | Path,
+    columns: Mapping[str, str] | None,
+    keep: Collection[str] | None,
+) -> dict[str, Any]:
+    """A table's columns that are loaded, by canonical name (the required ones checked)."""
+    names = canonical_names(list(frame.columns), path, columns)
+    return {canon: frame[name] for name, canon in names.items() if is_kept(canon, keep)}
+
+
+def _place_of(path: str | Path, unit: str, first_line: int) -> Callable[[int], str]:
+    """``where(row)``: the file and line (or row) of a 0-based row, for messages."""
 
     def where(row: int) -> str:
         return f"{path}: {unit} {row + first_line}"
 
+    return where
+
+
+def _converted(
+    log: Mapping[str, Any], where: Callable[[int], str], decimal: str | None
+) -> dict[str, Any]:
+    """The log's columns converted to the canonical types, each cell checked (ids present,
+    ``clicked`` 0/1, ranks whole numbers >= 1, dwell >= 0); rows in the file's order. What
+    needs an impression's rows together is checked by :func:`_check_impressions`."""
     out: dict[str, Any] = {}
     for column in (*_IDS, "arm", "team"):
         if column in log:
@@ -132,17 +225,7 @@ def read_impressions(
     for column, values in log.items():
         if column not in out:
             out[column] = other_column(values)
-    codes = np.asarray(out["impression_id"].codes, dtype=np.int32)
-    rows = _row_order(codes, out["rank"])
-    if rows is not None:
-        out = {column: _take(values, rows) for column, values in out.items()}
-        codes = codes[rows]
-    else:
-        rows = np.arange(codes.size, dtype=np.int64)
-    _check_impressions(out, codes, rows, path, where)
-    order = [c for c in _CANONICAL_ORDER if c in out]
-    rest = [c for c in log if c not in order]
-    return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
+    return out
 
 
 def impression_codes(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:

@@ -2,7 +2,9 @@
 
 :data:`READERS` maps each table format of :mod:`abrank.io.formats` to its reader; a test
 checks that every table format has one. Readers parse whole files with pyarrow's readers
-and leave the columns' checks to :mod:`abrank.io`.
+and leave the columns' checks to :mod:`abrank.io`; :func:`read_table` runs those checks on
+a text file's first lines (:func:`abrank.io.head.read_head`) before it reads the file
+whole, so that a file of garbage is refused at its first bad rows.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from abrank.errors import DataError
 from abrank.io.columns import ALIASES
 from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, head_bytes, is_gzip
 from abrank.io.formats import BY_NAME, TABLE_NAMES
+from abrank.io.head import long_line_error, read_head, read_only
 
 
 def check_readable(path: str | Path) -> None:
@@ -45,19 +48,29 @@ def read_table(
     sep: str | None = None,
     decimal: str | None = None,
     text_columns: Collection[str] = (),
+    first_rows: Callable[[pd.DataFrame, int], Any] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Parse a table file of format ``fmt``; return the frame and the line of its first row
     (1 for formats without a header line, whose errors count rows).
 
     ``text_columns`` names columns that delimited text keeps as written (ids such as
     ``007`` that a number parser would turn into 7), besides every spelling of query_id and
-    doc_id; Parquet and JSON Lines carry their own types."""
+    doc_id; Parquet and JSON Lines carry their own types.
+
+    ``first_rows(frame, first_line)`` is the caller's check of a frame of the file's rows,
+    run first on the frame of a text file's first lines (when the file is longer than
+    those): a DataError there is raised at once, saying that only those lines were read,
+    and the file is not read whole. It must only refuse what the whole file would be
+    refused for (a bad cell; not a check that needs every row, such as ranks 1..n of an
+    impression whose rows may lie apart)."""
     path = Path(path)
     reader = READERS.get(fmt)
     if reader is None:
         raise DataError(f"{path}: expected a table ({', '.join(TABLE_NAMES)}), got format {fmt}")
     if fmt != "parquet":
         check_readable(path)
+        if first_rows is not None:
+            check_head(path, fmt, first_rows, sep=sep, decimal=decimal, text_columns=text_columns)
     frame, first_line = reader(path, sep, decimal, text_columns)
     if frame.empty:
         raise DataError(
@@ -66,10 +79,39 @@ def read_table(
     return frame, first_line
 
 
+def check_head(
+    path: str | Path,
+    fmt: str,
+    first_rows: Callable[[pd.DataFrame, int], Any],
+    *,
+    sep: str | None = None,
+    decimal: str | None = None,
+    text_columns: Collection[str] = (),
+) -> None:
+    """Parse a text table's first lines (:func:`abrank.io.head.read_head`) and run
+    ``first_rows(frame, first_line)`` on their frame, as :func:`read_table` does before it
+    reads the file whole; a DataError there says that only those lines were read. A file
+    that its first lines hold whole is left to the whole file's reading."""
+    path = Path(path)
+    head = read_head(path)
+    if head.whole:
+        return
+    try:
+        frame, first_line = READERS[fmt](path, sep, decimal, text_columns, data=head.data)
+        if len(frame):
+            first_rows(frame, first_line)
+    except DataError as exc:
+        raise read_only(exc, head.lines) from None
+
+
 def parquet(
-    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+    path: Path,
+    sep: str | None,
+    decimal: str | None,
+    text_columns: Collection[str] = (),
+    data: bytes | None = None,
 ) -> tuple[pd.DataFrame, int]:
-    """Apache Parquet, through pyarrow; errors count rows."""
+    """Apache Parquet, through pyarrow; errors count rows (``data`` is for text formats)."""
     check_file(path)
     try:
         frame = pd.read_parquet(path)
@@ -86,13 +128,15 @@ def delimited(
     decimal: str | None,
     fmt: str,
     text_columns: Collection[str] = (),
+    data: bytes | None = None,
 ) -> tuple[pd.DataFrame, int]:
-    """CSV or TSV through pyarrow's reader (ids kept as strings); the header is line 1."""
+    """CSV or TSV through pyarrow's reader (ids kept as strings); the header is line 1.
+    ``data``: the text to parse instead of the file's (its first lines)."""
     import pyarrow as pa
     import pyarrow.csv as pc
 
     try:
-        with arrow_input(path) as source:
+        with _input(path, data) as source:
             table = pc.read_csv(
                 source,
                 parse_options=pc.ParseOptions(delimiter=sep or BY_NAME[fmt].delimiter),
@@ -106,59 +150,89 @@ def delimited(
                 ),
             )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
-        raise DataError(
+        raise _long_line(path, exc) or DataError(
             f"{path}: expected valid {fmt.upper()} data, got a parse error ({reason(exc)})"
         ) from None
     return table.to_pandas(), 2
 
 
 def csv(
-    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+    path: Path,
+    sep: str | None,
+    decimal: str | None,
+    text_columns: Collection[str] = (),
+    data: bytes | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Comma-separated values (or another ``sep``)."""
-    return delimited(path, sep, decimal, "csv", text_columns)
+    return delimited(path, sep, decimal, "csv", text_columns, data)
 
 
 def tsv(
-    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+    path: Path,
+    sep: str | None,
+    decimal: str | None,
+    text_columns: Collection[str] = (),
+    data: bytes | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Tab-separated values (or another ``sep``)."""
-    return delimited(path, sep, decimal, "tsv", text_columns)
+    return delimited(path, sep, decimal, "tsv", text_columns, data)
 
 
 def jsonl(
-    path: Path, sep: str | None, decimal: str | None, text_columns: Collection[str] = ()
+    path: Path,
+    sep: str | None,
+    decimal: str | None,
+    text_columns: Collection[str] = (),
+    data: bytes | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """JSON Lines: one object a line."""
     import pyarrow as pa
 
     try:
-        return read_json_lines(path), 1
+        return read_json_lines(path, data), 1
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
         raise DataError(
             f"{path}: expected valid JSONL data, got a parse error ({reason(exc)})"
         ) from None
 
 
-def read_json_lines(path: Path) -> pd.DataFrame:
+def read_json_lines(path: Path, data: bytes | None = None) -> pd.DataFrame:
     """JSON Lines through pyarrow; a column of mixed types goes through pandas instead, so
-    that the offending value is then reported with its line by the column checks."""
+    that the offending value is then reported with its line by the column checks.
+    ``data``: the text to parse instead of the file's (its first lines)."""
+    import io
+
     import pyarrow as pa
     import pyarrow.json as pj
 
     try:
-        with arrow_input(path) as source:
+        with _input(path, data) as source:
             return pj.read_json(source).to_pandas()
     except pa.ArrowInvalid as exc:
         if "changed from" not in str(exc):
             message = re.sub(
                 r"in row (\d+)", lambda m: f"at line {int(m.group(1)) + 1}", reason(exc)
             )
-            raise DataError(
+            raise _long_line(path, exc) or DataError(
                 f"{path}: expected valid JSONL data, got a parse error ({message})"
             ) from None
+    if data is not None:
+        return pd.read_json(io.BytesIO(data), lines=True, dtype=False)
     compression = "gzip" if is_gzip(path) else None
     return pd.read_json(path, lines=True, dtype=False, compression=compression)
+
+
+def _input(path: Path, data: bytes | None) -> Any:
+    """A pyarrow input of ``data``, else of the file's (decompressed) bytes."""
+    import pyarrow as pa
+
+    return pa.BufferReader(data) if data is not None else arrow_input(path)
+
+
+def _long_line(path: Path, exc: Exception) -> DataError | None:
+    """The error naming a line longer than the readers' block, when pyarrow's ``exc`` is the
+    failure such a line causes (a row that "straddles" two blocks); else None."""
+    return long_line_error(path) if "straddl" in str(exc) else None
 
 
 def first_nested_json_value(files: Collection[str], key: str) -> tuple[str, int, Any] | None:
@@ -194,11 +268,9 @@ def listing(frame: pd.DataFrame) -> str:
     return ", ".join(str(c) for c in frame.columns)
 
 
-#: Table format name -> reader(path, sep, decimal, text_columns) -> (frame, line of the first
-#: row).
-READERS: dict[
-    str, Callable[[Path, str | None, str | None, Collection[str]], tuple[pd.DataFrame, int]]
-] = {
+#: Table format name -> reader(path, sep, decimal, text_columns, data=None) -> (frame, line
+#: of the first row); ``data`` (text formats) is text to parse instead of the file's.
+READERS: dict[str, Callable[..., tuple[pd.DataFrame, int]]] = {
     "csv": csv,
     "tsv": tsv,
     "parquet": parquet,

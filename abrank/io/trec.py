@@ -3,6 +3,8 @@
 The readers parse whole files with pyarrow's multi-threaded CSV reader (single spaces, the
 common case) and fall back to a whitespace-splitting path for tabs or repeated spaces; the
 fallback also locates malformed lines for error messages. No Python code runs per line.
+A file's first lines (:func:`abrank.io.head.read_head`) are parsed and checked first, so
+that a file of garbage is refused at its first bad line without being read whole.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from abrank.io.arrow import (
 )
 from abrank.io.columns import parse_numbers
 from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, open_bytes
+from abrank.io.head import HEAD_BYTES, long_line_error, read_head, read_only
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
@@ -177,19 +180,63 @@ def _sniff(path: str | Path) -> None:
 def _read_fields(
     path: str | Path, fields: Sequence[str], wanted: dict[str, int]
 ) -> tuple[pa.Table, _Lines]:
-    """Parse a whitespace-separated TREC file into the wanted columns (all as text).
+    """Parse a whitespace-separated TREC file into the wanted columns (all as text; the
+    numeric ones as float64 when the fast path reads them).
+
+    The file's first lines are parsed and checked first (:func:`check_head`); then the
+    whole file, by :func:`_parse_fields`.
+    """
+    _sniff(path)
+    check_head(path, fields, wanted)
+    return _parse_fields(path, lambda: arrow_input(path), fields, wanted)
+
+
+def check_head(
+    path: str | Path, fields: Sequence[str], wanted: dict[str, int] | None = None
+) -> None:
+    """Parse and check the first lines of a TREC file (``fields``: :data:`RUN_FIELDS` or
+    :data:`QRELS_FIELDS`) as the readers check the whole file: fields per line, UTF-8, a
+    number in the score or grade field, no line over the length limit. A problem is the
+    DataError the whole file's reading would raise at that line, saying that only the first
+    lines were read. A file that the head holds whole is left to the reader (nothing to
+    gain); the SQL engines call this before they read a TREC file whole."""
+    head = read_head(path)
+    if head.whole:
+        return
+    if wanted is None:
+        value = "score" if "score" in fields else "relevance"
+        wanted = {"query_id": 0, "doc_id": 2, value: list(fields).index(value)}
+    try:
+        table, lines = _parse_fields(
+            path, lambda: pa.BufferReader(head.data), fields, wanted, block=HEAD_BYTES
+        )
+        for name in wanted:
+            if name in _NUMERIC:
+                parse_numbers(table[name], lambda row, n=name: f"{path}: line {lines[row]}: {n}")
+    except DataError as exc:
+        raise read_only(exc, head.lines) from None
+
+
+def _parse_fields(
+    path: str | Path,
+    source: Callable[[], pa.NativeFile],
+    fields: Sequence[str],
+    wanted: dict[str, int],
+    block: int = _CSV_BLOCK,
+) -> tuple[pa.Table, _Lines]:
+    """Parse the TREC text that ``source()`` opens (messages name ``path``), ``block``
+    bytes at a time (the reader's buffers: small for a file's first lines).
 
     Tries pyarrow's CSV reader with a single-space delimiter first; files with tabs,
     repeated spaces or malformed lines go through a splitting path that also reports the
     offending line number.
     """
-    _sniff(path)
     names = list(fields)
     try:
-        with arrow_input(path) as source:
+        with source() as opened:
             table = pacsv.read_csv(
-                source,
-                read_options=pacsv.ReadOptions(column_names=names, block_size=_CSV_BLOCK),
+                opened,
+                read_options=pacsv.ReadOptions(column_names=names, block_size=block),
                 parse_options=pacsv.ParseOptions(
                     delimiter=" ", quote_char=False, double_quote=False
                 ),
@@ -205,16 +252,20 @@ def _read_fields(
         return table, _Lines(None)
     except (pa.ArrowInvalid, UnicodeDecodeError):
         pass
-    return _read_fields_split(path, fields, wanted, extra_allowed=fields == RUN_FIELDS)
+    return _read_fields_split(path, source, fields, wanted, extra_allowed=fields == RUN_FIELDS)
 
 
 def _read_fields_split(
-    path: str | Path, fields: Sequence[str], wanted: dict[str, int], extra_allowed: bool
+    path: str | Path,
+    source: Callable[[], pa.NativeFile],
+    fields: Sequence[str],
+    wanted: dict[str, int],
+    extra_allowed: bool,
 ) -> tuple[pa.Table, _Lines]:
     try:
-        with arrow_input(path) as source:
+        with source() as opened:
             lines = pacsv.read_csv(
-                source,
+                opened,
                 read_options=pacsv.ReadOptions(column_names=["line"]),
                 parse_options=pacsv.ParseOptions(
                     delimiter="\x1f", quote_char=False, double_quote=False, ignore_empty_lines=False
@@ -224,7 +275,9 @@ def _read_fields_split(
                 ),
             )["line"]
     except pa.ArrowInvalid as exc:
-        raise DataError(f"{path}: expected whitespace-separated text lines, got {exc}") from None
+        if "straddl" in str(exc):  # a line longer than the reader's block
+            raise long_line_error(path) or _not_lines(path, exc) from None
+        raise _not_lines(path, exc) from None
     try:
         text = pc.cast(lines, pa.large_string())
     except pa.ArrowInvalid:
@@ -257,6 +310,10 @@ def _read_fields_split(
     values = parts.values
     columns = {name: values.take(pa.array(starts + index)) for name, index in wanted.items()}
     return pa.table(columns), _Lines(numbers)
+
+
+def _not_lines(path: str | Path, exc: Exception) -> DataError:
+    return DataError(f"{path}: expected whitespace-separated text lines, got {exc}")
 
 
 def _first_non_utf8(lines: pa.ChunkedArray) -> int:

@@ -11,7 +11,9 @@ The checks are those of :mod:`abrank.io`'s readers, with their wording: a line w
 few fields, a score or grade that is no number, a rank that is no whole number >= 1 or is
 repeated in a query, a (query, doc) pair ranked twice or judged twice, an empty file. One
 statement counts the problems; only when it finds some do further statements look for
-the first one, to name its file and line.
+the first one, to name its file and line. Before the engine reads a text file, the file
+reader checks its first lines (:func:`abrank.io.check_first_lines`), so that a file of
+garbage is refused at its first bad rows, not after the engine has read it whole.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
     """Register and check one arm's rankings; the relation of its canonical rows."""
     if source.duplicates not in ("error", "first"):
         raise ConfigError(f"duplicates: expected 'error' or 'first', got {source.duplicates!r}")
-    _check_files(source)
+    _check_files(source, "rankings")
     if source.format == "trec":
         rows = _trec_rows(backend, name, source, RUN_FIELDS, {"query_id": 0, "doc_id": 2})
         return _checked(backend, name, source, rows, "score", (), line="line")
@@ -100,7 +102,7 @@ def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
 
 def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
     """Register and check the judgments; the relation of its canonical rows."""
-    _check_files(source)
+    _check_files(source, "judgments")
     if source.format in ("qrels", "trec"):
         rows = _trec_rows(backend, name, source, QRELS_FIELDS, {"query_id": 0, "doc_id": 2})
         return _checked(backend, name, source, rows, None, (), line="line")
@@ -111,11 +113,23 @@ def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
 # --------------------------------------------------------------------------- reading
 
 
-def _check_files(source: TableSource) -> None:
+def _check_files(source: TableSource, kind: str) -> None:
+    """Each file a regular file, its first lines checked by the file reader."""
+    from abrank.io import check_first_lines
     from abrank.io.files import check_file
 
     for file in source.files:
         check_file(file, "a regular data file", missing="an existing file")
+    for file in source.files:
+        check_first_lines(
+            file,
+            kind,
+            format=source.format,
+            columns=source.columns,
+            duplicates=source.duplicates,
+            sep=source.sep,
+            decimal=source.decimal,
+        )
 
 
 def _line_word(source: TableSource) -> str:

@@ -84,7 +84,23 @@ class Layout:
     @classmethod
     def open(cls, backend: Backend, relation: str, source: LogSource) -> Layout:
         """Register ``source`` as ``relation`` and map its columns onto the canonical
-        names (a DataError listing the columns found when a required one is missing)."""
+        names (a DataError listing the columns found when a required one is missing).
+
+        Each local text file's first lines are checked first by the file reader
+        (:func:`abrank.io.check_log_head`): a log of garbage is refused at its first bad
+        rows, not after the engine has read it whole."""
+        from abrank.io import check_log_head
+        from abrank.io.files import path_problem
+
+        for file in source.files:
+            if path_problem(file) is None:  # a regular file here (not a folder, not a URL)
+                check_log_head(
+                    file,
+                    format=source.format,
+                    columns=source.columns,
+                    sep=source.sep,
+                    decimal=source.decimal,
+                )
         described = backend.register(relation, source)
         names = [name for name, _ in described]
         renamed = canonical_names(names, source.label, source.columns)
