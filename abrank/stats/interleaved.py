@@ -105,7 +105,7 @@ NOTE_CONCENTRATED = (
     "impressions concentrated in few units (see regime: Kish's effective number of units "
     f"is below {CONCENTRATED_SHARE:.0%} of the units): the {{test}} does not hold its level "
     "there, so the verdict and its interval are the jackknife's (leave one unit out, on the "
-    "effective number of units as degrees of freedom; the {{own}} p-value stays in p_values)"
+    "effective number of units as degrees of freedom; the {own} p-value stays in p_values)"
 )
 NOTE_PER_IMPRESSION = (
     "each impression is its own unit: the test treats a user's impressions as independent "
