@@ -42,6 +42,7 @@ from abrank.readout.model import (
     SampleRatio,
     Summary,
     Undefined,
+    UnitConcentration,
 )
 
 
@@ -71,6 +72,8 @@ def build_interleaved_readout(
     if scores.fixed_lists is not None and scores.fixed_lists.warning():
         warnings.append(scores.fixed_lists.warning())
     warnings += same_list_warnings(checks)
+    concentration = log_concentration(scores, comparisons)
+    warnings += log_concentration_warnings(concentration, unit)
     warnings += peeking_warnings(experiment)
     warnings += comparison_warnings(comparisons)
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
@@ -101,6 +104,7 @@ def build_interleaved_readout(
             units={arm: u for arm, (_, u) in scores.per_arm.items()},
             impressions={arm: n for arm, (n, _) in scores.per_arm.items()},
             interleaving=checks,
+            concentration=concentration,
         ),
         inputs=tuple(InputFile(**item) for item in data.inputs),
         unit=unit,
@@ -116,6 +120,48 @@ def build_interleaved_readout(
         experiment.text,
         unit_values=unit_preferences(scores, primary, unit),
     )
+
+
+LOG = "all"
+"""The key of the log's units in ``diagnostics.concentration.arms`` and in a comparison's
+``regime`` (every unit sees both teams: one set of units, as ``n_units``)."""
+
+
+def log_concentration(scores: InterleavedScores, comparisons: list) -> UnitConcentration:
+    """``diagnostics.concentration``: how concentrated the log's impressions are in few
+    units (:func:`abrank.stats.concentration.concentration` of each unit's impressions,
+    the same for every pair and credit), under :data:`LOG`, and the comparisons whose
+    verdict the jackknife gave on other units (a segment's)."""
+    from abrank.stats.concentration import CONCENTRATED_SHARE, concentration
+
+    table = next(iter(scores.unit_counts.values()))
+    impressions = table[["wins", "ties", "losses"]].to_numpy(dtype=np.float64).sum(axis=1)
+    figures = concentration(impressions).to_dict()
+    listed = [
+        {
+            "metric": c.metric,
+            "treatment": c.treatment,
+            "segment": c.segment,
+            LOG: c.regime[LOG],
+        }
+        for c in comparisons
+        if c.regime and "concentrated" in c.regime.get("reasons", ()) and c.regime[LOG] != figures
+    ]
+    return UnitConcentration(
+        threshold=CONCENTRATED_SHARE, arms={LOG: figures}, comparisons=tuple(listed)
+    )
+
+
+def log_concentration_warnings(concentration: UnitConcentration, unit: str) -> list[str]:
+    """The warning of a log whose impressions are concentrated in few units, with its
+    figures: the jackknife gives the verdicts (every interleaving test gives way to it)."""
+    from abrank.stats.concentration import concentration_warning
+
+    figures = concentration.arms[LOG]
+    if not figures.get("concentrated"):
+        return []
+    name = unit[:-3] if unit.endswith("_id") else unit
+    return [concentration_warning("the interleaved log", figures, name, "impressions", True)]
 
 
 def same_list_warnings(checks: InterleavingChecks) -> list[str]:

@@ -449,7 +449,8 @@ class MixedUnitsSummary(Record):
 @dataclasses.dataclass(frozen=True)
 class UnitConcentration(Record):
     """``diagnostics.concentration`` (clustered designs): how concentrated each arm's
-    impressions are in few units (:mod:`abrank.stats.concentration`).
+    impressions are in few units (:mod:`abrank.stats.concentration`); for an
+    interleaving log, whose units see both teams, ``arms`` has one entry, ``all``.
 
     ``arms`` maps each arm to its figures over its units' impressions: ``units``,
     ``effective_units`` (Kish's (sum D)^2 / sum D^2), ``effective_share`` (of the units),
@@ -458,7 +459,7 @@ class UnitConcentration(Record):
     ``threshold``). ``comparisons`` lists the comparisons whose verdict came from the
     jackknife on units whose figures differ from their arms' (a segment's units, or a
     judged metric's impressions with a value): metric, treatment, segment and the
-    control's and the treatment's figures.
+    control's and the treatment's figures (an interleaving log: ``all``).
     """
 
     threshold: float
@@ -491,7 +492,7 @@ class DiagnosticsSummary(Record):
     srm: SampleRatio | None = None
     mixed_units: MixedUnitsSummary | None = None
     interleaving: InterleavingChecks | None = None
-    concentration: UnitConcentration | None = None  # online: impressions per unit
+    concentration: UnitConcentration | None = None  # online, interleaved: per unit
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(

@@ -113,11 +113,12 @@ def p_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:
 
 def concentrated_phrase(comp: ComparisonSummary) -> str:
     """``; 9 effective of 500 users``: why the jackknife gave a clustered verdict, from
-    the arm whose impressions are the most concentrated (empty for any other line)."""
+    the arm whose impressions are the most concentrated (an interleaving log's units:
+    ``all``; empty for any other line)."""
     regime = comp.regime or {}
     if "concentrated" not in regime.get("reasons", ()):
         return ""
-    arms = [regime.get(side) or {} for side in ("control", "treatment")]
+    arms = [regime.get(side) or {} for side in ("control", "treatment", "all")]
     arms = [arm for arm in arms if is_number(arm.get("effective_share"))]
     if not arms:
         return ""

@@ -27,6 +27,11 @@ The interval is the test's own t-interval, and the relative lift's is Fieller's 
 jackknife variances (the lifts r for which the same test of R_t - (1 + r) R_c does not
 reject): both exclude 0 exactly when the test rejects. Under CUPED the same variance is
 taken of the adjusted linearized values (theta held at its estimate).
+
+An interleaving log is one sample of units (:mod:`abrank.stats.interleaved`: the
+preference R - 1/2 of the ratio R of the units' credited wins to their impressions); its
+test (:func:`jackknife_one_sample_test`) is the same variance of that one ratio on its own
+degrees of freedom.
 """
 
 from __future__ import annotations
@@ -104,6 +109,22 @@ def jackknife_test(
         relative=relative,
     )
     return outcome, se, df
+
+
+def jackknife_one_sample_test(
+    obs: float, arm: ArmEstimate, denominator: np.ndarray
+) -> tuple[TestOutcome, float, float] | None:
+    """The jackknife test of ``obs`` = R - R_0 for one sample of units (an interleaving
+    log's preference, R_0 = 1/2): :func:`jackknife_variance` of its ratio on
+    :func:`arm_degrees` degrees of freedom; (its outcome, its standard error, its degrees
+    of freedom), None when the variance is not positive. With equal denominators this is
+    the delta method's t-test on n - 1 degrees of freedom."""
+    se = math.sqrt(jackknife_variance(arm, denominator)) if arm.n >= 2 else math.nan
+    if not se > 0:
+        return None
+    df = arm_degrees(denominator)
+    p = float(2.0 * stdtr(df, -abs(obs) / se))
+    return TestOutcome(min(1.0, p), lambda level: t_interval(obs, se, df, level), JACKKNIFE), se, df
 
 
 def fieller_lift(
