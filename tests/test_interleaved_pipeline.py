@@ -620,10 +620,9 @@ def _missing_segment(folder: Path) -> tuple[Path, list[str]]:
     log = _good(folder)
     log.loc[9, "device"] = None
     log.to_csv(folder / "log.csv", index=False)
-    row = log.loc[9]
     return write_config(folder, extra="segments: {columns: [device]}"), [
-        f"log.csv: impression {row['impression_id']}, rank {row['rank']}: device: expected a "
-        "value (segments.columns), got a missing value",
+        # row 9 of the frame: line 11 of the file, under its header line
+        "log.csv: line 11: device: expected a segment value, got an empty value",
     ]
 
 

@@ -137,7 +137,7 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
 
     say(f"loading the interleaved log ({shown_files(files)})")
     log, sizes = read_window(
-        impression_reader(source, keep),
+        impression_reader(source, keep, experiment.segments.columns),
         files,
         key="impression_id",
         order=("impression_id", "rank"),

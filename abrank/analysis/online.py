@@ -81,7 +81,7 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
         files = log_files(experiment, log.path)
         say(f"loading the log ({shown_files(files)})")
         frame, sizes = read_window(
-            impression_reader(log, [*keep, "arm"]),
+            impression_reader(log, [*keep, "arm"], experiment.segments.columns),
             files,
             key="impression_id",
             order=order,
@@ -96,7 +96,7 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
             files = log_files(experiment, arm.path)
             say(f"loading {arm.name} ({shown_files(files)})")
             frames[arm.name], sizes = read_window(
-                impression_reader(arm, keep),
+                impression_reader(arm, keep, experiment.segments.columns),
                 files,
                 key="impression_id",
                 order=order,

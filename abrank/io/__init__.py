@@ -12,7 +12,7 @@ vectorized too, and every rejection names the file, the line (or row) and the co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +85,7 @@ def read_rankings(
             f"(set columns.rank or columns.score), found columns: {listing(frame)}"
         )
     frame = _ids_as_strings(frame, path, first_line)
+    cells = _cells(frame, path, fmt, sep)
     for column in ("score", "relevance"):
         if column in frame.columns:
             frame[column] = _numeric(
@@ -94,9 +95,19 @@ def read_rankings(
                 first_line,
                 allow_missing=column == "relevance",
                 decimal=decimal,
+                missing=cells(column),
+                bounded=column == "relevance",
             )
     if "rank" in frame.columns:
-        rank = _numeric(frame["rank"], path, "rank", first_line, decimal=decimal)
+        rank = _numeric(
+            frame["rank"],
+            path,
+            "rank",
+            first_line,
+            decimal=decimal,
+            missing=cells("rank"),
+            bounded=True,
+        )
         whole = rank.to_numpy() == np.round(rank.to_numpy())
         if not whole.all():
             _fail_at(path, first_line, frame["rank"], ~whole, "rank", "a whole number")
@@ -137,7 +148,13 @@ def read_judgments(
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))
     frame = _ids_as_strings(frame, path, first_line)
     frame["relevance"] = _numeric(
-        frame["relevance"], path, "relevance", first_line, decimal=decimal
+        frame["relevance"],
+        path,
+        "relevance",
+        first_line,
+        decimal=decimal,
+        missing=_cells(frame, path, fmt, sep)("relevance"),
+        bounded=True,
     )
     frame = _deduplicate(frame, path, first_line, "error", what="judgments")
     return frame[["query_id", "doc_id", "relevance"]]
@@ -204,7 +221,19 @@ def _canonical_columns(
         c for c in frame.columns if c in ALIASES and c not in renames and c in renames.values()
     ]
     frame = frame.drop(columns=clashes).rename(columns=renames)
+    frame.attrs["file_columns"] = {canon: user for user, canon in renames.items()}
     return frame
+
+
+def _cells(
+    frame: pd.DataFrame, path: str | Path, fmt: str, sep: str | None
+) -> Callable[[str], Callable[[int], str]]:
+    """For a canonical column, how a missing cell of it is described from the file
+    (:func:`abrank.io.tables.missing_cells`): an empty cell, or a NaN."""
+    from abrank.io.tables import missing_cells
+
+    names = frame.attrs.get("file_columns", {})
+    return lambda column: missing_cells(path, fmt, str(names.get(column, column)), sep)
 
 
 def _ids_as_strings(
@@ -234,14 +263,19 @@ def _numeric(
     *,
     allow_missing: bool = False,
     decimal: str | None = None,
+    missing: Callable[[int], str] | None = None,
+    bounded: bool = False,
 ) -> pd.Series:
     """The column as float64; a non-numeric cell is an error naming its line. ``decimal=","``
-    reads ``0,5`` in a text column (the CSV reader already parsed all-numeric columns)."""
+    reads ``0,5`` in a text column (the CSV reader already parsed all-numeric columns);
+    ``missing`` and ``bounded`` as for :func:`abrank.io.columns.parse_numbers`."""
     numbers = parse_numbers(
         values,
         lambda row: f"{path}: {_where(path, row + first_line)}: {column}",
         allow_missing=allow_missing,
         decimal=decimal,
+        missing=missing,
+        bounded=bounded,
     )
     return pd.Series(numbers, index=values.index, name=values.name)
 

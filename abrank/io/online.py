@@ -42,9 +42,10 @@ from abrank.io.impression_columns import (
     other_column,
     parquet_columns,
     rank_column,
+    segment_values_present,
     text_column,
 )
-from abrank.io.tables import listing, read_table
+from abrank.io.tables import listing, missing_cells, read_table
 
 __all__ = [
     "IMPRESSION_COLUMNS",
@@ -71,6 +72,7 @@ def read_impressions(
     sep: str | None = None,
     decimal: str | None = None,
     keep: Collection[str] | None = None,
+    filled: Collection[str] = (),
 ) -> pd.DataFrame:
     """Load an impression log into the canonical impressions frame.
 
@@ -96,7 +98,8 @@ def read_impressions(
     impression or the column: a missing required column, a ``clicked`` that is not 0, 1,
     true or false, a rank that is not a whole number >= 1, ranks of an impression that are
     not exactly 1..n (one missing or repeated), an impression with two users or in two
-    arms, a dwell that is negative or no number, an empty log.
+    arms, a dwell that is negative or no number, an empty log; and an empty cell in one of
+    the columns ``filled`` names (the segment columns, by the log's name or canonically).
     """
     fmt = detect_format(path, format, judgments=True)
     if BY_NAME[fmt].kind != "table":
@@ -106,7 +109,8 @@ def read_impressions(
         )
     check_table_options(path, fmt, sep, decimal)
     if fmt == "parquet":
-        log, first_line = parquet_columns(Path(path), columns, keep), 1
+        log, names = parquet_columns(Path(path), columns, keep)
+        first_line = 1
     else:
         labels = (*_IDS, "query", "arm", "team")
         text = {name for canon in labels for name in IMPRESSION_ALIASES[canon]}
@@ -115,6 +119,7 @@ def read_impressions(
         names = canonical_names(list(frame.columns), path, columns)
         log = {canon: frame[name] for name, canon in names.items() if is_kept(canon, keep)}
     unit = "row" if fmt == "parquet" else "line"
+    file_name = {canon: name for name, canon in names.items()}
 
     def where(row: int) -> str:
         return f"{path}: {unit} {row + first_line}"
@@ -126,9 +131,17 @@ def read_impressions(
     if "query" in log:
         out["query"] = text_column(log["query"])
     out["clicked"] = clicked_column(log["clicked"], lambda row: f"{where(row)}: clicked")
-    out["rank"] = rank_column(log["rank"], lambda row: f"{where(row)}: rank", decimal)
+    out["rank"] = rank_column(
+        log["rank"],
+        lambda row: f"{where(row)}: rank",
+        decimal,
+        missing_cells(path, fmt, str(file_name["rank"]), sep),
+    )
     if "dwell" in log:
         out["dwell"] = dwell_column(log["dwell"], lambda row: f"{where(row)}: dwell", decimal)
+    for column in filled:
+        if column in log:
+            segment_values_present(log[column], lambda row, c=column: f"{where(row)}: {c}")
     for column, values in log.items():
         if column not in out:
             out[column] = other_column(values)
