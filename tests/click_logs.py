@@ -120,15 +120,11 @@ def write_experiment(tmp_path: Path, log: str = "log.parquet", extra: str = "") 
     return path
 
 
-#: A change to :func:`bad_log` (column -> (row, value)) and the message it gives on an
-#: SQL engine reading the log as CSV with the segment column ``device``.
+#: A change to :func:`bad_log` (column -> (row, value)) that breaks an impression (its ranks,
+#: its unit, arm or segment value) or names no arm, and the message it gives on an SQL
+#: engine reading the log as CSV with the segment column ``device``. (A bad cell's message
+#: is the memory engine's on every engine: tests/test_bad_input_corpus.py holds it.)
 BAD_CELLS = [
-    (
-        {"clicked": (1, 2)},
-        r"log.csv: impression '1': clicked: expected 0, 1, true or false, got '2'",
-    ),
-    ({"rank": (3, 0)}, r"log.csv: impression '2': rank: expected a whole number >= 1, got '0'"),
-    ({"rank": (3, "1.5")}, r"rank: expected a whole number >= 1, got '1.5'"),
     (
         {"rank": (1, 1)},
         r"log.csv: impression '1': rank: expected ranks 1..2, each once, got ranks 1, 1",
@@ -145,19 +141,6 @@ BAD_CELLS = [
     (
         {"arm": (3, "c")},
         r"arm: expected the arm names 'a', 'b', got 'c' \(values found: 'a' \(2 rows\), 'b' \(1 rows\), 'c' \(1 rows\)\)",
-    ),
-    (
-        {"dwell": (1, "-4")},
-        r"impression '1': dwell: expected a number of seconds >= 0, got '-4'",
-    ),
-    ({"dwell": (1, "long")}, r"dwell: expected a number of seconds >= 0, got 'long'"),
-    (
-        {"user_id": (2, "")},
-        r"impression '2': user_id: expected a non-empty id, got an empty value",
-    ),
-    (
-        {"device": (2, "")},
-        r"impression '2': device: expected a segment value, got a missing value",
     ),
     (
         {"device": (3, "x")},

@@ -143,15 +143,6 @@ def test_bad_cells_and_impressions_name_the_file_and_the_impression(tmp_path, ch
         sql_sums(path, ["click_rr@10", "sat_ctr@2"], fmt="csv", segments=("device",))
 
 
-def test_a_parquet_log_names_the_row_of_a_bad_cell(tmp_path):
-    path = tmp_path / "log.parquet"
-    bad_log(clicked=(2, 7)).astype({"clicked": "int64"}).to_parquet(path)
-    with pytest.raises(
-        DataError, match=r"log.parquet: row 3: clicked: expected 0, 1, true or false, got '7'"
-    ):
-        sql_sums(path, ["ctr@1"])
-
-
 def test_missing_columns_and_arms_are_named(tmp_path):
     path = tmp_path / "log.parquet"
     bad_log().drop(columns="clicked").to_parquet(path)

@@ -187,6 +187,12 @@ class _Lines:
         return int(self.numbers[row]) if self.numbers is not None else row + 1
 
 
+def check_trec_file(path: str | Path) -> None:
+    """Reject a missing, empty or binary TREC file before any parser reads it (every
+    engine checks its TREC files so, in the same words)."""
+    _sniff(path)
+
+
 def _sniff(path: str | Path) -> None:
     """Reject missing, empty and binary files before parsing them."""
     p = Path(path)

@@ -34,13 +34,18 @@ from abrank.engines.sql.sources import (
     IMPRESSION_CHECKS,
     IMPRESSION_PROBLEMS,
     RANK_BITS,
+    CellCheck,
     Layout,
     LogSource,
+    cell_checks,
     check_deep_ranks,
+    check_rows_per_file,
     literal,
     missing_id,
+    raise_bad_cell,
     ranks_broken,
     row_columns,
+    row_place,
     selected_values,
     shown_path,
 )
@@ -131,6 +136,7 @@ def click_aggregates(
     counts = _by_rank(backend, rows, None)
     files = counts[counts["by_file"] == 1]
     file_rows = {str(f): int(n) for f, n in zip(files["log_file"], files["shown"])}
+    check_rows_per_file(layouts, file_rows)
     _check_arms(frame, layouts, request)
     sums, segment_sums = _split(frame, table, request, metrics)
     mixed, dropped = _mixed(sums, request.unit), 0
@@ -227,8 +233,8 @@ def _rows_sql(layouts: Sequence[Layout], request: ClickRequest) -> str:
         missing_id("impression_id", native, "impression_id"),
         missing_id("unit", native, request.unit),
         "clicked IS NULL",
-        "rank_bad = 1",
-        "dwell_bad = 1",
+        "rank_bad > 0",
+        "dwell_bad > 0",
         "arm_code IS NULL",
         *[f"segment_{i} IS NULL" for i in range(len(request.segments))],
     ]
@@ -454,32 +460,15 @@ def _raise_first_problem(
         table = backend.run(compile_sql(sql, backend.dialect))
         return table.to_pylist()[0] if table.num_rows else None
 
-    def where(row: dict[str, Any]) -> str:
-        place = shown_path(row["log_file"])
-        if row.get("log_row") is not None:
-            return f"{place}: row {int(row['log_row']) + 1}"
-        return f"{place}: impression {str(row['impression_id'])!r}"
-
     unit = request.unit
     native = native_ids(layouts, request)
-    empty = "expected a non-empty id, got an empty value"
-    checks = [
-        (missing_id("impression_id", native, "impression_id"), "impression_id", None, empty),
-        (missing_id("unit", native, unit), unit, None, empty),
-        ("clicked IS NULL", "clicked", "clicked_text", "expected 0, 1, true or false, got {}"),
-        ("rank_bad = 1", "rank", "rank_text", "expected a whole number >= 1, got {}"),
-        ("dwell_bad = 1", "dwell", "dwell_text", "expected a number of seconds >= 0, got {}"),
-    ]
+    checks = cell_checks(layouts, unit, native)
     checks += [
-        (f"segment_{i} IS NULL", column, None, "expected a segment value, got a missing value")
+        CellCheck(column, f"segment_{i} IS NULL", "a segment value")
         for i, column in enumerate(request.segments)
     ]
+    raise_bad_cell(backend, rows, checks, row_place(layouts))
     base = f"SELECT * FROM ({rows}) AS log_rows"
-    for condition, column, text, expected in checks:
-        row = first(f"{base} WHERE {condition} ORDER BY log_file, log_row LIMIT 1")
-        if row is not None:
-            shown = "a missing value" if text is None or row[text] is None else repr(row[text])
-            raise DataError(f"{where(row)}: {column}: {expected.format(shown)}")
     arms = ", ".join(literal(a) for a in request.arms)
     row = first(
         f"{base} WHERE arm IS NULL OR arm NOT IN ({arms}) ORDER BY log_file, log_row LIMIT 1"
@@ -493,7 +482,7 @@ def _raise_first_problem(
         ).to_pylist()
         found = ", ".join(f"{v['arm']!r} ({int(v['n'])} rows)" for v in values)
         raise DataError(
-            f"{where(row)}: arm: expected the arm names {', '.join(map(repr, request.arms))}, "
+            f"{row_place(layouts)(row)}: arm: expected the arm names {', '.join(map(repr, request.arms))}, "
             f"got {row['arm']!r} (values found: {found})"
         )
     impressions = _impressions_sql(rows, request, False, [], 0.0)

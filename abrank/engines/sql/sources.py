@@ -13,6 +13,8 @@ faster and equal as their text does.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,29 @@ __all__ = [
 
 #: The largest double: a dwell above it is infinite.
 LARGEST = "1.7976931348623157E308"
+
+#: The bound of grades and ranks (:data:`abrank.io.columns.LARGEST_WHOLE`), as SQL.
+LARGEST_WHOLE = str(2**53)
+
+#: The kinds of a bad number cell, in the order the memory engine's readers check a column
+#: (the first kind found in any row is the one named), and what each message expects:
+#: ``number_kind`` gives them.
+NOT_A_NUMBER, MISSING, INFINITE, TOO_LARGE, NOT_WHOLE, BELOW_ONE, NEGATIVE = 1, 2, 3, 4, 5, 6, 7
+EXPECTED = {
+    NOT_A_NUMBER: "a number",
+    MISSING: "a number",
+    INFINITE: "a finite number",
+    TOO_LARGE: "a number between -2^53 and 2^53",
+    NOT_WHOLE: "a whole number",
+    BELOW_ONE: "a whole number >= 1",
+    NEGATIVE: "a number of seconds >= 0",
+}
+#: What an impression log's messages expect of a rank (the memory engine's reader of
+#: logs says "a whole number >= 1" of a fractional rank too).
+RANK_EXPECTED = {**EXPECTED, NOT_WHOLE: "a whole number >= 1"}
+
+#: Text that pyarrow's CSV reader takes for an integer (it shows such a cell unquoted).
+_INTEGER = re.compile(r"^-?[0-9]+$")
 
 
 @dataclass(frozen=True)
@@ -85,9 +110,16 @@ class Layout:
     def open(cls, backend: Backend, relation: str, source: LogSource) -> Layout:
         """Register ``source`` as ``relation`` and map its columns onto the canonical
         names (a DataError listing the columns found when a required one is missing)."""
-        described = backend.register(relation, source)
+        check_text_files(source.files, source.format)
+        described = register_source(backend, relation, source)
         names = [name for name, _ in described]
-        renamed = canonical_names(names, source.label, source.columns)
+        try:
+            renamed = canonical_names(names, source.label, source.columns)
+        except DataError:  # a log without rows is named as empty first, as by the memory engine
+            probe = f"SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM {relation} LIMIT 1) AS r"
+            if not backend.run(compile_sql(probe, backend.dialect)).to_pylist()[0]["n"]:
+                raise DataError(no_rows(source.files[0], ", ".join(names))) from None
+            raise
         column = {canon: name for name, canon in renamed.items()}
         return cls(relation, source, names, column, dict(described))
 
@@ -111,6 +143,48 @@ class Layout:
     def kind_of(self, canon: str) -> str:
         """The kind (bool, int, float, text, other) of canonical column ``canon``."""
         return self.kind[self.column[canon]]
+
+
+def check_text_files(files: Sequence[str], fmt: str) -> None:
+    """The files of a text table (CSV, TSV, JSON Lines) refused before the engine reads
+    them, as the memory engine's reader refuses them: empty, binary (NUL bytes), not UTF-8
+    (:func:`abrank.io.tables.check_readable`, on each file's first bytes)."""
+    if fmt in ("csv", "tsv", "jsonl"):
+        from abrank.io.tables import check_readable
+
+        for file in files:
+            check_readable(file)
+
+
+def register_source(backend: Backend, name: str, source: LogSource) -> list[tuple[str, str]]:
+    """``backend.register(name, source)``; when the engine cannot read a Parquet source,
+    the first file that pyarrow cannot read either is named in the memory engine's words
+    (:func:`abrank.io.tables.check_parquet`), so that a file cut short or of random bytes
+    gets one message on every engine."""
+    try:
+        return backend.register(name, source)
+    except DataError:
+        if source.format == "parquet":
+            from abrank.io.tables import check_parquet
+
+            for file in source.files:
+                check_parquet(file)
+        raise
+
+
+def no_rows(file: str, listing: str) -> str:
+    """The memory engine's message for a table file without rows."""
+    return f"{file}: expected at least one row, got none (columns: {listing or 'none'})"
+
+
+def check_rows_per_file(layouts: Sequence[Layout], file_rows: Mapping[str, int]) -> None:
+    """Every file of the logs has rows (``file_rows``: the rows read per file): else a
+    DataError naming the first file without any, with its log's columns, as the memory
+    engine's reader names it."""
+    for layout in layouts:
+        for file in layout.source.files:
+            if not file_rows.get(str(file)):
+                raise DataError(no_rows(file, layout.listing))
 
 
 def native_ids(layouts: Sequence[Layout], ids: Sequence[str]) -> set[str]:
@@ -143,6 +217,53 @@ def number(ref: str, kind: str, decimal: str | None) -> str:
     return f"TRY_CAST(NULLIF({text}, '') AS DOUBLE)"
 
 
+def number_kind(
+    value: str, text: str, *, bounded: bool = False, whole: bool = False, missing_ok: bool = False
+) -> str:
+    """The SQL of a number cell's problem (0 for none; the kinds of :data:`EXPECTED`), from
+    ``value`` (the cell as DOUBLE, NULL where it is no number) and ``text`` (the cell as
+    text, NULL where it is empty): text that is no number, an empty cell or a NaN (unless
+    ``missing_ok``: then NULL is fine), an infinite value, one beyond ±2^53 when
+    ``bounded``, and when ``whole`` one that is not a whole number or is below 1. The
+    memory engine checks a column in this order, so the smallest kind found is the one
+    it names."""
+    missing = "0" if missing_ok else str(MISSING)
+    parts = [
+        f"WHEN {text} IS NOT NULL AND {value} IS NULL THEN {NOT_A_NUMBER}",
+        f"WHEN {text} IS NULL THEN {missing}",
+        f"WHEN ISNAN({value}) THEN {missing}",
+        f"WHEN {value} > {LARGEST} OR {value} < -{LARGEST} THEN {INFINITE}",
+    ]
+    if bounded:
+        parts.append(f"WHEN {value} > {LARGEST_WHOLE} OR {value} < -{LARGEST_WHOLE} THEN {TOO_LARGE}")
+    if whole:  # % rather than FLOOR: Spark's FLOOR gives a BIGINT, which 1e20 overflows
+        parts += [f"WHEN {value} % 1 <> 0 THEN {NOT_WHOLE}", f"WHEN {value} < 1 THEN {BELOW_ONE}"]
+    return f"CASE {' '.join(parts)} ELSE 0 END"
+
+
+def shown_cell(text: Any, kind: str) -> str:
+    """A bad cell as the memory engine's message shows it, from its text as the engine
+    gives it (``text``, None for an empty cell) and the kind of its column: an empty value;
+    NaN; a number as Python writes it (``0``, ``2.5``, ``inf``, ``1e+20``: a column of
+    numbers, or a CSV cell that pyarrow's reader would take for one, whole for integer
+    text and a float otherwise); else the text, quoted."""
+    if text is None:
+        return "an empty value"
+    raw = str(text)
+    if kind in ("int", "float", "text"):
+        stripped = raw.strip()
+        if kind != "float" and _INTEGER.match(stripped) and abs(int(stripped)) < 2**63:
+            return str(int(stripped))
+        if "_" not in stripped:
+            try:
+                number = float(stripped)
+            except ValueError:
+                pass
+            else:
+                return "NaN" if math.isnan(number) else repr(number)
+    return repr(raw)
+
+
 def clicked_flag(ref: str, kind: str) -> str:
     """``clicked`` as 1 / 0, NULL where it is not 0, 1, true or false."""
     if kind == "bool":
@@ -159,9 +280,10 @@ def clicked_flag(ref: str, kind: str) -> str:
 def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
     """The canonical cells of one source's rows, as select items: ``log_file``,
     ``log_row``, ``impression_id`` and ``unit`` (text, or integers where ``native``),
-    ``rank`` (DOUBLE) with ``rank_bad`` and ``rank_text``, ``clicked`` (1 / 0 / NULL) with
-    ``clicked_text``, ``dwell`` (DOUBLE seconds, NULL where missing; NULL without a dwell
-    column) with ``dwell_bad`` and ``dwell_text``."""
+    ``rank`` (DOUBLE) with ``rank_bad`` (the kind of its problem, :func:`number_kind`; 0 for
+    none) and ``rank_text``, ``clicked`` (1 / 0 / NULL) with ``clicked_text``, ``dwell``
+    (DOUBLE seconds, NULL where missing; NULL without a dwell column) with ``dwell_bad``
+    (the kind of its problem) and ``dwell_text``."""
 
     def ident(canon: str) -> str:
         ref = layout.ref(canon)
@@ -170,34 +292,28 @@ def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
     source = layout.source
     rank_ref, rank_kind = layout.ref("rank"), layout.kind_of("rank")
     rank = number(rank_ref, rank_kind, source.decimal)
-    if rank_kind == "int":
-        rank_bad = f"{rank_ref} IS NULL OR {rank_ref} < 1"
-    else:
-        rank_bad = f"{rank} IS NULL OR {rank} < 1 OR {rank} <> FLOOR({rank})"
     parts = [
         "abrank_file AS log_file",
         "abrank_row AS log_row",
         f"{ident('impression_id')} AS impression_id",
         f"{ident(unit)} AS unit",
         f"{rank} AS rank",
-        f"CASE WHEN {rank_bad} THEN 1 ELSE 0 END AS rank_bad",
+        f"{number_kind(rank, cell_text(rank_ref, rank_kind), bounded=True, whole=True)} "
+        "AS rank_bad",
         f"CAST({rank_ref} AS VARCHAR) AS rank_text",
         f"{clicked_flag(layout.ref('clicked'), layout.kind_of('clicked'))} AS clicked",
         f"CAST({layout.ref('clicked')} AS VARCHAR) AS clicked_text",
     ]
     if "dwell" in layout.column:
         ref, kind = layout.ref("dwell"), layout.kind_of("dwell")
-        seconds = number(ref, kind, source.decimal)
+        value = number(ref, kind, source.decimal)
         # NaN (a float, or the text 'nan') is a missing dwell, as in the memory engine
-        seconds = f"CASE WHEN ISNAN({seconds}) THEN NULL ELSE {seconds} END"
-        bad = (
-            f"({ref} IS NOT NULL AND {seconds} IS NULL AND NULLIF(TRIM(CAST({ref} AS VARCHAR)), "
-            f"'') IS NOT NULL AND LOWER(TRIM(CAST({ref} AS VARCHAR))) <> 'nan') "
-            f"OR {seconds} < 0 OR {seconds} > {LARGEST}"
-        )
+        seconds = f"CASE WHEN ISNAN({value}) THEN NULL ELSE {value} END"
+        bad = number_kind(value, cell_text(ref, kind), missing_ok=True)
         parts += [
             f"{seconds} AS dwell",
-            f"CASE WHEN {bad} THEN 1 ELSE 0 END AS dwell_bad",
+            f"CASE WHEN {bad} > 0 THEN {bad} WHEN {value} < 0 THEN {NEGATIVE} ELSE 0 END "
+            "AS dwell_bad",
             f"CAST({ref} AS VARCHAR) AS dwell_text",
         ]
     else:
@@ -207,6 +323,121 @@ def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
             "CAST(NULL AS VARCHAR) AS dwell_text",
         ]
     return parts
+
+
+def cell_text(ref: str, kind: str) -> str:
+    """A cell as text, NULL where it is empty (a number column's NULL; a text column's
+    empty or blank cell)."""
+    if kind in ("int", "float", "bool"):
+        return f"CAST({ref} AS VARCHAR)"
+    return f"NULLIF(TRIM(CAST({ref} AS VARCHAR)), '')"
+
+
+@dataclass(frozen=True)
+class CellCheck:
+    """One check of the cells of a log's rows, for the message of its first bad cell: the
+    column named, the SQL condition of a bad cell, what is expected (by the kind of the
+    problem when ``kind`` names the SQL column that holds it: the smallest kind found is
+    named, as the memory engine checks a column's problems in that order), the SQL column
+    of the cell's text (None: the cell is empty) and the kind of the log's column (how
+    :func:`shown_cell` shows the text)."""
+
+    column: str
+    condition: str
+    expected: str | Mapping[int, str]
+    kind: str | None = None
+    text: str | None = None
+    cell_kind: str = "text"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins."""
+        expected = self.expected if isinstance(self.expected, str) else dict(self.expected)
+        return {
+            "column": self.column,
+            "condition": self.condition,
+            "expected": expected,
+            "kind": self.kind,
+            "text": self.text,
+            "cell_kind": self.cell_kind,
+        }
+
+
+def cell_checks(layouts: Sequence[Layout], unit: str, native: set[str]) -> list[CellCheck]:
+    """The checks of :func:`row_columns`' cells every log definition makes, in the memory
+    engine's order: ids present, ``clicked`` 0/1, rank, dwell."""
+    kinds = {canon: {layout.kind_of(canon) for layout in layouts} for canon in ("rank", "clicked")}
+    dwell = {layout.kind_of("dwell") for layout in layouts if "dwell" in layout.column}
+
+    def one(found: set[str]) -> str:
+        return found.pop() if len(found) == 1 else "text"
+
+    empty = "a non-empty id"
+    return [
+        CellCheck("impression_id", missing_id("impression_id", native, "impression_id"), empty),
+        CellCheck(unit, missing_id("unit", native, unit), empty),
+        CellCheck(
+            "clicked", "clicked IS NULL", "0, 1, true or false", None, "clicked_text",
+            one(kinds["clicked"]),
+        ),
+        CellCheck("rank", "rank_bad > 0", RANK_EXPECTED, "rank_bad", "rank_text", one(kinds["rank"])),
+        CellCheck("dwell", "dwell_bad > 0", EXPECTED, "dwell_bad", "dwell_text", one(dwell)),
+    ]  # fmt: skip
+
+
+def raise_bad_cell(
+    backend: Backend,
+    rows: str,
+    checks: Sequence[CellCheck],
+    where: Any,
+) -> None:
+    """The first of ``checks`` that a row of ``rows`` fails: a DataError naming the first
+    such row (``where(row)``: its file and row, or its impression where the engine numbers
+    no rows), the column, what was expected, the cell, and how many more rows have the
+    same problem, as the memory engine's reader words it."""
+    base = f"SELECT * FROM ({rows}) AS log_rows"
+    for check in checks:
+        counting = f"SELECT COUNT(*) AS n FROM ({rows}) AS log_rows WHERE {check.condition}"
+        if check.kind is not None:  # the smallest kind found, and its rows
+            counting = (
+                f"SELECT {check.kind} AS kind, COUNT(*) AS n FROM ({rows}) AS log_rows WHERE "
+                f"{check.condition} GROUP BY {check.kind} ORDER BY {check.kind} LIMIT 1"
+            )
+        counted = backend.run(compile_sql(counting, backend.dialect)).to_pylist()
+        if not counted or not counted[0]["n"]:
+            continue
+        found, count = int(counted[0].get("kind") or 0), int(counted[0]["n"])
+        chosen = f" AND {check.kind} = {found}" if check.kind is not None else ""
+        row = backend.run(
+            compile_sql(
+                f"{base} WHERE ({check.condition}){chosen} ORDER BY log_file, log_row LIMIT 1",
+                backend.dialect,
+            )
+        ).to_pylist()[0]
+        text = None if check.text is None else row[check.text]
+        got = shown_cell(text, check.cell_kind)
+        if found == MISSING and text is not None:
+            got = "NaN"
+        expected = check.expected if isinstance(check.expected, str) else check.expected[found]
+        more = f" ({count - 1} more such rows)" if count > 1 else ""
+        raise DataError(f"{where(row)}: {check.column}: expected {expected}, got {got}{more}")
+
+
+def row_place(layouts: Sequence[Layout]) -> Any:
+    """A function saying where a log row lies, as the memory engine's messages say it: its
+    file and its line (CSV and TSV under their header line, JSON Lines) or its 1-based row
+    (Parquet); its file and impression where the engine numbers no rows (Spark's CSV and
+    JSON readers)."""
+    formats = {str(file): layout.source.format for layout in layouts for file in layout.source.files}
+
+    def where(row: Mapping[str, Any]) -> str:
+        file = row["log_file"]
+        if row.get("log_row") is None:
+            return f"{file}: impression {str(row['impression_id'])!r}"
+        fmt = formats.get(str(file), "parquet")
+        word, first = ("row", 1) if fmt == "parquet" else ("line", 2 if fmt in ("csv", "tsv") else 1)
+        return f"{file}: {word} {int(row['log_row']) + first}"
+
+    return where
 
 
 def literal(value: str) -> str:
