@@ -599,13 +599,9 @@ def _unknown_team(folder: Path) -> tuple[Path, list[str]]:
     log = _good(folder)
     log.loc[7, "team"] = "bm52"
     log.to_csv(folder / "log.csv", index=False)
-    row = log.loc[7]
+    # row 7 of the frame: line 9 of the file, under its header line
     return write_config(folder), [
-        "log.csv",
-        f"impression {row['impression_id']}",
-        f"rank {row['rank']}",
-        "'bm52'",
-        "team",
+        "log.csv: line 9: team: expected one of the arms (bm25, reranker), got 'bm52'",
     ]
 
 

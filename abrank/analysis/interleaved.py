@@ -137,7 +137,9 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
 
     say(f"loading the interleaved log ({shown_files(files)})")
     log, sizes = read_window(
-        impression_reader(source, keep, experiment.segments.columns),
+        impression_reader(
+            source, keep, experiment.segments.columns, [arm.name for arm in experiment.arms]
+        ),
         files,
         key="impression_id",
         order=("impression_id", "rank"),

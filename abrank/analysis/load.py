@@ -152,11 +152,15 @@ def ranking_reader(experiment: Experiment, arm: Any) -> Callable[[str], pd.DataF
 
 
 def impression_reader(
-    source: Any, keep: list[str] | None = None, filled: Sequence[str] = ()
+    source: Any,
+    keep: list[str] | None = None,
+    filled: Sequence[str] = (),
+    teams: Sequence[str] | None = None,
 ) -> Callable[[str], pd.DataFrame]:
     """A reader of impression log files with the format, columns and options of ``source``
-    (a ``log:`` or an arm of the config); ``keep`` and ``filled`` (the segment columns) as
-    for :func:`abrank.io.read_impressions` (None: every column)."""
+    (a ``log:`` or an arm of the config); ``keep``, ``filled`` (the segment columns) and
+    ``teams`` (an interleaved log's arms) as for :func:`abrank.io.read_impressions` (None:
+    every column)."""
     from abrank.io import read_impressions
 
     def read(file: str) -> pd.DataFrame:
@@ -168,6 +172,7 @@ def impression_reader(
             decimal=source.decimal,
             keep=keep,
             filled=filled,
+            teams=teams,
         )
 
     return read

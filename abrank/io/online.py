@@ -73,6 +73,7 @@ def read_impressions(
     decimal: str | None = None,
     keep: Collection[str] | None = None,
     filled: Collection[str] = (),
+    teams: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """Load an impression log into the canonical impressions frame.
 
@@ -99,7 +100,8 @@ def read_impressions(
     true or false, a rank that is not a whole number >= 1, ranks of an impression that are
     not exactly 1..n (one missing or repeated), an impression with two users or in two
     arms, a dwell that is negative or no number, an empty log; and an empty cell in one of
-    the columns ``filled`` names (the segment columns, by the log's name or canonically).
+    the columns ``filled`` names (the segment columns, by the log's name or canonically);
+    a ``team`` that names none of ``teams`` (the arms of an interleaved log), when given.
     """
     fmt = detect_format(path, format, judgments=True)
     if BY_NAME[fmt].kind != "table":
@@ -128,6 +130,8 @@ def read_impressions(
     for column in (*_IDS, "arm", "team"):
         if column in log:
             out[column] = id_column(log[column], lambda row, c=column: f"{where(row)}: {c}")
+    if teams is not None and "team" in out:
+        _check_teams(out["team"], teams, lambda row: f"{where(row)}: team")
     if "query" in log:
         out["query"] = text_column(log["query"])
     out["clicked"] = clicked_column(log["clicked"], lambda row: f"{where(row)}: clicked")
@@ -156,6 +160,25 @@ def read_impressions(
     order = [c for c in _CANONICAL_ORDER if c in out]
     rest = [c for c in log if c not in order]
     return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
+
+
+def _check_teams(
+    team: pd.Categorical, arms: Collection[str], where: Callable[[int], str]
+) -> None:
+    """Every team value names one of ``arms``: else a DataError naming the first row (in
+    the file's order) of a value that names none, with the count of the others."""
+    categories = [str(c) for c in team.categories]
+    unknown = [i for i, c in enumerate(categories) if c not in arms]
+    if not unknown:
+        return
+    bad = np.isin(np.asarray(team.codes), unknown)
+    row = int(np.flatnonzero(bad)[0])
+    count = int(np.count_nonzero(bad))
+    more = f" ({count - 1} more such rows)" if count > 1 else ""
+    raise DataError(
+        f"{where(row)}: expected one of the arms ({', '.join(arms)}), got "
+        f"{categories[int(team.codes[row])]!r}{more}"
+    )
 
 
 def impression_codes(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:

@@ -308,22 +308,23 @@ def _row_checks(
     among them), ``clicked``, rank, dwell, segment values, then team values that name no
     arm."""
     checks = cell_checks(layouts, request.unit, native)
-    checks.insert(2, CellCheck("team", "team IS NULL OR team = ''", "a non-empty id"))
-    if _own_user(request):
-        checks.insert(2, CellCheck("user_id", missing_id("user_key", native, "user_id"), "a non-empty id"))
-    checks += [
-        CellCheck(column, f"segment_{i} IS NULL", "a segment value")
-        for i, column in enumerate(request.segments)
-    ]
-    checks.append(
+    teams = [
+        CellCheck("team", "team IS NULL OR team = ''", "a non-empty id"),
         CellCheck(
             "team",
             "team_index IS NULL",
             f"one of the arms ({', '.join(request.arms)})",
             text="team",
             cell_kind="label",
-        )
-    )
+        ),
+    ]
+    if _own_user(request):
+        teams.insert(0, CellCheck("user_id", missing_id("user_key", native, "user_id"), "a non-empty id"))
+    checks[2:2] = teams
+    checks += [
+        CellCheck(column, f"segment_{i} IS NULL", "a segment value")
+        for i, column in enumerate(request.segments)
+    ]
     return checks
 
 

@@ -26,6 +26,7 @@ from abrank.engines.sql import Backend, compile_sql, quote
 from abrank.engines.sql.sources import (
     EXPECTED,
     MISSING,
+    cell_text,
     check_text_files,
     number_kind,
     register_source,
@@ -263,11 +264,11 @@ def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: 
         value = f"CAST({ref} AS DOUBLE)"
         text = f"CAST({ref} AS VARCHAR)"
     else:
-        text = f"NULLIF(TRIM(CAST({ref} AS VARCHAR)), '')"
+        text = cell_text(ref, value_kind)
         cell = f"REPLACE({text}, ',', '.')" if source.decimal == "," else text
         value = f"TRY_CAST({cell} AS DOUBLE)"
     number_bad = number_kind(
-        value, text, bounded=value_name != "score", whole=value_name == "rank"
+        value, text, kind=value_kind, bounded=value_name != "score", whole=value_name == "rank"
     )
     canonical = set(column.values())
     extra = tuple(c for c in names if c not in canonical)

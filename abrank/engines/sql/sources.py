@@ -204,34 +204,52 @@ def text_id(ref: str, kind: str) -> str:
             f"CASE WHEN {ref} = FLOOR({ref}) THEN CAST(CAST({ref} AS BIGINT) AS VARCHAR) "
             f"ELSE CAST({ref} AS VARCHAR) END"
         )
-    return f"CAST({ref} AS VARCHAR)"
+    return as_text(ref, kind)
 
 
 def number(ref: str, kind: str, decimal: str | None) -> str:
     """A numeric column as DOUBLE (NULL where a text cell is no number)."""
     if kind in ("int", "float"):
         return f"CAST({ref} AS DOUBLE)"
-    text = f"TRIM(CAST({ref} AS VARCHAR))"
+    text = f"TRIM({as_text(ref, kind)})"
     if decimal == ",":
         text = f"REPLACE({text}, ',', '.')"
     return f"TRY_CAST(NULLIF({text}, '') AS DOUBLE)"
 
 
+def is_nan(value: str, kind: str) -> str:
+    """The SQL condition of a NaN ``value`` (a DOUBLE) read from a column of ``kind``. A
+    float column's test goes through the value's text: DuckDB takes a Parquet column's
+    statistics, which leave NaN out, for proof that the column holds none, and folds
+    ``ISNAN`` to false. An integer column holds no NaN."""
+    if kind == "int":
+        return "FALSE"
+    if kind == "float":
+        return f"LOWER(CAST({value} AS VARCHAR)) = 'nan'"
+    return f"ISNAN({value})"
+
+
 def number_kind(
-    value: str, text: str, *, bounded: bool = False, whole: bool = False, missing_ok: bool = False
+    value: str,
+    text: str,
+    *,
+    kind: str = "text",
+    bounded: bool = False,
+    whole: bool = False,
+    missing_ok: bool = False,
 ) -> str:
     """The SQL of a number cell's problem (0 for none; the kinds of :data:`EXPECTED`), from
     ``value`` (the cell as DOUBLE, NULL where it is no number) and ``text`` (the cell as
     text, NULL where it is empty): text that is no number, an empty cell or a NaN (unless
     ``missing_ok``: then NULL is fine), an infinite value, one beyond ±2^53 when
-    ``bounded``, and when ``whole`` one that is not a whole number or is below 1. The
-    memory engine checks a column in this order, so the smallest kind found is the one
-    it names."""
+    ``bounded``, and when ``whole`` one that is not a whole number or is below 1 (``kind``:
+    the column's, :func:`is_nan`). The memory engine checks a column in this order, so the
+    smallest kind found is the one it names."""
     missing = "0" if missing_ok else str(MISSING)
     parts = [
         f"WHEN {text} IS NOT NULL AND {value} IS NULL THEN {NOT_A_NUMBER}",
         f"WHEN {text} IS NULL THEN {missing}",
-        f"WHEN ISNAN({value}) THEN {missing}",
+        f"WHEN {is_nan(value, kind)} THEN {missing}",
         f"WHEN {value} > {LARGEST} OR {value} < -{LARGEST} THEN {INFINITE}",
     ]
     if bounded:
@@ -270,7 +288,7 @@ def clicked_flag(ref: str, kind: str) -> str:
         return f"CASE WHEN {ref} THEN 1 WHEN NOT {ref} THEN 0 END"
     if kind in ("int", "float"):
         return f"CASE WHEN {ref} = 1 THEN 1 WHEN {ref} = 0 THEN 0 END"
-    text = f"LOWER(TRIM(CAST({ref} AS VARCHAR)))"
+    text = f"LOWER(TRIM({as_text(ref, kind)}))"
     return (
         f"CASE WHEN {text} IN ('1', '1.0', 'true') THEN 1 "
         f"WHEN {text} IN ('0', '0.0', 'false') THEN 0 END"
@@ -298,23 +316,23 @@ def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
         f"{ident('impression_id')} AS impression_id",
         f"{ident(unit)} AS unit",
         f"{rank} AS rank",
-        f"{number_kind(rank, cell_text(rank_ref, rank_kind), bounded=True, whole=True)} "
+        f"{number_kind(rank, cell_text(rank_ref, rank_kind), kind=rank_kind, bounded=True, whole=True)} "
         "AS rank_bad",
-        f"CAST({rank_ref} AS VARCHAR) AS rank_text",
+        f"{as_text(rank_ref, rank_kind)} AS rank_text",
         f"{clicked_flag(layout.ref('clicked'), layout.kind_of('clicked'))} AS clicked",
-        f"CAST({layout.ref('clicked')} AS VARCHAR) AS clicked_text",
+        f"{as_text(layout.ref('clicked'), layout.kind_of('clicked'))} AS clicked_text",
     ]
     if "dwell" in layout.column:
         ref, kind = layout.ref("dwell"), layout.kind_of("dwell")
         value = number(ref, kind, source.decimal)
         # NaN (a float, or the text 'nan') is a missing dwell, as in the memory engine
-        seconds = f"CASE WHEN ISNAN({value}) THEN NULL ELSE {value} END"
-        bad = number_kind(value, cell_text(ref, kind), missing_ok=True)
+        seconds = f"CASE WHEN {is_nan(value, kind)} THEN NULL ELSE {value} END"
+        bad = number_kind(value, cell_text(ref, kind), kind=kind, missing_ok=True)
         parts += [
             f"{seconds} AS dwell",
             f"CASE WHEN {bad} > 0 THEN {bad} WHEN {value} < 0 THEN {NEGATIVE} ELSE 0 END "
             "AS dwell_bad",
-            f"CAST({ref} AS VARCHAR) AS dwell_text",
+            f"{as_text(ref, kind)} AS dwell_text",
         ]
     else:
         parts += [
@@ -330,7 +348,15 @@ def cell_text(ref: str, kind: str) -> str:
     empty or blank cell)."""
     if kind in ("int", "float", "bool"):
         return f"CAST({ref} AS VARCHAR)"
-    return f"NULLIF(TRIM(CAST({ref} AS VARCHAR)), '')"
+    return f"NULLIF(TRIM({as_text(ref, kind)}), '')"
+
+
+def as_text(ref: str, kind: str) -> str:
+    """A cell as the text it holds: a JSON value (DuckDB's type for a JSON Lines column of
+    mixed types) as its scalar (``two``, not ``"two"``), anything else cast."""
+    if kind == "json":
+        return f"JSON_EXTRACT_SCALAR({ref}, '$')"
+    return f"CAST({ref} AS VARCHAR)"
 
 
 @dataclass(frozen=True)
