@@ -28,9 +28,9 @@ def fail_writes(monkeypatch, below: str, code: int) -> None:
     real_open, real_os_open = builtins.open, os.open
 
     def guarded(file, mode="r", *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and below in str(file):
-            if any(flag in mode for flag in WRITE_MODES):
-                raise OSError(code, os.strerror(code), str(file))
+        named = isinstance(file, (str, os.PathLike)) and below in str(file)
+        if named and any(flag in mode for flag in WRITE_MODES):
+            raise OSError(code, os.strerror(code), str(file))
         return real_open(file, mode, *args, **kwargs)
 
     def guarded_os(path, flags, *args, **kwargs):
