@@ -204,13 +204,18 @@ def _source_sql(layout: Layout, request: ClickRequest, native: set[str]) -> str:
         else f"CAST({layout.ref('arm')} AS VARCHAR)"
     )
     parts = [
-        *row_columns(layout, request.unit, native),
+        *row_columns(layout, request.unit, native, _reads_dwell(request)),
         f"{arm} AS arm",
         f"{_arm_code(arm, request.arms)} AS arm_code",
     ]
     for i, column in enumerate(request.segments):
         parts.append(f"{layout.ref(column)} AS segment_{i}")
     return f"SELECT {', '.join(parts)} FROM {layout.relation}"
+
+
+def _reads_dwell(request: ClickRequest) -> bool:
+    """Whether the metrics read the log's dwell times (those counting satisfied clicks)."""
+    return any(m.family == "sat_ctr" for m in request.metrics)
 
 
 def _arm_code(arm: str, arms: Sequence[str]) -> str:
@@ -462,7 +467,7 @@ def _raise_first_problem(
 
     unit = request.unit
     native = native_ids(layouts, request)
-    checks = cell_checks(layouts, unit, native)
+    checks = cell_checks(layouts, unit, native, _reads_dwell(request))
     checks += [
         CellCheck(column, f"segment_{i} IS NULL", "a segment value")
         for i, column in enumerate(request.segments)

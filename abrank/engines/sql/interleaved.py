@@ -276,7 +276,7 @@ def _source_sql(layout: Layout, request: InterleavedRequest, native: set[str]) -
     team = text_id(layout.ref("team"), layout.kind_of("team"))
     index = " ".join(f"WHEN {literal(arm)} THEN {k}" for k, arm in enumerate(request.arms))
     parts = [
-        *row_columns(layout, request.unit, native),
+        *row_columns(layout, request.unit, native, "sat_clicks" in request.credits),
         f"{team} AS team",
         f"CASE {team} {index} END AS team_index",
     ]
@@ -307,7 +307,7 @@ def _row_checks(
     """The checks of a row's cells, in the memory engine's order: ids (the team's
     among them), ``clicked``, rank, dwell, segment values, then team values that name no
     arm."""
-    checks = cell_checks(layouts, request.unit, native)
+    checks = cell_checks(layouts, request.unit, native, "sat_clicks" in request.credits)
     teams = [
         CellCheck("team", "team IS NULL OR team = ''", "a non-empty id"),
         CellCheck(

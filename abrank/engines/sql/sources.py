@@ -295,13 +295,15 @@ def clicked_flag(ref: str, kind: str) -> str:
     )
 
 
-def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
+def row_columns(layout: Layout, unit: str, native: set[str], dwell: bool = True) -> list[str]:
     """The canonical cells of one source's rows, as select items: ``log_file``,
     ``log_row``, ``impression_id`` and ``unit`` (text, or integers where ``native``),
     ``rank`` (DOUBLE) with ``rank_bad`` (the kind of its problem, :func:`number_kind`; 0 for
     none) and ``rank_text``, ``clicked`` (1 / 0 / NULL) with ``clicked_text``, ``dwell``
-    (DOUBLE seconds, NULL where missing; NULL without a dwell column) with ``dwell_bad``
-    (the kind of its problem) and ``dwell_text``."""
+    (DOUBLE seconds, NULL where missing; NULL without a dwell column, or unless ``dwell``:
+    a log's dwell is read, and checked, only for the metrics that count satisfied clicks,
+    as by the memory engine) with ``dwell_bad`` (the kind of its problem) and
+    ``dwell_text``."""
 
     def ident(canon: str) -> str:
         ref = layout.ref(canon)
@@ -322,7 +324,7 @@ def row_columns(layout: Layout, unit: str, native: set[str]) -> list[str]:
         f"{clicked_flag(layout.ref('clicked'), layout.kind_of('clicked'))} AS clicked",
         f"{as_text(layout.ref('clicked'), layout.kind_of('clicked'))} AS clicked_text",
     ]
-    if "dwell" in layout.column:
+    if dwell and "dwell" in layout.column:
         ref, kind = layout.ref("dwell"), layout.kind_of("dwell")
         value = number(ref, kind, source.decimal)
         # NaN (a float, or the text 'nan') is a missing dwell, as in the memory engine
@@ -388,11 +390,13 @@ class CellCheck:
         }
 
 
-def cell_checks(layouts: Sequence[Layout], unit: str, native: set[str]) -> list[CellCheck]:
+def cell_checks(
+    layouts: Sequence[Layout], unit: str, native: set[str], dwell: bool = True
+) -> list[CellCheck]:
     """The checks of :func:`row_columns`' cells every log definition makes, in the memory
-    engine's order: ids present, ``clicked`` 0/1, rank, dwell."""
+    engine's order: ids present, ``clicked`` 0/1, rank, dwell (when read: ``dwell``)."""
     kinds = {canon: {layout.kind_of(canon) for layout in layouts} for canon in ("rank", "clicked")}
-    dwell = {layout.kind_of("dwell") for layout in layouts if "dwell" in layout.column}
+    dwells = {layout.kind_of("dwell") for layout in layouts if "dwell" in layout.column}
 
     def one(found: set[str]) -> str:
         return found.pop() if len(found) == 1 else "text"
@@ -406,7 +410,8 @@ def cell_checks(layouts: Sequence[Layout], unit: str, native: set[str]) -> list[
             one(kinds["clicked"]),
         ),
         CellCheck("rank", "rank_bad > 0", RANK_EXPECTED, "rank_bad", "rank_text", one(kinds["rank"])),
-        CellCheck("dwell", "dwell_bad > 0", EXPECTED, "dwell_bad", "dwell_text", one(dwell)),
+        *([CellCheck("dwell", "dwell_bad > 0", EXPECTED, "dwell_bad", "dwell_text", one(dwells))]
+          if dwell else []),
     ]  # fmt: skip
 
 
