@@ -368,7 +368,7 @@ BAD = [
         r"got 'd' and 'm'",
     ),
     (dict(clicked=(3, 7)), r"log\.parquet: row 4: clicked: expected 0, 1, true or false, got 7$"),
-    (dict(dwell=(0, -1.0)), r"row 1: dwell: expected a number of seconds >= 0, got -1\.0$"),
+    (dict(dwell=(0, -1.0)), r"row 1: dwell: expected a number of seconds >= 0, got -1$"),
     (dict(user_id=(4, None)), r"row 5: user_id: expected a non-empty id, got an empty value$"),
     (dict(team=(4, None)), r"row 5: team: expected a non-empty id, got an empty value$"),
     (dict(device=(4, None)), r"row 5: device: expected a segment value, got an empty value$"),

@@ -154,12 +154,13 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
         if column not in log.columns:
             found = impression_reader(source)(files[0]).columns  # every column, for the message
             raise DataError(
-                f"{shown}: expected a {column} column ({hint}), found columns: "
+                f"{files[0]}: expected a {column} column ({hint}), found columns: "
                 f"{', '.join(map(str, found))}"
             )
     checked = {c: "segments.columns" for c in experiment.segments.columns}
-    check_impression_columns(log, {unit: "analysis.unit", **checked}, shown)
-    check_teams(log, [arm.name for arm in experiment.arms], shown)
+    # messages name the file as the reader's do: as the config resolved its path
+    check_impression_columns(log, {unit: "analysis.unit", **checked}, str(files[0]))
+    check_teams(log, [arm.name for arm in experiment.arms], str(files[0]))
     rankings, ranking_inputs = source_rankings(experiment, say)
     return InterleavedData(log, rankings, [*inputs, *ranking_inputs], shown)
 

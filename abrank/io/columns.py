@@ -26,6 +26,7 @@ __all__ = [
     "check_scalar_ids",
     "describe_cell",
     "describe_missing_text",
+    "describe_number",
     "parse_numbers",
 ]
 
@@ -91,12 +92,26 @@ def alias_renames(
 
 
 def describe_cell(value: Any, empty: str = "an empty value") -> str:
-    """A cell as an error message shows it: its repr, or ``empty`` for a missing value."""
+    """A cell as an error message shows it: its repr, a number as :func:`describe_number`
+    writes it, or ``empty`` for a missing value."""
     if value is None or (
         pd.api.types.is_scalar(value) and not isinstance(value, str) and pd.isna(value)
     ):
         return empty
-    return repr(value.item() if hasattr(value, "item") else value)
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float):
+        return describe_number(value)
+    return repr(value)
+
+
+def describe_number(value: float) -> str:
+    """A number as messages write it, whatever type a reader gave its column: a whole
+    number as an integer (``-4``, not ``-4.0``: a CSV column read as floats because another
+    cell holds ``40.5``), any other as Python writes it (``2.5``, ``inf``, ``1e+20``: whole
+    numbers beyond 2^53 are no longer exact)."""
+    if value.is_integer() and abs(value) < LARGEST_WHOLE:
+        return str(int(value))
+    return repr(value)
 
 
 def describe_missing_text(text: Any) -> str:

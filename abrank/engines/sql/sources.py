@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from abrank.engines.sql import Backend, compile_sql, quote
 from abrank.errors import DataError
+from abrank.io.columns import describe_number
 from abrank.io.impression_columns import canonical_names
 
 __all__ = [
@@ -262,13 +263,13 @@ def number_kind(
 def shown_cell(text: Any, kind: str) -> str:
     """A bad cell as the memory engine's message shows it, from its text as the engine
     gives it (``text``, None for an empty cell) and the kind of its column: an empty value;
-    NaN; a number as Python writes it (``0``, ``2.5``, ``inf``, ``1e+20``: a column of
-    numbers, or a CSV cell that pyarrow's reader would take for one, whole for integer
-    text and a float otherwise); else the text, quoted."""
+    NaN; a number as :func:`abrank.io.columns.describe_number` writes it (``0``, ``2.5``,
+    ``inf``, ``1e+20``: a column of numbers, or a text cell that pyarrow's CSV reader
+    would take for one); else the text, quoted."""
     if text is None:
         return "an empty value"
     raw = str(text)
-    if kind in ("int", "float", "text"):
+    if kind in ("int", "float", "text", "json"):
         stripped = raw.strip()
         if kind != "float" and _INTEGER.match(stripped) and abs(int(stripped)) < 2**63:
             return str(int(stripped))
@@ -278,7 +279,7 @@ def shown_cell(text: Any, kind: str) -> str:
             except ValueError:
                 pass
             else:
-                return "NaN" if math.isnan(number) else repr(number)
+                return "NaN" if math.isnan(number) else describe_number(number)
     return repr(raw)
 
 
@@ -426,29 +427,34 @@ def raise_bad_cell(
     no rows), the column, what was expected, the cell, and how many more rows have the
     same problem, as the memory engine's reader words it."""
     base = f"SELECT * FROM ({rows}) AS log_rows"
-    for check in checks:
-        counting = f"SELECT COUNT(*) AS n FROM ({rows}) AS log_rows WHERE {check.condition}"
-        if check.kind is not None:  # the smallest kind found, and its rows
-            counting = (
-                f"SELECT {check.kind} AS kind, COUNT(*) AS n FROM ({rows}) AS log_rows WHERE "
-                f"{check.condition} GROUP BY {check.kind} ORDER BY {check.kind} LIMIT 1"
-            )
-        counted = backend.run(compile_sql(counting, backend.dialect)).to_pylist()
-        if not counted or not counted[0]["n"]:
+    # one scan finds which checks fail, and each one's smallest kind of problem
+    found = []
+    for i, check in enumerate(checks):
+        kind = check.kind or "0"
+        found += [
+            f"SUM(CASE WHEN {check.condition} THEN 1 ELSE 0 END) AS n{i}",
+            f"MIN(CASE WHEN {check.condition} THEN {kind} END) AS k{i}",
+        ]
+    summary = backend.run(
+        compile_sql(f"SELECT {', '.join(found)} FROM ({rows}) AS log_rows", backend.dialect)
+    ).to_pylist()[0]
+    for i, check in enumerate(checks):
+        if not summary[f"n{i}"]:
             continue
-        found, count = int(counted[0].get("kind") or 0), int(counted[0]["n"])
-        chosen = f" AND {check.kind} = {found}" if check.kind is not None else ""
+        kind = int(summary[f"k{i}"] or 0)
+        chosen, count = check.condition, int(summary[f"n{i}"])
+        if check.kind is not None:  # the rows of that kind only
+            chosen = f"({check.condition}) AND {check.kind} = {kind}"
+            counting = f"SELECT COUNT(*) AS n FROM ({rows}) AS log_rows WHERE {chosen}"
+            count = int(backend.run(compile_sql(counting, backend.dialect)).to_pylist()[0]["n"])
         row = backend.run(
-            compile_sql(
-                f"{base} WHERE ({check.condition}){chosen} ORDER BY log_file, log_row LIMIT 1",
-                backend.dialect,
-            )
+            compile_sql(f"{base} WHERE {chosen} ORDER BY log_file, log_row LIMIT 1", backend.dialect)
         ).to_pylist()[0]
         text = None if check.text is None else row[check.text]
         got = shown_cell(text, check.cell_kind)
-        if found == MISSING and text is not None:
+        if kind == MISSING and text is not None:
             got = "NaN"
-        expected = check.expected if isinstance(check.expected, str) else check.expected[found]
+        expected = check.expected if isinstance(check.expected, str) else check.expected[kind]
         more = f" ({count - 1} more such rows)" if count > 1 else ""
         raise DataError(f"{where(row)}: {check.column}: expected {expected}, got {got}{more}")
 
