@@ -55,6 +55,26 @@ def test_per_unit_sums_equal_the_memory_engines(tmp_path, string_ids):
     assert result.file_rows == {str(path): len(make_log(string_ids=string_ids))}
 
 
+def test_a_nan_dwell_in_parquet_is_a_missing_dwell_as_on_the_memory_engine(tmp_path):
+    """A float column's NaN (written as NaN, not as null) is a missing dwell: not a
+    satisfied click. DuckDB takes a Parquet column's statistics, which leave NaN out, for
+    proof that it holds none, and folded ISNAN to false: NaN, larger than any number in
+    DuckDB, then counted as a dwell of more than 30 seconds."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    log = make_log(impressions=600)
+    table = pa.Table.from_pandas(log.drop(columns="dwell"), preserve_index=False)
+    dwell = pa.array(log["dwell"].to_numpy(), from_pandas=False)  # NaN stays NaN
+    assert dwell.null_count == 0 and int(np.isnan(log["dwell"]).sum()) > 100
+    path = tmp_path / "log.parquet"
+    pq.write_table(table.append_column("dwell", dwell), path)
+    result = sql_sums(path, ["sat_ctr@3", "sat_ctr"])
+    expected = memory_sums(path, ["sat_ctr@3", "sat_ctr"])
+    for arm in ("a", "b"):
+        assert_same_sums(expected[arm], result.sums[arm])
+
+
 def test_a_csv_log_keeps_ids_as_written_and_equals_the_memory_engine(tmp_path):
     log = make_log(impressions=800)
     log["user_id"] = "00" + log["user_id"].astype(str)  # leading zeros: text ids, not ints
