@@ -656,9 +656,34 @@ def uses_engine(request, engine: str) -> None:
         request.getfixturevalue("spark")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("verb", VERBS)
-@pytest.mark.parametrize("case", list(CASES))
+#: What still differs: ``abrank validate`` reads an offline experiment's files with the
+#: memory engine's readers whatever the engine, so on Spark it names the CSV and JSON
+#: lines that ``abrank run`` on Spark cannot. Strict: once validate takes the engine's
+#: path, these pass and the mark must go.
+VALIDATE_READS_WITH_MEMORY = pytest.mark.xfail(
+    strict=True,
+    reason="validate reads offline files with the memory engine's readers on every engine",
+)
+
+
+def corpus() -> list:
+    """Every (case, verb, engine), the known difference marked."""
+    params = []
+    for name, case in CASES.items():
+        for verb in VERBS:
+            for engine in ENGINES:
+                differs = (
+                    (verb, engine, case.kind) == ("validate", "spark", "offline")
+                    and case.spark is not None
+                )
+                marks = [VALIDATE_READS_WITH_MEMORY] if differs else []
+                params.append(
+                    pytest.param(name, verb, engine, marks=marks, id=f"{name}-{verb}-{engine}")
+                )
+    return params
+
+
+@pytest.mark.parametrize(("case", "verb", "engine"), corpus())
 def test_refused_alike_on_every_engine(
     case, verb, engine, request, tmp_path, earlier_readout, capsys, monkeypatch
 ):

@@ -294,11 +294,14 @@ def _impressions_sql(
         "MIN(unit) AS unit",
         "MAX(unit) AS unit_max",
         *IMPRESSION_CHECKS,
-        "MIN(CASE WHEN clicked = 1 THEN rank END) AS first_click",
+        # bad ranks left out: an impression with one is refused, but its values are still
+        # computed first (a rank of 0 would divide click_rr by zero, which Spark refuses)
+        "MIN(CASE WHEN clicked = 1 AND rank_bad = 0 THEN rank END) AS first_click",
     ]
     if sat:
         parts.append(
-            f"MIN(CASE WHEN clicked = 1 AND dwell >= {dwell!r} THEN rank END) AS first_sat"
+            f"MIN(CASE WHEN clicked = 1 AND rank_bad = 0 AND dwell >= {dwell!r} THEN rank END) "
+            "AS first_sat"
         )
     for k in cutoffs:
         within = "" if k is None else f" AND rank <= {int(k)}"
