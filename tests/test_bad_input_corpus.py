@@ -738,3 +738,26 @@ def test_a_log_column_no_metric_reads_is_not_checked_on_any_engine(
     code, out, err = run_cli(capsys, "validate", config)
     assert (code, err) == (0, "")
     assert "16 impressions" in out or "impressions" in out
+
+
+@pytest.mark.parametrize("grade", ["1e200", "1e308"])
+def test_a_grade_whose_gains_overflow_is_refused_at_its_line_without_warnings(
+    grade, tmp_path, capsys, monkeypatch
+):
+    """DCG sums and the statistics' squares of grades this large overflowed: NumPy warned
+    on stderr and the run stopped on a value of the control arm. The qrels line is named
+    instead, before any metric is computed."""
+    monkeypatch.chdir(tmp_path)
+    case = judgments("qrels.txt", QRELS.replace("q1 0 a 2", f"q1 0 a {grade}"), "")
+    config, path = write_case(tmp_path, case, "memory")
+    config.write_text(config.read_text().replace("[mrr@10, ndcg@3]", "[dcg@3]"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = run_cli(capsys, "run", config, "--out", tmp_path / "out", "--quiet")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"abrank: error: {path}: line 1: relevance: expected a number between -2^53 and 2^53, "
+        f"got '{grade}'\n"
+    )
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
+    assert not (tmp_path / "out").exists()

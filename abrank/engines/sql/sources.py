@@ -17,7 +17,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -483,11 +482,10 @@ def literal(value: str) -> str:
 
 
 def shown_path(path: str) -> str:
-    """A file as messages show it: relative to the working folder when below it."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+    """A file as messages show it: as the config resolved its path, which is how the
+    memory engine's readers name it (the engines give each row's file as they were given
+    it)."""
+    return str(path)
 
 
 def selected_values(table: pa.Table, column: str, rows: np.ndarray) -> pd.Series:
