@@ -118,32 +118,3 @@ def write_experiment(tmp_path: Path, log: str = "log.parquet", extra: str = "") 
     path = tmp_path / "exp.yaml"
     path.write_text(CONFIG.replace("LOG", log) + extra)
     return path
-
-
-#: A change to :func:`bad_log` (column -> (row, value)) that breaks an impression (its ranks,
-#: its unit, arm or segment value) or names no arm, and the message it gives on an SQL
-#: engine reading the log as CSV with the segment column ``device``. (A bad cell's message
-#: is the memory engine's on every engine: tests/test_bad_input_corpus.py holds it.)
-BAD_CELLS = [
-    (
-        {"rank": (1, 1)},
-        r"log.csv: impression '1': rank: expected ranks 1..2, each once, got ranks 1, 1",
-    ),
-    ({"rank": (1, 3)}, r"impression '1': rank: expected ranks 1..2, each once, got ranks 1, 3"),
-    (
-        {"user_id": (1, "w")},
-        r"impression '1': user_id: expected one user_id per impression, got 'u' and 'w'",
-    ),
-    (
-        {"arm": (1, "b")},
-        r"impression '1': arm: expected one arm per impression, got 'a' and 'b'",
-    ),
-    (
-        {"arm": (3, "c")},
-        r"arm: expected the arm names 'a', 'b', got 'c' \(values found: 'a' \(2 rows\), 'b' \(1 rows\), 'c' \(1 rows\)\)",
-    ),
-    (
-        {"device": (3, "x")},
-        r"impression '2': device: expected one device per impression, got 'd' and 'x'",
-    ),
-]

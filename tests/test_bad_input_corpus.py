@@ -526,6 +526,51 @@ CASES: dict[str, Case] = {
         "{path}: line 5: user_id: expected a non-empty id, got an empty value",
         "{path}: impression 'i1': user_id: expected a non-empty id, got an empty value",
     ),
+    # impressions: ranks 1..n, one user, arm and segment value each (rows 2, 3: i1)
+    "online-rank-missing": online(
+        "log.csv",
+        log_csv(rank=(3, 3)),
+        "{path}: impression 'i1' (line 4): rank: expected ranks 1..3, rank 2 is missing",
+        "{path}: impression 'i1': rank: expected ranks 1..3, rank 2 is missing",
+    ),
+    "online-rank-repeated": online(
+        "log.csv",
+        log_csv(rank=(3, 1)),
+        "{path}: line 5: rank: expected each rank once per impression, got rank 1 again in "
+        "impression 'i1' (first at line 4)",
+        "{path}: rank: expected each rank once per impression, got rank 1 again in impression "
+        "'i1'",
+    ),
+    "online-two-users": online(
+        "log.csv",
+        log_csv(user_id=(3, "u9")),
+        "{path}: line 5: user_id: expected one user_id per impression, got 'u9' in impression "
+        "'i1', which has 'u1' at line 4",
+        "{path}: user_id: expected one user_id per impression, got 'u9' in impression 'i1', "
+        "which has 'u1'",
+    ),
+    "online-two-arms": online(
+        "log.csv",
+        log_csv(arm=(3, "reranker")),
+        "{path}: line 5: arm: expected one arm per impression, got 'reranker' in impression "
+        "'i1', which has 'bm25' at line 4",
+        "{path}: arm: expected one arm per impression, got 'reranker' in impression 'i1', which "
+        "has 'bm25'",
+    ),
+    "online-two-segment-values": online(
+        "log.csv",
+        log_csv(device=(3, "tablet")),
+        "{path}: line 5: device: expected one device per impression, got 'tablet' in impression "
+        "'i1', which has 'mobile' at line 4",
+        "{path}: device: expected one device per impression, got 'tablet' in impression 'i1', "
+        "which has 'mobile'",
+    ),
+    "online-arm-no-arm": online(
+        "log.csv",
+        log_csv(arm=([2, 3], "hybrid")),
+        "{path}: arm: expected the arm names 'bm25', 'reranker', got 'hybrid' (values found: "
+        "'bm25' (6 rows), 'hybrid' (2 rows), 'reranker' (8 rows))",
+    ),
     "online-nul-bytes": online(
         "log.csv",
         b"impression_id,user_id\x00,rank\n",
@@ -575,6 +620,20 @@ CASES: dict[str, Case] = {
         log_csv(True, team=(3, "hybrid")),
         "{path}: line 5: team: expected one of the arms (bm25, reranker), got 'hybrid'",
         "{path}: impression 'i1': team: expected one of the arms (bm25, reranker), got 'hybrid'",
+    ),
+    "interleaved-rank-missing": interleaved(
+        "log.csv",
+        log_csv(True, rank=(3, 3)),
+        "{path}: impression 'i1' (line 4): rank: expected ranks 1..3, rank 2 is missing",
+        "{path}: impression 'i1': rank: expected ranks 1..3, rank 2 is missing",
+    ),
+    "interleaved-two-segment-values": interleaved(
+        "log.csv",
+        log_csv(True, device=(3, "tablet")),
+        "{path}: line 5: device: expected one device per impression, got 'tablet' in impression "
+        "'i1', which has 'mobile' at line 4",
+        "{path}: device: expected one device per impression, got 'tablet' in impression 'i1', "
+        "which has 'mobile'",
     ),
     "interleaved-garbage-parquet": interleaved("log.parquet", GARBAGE, f"{{path}}: {NO_FOOTER}"),
     "interleaved-header-only": interleaved(

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from click_logs import (
-    BAD_CELLS,
     CONFIG,
     METRICS,
     ROOT,
@@ -143,7 +142,8 @@ def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path):
     frame.to_parquet(path)
     with pytest.raises(
         DataError,
-        match=r"log.parquet: impression '2': rank: expected each rank once per impression, got rank 66 2 times",
+        match=r"log.parquet: row 137: rank: expected each rank once per impression, got rank 66 "
+        r"again in impression '2' \(first at row 136\)$",
     ):
         sql_sums(path, ["ctr@3"])
     frame.loc[frame.index[-5:], "rank"] = [66, 67, 68, 69, 70]
@@ -153,14 +153,6 @@ def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path):
 
 
 # --------------------------------------------------------------------------- bad input
-
-
-@pytest.mark.parametrize(("change", "message"), BAD_CELLS)
-def test_bad_cells_and_impressions_name_the_file_and_the_impression(tmp_path, change, message):
-    path = tmp_path / "log.csv"
-    bad_log(**change).to_csv(path, index=False)
-    with pytest.raises(DataError, match=message):
-        sql_sums(path, ["click_rr@10", "sat_ctr@2"], fmt="csv", segments=("device",))
 
 
 def test_missing_columns_and_arms_are_named(tmp_path):
@@ -401,7 +393,7 @@ def test_the_cli_runs_on_duckdb_and_exits_2_on_bad_input(log_folder, tmp_path, c
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert "impression '1': rank: expected ranks 1..2, each once, got ranks 1, 5" in err
+    assert "log.parquet: impression '1' (row 1): rank: expected ranks 1..5, rank 2 is missing" in err
     assert "Traceback" not in err
     assert not (bad / "out").exists()
 
@@ -446,11 +438,15 @@ def test_arms_in_files_of_different_formats_and_id_types(tmp_path):
     pd.concat([log[log["arm"] == "b"], first]).drop(columns="arm").to_csv(
         tmp_path / "b.csv", index=False
     )
-    with pytest.raises(
-        DataError,
-        match=r"a.parquet \(arm 'a'\) and .*b.csv \(arm 'b'\): impression_id: expected each impression in one arm, got '\d+' in both",
-    ):
+    with pytest.raises(DataError) as on_memory:
+        run_experiment(tmp_path / "exp.yaml")
+    with pytest.raises(DataError) as on_duckdb:
         run_experiment(tmp_path / "exp.yaml", engine="duckdb")
+    impression = str(first["impression_id"].iloc[0])
+    assert str(on_duckdb.value) == str(on_memory.value) == (
+        f"{tmp_path / 'a.parquet'} (arm 'a') and {tmp_path / 'b.csv'} (arm 'b'): impression_id: "
+        f"expected each impression in one arm, got 1 in more than one, e.g. {impression!r}"
+    )
 
 
 def test_a_dated_glob_reads_the_dates_files_and_a_missing_date_is_skipped(tmp_path, capsys):

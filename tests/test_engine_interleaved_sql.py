@@ -355,17 +355,25 @@ BAD = [
         dict(team=(2, "c")),
         r"log\.parquet: row 3: team: expected one of the arms \(a, b\), got 'c'",
     ),
-    (dict(rank=(1, 1)), r"impression 'i1': rank: expected ranks 1\.\.2, each once, got ranks 1, 1"),
-    (dict(rank=(4, 3)), r"impression 'i3': rank: expected ranks 1\.\.1, each once, got ranks 3"),
+    (
+        dict(rank=(1, 1)),
+        r"log\.parquet: row 2: rank: expected each rank once per impression, got rank 1 again "
+        r"in impression 'i1' \(first at row 1\)$",
+    ),
+    (
+        dict(rank=(4, 3)),
+        r"log\.parquet: impression 'i3' \(row 5\): rank: expected ranks 1\.\.3, rank 1 is "
+        r"missing$",
+    ),
     (
         dict(user_id=(1, "u9")),
-        r"impression 'i1': user_id: expected one value per impression \(analysis\.unit\), "
-        r"got 'u1' and 'u9'",
+        r"log\.parquet: row 2: user_id: expected one user_id per impression, got 'u9' in "
+        r"impression 'i1', which has 'u1' at row 1$",
     ),
     (
         dict(device=(3, "m")),
-        r"impression 'i2': device: expected one value per impression \(segments\.columns\), "
-        r"got 'd' and 'm'",
+        r"log\.parquet: row 4: device: expected one device per impression, got 'm' in "
+        r"impression 'i2', which has 'd' at row 3$",
     ),
     (dict(clicked=(3, 7)), r"log\.parquet: row 4: clicked: expected 0, 1, true or false, got 7$"),
     (dict(dwell=(0, -1.0)), r"row 1: dwell: expected a number of seconds >= 0, got -1$"),
@@ -453,7 +461,10 @@ def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path, engine):
     log.loc[69, "rank"] = 65  # 1..69 and 65 again: 70 rows, top rank 69
     log.loc[68, "rank"] = 70
     log.to_parquet(tmp_path / "log.parquet")
-    with pytest.raises(DataError, match=r"impression 'i1': rank: expected each rank once"):
+    with pytest.raises(
+        DataError, match=r"rank: expected each rank once per impression, got rank 65 again in "
+        r"impression 'i1'"
+    ):
         run_experiment(config, engine=engine)
 
 
@@ -468,7 +479,7 @@ def test_the_cli_runs_on_an_sql_engine_and_exits_2_on_bad_input(tmp_path, engine
     capsys.readouterr()
     for change, message in [
         (dict(team=(2, "c")), "team: expected one of the arms (a, b), got 'c'"),
-        (dict(rank=(1, 1)), "rank: expected ranks 1..2, each once, got ranks 1, 1"),
+        (dict(rank=(1, 1)), "rank: expected each rank once per impression, got rank 1 again"),
         ("no team", "expected a team column (the arm that contributed each result)"),
     ]:
         log = bad_log().drop(columns="team") if change == "no team" else bad_log(**change)

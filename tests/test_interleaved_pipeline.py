@@ -628,9 +628,12 @@ def _segment_within_impression(folder: Path) -> tuple[Path, list[str]]:
     before = log.loc[row, "device"]
     log.loc[row, "device"] = "tablet"
     log.to_csv(folder / "log.csv", index=False)
+    impression = log.loc[row, "impression_id"]
+    first = log.index[(log["impression_id"] == impression) & (log["rank"] == 1)][0]
+    # frame rows are file lines under the header line
     return write_config(folder, extra="segments: {columns: [device]}"), [
-        f"log.csv: impression {log.loc[row, 'impression_id']}, rank 3: device: expected one "
-        f"value per impression (segments.columns), got 'tablet' after {before!r}",
+        f"log.csv: line {row + 2}: device: expected one device per impression, got 'tablet' in "
+        f"impression {impression!r}, which has {before!r} at line {first + 2}",
     ]
 
 

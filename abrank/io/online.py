@@ -156,7 +156,7 @@ def read_impressions(
         codes = codes[rows]
     else:
         rows = np.arange(codes.size, dtype=np.int64)
-    _check_impressions(out, codes, rows, path, where)
+    _check_impressions(out, codes, rows, path, where, [c for c in filled if c in out])
     order = [c for c in _CANONICAL_ORDER if c in out]
     rest = [c for c in log if c not in order]
     return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
@@ -266,9 +266,11 @@ def _check_impressions(
     rows: np.ndarray,
     path: str | Path,
     where: Callable[[int], str],
+    segments: Sequence[str] = (),
 ) -> None:
-    """Ranks 1..n in each impression, one user and one arm per impression (rows sorted;
-    ``codes`` their impressions, ``rows`` their places in the file)."""
+    """Ranks 1..n in each impression, one user, one arm and one value of each of
+    ``segments`` per impression (rows sorted; ``codes`` their impressions, ``rows`` their
+    places in the file)."""
     rank = columns["rank"]
     impressions = columns["impression_id"].categories
     position = positions(codes) + 1
@@ -289,19 +291,27 @@ def _check_impressions(
             f"expected ranks 1..{int(rank[last - 1])}, rank {int(position[at])} is missing"
         )
     same = codes[1:] == codes[:-1]
-    for column in ("user_id", "arm"):
+    for column in ("user_id", "arm", *segments):
         if column not in columns:
             continue
         values = columns[column]
-        clash = np.flatnonzero(same & (values.codes[1:] != values.codes[:-1]))
+        value_codes = (
+            values.codes if isinstance(values, pd.Categorical) else pd.factorize(values)[0]
+        )
+        clash = np.flatnonzero(same & (value_codes[1:] != value_codes[:-1]))
         if clash.size:
             at = int(clash[0]) + 1
             first = at - int(position[at]) + 1
             raise DataError(
                 f"{where(int(rows[at]))}: {column}: expected one {column} per impression, got "
-                f"{values[at]!r} in impression {impressions[codes[at]]!r}, which has "
-                f"{values[first]!r} at {_place(where(int(rows[first])))}"
+                f"{_scalar(values[at])!r} in impression {impressions[codes[at]]!r}, which has "
+                f"{_scalar(values[first])!r} at {_place(where(int(rows[first])))}"
             )
+
+
+def _scalar(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (for messages)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _place(where: str) -> str:

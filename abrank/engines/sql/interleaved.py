@@ -52,7 +52,7 @@ from abrank.engines.sql.sources import (
     missing_id,
     native_ids,
     raise_bad_cell,
-    ranks_broken,
+    raise_impression_problem,
     row_columns,
     row_place,
     selected_values,
@@ -171,7 +171,7 @@ def interleaved_aggregates(
     if int(table["bad"].sum()):
         _raise_first_problem(backend, rows, layouts, request, several_files)
     if float(table["top"].max()) > RANK_BITS:
-        check_deep_ranks(backend, rows)
+        check_deep_ranks(backend, rows, layouts)
     overall = np.ones(len(table), dtype=bool)
     for i in range(len(request.segments)):
         overall &= table[f"grouped_{i}"].to_numpy() == 1
@@ -545,24 +545,9 @@ def _raise_first_problem(
             f"{shown_path(bad['file_min'])} and {shown_path(bad['file_max'])}: impression_id: "
             f"expected each impression in one file, got {impression!r} in both"
         )
-    if ranks_broken(bad):
-        ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
-        raise DataError(
-            f"{place}: rank: expected ranks 1..{int(bad['n'])}, each once, got ranks {ranks}"
-        )
-    unit = request.unit
-    pairs = [("unit", "unit_max", unit, "analysis.unit")]
+    columns = [(request.unit, "unit", True)]
     if _own_user(request):
-        pairs.append(("user_key", "user_max", "user_id", ""))
-    pairs += [
-        (f"segment_{i}", f"segment_{i}_max", column, "segments.columns")
-        for i, column in enumerate(request.segments)
-    ]
-    for low, high, column, key in pairs:
-        if bad[low] != bad[high]:
-            why = f" ({key})" if key else ""
-            raise DataError(
-                f"{place}: {column}: expected one value per impression{why}, got "
-                f"{str(bad[low])!r} and {str(bad[high])!r}"
-            )
+        columns.append(("user_id", "user_key", True))
+    columns += [(column, f"segment_{i}", False) for i, column in enumerate(request.segments)]
+    raise_impression_problem(layouts, impression, detail, columns)
     raise DataError(f"{place}: expected a valid impression")

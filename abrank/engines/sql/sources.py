@@ -476,6 +476,74 @@ def row_place(layouts: Sequence[Layout]) -> Any:
     return where
 
 
+def row_line(layouts: Sequence[Layout]) -> Any:
+    """A function giving a log row's ``line N`` or ``row N`` as :func:`row_place` words it,
+    or None where the engine numbers no rows."""
+    place = row_place(layouts)
+
+    def line(row: Mapping[str, Any]) -> str | None:
+        if row.get("log_row") is None:
+            return None
+        return place(row).rsplit(": ", 1)[-1]
+
+    return line
+
+
+def raise_impression_problem(
+    layouts: Sequence[Layout],
+    impression: str,
+    detail: Sequence[Mapping[str, Any]],
+    columns: Sequence[tuple[str, str, bool]],
+) -> None:
+    """The memory engine's message for an impression whose rows break it (``detail``:
+    its rows, with ``log_file``, ``log_row``, ``rank`` and the columns): its ranks not
+    exactly 1..n (a rank again, naming both rows; or the smallest missing rank), else two
+    values of one of ``columns`` ((column named, key of ``detail``, whether it holds ids,
+    shown as text whatever their type): the unit, the arm, the segments), naming the row of
+    the second value and where the first stands. The rows
+    are read as the memory engine sorts them, by rank, rows of one rank in file order.
+    Where the engine numbers no rows (Spark's CSV and JSON readers), no line is named."""
+    line = row_line(layouts)
+    rows = sorted(
+        detail,
+        key=lambda r: (r["rank"], str(r["log_file"]), -1 if r["log_row"] is None else r["log_row"]),
+    )
+
+    def place(row: Mapping[str, Any]) -> str:
+        number = line(row)
+        return str(row["log_file"]) if number is None else f"{row['log_file']}: {number}"
+
+    def at(row: Mapping[str, Any], words: str) -> str:
+        number = line(row)
+        return "" if number is None else words.format(number)
+
+    for position, row in enumerate(rows, start=1):
+        if row["rank"] == position:
+            continue
+        if position > 1 and row["rank"] == rows[position - 2]["rank"]:
+            raise DataError(
+                f"{place(row)}: rank: expected each rank once per impression, got rank "
+                f"{int(row['rank'])} again in impression {impression!r}"
+                f"{at(rows[position - 2], ' (first at {})')}"
+            )
+        raise DataError(
+            f"{rows[0]['log_file']}: impression {impression!r}{at(rows[0], ' ({})')}: rank: "
+            f"expected ranks 1..{int(rows[-1]['rank'])}, rank {position} is missing"
+        )
+    for column, key, ids in columns:
+
+        def shown(value: Any, ids: bool = ids) -> str:
+            return repr(str(value)) if ids else repr(value)
+
+        for before, row in zip(rows, rows[1:]):
+            if row[key] != before[key]:
+                raise DataError(
+                    f"{place(row)}: {column}: expected one {column} per impression, got "
+                    f"{shown(row[key])} in impression {impression!r}, which has "
+                    f"{shown(rows[0][key])}{at(rows[0], ' at {}')}"
+                )
+
+
 def literal(value: str) -> str:
     """A text literal of the neutral dialect."""
     return "'" + str(value).replace("'", "''") + "'"
@@ -532,21 +600,25 @@ def ranks_broken(impression: Mapping[str, Any]) -> bool:
     )
 
 
-def check_deep_ranks(backend: Backend, rows: str) -> None:
+def check_deep_ranks(backend: Backend, rows: str, layouts: Sequence[Layout]) -> None:
     """Ranks deeper than :data:`RANK_BITS` (of the log rows ``rows``: impression_id, rank,
     log_file): none repeated in an impression (with n = the top rank and each shallow rank
-    once, that makes them 1..n); else a DataError naming the file, impression and rank."""
+    once, that makes them 1..n); else the memory engine's message for the first such
+    impression (:func:`raise_impression_problem`)."""
     sql = (
-        "SELECT CAST(impression_id AS VARCHAR) AS impression_id, rank, MIN(log_file) AS "
-        f"log_file, COUNT(*) AS times FROM ({rows}) AS log_rows WHERE rank > {RANK_BITS} "
+        "SELECT CAST(impression_id AS VARCHAR) AS impression_id FROM "
+        f"({rows}) AS log_rows WHERE rank > {RANK_BITS} "
         "GROUP BY impression_id, rank HAVING COUNT(*) > 1 "
-        "ORDER BY CAST(impression_id AS VARCHAR), rank LIMIT 1"
+        "ORDER BY CAST(impression_id AS VARCHAR) LIMIT 1"
     )
     table = backend.run(compile_sql(sql, backend.dialect))
     if table.num_rows:
-        row = table.to_pylist()[0]
-        raise DataError(
-            f"{shown_path(row['log_file'])}: impression {row['impression_id']!r}: rank: "
-            f"expected each rank once per impression, got rank {int(row['rank'])} "
-            f"{int(row['times'])} times"
-        )
+        impression = table.to_pylist()[0]["impression_id"]
+        detail = backend.run(
+            compile_sql(
+                f"SELECT * FROM ({rows}) AS log_rows WHERE CAST(impression_id AS VARCHAR) = "
+                f"{literal(impression)}",
+                backend.dialect,
+            )
+        ).to_pylist()
+        raise_impression_problem(layouts, impression, detail, [])
