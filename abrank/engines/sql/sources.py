@@ -150,10 +150,12 @@ def check_text_files(files: Sequence[str], fmt: str) -> None:
     them, as the memory engine's reader refuses them: empty, binary (NUL bytes), not UTF-8
     (:func:`abrank.io.tables.check_readable`, on each file's first bytes)."""
     if fmt in ("csv", "tsv", "jsonl"):
+        from abrank.io.files import path_problem
         from abrank.io.tables import check_readable
 
         for file in files:
-            check_readable(file)
+            if path_problem(file) is None:  # a regular file here (not a folder, not a URL)
+                check_readable(file)
 
 
 def register_source(backend: Backend, name: str, source: LogSource) -> list[tuple[str, str]]:
