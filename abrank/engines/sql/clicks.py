@@ -34,6 +34,7 @@ from abrank.engines.sql.sources import (
     IMPRESSION_CHECKS,
     IMPRESSION_PROBLEMS,
     RANK_BITS,
+    RANK_PROBLEMS,
     CellCheck,
     Layout,
     LogSource,
@@ -489,7 +490,7 @@ def _raise_first_problem(
     broken = " OR ".join(
         f"({condition})"
         for condition in (
-            *IMPRESSION_PROBLEMS[1:],
+            *RANK_PROBLEMS,
             "arm_name <> arm_name_max",
             "unit <> unit_max",
             *[f"segment_{i} <> segment_{i}_max" for i in range(len(request.segments))],

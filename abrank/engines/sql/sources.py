@@ -582,24 +582,17 @@ IMPRESSION_CHECKS = (
     "SUM(row_bad) AS bad_rows",
 )
 
-#: The conditions, over :data:`IMPRESSION_CHECKS`, of an impression with a bad cell or
-#: ranks that are not 1..n.
-IMPRESSION_PROBLEMS = (
-    "bad_rows > 0",
+#: The conditions, over :data:`IMPRESSION_CHECKS`, of an impression whose ranks are not
+#: 1..n (one missing or repeated, up to :data:`RANK_BITS`).
+RANK_PROBLEMS = (
     "n <> top",
     f"shallow <> LEAST(top, {RANK_BITS})",
     f"seen <> (CAST(1 AS BIGINT) << CAST(LEAST(top, {RANK_BITS}) AS INT)) - 1",
 )
 
-
-def ranks_broken(impression: Mapping[str, Any]) -> bool:
-    """An impression's ranks (its :data:`IMPRESSION_CHECKS` values) are not 1..n."""
-    shallow = min(impression["top"], RANK_BITS)
-    return (
-        impression["n"] != impression["top"]
-        or impression["shallow"] != shallow
-        or impression["seen"] != (1 << int(shallow)) - 1
-    )
+#: The conditions, over :data:`IMPRESSION_CHECKS`, of an impression with a bad cell or
+#: ranks that are not 1..n.
+IMPRESSION_PROBLEMS = ("bad_rows > 0", *RANK_PROBLEMS)
 
 
 def check_deep_ranks(backend: Backend, rows: str, layouts: Sequence[Layout]) -> None:
