@@ -19,7 +19,7 @@ from typing import Any
 
 from abrank.config import Experiment
 from abrank.config.dates import date_range, parse_date
-from abrank.errors import AbrankError, ConfigError, DataError
+from abrank.errors import AbrankError, ConfigError, DataError, write_failure
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_ALERT = 0, 1, 2, 3
 #: a dated input is not there yet and ``--missing skip`` was given (Airflow's skip code)
@@ -254,6 +254,7 @@ def _through_last_input(experiment: Experiment, days: list[dt.date | None]) -> l
 
 
 def _failed(config: str, name: str | None, date: str | None, exc: BaseException) -> RunOutcome:
+    exc = write_failure(exc) or exc
     if isinstance(exc, AbrankError):
         return RunOutcome(config, name, date, EXIT_BAD_INPUT, "error", str(exc))
     reason = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)"

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from abrank.errors import AbrankError, DataError
+from abrank.errors import AbrankError, DataError, write_failure
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
@@ -509,6 +509,10 @@ def _handle(args: argparse.Namespace) -> int:
     except Exception as exc:  # anything else is a bug or an environment failure
         if args.debug:
             raise
+        failure = write_failure(exc)
+        if failure is not None:  # a file abrank could not write: the path and the reason
+            print(f"abrank: error: {failure}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         print(
             f"abrank: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
             file=sys.stderr,

@@ -6,6 +6,9 @@ apply, so a user can find and fix the input without reading a traceback.
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class AbrankError(Exception):
     """Base of every error caused by the user's input (config or data)."""
@@ -17,3 +20,23 @@ class ConfigError(AbrankError):
 
 class DataError(AbrankError):
     """A ranking log or judgments file cannot be read or is malformed."""
+
+
+#: OS errors that say a file cannot be written where abrank writes it (no permission, a
+#: read-only file system, no room left on the disk or in the quota, a file too large):
+#: the user's environment, not a bug, so exit 2 with the path and the system's reason.
+_UNWRITABLE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT", "EFBIG")
+    if hasattr(errno, name)
+)
+
+
+def write_failure(exc: BaseException) -> AbrankError | None:
+    """An OS error of a file that could not be written (:data:`_UNWRITABLE_ERRNOS`, with
+    the file's name) as a ConfigError naming the file and the system's reason (``reports/
+    history/x.parquet: no space left on device``); None for any other exception."""
+    if not isinstance(exc, OSError) or exc.errno not in _UNWRITABLE_ERRNOS or not exc.filename:
+        return None
+    reason = exc.strerror or os.strerror(exc.errno)
+    return ConfigError(f"{exc.filename}: {reason[:1].lower()}{reason[1:]}")

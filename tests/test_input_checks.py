@@ -187,7 +187,7 @@ def test_a_nan_score_in_a_table_is_named_with_its_line(tmp_path):
     path.write_text(SCORED.format(value="nan"))
     with pytest.raises(DataError) as info:
         read_rankings(path)
-    assert str(info.value) == f"{path}: line 3: score: expected a number, got an empty value"
+    assert str(info.value) == f"{path}: line 3: score: expected a number, got NaN"
 
 
 def test_an_infinite_score_in_parquet_is_named_with_its_row(tmp_path):

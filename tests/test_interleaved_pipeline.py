@@ -599,13 +599,9 @@ def _unknown_team(folder: Path) -> tuple[Path, list[str]]:
     log = _good(folder)
     log.loc[7, "team"] = "bm52"
     log.to_csv(folder / "log.csv", index=False)
-    row = log.loc[7]
+    # row 7 of the frame: line 9 of the file, under its header line
     return write_config(folder), [
-        "log.csv",
-        f"impression {row['impression_id']}",
-        f"rank {row['rank']}",
-        "'bm52'",
-        "team",
+        "log.csv: line 9: team: expected one of the arms (bm25, reranker), got 'bm52'",
     ]
 
 
@@ -620,10 +616,9 @@ def _missing_segment(folder: Path) -> tuple[Path, list[str]]:
     log = _good(folder)
     log.loc[9, "device"] = None
     log.to_csv(folder / "log.csv", index=False)
-    row = log.loc[9]
     return write_config(folder, extra="segments: {columns: [device]}"), [
-        f"log.csv: impression {row['impression_id']}, rank {row['rank']}: device: expected a "
-        "value (segments.columns), got a missing value",
+        # row 9 of the frame: line 11 of the file, under its header line
+        "log.csv: line 11: device: expected a segment value, got an empty value",
     ]
 
 
@@ -633,9 +628,12 @@ def _segment_within_impression(folder: Path) -> tuple[Path, list[str]]:
     before = log.loc[row, "device"]
     log.loc[row, "device"] = "tablet"
     log.to_csv(folder / "log.csv", index=False)
+    impression = log.loc[row, "impression_id"]
+    first = log.index[(log["impression_id"] == impression) & (log["rank"] == 1)][0]
+    # frame rows are file lines under the header line
     return write_config(folder, extra="segments: {columns: [device]}"), [
-        f"log.csv: impression {log.loc[row, 'impression_id']}, rank 3: device: expected one "
-        f"value per impression (segments.columns), got 'tablet' after {before!r}",
+        f"log.csv: line {row + 2}: device: expected one device per impression, got 'tablet' in "
+        f"impression {impression!r}, which has {before!r} at line {first + 2}",
     ]
 
 

@@ -172,7 +172,7 @@ def score_online_sql(
             source = LogSource(
                 files=tuple(files),
                 format=fmt,
-                label=display_path(template),
+                label=str(template),
                 arm=arm,
                 columns=config.columns.mapping(),
                 sep=config.sep,

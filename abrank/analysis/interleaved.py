@@ -137,7 +137,9 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
 
     say(f"loading the interleaved log ({shown_files(files)})")
     log, sizes = read_window(
-        impression_reader(source, keep),
+        impression_reader(
+            source, keep, experiment.segments.columns, [arm.name for arm in experiment.arms]
+        ),
         files,
         key="impression_id",
         order=("impression_id", "rank"),
@@ -152,12 +154,13 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
         if column not in log.columns:
             found = impression_reader(source)(files[0]).columns  # every column, for the message
             raise DataError(
-                f"{shown}: expected a {column} column ({hint}), found columns: "
+                f"{files[0]}: expected a {column} column ({hint}), found columns: "
                 f"{', '.join(map(str, found))}"
             )
     checked = {c: "segments.columns" for c in experiment.segments.columns}
-    check_impression_columns(log, {unit: "analysis.unit", **checked}, shown)
-    check_teams(log, [arm.name for arm in experiment.arms], shown)
+    # messages name the file as the reader's do: as the config resolved its path
+    check_impression_columns(log, {unit: "analysis.unit", **checked}, str(files[0]))
+    check_teams(log, [arm.name for arm in experiment.arms], str(files[0]))
     rankings, ranking_inputs = source_rankings(experiment, say)
     return InterleavedData(log, rankings, [*inputs, *ranking_inputs], shown)
 

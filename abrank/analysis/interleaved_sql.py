@@ -30,7 +30,7 @@ from abrank.analysis.interleaved import (
     agreement_depth,
     source_rankings,
 )
-from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
+from abrank.analysis.load import Progress, fingerprint, shown_files
 from abrank.analysis.window import check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.engines.sql import open_backend
@@ -62,7 +62,7 @@ def score_interleaved_sql(
             LogSource(
                 files=tuple(files),
                 format=fmt,
-                label=display_path(template),
+                label=str(template),
                 columns=config.columns.mapping(),
                 sep=config.sep,
                 decimal=config.decimal,

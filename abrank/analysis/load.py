@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,10 +151,16 @@ def ranking_reader(experiment: Experiment, arm: Any) -> Callable[[str], pd.DataF
     return read
 
 
-def impression_reader(source: Any, keep: list[str] | None = None) -> Callable[[str], pd.DataFrame]:
+def impression_reader(
+    source: Any,
+    keep: list[str] | None = None,
+    filled: Sequence[str] = (),
+    teams: Sequence[str] | None = None,
+) -> Callable[[str], pd.DataFrame]:
     """A reader of impression log files with the format, columns and options of ``source``
-    (a ``log:`` or an arm of the config); ``keep`` as for :func:`abrank.io.read_impressions`
-    (None: every column)."""
+    (a ``log:`` or an arm of the config); ``keep``, ``filled`` (the segment columns) and
+    ``teams`` (an interleaved log's arms) as for :func:`abrank.io.read_impressions` (None:
+    every column)."""
     from abrank.io import read_impressions
 
     def read(file: str) -> pd.DataFrame:
@@ -165,6 +171,8 @@ def impression_reader(source: Any, keep: list[str] | None = None) -> Callable[[s
             sep=source.sep,
             decimal=source.decimal,
             keep=keep,
+            filled=filled,
+            teams=teams,
         )
 
     return read

@@ -154,7 +154,7 @@ class SqlOffline:
             source = TableSource(
                 files=tuple(files),
                 format=detect_format(files[0], arm.format),
-                label=display_path(files[0]) if len(files) == 1 else display_path(arm.path),
+                label=str(files[0]) if len(files) == 1 else str(arm.path),
                 columns=arm.columns.mapping(),
                 sep=arm.sep,
                 decimal=arm.decimal,
@@ -169,7 +169,7 @@ class SqlOffline:
         source = TableSource(
             files=(config.path,),
             format=detect_format(config.path, config.format, judgments=True),
-            label=display_path(config.path),
+            label=str(config.path),
             columns=config.columns.mapping(),
             sep=config.sep,
             decimal=config.decimal,

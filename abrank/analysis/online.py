@@ -81,22 +81,23 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
         files = log_files(experiment, log.path)
         say(f"loading the log ({shown_files(files)})")
         frame, sizes = read_window(
-            impression_reader(log, [*keep, "arm"]),
+            impression_reader(log, [*keep, "arm"], experiment.segments.columns),
             files,
             key="impression_id",
             order=order,
             what="impression",
         )
         inputs += [fingerprint(file, "log", None, rows) for file, rows in sizes]
-        frames = split_log(frame, names, path=display_path(files[0]))
-        paths = {name: display_path(files[0]) for name in names}
+        # messages name the file as the reader's do: as the config resolved its path
+        frames = split_log(frame, names, path=str(files[0]))
+        paths = {name: str(files[0]) for name in names}
     else:
         frames, paths = {}, {}
         for arm in experiment.arms:
             files = log_files(experiment, arm.path)
             say(f"loading {arm.name} ({shown_files(files)})")
             frames[arm.name], sizes = read_window(
-                impression_reader(arm, keep),
+                impression_reader(arm, keep, experiment.segments.columns),
                 files,
                 key="impression_id",
                 order=order,
@@ -104,7 +105,7 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
             )
             role = "control" if arm is experiment.control else "treatment"
             inputs += [fingerprint(file, role, arm.name, rows) for file, rows in sizes]
-            paths[arm.name] = display_path(files[0])
+            paths[arm.name] = str(files[0])
     for column in [unit, *experiment.segments.columns]:
         for name, frame in frames.items():
             if column not in frame.columns:
@@ -185,7 +186,7 @@ def whole_frame(experiment: Experiment, arm: str) -> pd.DataFrame:
     if experiment.log is None:
         return frame
     names = [a.name for a in experiment.arms]
-    return split_log(frame, names, path=display_path(experiment.log.path))[arm]
+    return split_log(frame, names, path=str(experiment.log.path))[arm]
 
 
 def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:

@@ -45,6 +45,9 @@ _UNWRITABLE = {
     errno.ENOTEMPTY,
     errno.ENAMETOOLONG,
 }
+#: OS errors that mean the disk (or the user's quota) has no room for the readout: exit 2
+#: too, with the path and the system's reason; the earlier readout stays as it was
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
 def default_folder(
@@ -384,9 +387,12 @@ def _process_alive(pid: int) -> bool:
 
 def _write_error(folder: Path, exc: OSError) -> Exception:
     """An OS error met while writing, reworded to name the user's output path, not the
-    hidden staging folder: bad input (ConfigError) when the path cannot be written."""
+    hidden staging folder: a ConfigError (exit 2) when the path cannot be written or the
+    disk has no room for the readout."""
     if exc.errno in _UNWRITABLE:
         return ConfigError(f"{folder}: expected a folder abrank can write, got {_reason(exc)}")
+    if exc.errno in _NO_ROOM:
+        return ConfigError(f"{folder}: expected room to write the readout, got {_reason(exc)}")
     return OSError(exc.errno, f"{folder}: could not write the readout: {exc.strerror or exc}")
 
 

@@ -12,7 +12,7 @@ vectorized too, and every rejection names the file, the line (or row) and the co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -85,9 +85,11 @@ def read_rankings(
         fmt,
         sep=sep,
         decimal=decimal,
-        first_rows=lambda rows, line: _rankings(rows, line, path, columns, duplicates, decimal),
+        first_rows=lambda rows, line: _rankings(
+            rows, line, path, columns, duplicates, decimal, fmt, sep
+        ),
     )
-    return _rankings(frame, first_line, path, columns, duplicates, decimal)
+    return _rankings(frame, first_line, path, columns, duplicates, decimal, fmt, sep)
 
 
 def _rankings(
@@ -97,10 +99,12 @@ def _rankings(
     columns: Mapping[str, str] | None,
     duplicates: str,
     decimal: str | None,
+    fmt: str,
+    sep: str | None,
 ) -> pd.DataFrame:
     """The canonical rankings frame of a table's rows (``first_line``: the file's line of
     the first row), checked; :func:`read_rankings` runs it on the file's first lines, then
-    on the whole file."""
+    on the whole file (``fmt`` and ``sep``: how to read a cell again for a message)."""
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id"))
     if "rank" not in frame.columns and "score" not in frame.columns:
         raise DataError(
@@ -108,6 +112,7 @@ def _rankings(
             f"(set columns.rank or columns.score), found columns: {listing(frame)}"
         )
     frame = _ids_as_strings(frame, path, first_line)
+    cells = _cells(frame, path, fmt, sep)
     for column in ("score", "relevance"):
         if column in frame.columns:
             frame[column] = _numeric(
@@ -117,9 +122,19 @@ def _rankings(
                 first_line,
                 allow_missing=column == "relevance",
                 decimal=decimal,
+                missing=cells(column),
+                bounded=column == "relevance",
             )
     if "rank" in frame.columns:
-        rank = _numeric(frame["rank"], path, "rank", first_line, decimal=decimal)
+        rank = _numeric(
+            frame["rank"],
+            path,
+            "rank",
+            first_line,
+            decimal=decimal,
+            missing=cells("rank"),
+            bounded=True,
+        )
         whole = rank.to_numpy() == np.round(rank.to_numpy())
         if not whole.all():
             _fail_at(path, first_line, frame["rank"], ~whole, "rank", "a whole number")
@@ -161,9 +176,9 @@ def read_judgments(
         fmt,
         sep=sep,
         decimal=decimal,
-        first_rows=lambda rows, line: _judgments(rows, line, path, columns, decimal),
+        first_rows=lambda rows, line: _judgments(rows, line, path, columns, decimal, fmt, sep),
     )
-    return _judgments(frame, first_line, path, columns, decimal)
+    return _judgments(frame, first_line, path, columns, decimal, fmt, sep)
 
 
 def _judgments(
@@ -172,12 +187,20 @@ def _judgments(
     path: str | Path,
     columns: Mapping[str, str] | None,
     decimal: str | None,
+    fmt: str,
+    sep: str | None,
 ) -> pd.DataFrame:
     """The canonical judgments frame of a table's rows, checked (as :func:`_rankings`)."""
     frame = _canonical_columns(frame, path, columns, required=("query_id", "doc_id", "relevance"))
     frame = _ids_as_strings(frame, path, first_line)
     frame["relevance"] = _numeric(
-        frame["relevance"], path, "relevance", first_line, decimal=decimal
+        frame["relevance"],
+        path,
+        "relevance",
+        first_line,
+        decimal=decimal,
+        missing=_cells(frame, path, fmt, sep)("relevance"),
+        bounded=True,
     )
     frame = _deduplicate(frame, path, first_line, "error", what="judgments")
     return frame[["query_id", "doc_id", "relevance"]]
@@ -262,9 +285,9 @@ def check_first_lines(
         except DataError:
             return  # a column problem: the engine's to name
         if judgments:
-            _judgments(frame, line, path, columns, decimal)
+            _judgments(frame, line, path, columns, decimal, fmt, sep)
         elif {"rank", "score"} & set(named.columns):
-            _rankings(frame, line, path, columns, duplicates, decimal)
+            _rankings(frame, line, path, columns, duplicates, decimal, fmt, sep)
 
     check_head(path, fmt, rows, sep=sep, decimal=decimal)
 
@@ -300,7 +323,19 @@ def _canonical_columns(
         c for c in frame.columns if c in ALIASES and c not in renames and c in renames.values()
     ]
     frame = frame.drop(columns=clashes).rename(columns=renames)
+    frame.attrs["file_columns"] = {canon: user for user, canon in renames.items()}
     return frame
+
+
+def _cells(
+    frame: pd.DataFrame, path: str | Path, fmt: str, sep: str | None
+) -> Callable[[str], Callable[[int], str]]:
+    """For a canonical column, how a missing cell of it is described from the file
+    (:func:`abrank.io.tables.missing_cells`): an empty cell, or a NaN."""
+    from abrank.io.tables import missing_cells
+
+    names = frame.attrs.get("file_columns", {})
+    return lambda column: missing_cells(path, fmt, str(names.get(column, column)), sep)
 
 
 def _ids_as_strings(
@@ -330,14 +365,19 @@ def _numeric(
     *,
     allow_missing: bool = False,
     decimal: str | None = None,
+    missing: Callable[[int], str] | None = None,
+    bounded: bool = False,
 ) -> pd.Series:
     """The column as float64; a non-numeric cell is an error naming its line. ``decimal=","``
-    reads ``0,5`` in a text column (the CSV reader already parsed all-numeric columns)."""
+    reads ``0,5`` in a text column (the CSV reader already parsed all-numeric columns);
+    ``missing`` and ``bounded`` as for :func:`abrank.io.columns.parse_numbers`."""
     numbers = parse_numbers(
         values,
         lambda row: f"{path}: {_where(path, row + first_line)}: {column}",
         allow_missing=allow_missing,
         decimal=decimal,
+        missing=missing,
+        bounded=bounded,
     )
     return pd.Series(numbers, index=values.index, name=values.name)
 

@@ -21,11 +21,23 @@ from abrank.errors import DataError
 __all__ = [
     "ALIASES",
     "IMPRESSION_ALIASES",
+    "LARGEST_WHOLE",
     "alias_renames",
     "check_scalar_ids",
     "describe_cell",
+    "describe_missing_text",
+    "describe_number",
     "parse_numbers",
 ]
+
+#: The bound of a grade or a rank: 2^53, beyond which a float64 no longer holds every whole
+#: number (a grade of 99999999999999999999 is read as 1e+20, and its gains and their squares
+#: in the statistics soon overflow). Wider values are refused where they are read.
+LARGEST_WHOLE = 2**53
+#: How messages write the bound.
+LARGEST_WHOLE_TEXT = "2^53"
+#: Spellings of NaN in text files that readers take for a missing value (pyarrow's).
+_NAN_TEXTS = frozenset({"nan", "1.#qnan", "1.#ind"})
 
 #: Column names recognised without a mapping, for each canonical column.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -80,12 +92,42 @@ def alias_renames(
 
 
 def describe_cell(value: Any, empty: str = "an empty value") -> str:
-    """A cell as an error message shows it: its repr, or ``empty`` for a missing value."""
+    """A cell as an error message shows it: its repr, a number as :func:`describe_number`
+    writes it, or ``empty`` for a missing value."""
     if value is None or (
         pd.api.types.is_scalar(value) and not isinstance(value, str) and pd.isna(value)
     ):
         return empty
-    return repr(value.item() if hasattr(value, "item") else value)
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float):
+        return describe_number(value)
+    return repr(value)
+
+
+def describe_number(value: float) -> str:
+    """A number as messages write it, whatever type a reader gave its column: a whole
+    number as an integer (``-4``, not ``-4.0``: a CSV column read as floats because another
+    cell holds ``40.5``), any other as Python writes it (``2.5``, ``inf``, ``1e+20``: whole
+    numbers beyond 2^53 are no longer exact)."""
+    if value.is_integer() and abs(value) < LARGEST_WHOLE:
+        return str(int(value))
+    return repr(value)
+
+
+def describe_missing_text(text: Any) -> str:
+    """A cell that a reader took for a missing value, as an error message shows it from
+    what the file holds: ``an empty value`` (nothing, or null), ``NaN`` (a NaN number, or
+    its text ``NaN``, ``nan``, ``-nan``, ...), else the text as written (``'NULL'``)."""
+    if text is None:
+        return "an empty value"
+    if isinstance(text, float):
+        return "NaN" if np.isnan(text) else repr(text)
+    stripped = str(text).strip()
+    if not stripped:
+        return "an empty value"
+    if stripped.lower().lstrip("+-") in _NAN_TEXTS:
+        return "NaN"
+    return repr(str(text))
 
 
 def check_scalar_ids(values: pd.Series, where: Callable[[int], str]) -> None:
@@ -119,14 +161,19 @@ def parse_numbers(
     booleans: bool = False,
     decimal: str | None = None,
     empty: str = "an empty value",
+    missing: Callable[[int], str] | None = None,
+    bounded: bool = False,
 ) -> np.ndarray:
     """A column of numbers (or of text holding numbers) as float64.
 
     A cell that is not a number is a DataError ``"{where(row)}: expected a number, got
     'x'"`` for the first such row (0-based position), with the count of the others; so is a
     missing cell unless ``allow_missing`` (it is then NaN), an infinite one when ``finite``
-    (no score or grade is infinite: a broken export) and True/False unless ``booleans``.
-    ``decimal=","`` reads ``0,5`` in a text column. ``empty`` is how a missing cell is named.
+    (no score or grade is infinite: a broken export), one beyond ±2^53 when ``bounded``
+    (:data:`LARGEST_WHOLE`: grades and ranks) and True/False unless ``booleans``.
+    ``decimal=","`` reads ``0,5`` in a text column. ``empty`` is how a missing cell is named,
+    or ``missing(row)`` when given (a reader that can look at the file tells a NaN from an
+    empty cell: both are missing once parsed).
     """
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         numbers = _arrow_numbers(values)
@@ -150,13 +197,19 @@ def parse_numbers(
             if bad.any():
                 _fail(where, values, bad, "a number", empty)
     if not allow_missing:
-        missing = np.isnan(numbers)
-        if missing.any():
-            _fail(where, values, missing, "a number", empty)
+        absent = np.isnan(numbers)
+        if absent.any():
+            _fail(where, values, absent, "a number", empty, missing)
     if finite:
         infinite = np.isinf(numbers)
         if infinite.any():
             _fail(where, values, infinite, "a finite number", empty)
+    if bounded:
+        with np.errstate(invalid="ignore"):
+            wide = np.abs(numbers) > LARGEST_WHOLE
+        if wide.any():
+            text = LARGEST_WHOLE_TEXT
+            _fail(where, values, wide, f"a number between -{text} and {text}", empty)
     return numbers
 
 
@@ -178,6 +231,7 @@ def _fail(
     bad: np.ndarray,
     expected: str,
     empty: str,
+    missing: Callable[[int], str] | None = None,
 ) -> None:
     row = int(np.flatnonzero(bad)[0])
     count = int(np.count_nonzero(bad))
@@ -187,5 +241,7 @@ def _fail(
         got = empty if cell is None else repr(str(cell))
     else:
         got = describe_cell(values.iloc[row], empty)
+        if missing is not None and got == empty:
+            got = missing(row)
     more = f" ({count - 1} more such rows)" if count > 1 else ""
     raise DataError(f"{where(row)}: expected {expected}, got {got}{more}")

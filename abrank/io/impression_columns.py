@@ -24,6 +24,8 @@ from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 from abrank.io.columns import (
     IMPRESSION_ALIASES,
+    LARGEST_WHOLE,
+    LARGEST_WHOLE_TEXT,
     alias_renames,
     check_scalar_ids,
     describe_cell,
@@ -31,7 +33,7 @@ from abrank.io.columns import (
 )
 from abrank.io.files import check_file
 from abrank.io.idcodes import is_id_type, text_categorical
-from abrank.io.tables import reason
+from abrank.io.tables import unreadable_parquet
 
 __all__ = [
     "ALWAYS_LOADED",
@@ -44,6 +46,7 @@ __all__ = [
     "is_kept",
     "other_column",
     "parquet_columns",
+    "segment_values_present",
     "rank_column",
     "text_column",
 ]
@@ -103,10 +106,11 @@ def is_kept(column: str, keep: Collection[str] | None) -> bool:
 
 def parquet_columns(
     path: Path, columns: Mapping[str, str] | None, keep: Collection[str] | None
-) -> dict[str, pa.ChunkedArray]:
+) -> tuple[dict[str, pa.ChunkedArray], dict[Any, str]]:
     """The wanted columns of a Parquet log by canonical name, in the file's order (a
-    pandas index stored in the file is no column). Text columns come as dictionaries.
-    An unreadable file or one without rows is a DataError naming it."""
+    pandas index stored in the file is no column), and every column's canonical name
+    (:func:`canonical_names`). Text columns come as dictionaries. An unreadable file or
+    one without rows is a DataError naming it."""
     import pyarrow.parquet as pq
 
     check_file(path)
@@ -142,11 +146,11 @@ def parquet_columns(
             table = pq.read_table(path, columns=chosen, use_pandas_metadata=False)
         except Exception as exc:
             raise _unreadable(path, exc) from None
-    return {renamed[name]: table.column(name) for name in chosen}
+    return {renamed[name]: table.column(name) for name in chosen}, renamed
 
 
 def _unreadable(path: Path, exc: Exception) -> DataError:
-    return DataError(f"{path}: expected a Parquet file, got unreadable data ({reason(exc)})")
+    return unreadable_parquet(path, exc)
 
 
 # --------------------------------------------------------------------------- conversions
@@ -183,14 +187,20 @@ def clicked_column(values: Column, where: Callable[[int], str]) -> np.ndarray:
     return clicked_flags(_series(values), where)
 
 
-def rank_column(values: Column, where: Callable[[int], str], decimal: str | None) -> np.ndarray:
-    """``rank`` as int64, every rank a whole number >= 1."""
+def rank_column(
+    values: Column,
+    where: Callable[[int], str],
+    decimal: str | None,
+    missing: Callable[[int], str] | None = None,
+) -> np.ndarray:
+    """``rank`` as int64, every rank a whole number from 1 to 2^53 (``missing`` describes
+    a missing cell, as for :func:`abrank.io.columns.parse_numbers`)."""
     arrow = _arrow(values)
     if arrow is not None and arrow.null_count == 0 and pa.types.is_integer(arrow.type):
         rank = arrow.to_numpy().astype(np.int64, copy=False)
-        if rank.size == 0 or int(rank.min()) >= 1:
+        if rank.size == 0 or (int(rank.min()) >= 1 and int(rank.max()) <= LARGEST_WHOLE):
             return rank
-    return _ranks(_series(values), where, decimal)
+    return _ranks(_series(values), where, decimal, missing)
 
 
 def dwell_column(values: Column, where: Callable[[int], str], decimal: str | None) -> np.ndarray:
@@ -201,6 +211,19 @@ def dwell_column(values: Column, where: Callable[[int], str], decimal: str | Non
         if not bool(((seconds < 0) | np.isinf(seconds)).any()):
             return seconds
     return _dwell(_series(values), where, decimal)
+
+
+def segment_values_present(values: Column, where: Callable[[int], str]) -> None:
+    """A segment column holds a value in every row: a missing cell is a DataError
+    ``"{where(row)}: expected a segment value, got an empty value"`` for the first one,
+    with the count of the others (a row without a segment value belongs to no segment)."""
+    arrow = _arrow(values)
+    if arrow is not None and not arrow.null_count:
+        return
+    series = _series(values)
+    missing = series.isna().to_numpy()
+    if missing.any():
+        _fail(where, series, missing, "a segment value")
 
 
 def other_column(values: Column) -> Any:
@@ -284,11 +307,20 @@ def _text(values: pd.Series) -> pd.Series:
     return pd.Series(arrow.to_pandas(), index=values.index, name=values.name)
 
 
-def _ranks(values: pd.Series, where: Callable[[int], str], decimal: str | None) -> np.ndarray:
+def _ranks(
+    values: pd.Series,
+    where: Callable[[int], str],
+    decimal: str | None,
+    missing: Callable[[int], str] | None = None,
+) -> np.ndarray:
     if pd.api.types.is_integer_dtype(values) and not values.isna().any():
         rank = values.to_numpy(dtype=np.int64)
+        big = rank > LARGEST_WHOLE
+        if big.any():
+            text = LARGEST_WHOLE_TEXT
+            _fail(where, values, big, f"a number between -{text} and {text}")
     else:
-        numbers = parse_numbers(values, where, decimal=decimal)
+        numbers = parse_numbers(values, where, decimal=decimal, missing=missing, bounded=True)
         whole = numbers == np.round(numbers)
         if not whole.all():
             _fail(where, values, ~whole, "a whole number >= 1")

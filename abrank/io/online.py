@@ -42,9 +42,10 @@ from abrank.io.impression_columns import (
     other_column,
     parquet_columns,
     rank_column,
+    segment_values_present,
     text_column,
 )
-from abrank.io.tables import check_head, listing, read_table
+from abrank.io.tables import check_head, listing, missing_cells, read_table
 
 __all__ = [
     "IMPRESSION_COLUMNS",
@@ -72,6 +73,8 @@ def read_impressions(
     sep: str | None = None,
     decimal: str | None = None,
     keep: Collection[str] | None = None,
+    filled: Collection[str] = (),
+    teams: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """Load an impression log into the canonical impressions frame.
 
@@ -97,7 +100,9 @@ def read_impressions(
     impression or the column: a missing required column, a ``clicked`` that is not 0, 1,
     true or false, a rank that is not a whole number >= 1, ranks of an impression that are
     not exactly 1..n (one missing or repeated), an impression with two users or in two
-    arms, a dwell that is negative or no number, an empty log.
+    arms, a dwell that is negative or no number, an empty log; and an empty cell in one of
+    the columns ``filled`` names (the segment columns, by the log's name or canonically);
+    a ``team`` that names none of ``teams`` (the arms of an interleaved log), when given.
     """
     fmt = detect_format(path, format, judgments=True)
     if BY_NAME[fmt].kind != "table":
@@ -107,7 +112,8 @@ def read_impressions(
         )
     check_table_options(path, fmt, sep, decimal)
     if fmt == "parquet":
-        log, first_line = parquet_columns(Path(path), columns, keep), 1
+        log, names = parquet_columns(Path(path), columns, keep)
+        first_line = 1
     else:
         frame, first_line = read_table(
             path,
@@ -115,11 +121,14 @@ def read_impressions(
             sep=sep,
             decimal=decimal,
             text_columns=_text_columns(columns),
-            first_rows=_cell_checks(path, columns, keep, decimal),
+            first_rows=_cell_checks(path, columns, keep, decimal, fmt, sep),
         )
         log = _named(frame, path, columns, keep)
+        names = canonical_names(list(frame.columns), path, columns)
     where = _place_of(path, "row" if fmt == "parquet" else "line", first_line)
-    out = _converted(log, where, decimal)
+    rank_name = next(str(name) for name, canon in names.items() if canon == "rank")
+    missing = missing_cells(path, fmt, rank_name, sep)
+    out = _converted(log, where, decimal, missing=missing, filled=filled, teams=teams)
     codes = np.asarray(out["impression_id"].codes, dtype=np.int32)
     rows = _row_order(codes, out["rank"])
     if rows is not None:
@@ -127,7 +136,7 @@ def read_impressions(
         codes = codes[rows]
     else:
         rows = np.arange(codes.size, dtype=np.int64)
-    _check_impressions(out, codes, rows, path, where)
+    _check_impressions(out, codes, rows, path, where, [c for c in filled if c in out])
     order = [c for c in _CANONICAL_ORDER if c in out]
     rest = [c for c in log if c not in order]
     return pd.DataFrame({column: out[column] for column in order + rest}, copy=False)
@@ -156,7 +165,7 @@ def check_log_head(
             canonical_names(list(frame.columns), path, columns)
         except DataError:
             return  # a column problem: the engine's to name
-        _cell_checks(path, columns, None, decimal)(frame, first_line)
+        _cell_checks(path, columns, None, decimal, fmt, sep)(frame, first_line)
 
     check_head(path, fmt, check, sep=sep, decimal=decimal, text_columns=_text_columns(columns))
 
@@ -174,13 +183,20 @@ def _cell_checks(
     columns: Mapping[str, str] | None,
     keep: Collection[str] | None,
     decimal: str | None,
+    fmt: str = "csv",
+    sep: str | None = None,
 ) -> Callable[[pd.DataFrame, int], Any]:
     """The checks of a text log's rows that need no other row, as ``read_table``'s
     ``first_rows``: run on its first lines before it is read whole."""
 
     def check(frame: pd.DataFrame, first_line: int) -> Any:
+        names = canonical_names(list(frame.columns), path, columns)
+        rank_name = next(str(name) for name, canon in names.items() if canon == "rank")
         return _converted(
-            _named(frame, path, columns, keep), _place_of(path, "line", first_line), decimal
+            _named(frame, path, columns, keep),
+            _place_of(path, "line", first_line),
+            decimal,
+            missing=missing_cells(path, fmt, rank_name, sep),
         )
 
     return check
@@ -207,25 +223,57 @@ def _place_of(path: str | Path, unit: str, first_line: int) -> Callable[[int], s
 
 
 def _converted(
-    log: Mapping[str, Any], where: Callable[[int], str], decimal: str | None
+    log: Mapping[str, Any],
+    where: Callable[[int], str],
+    decimal: str | None,
+    *,
+    missing: Callable[[int], str] | None = None,
+    filled: Collection[str] = (),
+    teams: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The log's columns converted to the canonical types, each cell checked (ids present,
-    ``clicked`` 0/1, ranks whole numbers >= 1, dwell >= 0); rows in the file's order. What
-    needs an impression's rows together is checked by :func:`_check_impressions`."""
+    team values that name an arm of ``teams``, ``clicked`` 0/1, ranks whole numbers >= 1,
+    ``missing`` describing an empty one, dwell >= 0, the ``filled`` columns holding a value
+    in every row); rows in the file's order. What needs an impression's rows together is
+    checked by :func:`_check_impressions`."""
     out: dict[str, Any] = {}
     for column in (*_IDS, "arm", "team"):
         if column in log:
             out[column] = id_column(log[column], lambda row, c=column: f"{where(row)}: {c}")
+    if teams is not None and "team" in out:
+        _check_teams(out["team"], teams, lambda row: f"{where(row)}: team")
     if "query" in log:
         out["query"] = text_column(log["query"])
     out["clicked"] = clicked_column(log["clicked"], lambda row: f"{where(row)}: clicked")
-    out["rank"] = rank_column(log["rank"], lambda row: f"{where(row)}: rank", decimal)
+    out["rank"] = rank_column(log["rank"], lambda row: f"{where(row)}: rank", decimal, missing)
     if "dwell" in log:
         out["dwell"] = dwell_column(log["dwell"], lambda row: f"{where(row)}: dwell", decimal)
+    for column in filled:
+        if column in log:
+            segment_values_present(log[column], lambda row, c=column: f"{where(row)}: {c}")
     for column, values in log.items():
         if column not in out:
             out[column] = other_column(values)
     return out
+
+
+def _check_teams(
+    team: pd.Categorical, arms: Collection[str], where: Callable[[int], str]
+) -> None:
+    """Every team value names one of ``arms``: else a DataError naming the first row (in
+    the file's order) of a value that names none, with the count of the others."""
+    categories = [str(c) for c in team.categories]
+    unknown = [i for i, c in enumerate(categories) if c not in arms]
+    if not unknown:
+        return
+    bad = np.isin(np.asarray(team.codes), unknown)
+    row = int(np.flatnonzero(bad)[0])
+    count = int(np.count_nonzero(bad))
+    more = f" ({count - 1} more such rows)" if count > 1 else ""
+    raise DataError(
+        f"{where(row)}: expected one of the arms ({', '.join(arms)}), got "
+        f"{categories[int(team.codes[row])]!r}{more}"
+    )
 
 
 def impression_codes(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -313,9 +361,11 @@ def _check_impressions(
     rows: np.ndarray,
     path: str | Path,
     where: Callable[[int], str],
+    segments: Sequence[str] = (),
 ) -> None:
-    """Ranks 1..n in each impression, one user and one arm per impression (rows sorted;
-    ``codes`` their impressions, ``rows`` their places in the file)."""
+    """Ranks 1..n in each impression, one user, one arm and one value of each of
+    ``segments`` per impression (rows sorted; ``codes`` their impressions, ``rows`` their
+    places in the file)."""
     rank = columns["rank"]
     impressions = columns["impression_id"].categories
     position = positions(codes) + 1
@@ -336,19 +386,27 @@ def _check_impressions(
             f"expected ranks 1..{int(rank[last - 1])}, rank {int(position[at])} is missing"
         )
     same = codes[1:] == codes[:-1]
-    for column in ("user_id", "arm"):
+    for column in ("user_id", "arm", *segments):
         if column not in columns:
             continue
         values = columns[column]
-        clash = np.flatnonzero(same & (values.codes[1:] != values.codes[:-1]))
+        value_codes = (
+            values.codes if isinstance(values, pd.Categorical) else pd.factorize(values)[0]
+        )
+        clash = np.flatnonzero(same & (value_codes[1:] != value_codes[:-1]))
         if clash.size:
             at = int(clash[0]) + 1
             first = at - int(position[at]) + 1
             raise DataError(
                 f"{where(int(rows[at]))}: {column}: expected one {column} per impression, got "
-                f"{values[at]!r} in impression {impressions[codes[at]]!r}, which has "
-                f"{values[first]!r} at {_place(where(int(rows[first])))}"
+                f"{_scalar(values[at])!r} in impression {impressions[codes[at]]!r}, which has "
+                f"{_scalar(values[first])!r} at {_place(where(int(rows[first])))}"
             )
+
+
+def _scalar(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (for messages)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _place(where: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
-from abrank.io.columns import ALIASES
+from abrank.io.columns import ALIASES, describe_missing_text
 from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, head_bytes, is_gzip
 from abrank.io.formats import BY_NAME, TABLE_NAMES
 from abrank.io.head import long_line_error, read_head, read_only
@@ -113,13 +113,84 @@ def parquet(
 ) -> tuple[pd.DataFrame, int]:
     """Apache Parquet, through pyarrow; errors count rows (``data`` is for text formats)."""
     check_file(path)
+    check_parquet(path)
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several unrelated types for bad files
-        raise DataError(
-            f"{path}: expected a Parquet file, got unreadable data ({reason(exc)})"
-        ) from None
+        raise unreadable_parquet(path, exc) from None
     return frame, 1
+
+
+def check_parquet(path: str | Path) -> None:
+    """A DataError naming ``path`` when its Parquet footer cannot be read (a file cut short,
+    random bytes, an empty file): every engine says so in the same words, from pyarrow's
+    reason. It reads only the footer."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.ParquetFile(str(path)).close()
+    except Exception as exc:  # pyarrow raises several unrelated types for bad files
+        raise unreadable_parquet(path, exc) from None
+
+
+def unreadable_parquet(path: str | Path, exc: Exception) -> DataError:
+    """The message of a Parquet file that pyarrow cannot read."""
+    return DataError(f"{path}: expected a Parquet file, got unreadable data ({reason(exc)})")
+
+
+def missing_cells(
+    path: str | Path, fmt: str, column: str, sep: str | None = None
+) -> Callable[[int], str]:
+    """For messages about a cell that a reader took for a missing value: a function of the
+    cell's 0-based row (of column ``column``, as the file names it) that reads the file
+    again and says what the cell holds (:func:`abrank.io.columns.describe_missing_text`:
+    nothing, a NaN, or a text such as ``NULL``). It runs only on the way to that error."""
+
+    def describe(row: int) -> str:
+        try:
+            return describe_missing_text(_raw_cell(Path(path), fmt, column, row, sep))
+        except Exception:  # noqa: BLE001 - the file was read once: say what the parser saw
+            return "an empty value"
+
+    return describe
+
+
+def _raw_cell(path: Path, fmt: str, column: str, row: int, sep: str | None) -> Any:
+    """The cell at ``row`` of ``column`` as the file holds it: text as written (CSV, TSV),
+    the stored value (Parquet), the JSON value (JSON Lines; None when absent)."""
+    import pyarrow as pa
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path, columns=[column]).column(column)[row].as_py()
+    if fmt == "jsonl":
+        import gzip
+        import json
+
+        opener = gzip.open if is_gzip(path) else open
+        with opener(path, "rt", encoding="utf-8") as handle:
+            objects = (line for line in handle if line.strip())
+            for number, line in enumerate(objects):
+                if number == row:
+                    value = json.loads(line)
+                    return value.get(column) if isinstance(value, dict) else None
+        return None
+    import pyarrow.csv as pc
+
+    with arrow_input(path) as source:
+        table = pc.read_csv(
+            source,
+            parse_options=pc.ParseOptions(delimiter=sep or BY_NAME[fmt].delimiter),
+            convert_options=pc.ConvertOptions(
+                include_columns=[column],
+                column_types={column: pa.string()},
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    return table.column(column)[row].as_py()
 
 
 def delimited(

@@ -56,8 +56,9 @@ def run_arrays(
     path: str | Path,
 ) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray, _Lines]:
     """Query ids, doc ids and scores of a run file, in file order, scores checked."""
-    table, lines = _read_fields(path, RUN_FIELDS, {"query_id": 0, "doc_id": 2, "score": 4})
-    score = parse_numbers(table["score"], lambda row: f"{path}: line {lines[row]}: score")
+    wanted = {"query_id": 0, "doc_id": 2, "score": 4}
+    table, lines = _read_fields(path, RUN_FIELDS, wanted)
+    score = _numbers(path, table, lines, "score", RUN_FIELDS, wanted)
     return table["query_id"], table["doc_id"], score, lines
 
 
@@ -131,8 +132,9 @@ def qrels_arrays(
 ) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
     """Query ids, doc ids and grades of a qrels file, checked (numbers; no repeated pair
     unless ``check`` is False)."""
-    table, lines = _read_fields(path, QRELS_FIELDS, {"query_id": 0, "doc_id": 2, "relevance": 3})
-    grade = parse_numbers(table["relevance"], lambda row: f"{path}: line {lines[row]}: relevance")
+    wanted = {"query_id": 0, "doc_id": 2, "relevance": 3}
+    table, lines = _read_fields(path, QRELS_FIELDS, wanted)
+    grade = _numbers(path, table, lines, "relevance", QRELS_FIELDS, wanted, bounded=True)
     qid, doc = table["query_id"], table["doc_id"]
     if not check:
         return qid, doc, grade
@@ -143,6 +145,39 @@ def qrels_arrays(
             f"got {later.size} repeated: {name_pairs(qid, doc, later, lines.__getitem__)}"
         )
     return qid, doc, grade
+
+
+def _numbers(
+    path: str | Path,
+    table: pa.Table,
+    lines: _Lines,
+    column: str,
+    fields: Sequence[str],
+    wanted: dict[str, int],
+    *,
+    bounded: bool = False,
+    source: Callable[[], pa.NativeFile] | None = None,
+) -> np.ndarray:
+    """The ``column`` of a TREC file (scores or grades) as float64, checked. A bad value
+    is named as the file writes it: when the fast path parsed the numbers (``1e400`` became
+    inf), the file is read again as text on the way to the error, so that the message
+    quotes the text and counts lines (empty lines included) as the file does."""
+    try:
+        return parse_numbers(
+            table[column], lambda row: f"{path}: line {lines[row]}: {column}", bounded=bounded
+        )
+    except DataError as exc:
+        if lines.numbers is not None:
+            raise
+        problem = exc
+    source = source or (lambda: arrow_input(path))
+    text, text_lines = _read_fields_split(
+        path, source, fields, wanted, extra_allowed=fields == RUN_FIELDS
+    )
+    parse_numbers(
+        text[column], lambda row: f"{path}: line {text_lines[row]}: {column}", bounded=bounded
+    )
+    raise problem
 
 
 def _to_str_series(column: pa.ChunkedArray) -> pd.Series:
@@ -157,6 +192,12 @@ class _Lines:
 
     def __getitem__(self, row: int) -> int:
         return int(self.numbers[row]) if self.numbers is not None else row + 1
+
+
+def check_trec_file(path: str | Path) -> None:
+    """Reject a missing, empty or binary TREC file before any parser reads it (every
+    engine checks its TREC files so, in the same words)."""
+    _sniff(path)
 
 
 def _sniff(path: str | Path) -> None:
@@ -212,7 +253,16 @@ def check_head(
         )
         for name in wanted:
             if name in _NUMERIC:
-                parse_numbers(table[name], lambda row, n=name: f"{path}: line {lines[row]}: {n}")
+                _numbers(
+                    path,
+                    table,
+                    lines,
+                    name,
+                    fields,
+                    wanted,
+                    bounded=name == "relevance",
+                    source=lambda: pa.BufferReader(head.data),
+                )
     except DataError as exc:
         raise read_only(exc, head.lines) from None
 

@@ -34,13 +34,18 @@ from abrank.engines.sql.sources import (
     IMPRESSION_CHECKS,
     IMPRESSION_PROBLEMS,
     RANK_BITS,
+    CellCheck,
     Layout,
     LogSource,
+    cell_checks,
     check_deep_ranks,
+    check_rows_per_file,
     literal,
     missing_id,
-    ranks_broken,
+    raise_bad_cell,
+    raise_impression_problem,
     row_columns,
+    row_place,
     selected_values,
     shown_path,
 )
@@ -127,10 +132,11 @@ def click_aggregates(
     # the sums come by arm code (the arm's place in request.arms): names from here on
     frame["arm"] = np.asarray(request.arms, dtype=object)[frame["arm"].to_numpy(dtype=np.int64)]
     if len(frame) and float(frame["top"].max()) > RANK_BITS:
-        check_deep_ranks(backend, rows)
+        check_deep_ranks(backend, rows, layouts)
     counts = _by_rank(backend, rows, None)
     files = counts[counts["by_file"] == 1]
     file_rows = {str(f): int(n) for f, n in zip(files["log_file"], files["shown"])}
+    check_rows_per_file(layouts, file_rows)
     _check_arms(frame, layouts, request)
     sums, segment_sums = _split(frame, table, request, metrics)
     mixed, dropped = _mixed(sums, request.unit), 0
@@ -198,13 +204,18 @@ def _source_sql(layout: Layout, request: ClickRequest, native: set[str]) -> str:
         else f"CAST({layout.ref('arm')} AS VARCHAR)"
     )
     parts = [
-        *row_columns(layout, request.unit, native),
+        *row_columns(layout, request.unit, native, _reads_dwell(request)),
         f"{arm} AS arm",
         f"{_arm_code(arm, request.arms)} AS arm_code",
     ]
     for i, column in enumerate(request.segments):
         parts.append(f"{layout.ref(column)} AS segment_{i}")
     return f"SELECT {', '.join(parts)} FROM {layout.relation}"
+
+
+def _reads_dwell(request: ClickRequest) -> bool:
+    """Whether the metrics read the log's dwell times (those counting satisfied clicks)."""
+    return any(m.family == "sat_ctr" for m in request.metrics)
 
 
 def _arm_code(arm: str, arms: Sequence[str]) -> str:
@@ -227,8 +238,8 @@ def _rows_sql(layouts: Sequence[Layout], request: ClickRequest) -> str:
         missing_id("impression_id", native, "impression_id"),
         missing_id("unit", native, request.unit),
         "clicked IS NULL",
-        "rank_bad = 1",
-        "dwell_bad = 1",
+        "rank_bad > 0",
+        "dwell_bad > 0",
         "arm_code IS NULL",
         *[f"segment_{i} IS NULL" for i in range(len(request.segments))],
     ]
@@ -283,11 +294,14 @@ def _impressions_sql(
         "MIN(unit) AS unit",
         "MAX(unit) AS unit_max",
         *IMPRESSION_CHECKS,
-        "MIN(CASE WHEN clicked = 1 THEN rank END) AS first_click",
+        # bad ranks left out: an impression with one is refused, but its values are still
+        # computed first (a rank of 0 would divide click_rr by zero, which Spark refuses)
+        "MIN(CASE WHEN clicked = 1 AND rank_bad = 0 THEN rank END) AS first_click",
     ]
     if sat:
         parts.append(
-            f"MIN(CASE WHEN clicked = 1 AND dwell >= {dwell!r} THEN rank END) AS first_sat"
+            f"MIN(CASE WHEN clicked = 1 AND rank_bad = 0 AND dwell >= {dwell!r} THEN rank END) "
+            "AS first_sat"
         )
     for k in cutoffs:
         within = "" if k is None else f" AND rank <= {int(k)}"
@@ -454,32 +468,42 @@ def _raise_first_problem(
         table = backend.run(compile_sql(sql, backend.dialect))
         return table.to_pylist()[0] if table.num_rows else None
 
-    def where(row: dict[str, Any]) -> str:
-        place = shown_path(row["log_file"])
-        if row.get("log_row") is not None:
-            return f"{place}: row {int(row['log_row']) + 1}"
-        return f"{place}: impression {str(row['impression_id'])!r}"
-
     unit = request.unit
     native = native_ids(layouts, request)
-    empty = "expected a non-empty id, got an empty value"
-    checks = [
-        (missing_id("impression_id", native, "impression_id"), "impression_id", None, empty),
-        (missing_id("unit", native, unit), unit, None, empty),
-        ("clicked IS NULL", "clicked", "clicked_text", "expected 0, 1, true or false, got {}"),
-        ("rank_bad = 1", "rank", "rank_text", "expected a whole number >= 1, got {}"),
-        ("dwell_bad = 1", "dwell", "dwell_text", "expected a number of seconds >= 0, got {}"),
-    ]
+    checks = cell_checks(layouts, unit, native, _reads_dwell(request))
+    if any(layout.source.arm is None for layout in layouts):  # a log with an arm column
+        checks.insert(2, CellCheck("arm", "arm IS NULL OR arm = ''", "a non-empty id"))
     checks += [
-        (f"segment_{i} IS NULL", column, None, "expected a segment value, got a missing value")
+        CellCheck(column, f"segment_{i} IS NULL", "a segment value")
         for i, column in enumerate(request.segments)
     ]
+    raise_bad_cell(backend, rows, checks, row_place(layouts))
     base = f"SELECT * FROM ({rows}) AS log_rows"
-    for condition, column, text, expected in checks:
-        row = first(f"{base} WHERE {condition} ORDER BY log_file, log_row LIMIT 1")
-        if row is not None:
-            shown = "a missing value" if text is None or row[text] is None else repr(row[text])
-            raise DataError(f"{where(row)}: {column}: {expected.format(shown)}")
+    # every cell is good: an impression is bad for its ranks, or for two units, arms
+    # (by name: a name that is no arm has no code) or segment values
+    impressions = _impressions_sql(rows, request, False, [], 0.0)
+    texts = (
+        "SELECT impression_id AS arm_impression, MIN(arm) AS arm_name, MAX(arm) AS "
+        f"arm_name_max FROM ({rows}) AS log_rows GROUP BY impression_id"
+    )
+    broken = " OR ".join(
+        f"({condition})"
+        for condition in (
+            *IMPRESSION_PROBLEMS[1:],
+            "arm_name <> arm_name_max",
+            "unit <> unit_max",
+            *[f"segment_{i} <> segment_{i}_max" for i in range(len(request.segments))],
+        )
+    )
+    bad = first(
+        f"SELECT *, CAST(impression_id AS VARCHAR) AS impression_text FROM ({impressions}) "
+        f"AS per_impression JOIN ({texts}) AS names ON impression_id = arm_impression "
+        f"WHERE {broken} ORDER BY CAST(impression_id AS VARCHAR) LIMIT 1"
+    )
+    if bad is not None:
+        _raise_bad_impression(backend, rows, layouts, request, bad)
+    # arm values that name no arm, once every impression is whole (the memory engine
+    # splits the log by arm after reading it)
     arms = ", ".join(literal(a) for a in request.arms)
     row = first(
         f"{base} WHERE arm IS NULL OR arm NOT IN ({arms}) ORDER BY log_file, log_row LIMIT 1"
@@ -492,56 +516,54 @@ def _raise_first_problem(
             )
         ).to_pylist()
         found = ", ".join(f"{v['arm']!r} ({int(v['n'])} rows)" for v in values)
+        unknown = sorted(str(v["arm"]) for v in values if v["arm"] not in request.arms)
         raise DataError(
-            f"{where(row)}: arm: expected the arm names {', '.join(map(repr, request.arms))}, "
-            f"got {row['arm']!r} (values found: {found})"
+            f"{row['log_file']}: arm: expected the arm names "
+            f"{', '.join(map(repr, request.arms))}, got {', '.join(map(repr, unknown))} "
+            f"(values found: {found})"
         )
-    impressions = _impressions_sql(rows, request, False, [], 0.0)
-    bad = first(
-        f"SELECT *, CAST(impression_id AS VARCHAR) AS impression_text FROM ({impressions}) "
-        f"AS per_impression WHERE {_impression_bad(request)} "
-        "ORDER BY CAST(impression_id AS VARCHAR) LIMIT 1"
-    )
-    if bad is None:  # the sums counted a problem that no check names: say so plainly
-        raise DataError(f"{layouts[0].source.label}: expected a valid impression log")
+    # the sums counted a problem that no check names: say so plainly
+    raise DataError(f"{layouts[0].source.label}: expected a valid impression log")
+
+
+def _raise_bad_impression(
+    backend: Backend,
+    rows: str,
+    layouts: Sequence[Layout],
+    request: ClickRequest,
+    bad: dict[str, Any],
+) -> None:
+    """The message of the impression ``bad`` (its aggregates), as the memory engine words
+    it: in two arms' logs, its ranks not 1..n, two units, arms or segment values."""
     impression = bad["impression_text"]
     detail = backend.run(
         compile_sql(
-            f"{base} WHERE CAST(impression_id AS VARCHAR) = {literal(impression)} "
-            "ORDER BY log_file, log_row, rank",
+            f"SELECT * FROM ({rows}) AS log_rows WHERE CAST(impression_id AS VARCHAR) = "
+            f"{literal(impression)} ORDER BY log_file, log_row, rank",
             backend.dialect,
         )
     ).to_pylist()
-    place = shown_path(detail[0]["log_file"])
-    if bad["arm"] != bad["arm_max"]:
+    per_arm = all(layout.source.arm is not None for layout in layouts)
+    if per_arm and bad["arm_name"] != bad["arm_name_max"]:
         first_arm, second_arm = request.arms[bad["arm"]], request.arms[bad["arm_max"]]
-        if all(layout.source.arm is not None for layout in layouts):
-            files = {r["arm"]: shown_path(r["log_file"]) for r in detail}
-            raise DataError(
-                f"{files[first_arm]} (arm {first_arm!r}) and {files[second_arm]} (arm "
-                f"{second_arm!r}): impression_id: expected each impression in one arm, got "
-                f"{impression!r} in both"
+        files = {r["arm"]: shown_path(r["log_file"]) for r in detail}
+        impressions = _impressions_sql(rows, request, False, [], 0.0)
+        shared = backend.run(
+            compile_sql(
+                f"SELECT COUNT(*) AS n FROM ({impressions}) AS per_impression "
+                "WHERE arm <> arm_max",
+                backend.dialect,
             )
+        ).to_pylist()[0]["n"]
         raise DataError(
-            f"{place}: impression {impression!r}: arm: expected one arm per impression, got "
-            f"{first_arm!r} and {second_arm!r}"
+            f"{files[first_arm]} (arm {first_arm!r}) and {files[second_arm]} (arm "
+            f"{second_arm!r}): impression_id: expected each impression in one arm, got "
+            f"{int(shared)} in more than one, e.g. {impression!r}"
         )
-    if ranks_broken(bad):
-        ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
-        raise DataError(
-            f"{place}: impression {impression!r}: rank: expected ranks 1..{int(bad['n'])}, each "
-            f"once, got ranks {ranks}"
-        )
-    if bad["unit"] != bad["unit_max"]:
-        raise DataError(
-            f"{place}: impression {impression!r}: {unit}: expected one {unit} per impression, "
-            f"got {str(bad['unit'])!r} and {str(bad['unit_max'])!r}"
-        )
-    for i, column in enumerate(request.segments):
-        low, high = bad[f"segment_{i}"], bad[f"segment_{i}_max"]
-        if low != high:
-            raise DataError(
-                f"{place}: impression {impression!r}: {column}: expected one {column} per "
-                f"impression, got {low!r} and {high!r}"
-            )
-    raise DataError(f"{place}: impression {impression!r}: expected a valid impression")
+    columns = [(request.unit, "unit", True), ("arm", "arm", True)]
+    columns += [(column, f"segment_{i}", False) for i, column in enumerate(request.segments)]
+    raise_impression_problem(layouts, impression, detail, columns)
+    raise DataError(
+        f"{shown_path(detail[0]['log_file'])}: impression {impression!r}: expected a valid "
+        "impression"
+    )

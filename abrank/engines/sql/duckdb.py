@@ -98,30 +98,57 @@ class DuckDBBackend:
         if source.format == "parquet":
             read = f"read_parquet({files}, union_by_name = true"
             extra = ", filename = 'abrank_file', file_row_number = true)"
-            row = "file_row_number"
         elif source.format in ("csv", "tsv"):
             sep = source.sep or ("\t" if source.format == "tsv" else ",")
             read = f"read_csv({files}, header = true, all_varchar = true, delim = {_text(sep)}"
             read += ", union_by_name = true"
             extra = ", filename = 'abrank_file')"
-            row = "CAST(NULL AS BIGINT)"
         elif source.format == "jsonl":
             read = f"read_json({files}, format = 'newline_delimited', union_by_name = true"
             extra = ", filename = 'abrank_file')"
-            row = "CAST(NULL AS BIGINT)"
         else:
             raise ConfigError(
                 f"{source.label}: engine duckdb: expected a parquet, csv or tsv log, got "
                 f"format {source.format}"
             )
         described = self._execute(f"DESCRIBE SELECT * FROM {read})", source.label).fetchall()
+        if source.format == "parquet":
+            self._execute(
+                f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *, file_row_number AS abrank_row "
+                f"FROM {read}{extra}",
+                source.label,
+            )
+            self.relations.append(name)
+        else:  # DuckDB numbers no CSV or JSON rows: copied in file order, each gets one
+            self._numbered(name, f"SELECT * FROM {read}{extra}", source.label)
+        return [(str(column[0]), kind_of(str(column[1]))) for column in described]
+
+    def _numbered(self, name: str, select: str, label: str) -> None:
+        """The rows of ``select`` (with ``abrank_file``) copied in their order into the
+        table ``{name}_text`` (DuckDB spills it to ``temp_directory`` beyond its memory
+        limit), and the view ``name`` of them with ``abrank_row``: each row's 0-based
+        number within its file. With insertion order preserved, a table's row ids follow
+        the files' order, each file's rows together: its first row id is its offset."""
+        (kept,) = self._execute(
+            "SELECT current_setting('preserve_insertion_order')", label
+        ).fetchone()
+        self._execute("SET preserve_insertion_order = true", label)
+        try:
+            self._execute(f"CREATE OR REPLACE TEMP TABLE {name}_text AS {select}", label)
+        finally:
+            self._execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}", label)
+        self.relations.append(f"{name}_text")
+        starts = self._execute(
+            f"SELECT abrank_file, MIN(rowid) FROM {name}_text GROUP BY abrank_file", label
+        ).fetchall()
+        offset = " ".join(f"WHEN {_text(f)} THEN {int(start)}" for f, start in starts)
+        offset = f"CASE abrank_file {offset} END" if starts else "0"
         self._execute(
-            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *, {row} AS abrank_row "
-            f"FROM {read}{extra}",
-            source.label,
+            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *, rowid - {offset} AS abrank_row "
+            f"FROM {name}_text",
+            label,
         )
         self.relations.append(name)
-        return [(str(column[0]), kind_of(str(column[1]))) for column in described]
 
     def register_lines(self, name: str, files: Sequence[str]) -> None:
         """Make the text lines of ``files`` (gzip read through) the relation ``name``:
@@ -137,30 +164,7 @@ class DuckDBBackend:
             "delim = '\x1f', quote = '', escape = '', auto_detect = false, "
             "null_padding = false, filename = 'abrank_file')"
         )
-        (kept,) = self._execute(
-            "SELECT current_setting('preserve_insertion_order')", label
-        ).fetchone()
-        self._execute("SET preserve_insertion_order = true", label)
-        try:
-            self._execute(
-                f"CREATE OR REPLACE TEMP TABLE {name}_text AS SELECT abrank_file, line FROM {read}",
-                label,
-            )
-        finally:
-            self._execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}", label)
-        self.relations.append(f"{name}_text")
-        # each file's lines are contiguous: its first rowid is its offset
-        starts = self._execute(
-            f"SELECT abrank_file, MIN(rowid) FROM {name}_text GROUP BY abrank_file", label
-        ).fetchall()
-        offset = " ".join(f"WHEN {_text(f)} THEN {int(start)}" for f, start in starts)
-        offset = f"CASE abrank_file {offset} END" if starts else "0"
-        self._execute(
-            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT abrank_file, rowid - {offset} "
-            f"AS abrank_row, line FROM {name}_text",
-            label,
-        )
-        self.relations.append(name)
+        self._numbered(name, f"SELECT abrank_file, line FROM {read}", label)
 
     def materialize(self, name: str, sql: str) -> None:
         """The result of ``sql`` as the temporary table ``name``."""

@@ -42,14 +42,19 @@ from abrank.engines.sql.sources import (
     IMPRESSION_CHECKS,
     IMPRESSION_PROBLEMS,
     RANK_BITS,
+    CellCheck,
     Layout,
     LogSource,
+    cell_checks,
     check_deep_ranks,
+    check_rows_per_file,
     literal,
     missing_id,
     native_ids,
-    ranks_broken,
+    raise_bad_cell,
+    raise_impression_problem,
     row_columns,
+    row_place,
     selected_values,
     shown_path,
     text_id,
@@ -159,12 +164,14 @@ def interleaved_aggregates(
     arrow = backend.run(compile_sql(_counts_sql(rows, request, several_files), backend.dialect))
     table = arrow.to_pandas()
     labels = ", ".join(dict.fromkeys(layout.source.label for layout in layouts))
+    file_rows = _file_rows(backend, layouts)
+    check_rows_per_file(layouts, file_rows)
     if not len(table):
         raise DataError(f"{labels}: expected impressions, got an empty log")
     if int(table["bad"].sum()):
         _raise_first_problem(backend, rows, layouts, request, several_files)
     if float(table["top"].max()) > RANK_BITS:
-        check_deep_ranks(backend, rows)
+        check_deep_ranks(backend, rows, layouts)
     overall = np.ones(len(table), dtype=bool)
     for i in range(len(request.segments)):
         overall &= table[f"grouped_{i}"].to_numpy() == 1
@@ -193,7 +200,7 @@ def interleaved_aggregates(
         per_arm={arm: (int(n.sum()), int(np.count_nonzero(n))) for arm, n in shown.items()},
         first_team={arm: int(units[f"first_{k}"].sum()) for k, arm in enumerate(request.arms)},
         same_lists=same,
-        file_rows=_file_rows(backend, layouts),
+        file_rows=file_rows,
         fixed_lists=_fixed_lists(backend, layouts),
     )
 
@@ -269,7 +276,7 @@ def _source_sql(layout: Layout, request: InterleavedRequest, native: set[str]) -
     team = text_id(layout.ref("team"), layout.kind_of("team"))
     index = " ".join(f"WHEN {literal(arm)} THEN {k}" for k, arm in enumerate(request.arms))
     parts = [
-        *row_columns(layout, request.unit, native),
+        *row_columns(layout, request.unit, native, "sat_clicks" in request.credits),
         f"{team} AS team",
         f"CASE {team} {index} END AS team_index",
     ]
@@ -290,34 +297,32 @@ def _rows_sql(layouts: Sequence[Layout], request: InterleavedRequest) -> str:
     """Every source's rows as one relation, with ``row_bad`` (1 for a bad cell)."""
     native = native_ids(layouts, _ids(request))
     union = " UNION ALL ".join(_source_sql(layout, request, native) for layout in layouts)
-    flag = " OR ".join(f"({condition})" for condition, *_ in _row_checks(request, native))
+    flag = " OR ".join(f"({check.condition})" for check in _row_checks(layouts, request, native))
     return f"SELECT *, CASE WHEN {flag} THEN 1 ELSE 0 END AS row_bad FROM ({union}) AS logs"
 
 
 def _row_checks(
-    request: InterleavedRequest, native: set[str]
-) -> list[tuple[str, str, str | None, str]]:
-    """(condition of a bad row, column named, raw-text column quoted, what was expected)."""
-    empty = "expected a non-empty id, got an empty value"
-    unit = request.unit
-    checks = [
-        (missing_id("impression_id", native, "impression_id"), "impression_id", None, empty),
-        (missing_id("unit", native, unit), unit, None, empty),
-        ("clicked IS NULL", "clicked", "clicked_text", "expected 0, 1, true or false, got {}"),
-        ("rank_bad = 1", "rank", "rank_text", "expected a whole number >= 1, got {}"),
-        ("dwell_bad = 1", "dwell", "dwell_text", "expected a number of seconds >= 0, got {}"),
-        ("team IS NULL OR team = ''", "team", None, empty),
-        (
+    layouts: Sequence[Layout], request: InterleavedRequest, native: set[str]
+) -> list[CellCheck]:
+    """The checks of a row's cells, in the memory engine's order: ids (the team's
+    among them), ``clicked``, rank, dwell, segment values, then team values that name no
+    arm."""
+    checks = cell_checks(layouts, request.unit, native, "sat_clicks" in request.credits)
+    teams = [
+        CellCheck("team", "team IS NULL OR team = ''", "a non-empty id"),
+        CellCheck(
+            "team",
             "team_index IS NULL",
-            "team",
-            "team",
-            f"expected one of the arms ({', '.join(request.arms)}), got {{}}",
+            f"one of the arms ({', '.join(request.arms)})",
+            text="team",
+            cell_kind="label",
         ),
     ]
     if _own_user(request):
-        checks.append((missing_id("user_key", native, "user_id"), "user_id", None, empty))
+        teams.insert(0, CellCheck("user_id", missing_id("user_key", native, "user_id"), "a non-empty id"))
+    checks[2:2] = teams
     checks += [
-        (f"segment_{i} IS NULL", column, None, "expected a value (segments.columns), got {}")
+        CellCheck(column, f"segment_{i} IS NULL", "a segment value")
         for i, column in enumerate(request.segments)
     ]
     return checks
@@ -514,20 +519,9 @@ def _raise_first_problem(
         table = backend.run(compile_sql(sql, backend.dialect))
         return table.to_pylist()[0] if table.num_rows else None
 
-    def where(row: dict[str, Any]) -> str:
-        place = shown_path(row["log_file"])
-        if row.get("log_row") is not None:
-            place += f": row {int(row['log_row']) + 1}"
-        impression = row.get("impression_id")
-        return place if impression is None else f"{place}: impression {str(impression)!r}"
-
     native = native_ids(layouts, _ids(request))
     base = f"SELECT * FROM ({rows}) AS log_rows"
-    for condition, column, text, expected in _row_checks(request, native):
-        row = first(f"{base} WHERE {condition} ORDER BY log_file, log_row LIMIT 1")
-        if row is not None:
-            shown = "a missing value" if text is None or row[text] is None else repr(row[text])
-            raise DataError(f"{where(row)}: {column}: {expected.format(shown)}")
+    raise_bad_cell(backend, rows, _row_checks(layouts, request, native), row_place(layouts))
     impressions = _impressions_sql(rows, request, several_files)
     bad = first(
         f"SELECT *, CAST(impression_id AS VARCHAR) AS impression_text FROM ({impressions}) "
@@ -551,24 +545,9 @@ def _raise_first_problem(
             f"{shown_path(bad['file_min'])} and {shown_path(bad['file_max'])}: impression_id: "
             f"expected each impression in one file, got {impression!r} in both"
         )
-    if ranks_broken(bad):
-        ranks = ", ".join(str(int(r["rank"])) for r in sorted(detail, key=lambda r: r["rank"]))
-        raise DataError(
-            f"{place}: rank: expected ranks 1..{int(bad['n'])}, each once, got ranks {ranks}"
-        )
-    unit = request.unit
-    pairs = [("unit", "unit_max", unit, "analysis.unit")]
+    columns = [(request.unit, "unit", True)]
     if _own_user(request):
-        pairs.append(("user_key", "user_max", "user_id", ""))
-    pairs += [
-        (f"segment_{i}", f"segment_{i}_max", column, "segments.columns")
-        for i, column in enumerate(request.segments)
-    ]
-    for low, high, column, key in pairs:
-        if bad[low] != bad[high]:
-            why = f" ({key})" if key else ""
-            raise DataError(
-                f"{place}: {column}: expected one value per impression{why}, got "
-                f"{str(bad[low])!r} and {str(bad[high])!r}"
-            )
+        columns.append(("user_id", "user_key", True))
+    columns += [(column, f"segment_{i}", False) for i, column in enumerate(request.segments)]
+    raise_impression_problem(layouts, impression, detail, columns)
     raise DataError(f"{place}: expected a valid impression")

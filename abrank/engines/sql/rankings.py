@@ -25,6 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from abrank.engines.sql import Backend, compile_sql, quote
+from abrank.engines.sql.sources import (
+    EXPECTED,
+    MISSING,
+    cell_text,
+    check_text_files,
+    number_kind,
+    register_source,
+    shown_cell,
+)
 from abrank.errors import ConfigError, DataError
 from abrank.io.columns import ALIASES, alias_renames
 
@@ -32,8 +41,6 @@ __all__ = ["Opened", "TableSource", "open_judgments", "open_rankings"]
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
-#: The largest double: a number beyond it is infinite.
-_LARGEST = "1.7976931348623157E308"
 _SHOWN = 3
 
 
@@ -93,11 +100,10 @@ def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
     _check_files(source, "rankings")
     if source.format == "trec":
         rows = _trec_rows(backend, name, source, RUN_FIELDS, {"query_id": 0, "doc_id": 2})
-        return _checked(backend, name, source, rows, "score", (), line="line")
+        return _checked(backend, name, source, rows)
     if source.format == "qrels":
         raise DataError(f"{source.label}: expected a ranking log, got a qrels file (format qrels)")
-    rows, ranked_by, extra = _table_rows(backend, name, source, judgments=False)
-    return _checked(backend, name, source, rows, ranked_by, extra, line=_line_word(source))
+    return _checked(backend, name, source, _table_rows(backend, name, source, judgments=False))
 
 
 def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
@@ -105,21 +111,56 @@ def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
     _check_files(source, "judgments")
     if source.format in ("qrels", "trec"):
         rows = _trec_rows(backend, name, source, QRELS_FIELDS, {"query_id": 0, "doc_id": 2})
-        return _checked(backend, name, source, rows, None, (), line="line")
-    rows, _, _ = _table_rows(backend, name, source, judgments=True)
-    return _checked(backend, name, source, rows, None, (), line=_line_word(source))
+        return _checked(backend, name, source, rows)
+    return _checked(backend, name, source, _table_rows(backend, name, source, judgments=True))
 
 
 # --------------------------------------------------------------------------- reading
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """An input's rows as a query with the checks' columns: ``abrank_file``,
+    ``abrank_row``, ``query_id``, ``doc_id``, ``value_text`` (the number cell as text),
+    the number as ``score``, ``rank`` or ``relevance``, ``fields_bad`` (a TREC line of too
+    few fields: 1; a table's missing query_id: 1, doc_id: 2) and ``number_bad`` (the kinds
+    of :data:`abrank.engines.sql.sources.EXPECTED`). ``kind`` is the number column's kind
+    (``trec``: the text of a TREC field) and ``listing`` a table's columns."""
+
+    sql: str
+    ranked_by: str | None
+    extra: tuple[str, ...] = ()
+    kind: str = "trec"
+    listing: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins."""
+        return {
+            "sql": self.sql,
+            "ranked_by": self.ranked_by,
+            "extra": list(self.extra),
+            "kind": self.kind,
+            "listing": self.listing,
+        }
+
+
 def _check_files(source: TableSource, kind: str) -> None:
-    """Each file a regular file, its first lines checked by the file reader."""
+    """Each file is a regular file; a text table (CSV, TSV, JSON Lines) is refused as the
+    memory engine's reader refuses it (empty, binary with NUL bytes, not UTF-8), and so is
+    a TREC file (empty, binary), before the engine reads a byte of it; then its first
+    lines are checked by the file reader."""
     from abrank.io import check_first_lines
     from abrank.io.files import check_file
 
     for file in source.files:
         check_file(file, "a regular data file", missing="an existing file")
+    if source.format in ("trec", "qrels"):
+        from abrank.io.trec import check_trec_file
+
+        for file in source.files:
+            check_trec_file(file)
+    else:
+        check_text_files(source.files, source.format)
     for file in source.files:
         check_first_lines(
             file,
@@ -149,7 +190,7 @@ def _trec_rows(
     source: TableSource,
     fields: Sequence[str],
     ids: Mapping[str, int],
-) -> str:
+) -> _Rows:
     """The lines of a TREC file split on whitespace, with the checks' columns."""
     backend.register_lines(name, list(source.files))
     width = len(fields)
@@ -179,25 +220,13 @@ def _trec_rows(
         f"{text} AS value_text",
         f"{value} AS {value_name}",
         f"CASE WHEN {fields_bad} THEN 1 ELSE 0 END AS fields_bad",
-        _number_bad(value, text, allow_missing=False),
+        f"{number_kind(value, text, bounded=value_name == 'relevance')} AS number_bad",
     ]
-    return f"SELECT {', '.join(parts)} FROM ({split}) AS split WHERE n > 0"
+    sql = f"SELECT {', '.join(parts)} FROM ({split}) AS split WHERE n > 0"
+    return _Rows(sql, "score" if value_name == "score" else None)
 
 
-def _number_bad(value: str, text: str, *, allow_missing: bool) -> str:
-    """``number_bad``: 1 for a cell that is no number (or missing, unless allowed), 2 for
-    an infinite one."""
-    missing = "0" if allow_missing else "1"
-    return (
-        f"CASE WHEN {text} IS NULL THEN {missing} "
-        f"WHEN {value} IS NULL OR ISNAN({value}) THEN 1 "
-        f"WHEN {value} > {_LARGEST} OR {value} < -{_LARGEST} THEN 2 ELSE 0 END AS number_bad"
-    )
-
-
-def _table_rows(
-    backend: Backend, name: str, source: TableSource, *, judgments: bool
-) -> tuple[str, str | None, tuple[str, ...]]:
+def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: bool) -> _Rows:
     """A table's rows in canonical columns, with the checks' columns."""
     from abrank.engines.sql.clicks import LogSource
 
@@ -208,13 +237,14 @@ def _table_rows(
         sep=source.sep,
         decimal=source.decimal,
     )
-    described = backend.register(name, log)
+    described = register_source(backend, name, log)
     names = [column for column, _ in described]
     kind = dict(described)
     listing = ", ".join(names)
     renames: dict[str, str] = {}
     for canon, user in dict(source.columns).items():
         if user not in kind:
+            _refuse_empty(backend, name, source, listing)
             raise DataError(
                 f"{source.label}: columns.{canon}: expected a column named {user!r}, found "
                 f"columns: {listing}"
@@ -225,6 +255,7 @@ def _table_rows(
     required = ("query_id", "doc_id", "relevance") if judgments else ("query_id", "doc_id")
     for canon in required:
         if canon not in column:
+            _refuse_empty(backend, name, source, listing)
             raise DataError(
                 f"{source.label}: expected a {canon} column (one of {', '.join(ALIASES[canon])}, "
                 f"or set columns.{canon} in the config), found columns: {listing}"
@@ -236,33 +267,30 @@ def _table_rows(
     elif "score" in column:
         value_name, ranked_by = "score", "score"
     else:
+        _refuse_empty(backend, name, source, listing)
         raise DataError(
             f"{source.label}: expected a rank column ({', '.join(ALIASES['rank'])}) or a score "
             f"column (set columns.rank or columns.score), found columns: {listing}"
         )
     ref = quote(column[value_name])
-    if kind[column[value_name]] in ("int", "float"):
+    value_kind = kind[column[value_name]]
+    if value_kind in ("int", "float"):
         value = f"CAST({ref} AS DOUBLE)"
         text = f"CAST({ref} AS VARCHAR)"
     else:
-        text = f"NULLIF(TRIM(CAST({ref} AS VARCHAR)), '')"
+        text = cell_text(ref, value_kind)
         cell = f"REPLACE({text}, ',', '.')" if source.decimal == "," else text
         value = f"TRY_CAST({cell} AS DOUBLE)"
-    if value_name == "rank":
-        number_bad = (
-            f"CASE WHEN {text} IS NULL OR {value} IS NULL OR ISNAN({value}) THEN 1 "
-            f"WHEN {value} <> FLOOR({value}) THEN 3 WHEN {value} < 1 THEN 4 ELSE 0 END "
-            "AS number_bad"
-        )
-    else:
-        number_bad = _number_bad(value, text, allow_missing=False)
+    number_bad = number_kind(
+        value, text, kind=value_kind, bounded=value_name != "score", whole=value_name == "rank"
+    )
     canonical = set(column.values())
     extra = tuple(c for c in names if c not in canonical)
     ids = {c: _id_text(source, c, column[c], kind[column[c]]) for c in ("query_id", "doc_id")}
-    id_missing = " OR ".join(
-        f"{quote(column[c])} IS NULL OR {ids[c]} IS NULL OR {ids[c]} = ''"
+    missing = {
+        c: f"{quote(column[c])} IS NULL OR {ids[c]} IS NULL OR {ids[c]} = ''"
         for c in ("query_id", "doc_id")
-    )
+    }
     parts = [
         "abrank_file",
         "abrank_row",
@@ -270,11 +298,27 @@ def _table_rows(
         f"{ids['doc_id']} AS doc_id",
         f"{text} AS value_text",
         f"{value} AS {value_name}",
-        f"CASE WHEN {id_missing} THEN 1 ELSE 0 END AS fields_bad",
-        number_bad,
+        f"CASE WHEN {missing['query_id']} THEN 1 WHEN {missing['doc_id']} THEN 2 ELSE 0 END "
+        "AS fields_bad",
+        f"{number_bad} AS number_bad",
         *[quote(c) for c in extra],
     ]
-    return f"SELECT {', '.join(parts)} FROM {name}", ranked_by, extra
+    sql = f"SELECT {', '.join(parts)} FROM {name}"
+    return _Rows(sql, ranked_by, extra, value_kind, listing)
+
+
+def _refuse_empty(backend: Backend, name: str, source: TableSource, listing: str) -> None:
+    """A table without rows is refused as empty before its columns are looked at, as the
+    memory engine's reader refuses it (its message lists the columns found)."""
+    probe = f"SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM {name} LIMIT 1) AS first_row"
+    if not backend.run(compile_sql(probe, backend.dialect)).to_pylist()[0]["n"]:
+        raise DataError(_no_rows(source.files[0], source, listing))
+
+
+def _no_rows(file: str, source: TableSource, listing: str | None) -> str:
+    if source.format in ("trec", "qrels"):
+        return f"{file}: expected TREC lines, got an empty file"
+    return f"{file}: expected at least one row, got none (columns: {listing or 'none'})"
 
 
 def _id_text(source: TableSource, canon: str, user: str, kind: str) -> str:
@@ -304,23 +348,16 @@ def _id_text(source: TableSource, canon: str, user: str, kind: str) -> str:
 # --------------------------------------------------------------------------- checks
 
 
-def _checked(
-    backend: Backend,
-    name: str,
-    source: TableSource,
-    rows: str,
-    ranked_by: str | None,
-    extra: tuple[str, ...],
-    *,
-    line: str,
-) -> Opened:
+def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> Opened:
     """Count the problems of ``rows`` in one statement; raise on the first one found."""
+    ranked_by, extra = rows.ranked_by, rows.extra
     value_name = ranked_by or "relevance"
+    trec = source.format in ("trec", "qrels")
     first_line = 2 if source.format in ("csv", "tsv") else 1
     # parsed and typed once: the checks and every later statement read the copy
-    backend.materialize(f"{name}_rows", compile_sql(rows, backend.dialect))
+    backend.materialize(f"{name}_rows", compile_sql(rows.sql, backend.dialect))
     backend.drop(name)  # the lines or the file's own columns: read once, into the copy
-    rows = f"SELECT * FROM {name}_rows"
+    sql = f"SELECT * FROM {name}_rows"
     pair_times = (
         "SELECT query_id, doc_id, COUNT(*) AS times FROM good GROUP BY query_id, doc_id "
         "HAVING COUNT(*) > 1"
@@ -330,20 +367,20 @@ def _checked(
         "HAVING COUNT(*) > 1"
     )
     checks = [
-        "SELECT abrank_file, COUNT(*) AS rows_read, SUM(fields_bad) AS fields_bad, "
-        "SUM(CASE WHEN fields_bad = 0 AND number_bad > 0 THEN 1 ELSE 0 END) AS number_bad, "
-        "0 AS pairs, 0 AS ranks FROM checked GROUP BY abrank_file",
+        "SELECT abrank_file, COUNT(*) AS rows_read, SUM(CASE WHEN fields_bad > 0 THEN 1 ELSE 0 "
+        "END) AS fields_bad, SUM(CASE WHEN fields_bad = 0 AND number_bad > 0 THEN 1 ELSE 0 END) "
+        "AS number_bad, 0 AS pairs, 0 AS ranks FROM checked GROUP BY abrank_file",
         f"SELECT CAST(NULL AS VARCHAR) AS abrank_file, 0, 0, 0, COUNT(*), 0 FROM ({pair_times}) AS p",
     ]
     if ranked_by == "rank":
         checks.append(
             f"SELECT CAST(NULL AS VARCHAR), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
         )
-    sql = (
-        f"WITH checked AS ({rows}), good AS (SELECT * FROM checked WHERE fields_bad = 0 AND "
+    statement = (
+        f"WITH checked AS ({sql}), good AS (SELECT * FROM checked WHERE fields_bad = 0 AND "
         f"number_bad = 0) {' UNION ALL '.join(checks)}"
     )
-    counts = backend.run(compile_sql(sql, backend.dialect)).to_pylist()
+    counts = backend.run(compile_sql(statement, backend.dialect)).to_pylist()
     read = {_file_key(r["abrank_file"]): int(r["rows_read"]) for r in counts if r["abrank_file"]}
     per_file = {str(file): read.get(_file_key(file), 0) for file in source.files}
     totals = {
@@ -352,41 +389,42 @@ def _checked(
     }
     for file in source.files:
         if not per_file.get(str(file)):
-            what = "TREC lines" if source.format in ("trec", "qrels") else "at least one row"
-            got = "an empty file" if source.format in ("trec", "qrels") else "none"
-            raise DataError(f"{file}: expected {what}, got {got}")
-    checked = f"({rows}) AS checked"
-    place = _Place(backend, line, first_line)
+            raise DataError(_no_rows(file, source, rows.listing))
+    checked = f"({sql}) AS checked"
+    place = _Place(backend, _line_word(source), first_line)
     if totals["fields_bad"]:
-        bad = place.first(f"SELECT * FROM {checked} WHERE fields_bad = 1")
-        if source.format in ("trec", "qrels"):
+        kind, count, bad = place.first_of_kind(checked, "fields_bad", "fields_bad > 0")
+        if trec:
             fields = RUN_FIELDS if source.format == "trec" else QRELS_FIELDS
             least = "at least " if source.format == "trec" else ""
             raise DataError(
                 f"{place.where(bad)}: expected {least}{len(fields)} whitespace-separated fields "
                 f"({' '.join(fields)}), got {int(bad['n'])}"
             )
+        column = "query_id" if kind == 1 else "doc_id"
         raise DataError(
-            f"{place.where(bad)}: expected a non-empty query_id and doc_id, got a missing id"
+            f"{place.where(bad)}: {column}: expected a non-empty id, got an empty value"
+            f"{_more(count)}"
         )
     if totals["number_bad"]:
-        bad = place.first(f"SELECT * FROM {checked} WHERE fields_bad = 0 AND number_bad > 0")
-        kind = int(bad["number_bad"])
-        expected = {
-            1: "a number",
-            2: "a finite number",
-            3: "a whole number",
-            4: "a whole number >= 1",
-        }[kind]
-        got = "a missing value" if bad["value_text"] is None else repr(str(bad["value_text"]))
-        more = totals["number_bad"] - 1
-        tail = f" ({more} more such rows)" if more else ""
-        raise DataError(f"{place.where(bad)}: {value_name}: expected {expected}, got {got}{tail}")
-    good = f"(SELECT * FROM ({rows}) AS checked WHERE fields_bad = 0 AND number_bad = 0) AS good"
+        kind, count, bad = place.first_of_kind(
+            checked, "number_bad", "fields_bad = 0 AND number_bad > 0"
+        )
+        text = bad["value_text"]
+        if trec:
+            got = "an empty value" if text is None else repr(str(text))
+        elif kind == MISSING and text is not None:
+            got = "NaN"
+        else:
+            got = shown_cell(text, rows.kind)
+        raise DataError(
+            f"{place.where(bad)}: {value_name}: expected {EXPECTED[kind]}, got {got}{_more(count)}"
+        )
+    good = f"(SELECT * FROM ({sql}) AS checked WHERE fields_bad = 0 AND number_bad = 0) AS good"
     if totals["pairs"] and not (ranked_by is not None and source.duplicates == "first"):
         _raise_repeated_pairs(backend, source, good, place, judgments=ranked_by is None)
     if totals["ranks"]:
-        _raise_repeated_rank(backend, source, good, place)
+        _raise_repeated_rank(backend, good, place)
     columns = ["query_id", "doc_id", value_name, *[quote(c) for c in extra]]
     selected = f"SELECT {', '.join(columns)} FROM {good}"
     if totals["pairs"]:  # duplicates: first keeps each pair's first occurrence
@@ -401,6 +439,11 @@ def _checked(
         )
         selected = f"SELECT {', '.join(columns)} FROM ({numbered}) AS numbered WHERE occurrence = 1"
     return Opened(f"({selected})", ranked_by, extra, per_file)
+
+
+def _more(count: int) -> str:
+    """How many more rows have the problem named, as the memory engine's messages say it."""
+    return f" ({count - 1} more such rows)" if count > 1 else ""
 
 
 def _file_key(name: str) -> str:
@@ -424,6 +467,19 @@ class _Place:
         rows = self.backend.run(compile_sql(ordered, self.backend.dialect)).to_pylist()
         return rows if limit > 1 else rows[0]
 
+    def first_of_kind(self, checked: str, column: str, condition: str) -> tuple[int, int, Any]:
+        """The smallest kind of problem in ``column`` among the rows where ``condition``
+        holds (the memory engine checks a column's problems in that order), how many rows
+        have it, and the first of them."""
+        sql = (
+            f"SELECT {column} AS kind, COUNT(*) AS n FROM {checked} WHERE {condition} "
+            f"GROUP BY {column} ORDER BY {column} LIMIT 1"
+        )
+        found = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pylist()[0]
+        kind = int(found["kind"])
+        row = self.first(f"SELECT * FROM {checked} WHERE {condition} AND {column} = {kind}")
+        return kind, int(found["n"]), row
+
     def number(self, row: Mapping[str, Any]) -> str | None:
         if row.get("abrank_row") is None:
             return None
@@ -437,6 +493,9 @@ class _Place:
 def _raise_repeated_pairs(
     backend: Backend, source: TableSource, good: str, place: _Place, *, judgments: bool
 ) -> None:
+    """The memory engine's message for (query, doc) pairs found again: a TREC file's
+    names the line of the first one found again; a table's names the file, with the
+    line of each pair shown."""
     numbered = (
         "SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, doc_id ORDER BY abrank_file, "
         f"abrank_row) AS occurrence FROM {good}"
@@ -446,12 +505,23 @@ def _raise_repeated_pairs(
         compile_sql(f"SELECT COUNT(*) AS n FROM ({later}) AS l", backend.dialect)
     ).to_pylist()[0]["n"]
     shown_rows = place.first(later, limit=_SHOWN)
-    shown = ", ".join(
-        f"({r['query_id']!r}, {r['doc_id']!r})"
-        + ("" if place.number(r) is None else f" at {place.number(r)}")
-        for r in shown_rows
-    )
+    trec = source.format in ("trec", "qrels")
+
+    def at(row: Mapping[str, Any]) -> str:
+        if row.get("abrank_row") is None:
+            return ""
+        # the memory engine's table reader says "line" whatever the format
+        return f" at line {int(row['abrank_row']) + place.first_line}"
+
+    shown = ", ".join(f"({r['query_id']!r}, {r['doc_id']!r}){at(r)}" for r in shown_rows)
     shown += f" and {count - _SHOWN} more" if count > _SHOWN else ""
+    if not trec:
+        what = "judgments" if judgments else "ranking"
+        hint = "" if judgments else "; set `duplicates: first` to keep the first occurrence"
+        raise DataError(
+            f"{shown_rows[0]['abrank_file']}: expected each (query_id, doc_id) pair once per "
+            f"{what}, got {count} duplicates: {shown}{hint}"
+        )
     where = place.where(shown_rows[0])
     if judgments:
         raise DataError(
@@ -463,13 +533,25 @@ def _raise_repeated_pairs(
     )
 
 
-def _raise_repeated_rank(backend: Backend, source: TableSource, good: str, place: _Place) -> None:
+def _raise_repeated_rank(backend: Backend, good: str, place: _Place) -> None:
+    """A rank found twice in a query, named as the memory engine names it: the row of its
+    second occurrence, the query, and where the first one stands."""
     numbered = (
         "SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, rank ORDER BY abrank_file, "
         f"abrank_row) AS occurrence FROM {good}"
     )
-    again = place.first(f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1")
+    again_rows = f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1"
+    count = backend.run(
+        compile_sql(f"SELECT COUNT(*) AS n FROM ({again_rows}) AS a", backend.dialect)
+    ).to_pylist()[0]["n"]
+    again = place.first(again_rows)
+    query = str(again["query_id"]).replace("'", "''")
+    first = place.first(
+        f"SELECT * FROM {good} WHERE query_id = '{query}' AND rank = {float(again['rank'])!r}"
+    )
+    before = place.number(first)
+    first_at = "" if before is None else f" (first at {before})"
     raise DataError(
         f"{place.where(again)}: rank: expected each rank once per query, got rank "
-        f"{int(again['rank'])} again in query {again['query_id']!r}"
+        f"{int(again['rank'])} again in query {again['query_id']!r}{first_at}{_more(int(count))}"
     )

@@ -8,7 +8,8 @@ of :mod:`abrank.engines.sql.clicks`, compiled to Spark SQL; it computes nothing 
 Each row's file (``abrank_file``) is the path as abrank was given it, not Spark's
 ``file:`` URI, so that messages and the fingerprints of the inputs name the files as the
 DuckDB backend does; ``abrank_row`` is the 0-based row of a Parquet file (Spark's
-``_metadata.row_index``) and NULL in a CSV file, as DuckDB gives it. Spark's failures
+``_metadata.row_index``) and NULL in a CSV or JSON Lines file, whose readers number no
+rows (messages then name the impression, or no line). Spark's failures
 (its analysis errors, a job that fails, the JVM out of memory) become abrank errors that
 name the log. Sessions (starting one, finding the one running) are
 :mod:`abrank.engines.sql.spark_session`'s.
