@@ -341,3 +341,34 @@ def test_a_ranking_table_longer_than_the_first_lines_keeps_every_value(tmp_path)
     assert path.stat().st_size > HEAD_BYTES
     frame = read_rankings(path)
     assert list(frame.itertuples(index=False, name=None)) == rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_long_line_deep_in_a_csv_table_is_named_by_every_engine(tmp_path, capsys, engine):
+    # past the first lines checked, a 40 MiB line made DuckDB's parallel CSV reader give up
+    # with an error of its own (exit 1); both engines now name the line
+    if engine == "duckdb":
+        pytest.importorskip("duckdb")
+    rows = [f"q{q},d{q}_{r},{r}\n" for q in range(20_000) for r in (1, 2, 3, 4, 5)]
+    table = tmp_path / "treatment.csv"
+    with table.open("w") as out:
+        out.write("query_id,doc_id,rank\n")
+        out.writelines(rows)
+        out.write("q99999," + "x" * (40 * MIB) + ",1\nq99998,d,1\n")
+    assert table.stat().st_size > 20 * 2**20 and len("".join(rows)) > MIB
+    (tmp_path / "control.csv").write_text("query_id,doc_id,rank\nq1,d1_1,1\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1_1 1\n")
+    config = tmp_path / "long.yaml"
+    config.write_text(
+        "name: long\ncontrol: {name: control, path: control.csv}\n"
+        "treatments: [{name: treatment, path: treatment.csv}]\n"
+        f"judgments: {{path: qrels.txt}}\nmetrics: [mrr@10]\nengine: {engine}\n"
+    )
+    out = tmp_path / "out"
+    code = main(["run", str(config), "--out", str(out), "--no-history", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    # the header is line 1 and the table's rows lines 2..100,001
+    assert err.strip() == f"abrank: error: {table}: line {len(rows) + 2}: {LONG}"
+    assert not out.exists()

@@ -11,11 +11,13 @@ nothing of its own.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from abrank.errors import ConfigError, DataError
+from abrank.io.head import long_line_error
 
 __all__ = ["DuckDBBackend", "connect", "kind_of"]
 
@@ -120,7 +122,12 @@ class DuckDBBackend:
             )
             self.relations.append(name)
         else:  # DuckDB numbers no CSV or JSON rows: copied in file order, each gets one
-            self._numbered(name, f"SELECT * FROM {read}{extra}", source.label)
+            try:
+                self._numbered(name, f"SELECT * FROM {read}{extra}", source.label)
+            except DataError as exc:
+                # DuckDB's CSV reader stumbles on a line longer than its buffer without
+                # naming it: the file readers' own search names the line
+                raise _long_line(source.files) or exc from None
         return [(str(column[0]), kind_of(str(column[1]))) for column in described]
 
     def _numbered(self, name: str, select: str, label: str) -> None:
@@ -232,10 +239,21 @@ class DuckDBBackend:
             duckdb.IOException,
             duckdb.InvalidInputException,
             duckdb.ConversionException,
+            duckdb.NotImplementedException,
         ) as exc:
             raise DataError(
                 f"{label}: expected a log DuckDB can read, got {_first_line(exc)}"
             ) from None
+
+
+def _long_line(files: Sequence[str]) -> DataError | None:
+    """The error naming the first line over the readers' limit in the local ``files``, if any."""
+    for file in files:
+        if Path(file).is_file():
+            error = long_line_error(file)
+            if error is not None:
+                return error
+    return None
 
 
 def _text(value: str) -> str:
