@@ -97,7 +97,12 @@ from abrank.stats.sequential import (
 )
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws, relabel_row_sums
 from abrank.stats.unit_grid import prepared_units
-from abrank.stats.unit_jackknife import JACKKNIFE, jackknife_test, t_test_mde
+from abrank.stats.unit_jackknife import (
+    JACKKNIFE,
+    jackknife_regime,
+    jackknife_test,
+    t_test_mde,
+)
 from abrank.stats.unit_lattice import (
     UNIT_BUDGET_NS,
     LinearCells,
@@ -777,17 +782,7 @@ def concentrated_regime(
     if found is None:
         return None
     outcome, se, df = found
-    regime = {
-        "reasons": ["concentrated"],
-        "threshold": CONCENTRATED_SHARE,
-        "control": figures["control"].to_dict(),
-        "treatment": figures["treatment"].to_dict(),
-        "configured_test": configured,
-        "test": JACKKNIFE,
-        "se": se,
-        "df": df,
-    }
-    return regime, outcome
+    return jackknife_regime(figures, configured, se, df), outcome
 
 
 def concentrated_note(configured: str) -> str:

@@ -79,7 +79,12 @@ from abrank.stats.results import Comparison, build_comparison
 from abrank.stats.seeding import generator
 from abrank.stats.srm import SRM_ALPHA, SampleRatioCheck, sample_ratio_mismatch
 from abrank.stats.unit_grid import prepared_units
-from abrank.stats.unit_jackknife import JACKKNIFE, jackknife_one_sample_test, t_test_mde
+from abrank.stats.unit_jackknife import (
+    JACKKNIFE,
+    jackknife_one_sample_test,
+    jackknife_regime,
+    t_test_mde,
+)
 from abrank.stats.unit_sums import UnitSums, linearized
 from abrank.stats.validation import probability, resample_count, seed_value, test_list
 
@@ -343,16 +348,7 @@ def concentrated_regime(
     if found is None:
         return None
     outcome, se, df = found
-    regime = {
-        "reasons": ["concentrated"],
-        "threshold": CONCENTRATED_SHARE,
-        "all": figures.to_dict(),
-        "configured_test": configured,
-        "test": JACKKNIFE,
-        "se": se,
-        "df": df,
-    }
-    return regime, outcome
+    return jackknife_regime({"all": figures}, configured, se, df), outcome
 
 
 # --------------------------------------------------------------------------- entry points

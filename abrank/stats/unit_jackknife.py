@@ -37,19 +37,37 @@ degrees of freedom.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import nctdtr, stdtr, stdtrit
 
-from abrank.stats.concentration import effective_units
+from abrank.stats.concentration import CONCENTRATED_SHARE, Concentration, effective_units
 from abrank.stats.estimation import TestOutcome, fieller_interval, lift, t_interval
 from abrank.stats.results import Interval
 from abrank.stats.unit_sums import ArmEstimate
 
 JACKKNIFE = "jackknife"
 """The test's name in ``p_values``, ``primary_test`` and ``ci_method``."""
+
+
+def jackknife_regime(
+    figures: Mapping[str, Concentration], configured: str, se: float, df: float
+) -> dict[str, Any]:
+    """A comparison's ``regime`` when the jackknife gave its verdict: the concentration
+    figures by arm (``all`` for an interleaved log), the test configured and the jackknife's
+    standard error and degrees of freedom."""
+    return {
+        "reasons": ["concentrated"],
+        "threshold": CONCENTRATED_SHARE,
+        **{arm: found.to_dict() for arm, found in figures.items()},
+        "configured_test": configured,
+        "test": JACKKNIFE,
+        "se": se,
+        "df": df,
+    }
 
 
 def jackknife_values(arm: ArmEstimate, denominator: np.ndarray) -> np.ndarray:
