@@ -1,0 +1,78 @@
+"""The arms of an experiment: the control and the treatments, each a ranker's log.
+
+An arm's log is its own file (``path``), or the experiment's one ``log:`` holds every arm
+(its arm column names the arm of each row); an interleaving test's arms read the one
+interleaved log, and their ``path``, when given, are the rankings the lists were
+interleaved from. Every arm gets a name (``control``, ``treatment``, ``treatment-2``, ...
+unless one is given), unique in the experiment, and a label for the readout.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from abrank.config.keys import INPUT_FORMATS, Columns, DecimalMark, Separator, Slug, Strict
+from abrank.config.offline import Duplicates
+from abrank.config.paths import resolved
+from abrank.config.problems import Checks
+
+
+class ArmConfig(Strict):
+    """One ranker's log: where it is, how to read it, how to call it in the readout."""
+
+    name: Slug | None = None
+    label: str | None = None
+    path: str | None = None  # required unless the experiment has one `log:` for every arm
+    format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
+    sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
+    decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
+    columns: Columns = Columns()
+    duplicates: Duplicates | None = None
+
+
+def arm_loc(index: int) -> tuple:
+    """The field path of the arm at ``index`` (control first, then the treatments)."""
+    return ("control",) if index == 0 else ("treatments", index - 1)
+
+
+def default_arm_name(index: int, n_treatments: int) -> str:
+    """The name of an arm that was given none: ``control``, ``treatment`` when there is one
+    treatment, else ``treatment-1``, ``treatment-2``, ..."""
+    if index == 0:
+        return "control"
+    return "treatment" if n_treatments == 1 else f"treatment-{index}"
+
+
+def named_arms(
+    checks: Checks, arms: list[ArmConfig], *, one_log: bool, interleaved: bool
+) -> list[ArmConfig]:
+    """The arms (control first) with their names, labels and absolute paths; a repeated
+    name, and a path where the experiment's one log (``one_log``) holds every arm or none
+    where it does not, are problems (an interleaving test's arms may have a path or not)."""
+    named: list[ArmConfig] = []
+    seen: dict[str, tuple] = {}
+    for index, arm in enumerate(arms):
+        loc = arm_loc(index)
+        name = arm.name or default_arm_name(index, len(arms) - 1)
+        if name in seen:
+            checks.add((*loc, "name"), f"expected a unique arm name, got {name!r} again")
+        seen[name] = loc
+        path = arm.path
+        if path is not None and one_log and not interleaved:
+            checks.add(
+                (*loc, "path"),
+                "expected no path: the experiment's `log` holds every arm (its arm column "
+                f"names the arm), got {path!r}",
+            )
+        elif path is None and not one_log and not interleaved:
+            checks.add(
+                loc,
+                "path: expected the arm's log file (or one `log:` for every arm), got nothing",
+                about=(*loc, "path"),
+            )
+        elif path is not None:
+            path = resolved(checks, (*loc, "path"), path)
+        named.append(
+            arm.model_copy(update={"name": name, "label": arm.label or name, "path": path})
+        )
+    return named

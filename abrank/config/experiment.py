@@ -1,0 +1,136 @@
+"""The :class:`Experiment`: a validated config, and what follows from it.
+
+Its keys are listed in the order a config writes them; each section is the model of its
+concern (arms, offline judgments, online logs, analysis, segments, outputs, simulation,
+engine). Its properties say what the rest of abrank asks of a config: the arms in order,
+the input paths, whether the run needs a date and which dates it reads, and the kind of
+experiment (online A/B, interleaving, or offline rankings).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field
+
+from abrank.config.analysis import AnalysisConfig
+from abrank.config.arms import ArmConfig
+from abrank.config.dates import date_range, is_dated, parse_date
+from abrank.config.engine import Engine, EngineConfig
+from abrank.config.keys import Slug, Strict
+from abrank.config.offline import Duplicates, Gain, JudgmentsConfig, NoRelevant
+from abrank.config.online import LogConfig
+from abrank.config.outputs import CumulativeWindow
+from abrank.config.segments import SegmentsConfig
+from abrank.config.simulation import SimulationConfig
+from abrank.errors import ConfigError
+from abrank.stats.registry import INTERLEAVED
+
+#: Fields that abrank sets on a validated experiment, never a config.
+SOURCE_FIELDS = {"source", "text", "date"}
+
+
+class Experiment(Strict):
+    """A validated experiment. Paths are absolute (resolved against the config's folder)."""
+
+    name: Slug
+    title: str | None = None
+    description: str = ""
+    owner: str | None = None
+    control: ArmConfig
+    treatments: list[ArmConfig] = Field(min_length=1)
+    log: LogConfig | None = None
+    judgments: JudgmentsConfig | None = None
+    metrics: list[str] = Field(min_length=1)
+    primary_metric: str | None = None
+    relevance_threshold: float = 1.0
+    no_relevant: NoRelevant = "drop"
+    gain: Gain = "linear"
+    depth: int | None = Field(default=1000, ge=1)
+    duplicates: Duplicates = "error"
+    #: which arms are compared: each treatment against the control, or every pair of arms
+    comparisons: Literal["control", "all-pairs"] = "control"
+    analysis: AnalysisConfig = AnalysisConfig()
+    segments: SegmentsConfig = SegmentsConfig()
+    output: str | None = None
+    #: which dates a dated run reads: its own (daily), or every date from a start date
+    window: Literal["daily"] | CumulativeWindow = "daily"
+    simulation: SimulationConfig | None = None  # `abrank simulate` (abrank.config.simulation)
+    #: where the logs become aggregates: memory (default), duckdb or spark, with options
+    engine: Engine = EngineConfig()
+
+    source: str = ""  # the config file, as the user named it
+    text: str = ""  # the config as written
+    #: the date of this run (set by :meth:`for_date`; None for an undated run)
+    date: dt.date | None = None
+
+    @property
+    def arms(self) -> list[ArmConfig]:
+        """Control first, then the treatments, each with its resolved name."""
+        return [self.control, *self.treatments]
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.name
+
+    @property
+    def dated(self) -> bool:
+        """Some input path holds ``{date}``: every run needs a date."""
+        return any(is_dated(path) for _, path in self.input_paths())
+
+    @property
+    def window_start(self) -> dt.date | None:
+        """The first date of a cumulative window (None for daily readouts)."""
+        return self.window.cumulative if isinstance(self.window, CumulativeWindow) else None
+
+    @property
+    def window_dates(self) -> list[dt.date]:
+        """The dates whose logs this run reads: its date, or the cumulative window's."""
+        if self.date is None:
+            return []
+        start = self.window_start
+        return [self.date] if start is None else date_range(start, self.date, "window")
+
+    def input_paths(self) -> list[tuple[str, str]]:
+        """(config key, path) of every input file, as configured (templates unfilled)."""
+        found = [("log.path", self.log.path)] if self.log is not None else []
+        for index, arm in enumerate(self.arms):
+            key = "control.path" if index == 0 else f"treatments[{index - 1}].path"
+            if arm.path is not None:
+                found.append((key, arm.path))
+        if self.judgments is not None:
+            found.append(("judgments.path", self.judgments.path))
+        if self.segments.attributes is not None:
+            found.append(("segments.attributes.path", self.segments.attributes.path))
+        if self.analysis.covariates is not None:
+            found.append(("analysis.covariates.path", self.analysis.covariates.path))
+        return found
+
+    def for_date(self, date: dt.date | str | None) -> Experiment:
+        """This experiment run for ``date`` (its ``{date}`` paths read that date's files)."""
+        if date is None:
+            return self.model_copy(update={"date": None})
+        day = parse_date(date, "--date")
+        start = self.window_start
+        if start is not None and day < start:
+            raise ConfigError(
+                f"{self.source}: window: expected --date on or after the cumulative window's "
+                f"start {start}, got {day}"
+            )
+        return self.model_copy(update={"date": day})
+
+    @property
+    def interleaved(self) -> bool:
+        """An interleaving test: one log of interleaved lists, credits as metrics."""
+        return self.analysis.design == INTERLEAVED
+
+    @property
+    def online(self) -> bool:
+        """The logs are impression logs of an A/B test (one ``log:``, or click metrics to
+        compute); an interleaved log is not (:attr:`interleaved`)."""
+        from abrank.metrics import parse_metric
+
+        if self.interleaved:
+            return False
+        return self.log is not None or any(parse_metric(m).is_click for m in self.metrics)
