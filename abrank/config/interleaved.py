@@ -11,10 +11,7 @@ pairs that :mod:`abrank.config` words with the file and line.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the config package imports this module
-    from abrank.config import Experiment
+from abrank.config.experiment import Experiment
 
 CREDITS: tuple[str, ...] = ("clicks", "sat_clicks")
 """The credits of an interleaved comparison: every click on a team's result, or the clicks

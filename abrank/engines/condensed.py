@@ -11,14 +11,11 @@ two whole-column operations, no loop over queries.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from abrank.engines.prepared import Prepared
 from abrank.io.arrow import positions
-
-if TYPE_CHECKING:
-    from abrank.engines.memory import Prepared
 
 __all__ = ["condense"]
 

@@ -11,7 +11,6 @@ import numpy as np
 
 from abrank._lazy import pandas as pd
 from abrank.engines.memory import (
-    Prepared,
     check_options,
     compute,
     first_per_query,
@@ -19,6 +18,7 @@ from abrank.engines.memory import (
     query_index,
     scored_queries,
 )
+from abrank.engines.prepared import Prepared
 from abrank.io.columns import alias_renames
 from abrank.metrics.names import Metric, as_judged_only, judged_metrics
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from abrank._lazy import pandas as pd
 from abrank.engines.condensed import condense
+from abrank.engines.prepared import Prepared
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import (
     as_arrow,
@@ -31,22 +31,6 @@ from abrank.io.arrow import (
 from abrank.io.columns import parse_numbers
 from abrank.metrics.names import GAINS, Metric
 from abrank.metrics.registry import judged_families
-
-
-@dataclass
-class Prepared:
-    """Rankings joined to judgments, as flat arrays over the kept (depth-limited) rows."""
-
-    ids: pa.Array  # sorted distinct query ids; code i is ids[i]
-    # the judged rows among the kept ones, in per-query rank order (queries contiguous)
-    row_code: np.ndarray
-    row_pos: np.ndarray  # 0-based position within the query
-    row_grade: np.ndarray
-    judged_code: np.ndarray  # per judgment
-    judged_grade: np.ndarray
-    in_run: np.ndarray  # per query code: the ranking holds it
-    in_judgments: np.ndarray  # per query code: it has at least one judgment
-    retrieved: np.ndarray  # per query code: kept rows
 
 
 def check_options(rel_level: float, gain: str, depth: int | None) -> None:

@@ -41,7 +41,7 @@ import pyarrow as pa
 from abrank.errors import ConfigError
 
 if TYPE_CHECKING:
-    from abrank.engines.memory import Prepared
+    from abrank.engines.prepared import Prepared
     from abrank.metrics import Metric
 
 __all__ = [

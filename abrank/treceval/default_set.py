@@ -18,7 +18,7 @@ from abrank._lazy import pandas as pd
 from abrank.io.arrow import positions
 
 if TYPE_CHECKING:
-    from abrank.engines.memory import Prepared
+    from abrank.engines.prepared import Prepared
 
 __all__ = [
     "MIN_GEO_MEAN",

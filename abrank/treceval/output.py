@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from abrank.engines.memory import Prepared
+from abrank.engines.prepared import Prepared
 from abrank.errors import ConfigError, DataError
 from abrank.io.files import is_gzip, open_bytes
 from abrank.io.trec import (
