@@ -36,7 +36,7 @@ import numpy as np
 from scipy.special import stdtr
 
 from abrank.stats import UnitSums, compare_clustered
-from abrank.stats.clustered import welch_df
+from abrank.stats.clustered_delta import welch_df
 from abrank.stats.estimation import t_interval
 from abrank.stats.unit_sums import linearized
 

@@ -31,7 +31,7 @@ from abrank.readout.model import SampleRatio
 from abrank.render import render_html, render_markdown
 from abrank.render.charts import forest_chart, segment_forest_charts
 from abrank.render.index_page import render_index
-from abrank.stats.clustered import NOTE_CUPED
+from abrank.stats.clustered_result import NOTE_CUPED
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -41,7 +41,7 @@ def online(tmp_path_factory):
     """An online readout of ~1,200 users (the exact binomial test's range for the sample
     ratio check), its unit resampling forced onto grid cells (an approximation) by a zero
     work budget, with a satisfied-click dwell of 20 s; and its log."""
-    import abrank.stats.clustered as clustered
+    import abrank.stats.clustered_resampling as clustered_resampling
 
     folder = tmp_path_factory.mktemp("online")
     log = make_log()
@@ -50,7 +50,7 @@ def online(tmp_path_factory):
         CONFIG.replace("  resamples: 2000\n", "  resamples: 2000\n  sat_dwell: 20\n")
     )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(clustered, "UNIT_BUDGET_NS", 0)
+        patch.setattr(clustered_resampling, "UNIT_BUDGET_NS", 0)
         readout = abrank.run_experiment(folder / "exp.yaml")
     return readout, log
 

@@ -240,7 +240,7 @@ def _first_relevant_table(scored: ScoredArms) -> pd.DataFrame:
 def _is_method_note(note: str) -> bool:
     """Whether a comparison's note says how a number was made (the CUPED adjustment), not
     that something is wrong: it goes to the methods note, not to the warnings."""
-    from abrank.stats.clustered import NOTE_CUPED  # loaded already once a comparison exists
+    from abrank.stats.clustered_result import NOTE_CUPED  # loaded once a comparison exists
 
     return note == NOTE_CUPED
 
@@ -527,7 +527,7 @@ def concentration_warnings(concentration: Any, unit: str, primary_test: str) -> 
     """A warning per arm whose impressions are concentrated in few units, with its figures
     and what it does to the verdicts (the jackknife gives them when the primary test is
     the delta method's t or the unit bootstrap)."""
-    from abrank.stats.clustered import REGIME_TESTS
+    from abrank.stats.clustered_regime import REGIME_TESTS
     from abrank.stats.concentration import concentration_warning
 
     name = unit[:-3] if unit.endswith("_id") else unit

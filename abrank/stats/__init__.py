@@ -67,7 +67,7 @@ _LAZY = {
     "MIN_LIFT_SHARE": "abrank.stats.estimation",
     "POWER": "abrank.stats.power",
     "MISSING": "abrank.stats.validation",
-    "UnitSums": "abrank.stats.clustered",
+    "UnitSums": "abrank.stats.unit_sums",
     "compare_clustered": "abrank.stats.clustered",
     "compare_clustered_metrics": "abrank.stats.clustered",
     "SampleRatioCheck": "abrank.stats.srm",

@@ -39,7 +39,7 @@ test in :mod:`abrank.stats.paired`, :mod:`abrank.stats.independent` and
 difference of means (n = n_c + n_t, V = n (s_c^2 / n_c + s_t^2 / n_t)) and the clustered
 delta-method difference of ratios (n = units in both arms, V = n (Var R_c + Var R_t)).
 The relative lift's sequence has the same width on the log-ratio scale, as
-:func:`abrank.stats.clustered.log_ratio_interval` does for the t-interval.
+:func:`abrank.stats.clustered_delta.log_ratio_interval` does for the t-interval.
 """
 
 from __future__ import annotations
