@@ -1061,10 +1061,9 @@ def _grades_of_shown(shown, judgments):
 
 
 def _demo_data(args: argparse.Namespace) -> int:
-    from abrank.demo import write_demo
+    from abrank.demo import write_demo, write_interleaving_demo, write_online_demo
+    from abrank.demo.online import MIN_USERS
     from abrank.errors import ConfigError
-    from abrank.interleaving_demo import write_interleaving_demo
-    from abrank.online_demo import MIN_USERS, write_online_demo
 
     if args.users < MIN_USERS:  # checked first, so that a bad option writes nothing
         raise ConfigError(f"--users: expected a whole number >= {MIN_USERS}, got {args.users}")
@@ -1088,8 +1087,8 @@ def _demo_data(args: argparse.Namespace) -> int:
 
 def _daily_demo_data(args: argparse.Namespace) -> int:
     """``abrank demo-data --daily DIR``: the dated demos the README's scheduling runs."""
-    from abrank.daily_demo import write_daily_demo, write_online_daily_demo
-    from abrank.online_demo import EXPERIMENT_DAYS
+    from abrank.demo import write_daily_demo, write_online_daily_demo
+    from abrank.demo.online import EXPERIMENT_DAYS
 
     folder = Path(args.daily)
     seed = {} if args.seed is None else {"seed": args.seed}

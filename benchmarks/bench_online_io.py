@@ -1,6 +1,6 @@
 """Speed and memory of the online log's data path, step by step, at issue 10's size.
 
-Generates (with :mod:`abrank.online_demo`, as ``bench_online.py`` does) or reuses
+Generates (with :mod:`abrank.demo.online`, as ``bench_online.py`` does) or reuses
 (``--keep DIR``, the same folder layout as ``bench_online.py``) a user-randomized click log
 as one Parquet file with an ``arm`` column, default 400,000 users x 5 impressions x 10
 shown results = about 20,000,000 rows. Then, in a fresh child process, runs the steps of
