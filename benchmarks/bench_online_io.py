@@ -26,7 +26,7 @@ Each step prints its wall time and the peak resident memory of the process while
 steps hold is included), beside the figures measured before the data path was made fast
 (``BEFORE``, at 20,000,000 rows: every column read, ids cast to text row by row). The child
 sets the allocator as ``abrank run`` does for an online experiment
-(:func:`abrank.cli.reuse_freed_memory`).
+(:func:`abrank.runtime.reuse_freed_memory`).
 
     python benchmarks/bench_online_io.py                       # full size, heavy
     python benchmarks/bench_online_io.py --users 40000 --keep /tmp/online-io
@@ -86,7 +86,7 @@ _STEPS = textwrap.dedent("""\
 
     peak = Peak()
     config_path, out, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-    from abrank.cli import reuse_freed_memory
+    from abrank.runtime import reuse_freed_memory
     reuse_freed_memory()  # as `abrank run` does for an online experiment
     from abrank.config import load_experiment
     from abrank.io import check_arms, read_impressions, split_log
