@@ -32,6 +32,8 @@ _LAZY = {
     "UnitSums": "abrank.stats",
     "sample_ratio_mismatch": "abrank.stats",
     "run_experiment": "abrank.analysis",
+    "validate_experiment": "abrank.analysis.validate",
+    "ValidationResult": "abrank.analysis.validate",
     "write_readout": "abrank.analysis",
     "Readout": "abrank.readout",
     "load_readout": "abrank.readout",

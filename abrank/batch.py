@@ -19,7 +19,7 @@ from typing import Any
 
 from abrank.config import Experiment
 from abrank.config.dates import date_range, parse_date
-from abrank.errors import AbrankError, ConfigError, DataError, write_failure
+from abrank.errors import AbrankError, ConfigError, write_failure
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_ALERT = 0, 1, 2, 3
 #: a dated input is not there yet and ``--missing skip`` was given (Airflow's skip code)
@@ -268,7 +268,7 @@ def _analyse(
     not there yet, an error in a batch)."""
     from abrank.analysis import check_output_folder, display_path, readout_folder, run_experiment
     from abrank.analysis.record import recording_for
-    from abrank.analysis.window import missing_inputs
+    from abrank.analysis.window import missing_input_error, missing_inputs
 
     config = experiment.source
     day = None if date is None else date.isoformat()
@@ -296,17 +296,6 @@ def _analyse(
             raise
         return _failed(config, experiment.name, day, exc)
     return _Analysed(config, run, day, folder, recording, readout)
-
-
-def missing_input_error(key: str, file: str, day: str) -> DataError:
-    """The error of a dated run whose input ``file`` (config ``key``) is not there (yet),
-    as ``run`` and ``validate --date`` report it."""
-    from abrank.analysis import display_path
-
-    return DataError(
-        f"{display_path(file)}: {key}: expected the input of {day}, got no such file "
-        "(--missing skip exits 99 instead)"
-    )
 
 
 def _progress(message: str) -> None:

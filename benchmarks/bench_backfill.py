@@ -1,6 +1,6 @@
 """Wall time of a 60-day backfill of the bundled demo (goal: under 60 s).
 
-The demo's 2,000 queries are spread over 60 days (:mod:`abrank.daily_demo`, about 33
+The demo's 2,000 queries are spread over 60 days (:mod:`abrank.demo.daily`, about 33
 queries a day; the demo's metrics, segments and 10,000 resamples), and one process runs
 ``abrank run CONFIG --from START --to END``: every date in order, each readout written in
 full (HTML, Markdown, JSON, CSV), recorded in the history and the index rebuilt. Two
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from abrank.daily_demo import write_daily_demo  # noqa: E402
+from abrank.demo.daily import write_daily_demo  # noqa: E402
 
 GOAL_S = 60.0
 

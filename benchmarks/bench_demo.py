@@ -131,7 +131,7 @@ def _stages(progress: str, wall: float) -> dict[str, float]:
 
 def batch(count: int) -> dict:
     env = _environment()
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")  # as abrank run sets it (see abrank.cli)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")  # as abrank run sets it (see abrank.runtime)
     with tempfile.TemporaryDirectory() as scratch:
         done = subprocess.run(
             [sys.executable, "-c", _BATCH, CONFIG, scratch, str(count)],

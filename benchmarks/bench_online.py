@@ -57,7 +57,7 @@ _LAUNCHER = textwrap.dedent("""\
 # Writes the log with the online demo's model; prints its sizes as JSON.
 _GENERATE = textwrap.dedent("""\
     import json, sys
-    from abrank.online_demo import make_online_demo, write_log_parquet
+    from abrank.demo.online import make_online_demo, write_log_parquet
     path, users, seed, per_user = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     data = make_online_demo(users, seed, impressions_per_user=per_user, pre_period=False)
     write_log_parquet(path, data.log, compression_level=3)
@@ -221,7 +221,7 @@ def generate(workdir: Path, users: int, seed: int, per_user: float) -> tuple[dic
     """The log's sizes, and the seconds it took to write (None when reused from ``workdir``)."""
     data = workdir / "data"
     stamp = data / "stamp.json"
-    generator = hashlib.sha256((ROOT / "abrank" / "online_demo.py").read_bytes()).hexdigest()
+    generator = hashlib.sha256((ROOT / "abrank" / "demo" / "online.py").read_bytes()).hexdigest()
     wanted = {"users": users, "seed": seed, "per_user": per_user, "generator": generator}
     if stamp.exists():
         cached = json.loads(stamp.read_text())

@@ -1,6 +1,6 @@
 """Speed and memory of the online log's data path, step by step, at issue 10's size.
 
-Generates (with :mod:`abrank.online_demo`, as ``bench_online.py`` does) or reuses
+Generates (with :mod:`abrank.demo.online`, as ``bench_online.py`` does) or reuses
 (``--keep DIR``, the same folder layout as ``bench_online.py``) a user-randomized click log
 as one Parquet file with an ``arm`` column, default 400,000 users x 5 impressions x 10
 shown results = about 20,000,000 rows. Then, in a fresh child process, runs the steps of
@@ -26,7 +26,7 @@ Each step prints its wall time and the peak resident memory of the process while
 steps hold is included), beside the figures measured before the data path was made fast
 (``BEFORE``, at 20,000,000 rows: every column read, ids cast to text row by row). The child
 sets the allocator as ``abrank run`` does for an online experiment
-(:func:`abrank.cli.reuse_freed_memory`).
+(:func:`abrank.runtime.reuse_freed_memory`).
 
     python benchmarks/bench_online_io.py                       # full size, heavy
     python benchmarks/bench_online_io.py --users 40000 --keep /tmp/online-io
@@ -86,7 +86,7 @@ _STEPS = textwrap.dedent("""\
 
     peak = Peak()
     config_path, out, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-    from abrank.cli import reuse_freed_memory
+    from abrank.runtime import reuse_freed_memory
     reuse_freed_memory()  # as `abrank run` does for an online experiment
     from abrank.config import load_experiment
     from abrank.io import check_arms, read_impressions, split_log

@@ -190,7 +190,7 @@ def main() -> int:
 def generate(folder: Path, queries: int, docs: int, seed: int, regenerate: bool) -> dict:
     """Write the experiment's Parquet and TREC files (reused when the same sizes are cached)."""
     stamp = folder / "stamp.json"
-    generator = hashlib.sha256((ROOT / "abrank" / "demo.py").read_bytes()).hexdigest()
+    generator = hashlib.sha256((ROOT / "abrank" / "demo" / "offline.py").read_bytes()).hexdigest()
     wanted = {"queries": queries, "docs": docs, "seed": seed, "generator": generator}
     if not regenerate and stamp.exists():
         cached = json.loads(stamp.read_text())

@@ -13,11 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-import abrank.interleaving_demo as interleaving_demo
+import abrank.demo.interleaving as interleaving_demo
 from abrank.cli import main
 from abrank.demo import generate_demo
-from abrank.errors import ConfigError
-from abrank.interleaving_demo import (
+from abrank.demo.interleaving import (
     DEFAULT_INTERLEAVING_SEED,
     INTERLEAVING_LOG_COLUMNS,
     INTERLEAVING_LOG_FILE,
@@ -25,6 +24,7 @@ from abrank.interleaving_demo import (
     make_interleaving_demo,
     write_interleaving_demo,
 )
+from abrank.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG_FILE = ROOT / "experiments" / "data" / "demo-interleaving-log.parquet"

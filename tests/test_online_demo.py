@@ -19,8 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from abrank.cli import main
-from abrank.errors import ConfigError
-from abrank.online_demo import (
+from abrank.demo.online import (
     DEFAULT_ONLINE_SEED,
     LOG_COLUMNS,
     PRE_COLUMNS,
@@ -29,6 +28,7 @@ from abrank.online_demo import (
     write_log_parquet,
     write_online_demo,
 )
+from abrank.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "experiments" / "data"

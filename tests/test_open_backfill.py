@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from abrank.cli import main
-from abrank.daily_demo import write_daily_demo
+from abrank.demo.daily import write_daily_demo
 
 TODAY = dt.date.today()
 START = TODAY - dt.timedelta(days=6)  # inputs for START .. START + 2; none after

@@ -18,7 +18,7 @@ import pytest
 import abrank
 from abrank.cli import main
 from abrank.config.dates import check_template, date_range, fill_date, parse_date
-from abrank.daily_demo import write_daily_demo
+from abrank.demo.daily import write_daily_demo
 from abrank.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

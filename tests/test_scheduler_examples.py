@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from abrank.daily_demo import write_daily_demo
+from abrank.demo.daily import write_daily_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

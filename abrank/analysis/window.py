@@ -16,7 +16,7 @@ import pandas as pd
 from abrank.config import Experiment
 from abrank.config.dates import fill_date, is_dated
 from abrank.config.engine import exists
-from abrank.errors import ConfigError
+from abrank.errors import ConfigError, DataError
 from abrank.io.concat import concat_frames
 
 #: the config keys whose files hold a day's traffic (read for every date of the window)
@@ -85,6 +85,17 @@ def input_files(experiment: Experiment) -> list[tuple[str, str]]:
 def missing_inputs(experiment: Experiment) -> list[tuple[str, str]]:
     """(config key, file) of each input this run needs that does not exist (yet)."""
     return [(key, file) for key, file in input_files(experiment) if not exists(file)]
+
+
+def missing_input_error(key: str, file: str, day: str) -> DataError:
+    """The error of a dated run whose input ``file`` (config ``key``) is not there (yet),
+    as ``run`` and ``validate --date`` report it."""
+    from abrank.analysis.load import display_path
+
+    return DataError(
+        f"{display_path(file)}: {key}: expected the input of {day}, got no such file "
+        "(--missing skip exits 99 instead)"
+    )
 
 
 def read_window(

@@ -9,7 +9,7 @@ win / tie / loss per impression (:func:`impression_outcomes`, :func:`delta_ab`).
 
 from __future__ import annotations
 
-from abrank.interleaving.build import METHODS, coin_flips, interleave
+from abrank.interleaving.build import METHODS, coin_flips, grades_of_shown, interleave
 from abrank.interleaving.checks import FixedLists, fixed_lists
 from abrank.interleaving.clicks import (
     CLICK_PROFILES,
@@ -31,6 +31,7 @@ __all__ = [
     "coin_flips",
     "delta_ab",
     "fixed_lists",
+    "grades_of_shown",
     "impression_outcomes",
     "interleave",
     "simulate_clicks",

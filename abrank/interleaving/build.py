@@ -142,6 +142,17 @@ def interleave(
     return out
 
 
+def grades_of_shown(shown: pd.DataFrame, judgments: pd.DataFrame) -> pd.Series:
+    """Each shown result's grade in ``judgments`` (canonical frame: ``query_id``,
+    ``doc_id``, ``relevance``), aligned on ``shown``'s index; NaN when unjudged."""
+    keys = pd.MultiIndex.from_arrays(
+        [judgments["query_id"].astype(str), judgments["doc_id"].astype(str)]
+    )
+    at = keys.get_indexer(pd.MultiIndex.from_arrays([shown["query_id"], shown["doc_id"]]))
+    grades = judgments["relevance"].to_numpy(dtype=float)
+    return pd.Series(grades[at], index=shown.index).where(at >= 0)
+
+
 def source_rank_column(team: str) -> str:
     """The column of a balanced interleaving's lists that holds each shown document's rank
     in ``team``'s ranking (missing when that ranking does not hold it)."""

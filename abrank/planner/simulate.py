@@ -81,7 +81,7 @@ def simulate_power(
     started = time.perf_counter()
     experiment = config if isinstance(config, Experiment) else load_experiment(config)
     options = experiment.simulation or SimulationConfig()
-    model_name = _click_model_name(options.click_model if click_model is None else click_model)
+    model_name = check_click_model(options.click_model if click_model is None else click_model)
     if users is not None:
         try:
             users = check_users(list(users))
@@ -196,13 +196,16 @@ def click_model_of(options: SimulationConfig, name: str) -> ClickModel:
     return PositionBased(examination=examination, attractiveness=attractiveness, eta=options.eta)
 
 
-def _click_model_name(name: object) -> str:
+def check_click_model(name: object, field: str = "click_model") -> str:
+    """The click model's name, normalised (``pbm`` or ``cascade``); a ConfigError naming
+    ``field`` (the argument as the caller names it: ``--click-model`` on the command line)
+    for any other value."""
     if isinstance(name, str) and name.strip().lower() in CLICK_MODEL_NAMES:
         return name.strip().lower()
     close = difflib.get_close_matches(str(name).lower(), CLICK_MODEL_NAMES, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(
-        f"click_model: expected one of {', '.join(CLICK_MODEL_NAMES)}, got {name!r}{hint}"
+        f"{field}: expected one of {', '.join(CLICK_MODEL_NAMES)}, got {name!r}{hint}"
     )
 
 

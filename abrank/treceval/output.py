@@ -1,4 +1,4 @@
-"""trec_eval's output: ``abrank metrics`` printed as trec_eval prints, from TREC files."""
+"""trec_eval's output: ``abrank metrics`` printed as trec_eval prints, from TREC files or tables."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from abrank.io.trec import (
 from abrank.metrics import Metric
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from abrank.treceval import TrecMeasures
 
 
@@ -135,6 +137,62 @@ def trec_eval_report(
         complete=complete,
         per_query=per_query,
         runid=runid,
+        digits=digits,
+    )
+
+
+def trec_eval_report_of_tables(
+    rankings: pd.DataFrame,
+    judgments: pd.DataFrame,
+    measures: TrecMeasures,
+    *,
+    run: str | Path,
+    qrels: str | Path,
+    default_set: bool = False,
+    per_query: bool = False,
+    complete: bool = False,
+    rel_level: float = 1,
+    depth: int | None = None,
+    digits: int = 4,
+    judged_only: bool = False,
+) -> str:
+    """What trec_eval prints for these measures on rankings and judgments read from tables
+    (canonical frames: :func:`abrank.read_rankings`, :func:`abrank.read_judgments`), as
+    :func:`trec_eval_report` prints it for TREC files.
+
+    ``run`` and ``qrels`` name the files the frames were read from, in messages. A table
+    has no run tag, so ``runid`` is refused; ``default_set`` says that the measures are
+    trec_eval's default set because none was named (its message then says how to name
+    them).
+    """
+    from abrank.engines.condensed import condense
+    from abrank.engines.memory import check_options, prepare
+    from abrank.treceval import format_report
+
+    if "runid" in measures.cutoffs:
+        if default_set:  # no -m: trec_eval's default set, which opens with runid
+            raise ConfigError(
+                f"{run}: without -m, abrank metrics prints trec_eval's default set, "
+                "whose runid needs a TREC run file (its sixth column names the run); got a "
+                "table: name the measures with -m (trec_eval's: -m map -m recip_rank -m "
+                "P.5,10; or abrank's: -m ndcg@10 mrr@10 map)"
+            )
+        raise ConfigError(
+            f"-m runid: expected a TREC run file (its sixth column names the run), "
+            f"got {run}, a table"
+        )
+    check_options(rel_level, "linear", depth)
+    prep = prepare(rankings, judgments, depth)
+    if judged_only:
+        prep = condense(prep, keep_negative=False)
+    if not (prep.in_run & prep.in_judgments).any():
+        raise DataError(f"{run}: query ids: expected queries that are also in {qrels}, got none")
+    return format_report(
+        prep,
+        measures,
+        rel_level=rel_level,
+        complete=complete,
+        per_query=per_query,
         digits=digits,
     )
 

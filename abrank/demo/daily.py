@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from abrank.config.dates import date_range
-from abrank.demo import DEFAULT_SEED, generate_demo
+from abrank.demo.offline import DEFAULT_SEED, generate_demo
 
 DAILY_NAME = "demo-daily"
 
@@ -87,7 +87,7 @@ def write_online_daily_demo(
     ``logs/date=<date>/impressions.parquet`` (its timestamps moved to start on ``start``),
     and a cumulative, sequential config reading them (``<name>.yaml``, the README's
     scheduling example); return the config's path."""
-    from abrank.online_demo import (
+    from abrank.demo.online import (
         DEFAULT_ONLINE_SEED,
         EXPERIMENT_DAYS,
         EXPERIMENT_START,

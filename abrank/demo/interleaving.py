@@ -45,11 +45,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from abrank.demo import DEFAULT_SEED as DEFAULT_DEMO_SEED
-from abrank.demo import generate_demo
+from abrank.demo.offline import DEFAULT_SEED as DEFAULT_DEMO_SEED
+from abrank.demo.offline import generate_demo
+from abrank.demo.online import EXPERIMENT_DAYS, EXPERIMENT_START, ONLINE_DEVICES
 from abrank.errors import ConfigError
 from abrank.interleaving import PositionBased, interleave
-from abrank.online_demo import EXPERIMENT_DAYS, EXPERIMENT_START, ONLINE_DEVICES
 
 DEFAULT_INTERLEAVING_SEED = 20261202
 

@@ -1,0 +1,68 @@
+"""``abrank simulate``: plan an online test from an offline experiment (the users an A/B
+test and a team-draft interleaving test need, :func:`abrank.simulate_power`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from abrank.cli.exits import EXIT_OK
+
+NAME = "simulate"
+SUMMARY = (
+    "Plan an online test from an offline experiment: the users an A/B test and a "
+    "team-draft interleaving test need for 80% power, from simulated clicks."
+)
+EXAMPLE = "abrank simulate experiments/demo-reranker.yaml --click-model pbm --users 50 100 200"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``abrank simulate``."""
+    parser.add_argument("config", metavar="CONFIG", help="an offline experiment config")
+    parser.add_argument("--click-model", help="pbm or cascade (default: the config's, else pbm)")
+    parser.add_argument(
+        "--users", nargs="+", type=int, metavar="N", help="traffic sizes (default: automatic)"
+    )
+    parser.add_argument("--simulations", type=int, help="experiments per size (default 200)")
+    parser.add_argument("--seed", type=int, help="seed (default: the config's)")
+    parser.add_argument(
+        "--out", metavar="DIR", help="output folder (default reports/<name>-simulation)"
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Check the options, simulate, write the folder and print the table (a bad option or
+    config leaves an earlier folder as it was)."""
+    from abrank.analysis.write import check_output_folder
+    from abrank.config import load_experiment
+    from abrank.config.simulation import check_users
+    from abrank.errors import ConfigError
+    from abrank.planner import simulate_power, write_simulation
+    from abrank.planner.output import simulation_folder, table_text
+    from abrank.planner.simulate import check_click_model
+
+    if args.users is not None:
+        try:
+            check_users(args.users)
+        except ValueError as exc:
+            raise ConfigError(
+                f"--users: expected {exc}, got {' '.join(map(str, args.users))}"
+            ) from None
+    for flag, value, low in (("--simulations", args.simulations, 20), ("--seed", args.seed, 0)):
+        if value is not None and value < low:
+            raise ConfigError(f"{flag}: expected a whole number >= {low}, got {value}")
+    experiment = load_experiment(args.config)
+    folder = simulation_folder(experiment.name, args.out)
+    check_output_folder(folder)
+    if args.click_model is not None:
+        check_click_model(args.click_model, "--click-model")
+    result = simulate_power(
+        experiment,
+        click_model=args.click_model,
+        users=args.users,
+        simulations=args.simulations,
+        seed=args.seed,
+    )
+    write_simulation(result, folder)
+    print(table_text(result))
+    print(f"written: {folder}")
+    return EXIT_OK
