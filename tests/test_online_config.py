@@ -129,3 +129,33 @@ def test_alerts_fire_on_what_they_name_only():
     assert fired_alerts(summary, ["inconclusive"]) == ["inconclusive: m1 (b): inconclusive"]
     quiet = _summary([("m1", None, "win"), ("m2", None, "win")], False)
     assert fired_alerts(quiet, ["srm", "loss", "inconclusive"]) == []
+
+
+def test_an_unknown_analysis_key_lists_the_statistics_keys_then_the_online_keys(folder):
+    # the order of the README's config reference: the keys of every design, then those of
+    # impression logs
+    with pytest.raises(ConfigError) as info:
+        _config(ONLINE + "  colour: red\n", folder)
+    assert str(info.value) == (
+        "exp.yaml: line 9: analysis.colour: unknown key (known keys: design, "
+        "missing_queries, alpha, confidence_level, primary_test, tests, sequential, "
+        "sequential_tuning, resamples, correction, segment_correction, seed, unit, "
+        "sat_dwell, covariates, expected_split, srm_alpha, mixed_units)"
+    )
+
+
+def test_a_covariates_line_reports_its_path_before_the_missing_unit(folder):
+    # two problems on line 8: the covariates' path comes first, then the online keys' own
+    body = ONLINE.replace("  unit: user_id\n", "  covariates: {path: nowhere.csv}\n")
+    with pytest.raises(ConfigError) as info:
+        _config(body, folder)
+    missing = (folder / "nowhere.csv").resolve()
+    assert str(info.value).splitlines() == [
+        "exp.yaml: 3 problems in the config:",
+        "exp.yaml: line 6: analysis.unit: expected the randomization unit of the online log "
+        "(e.g. user_id, or impression_id when impressions were randomized), got none",
+        "exp.yaml: line 8: analysis.covariates.path: expected an existing file, got "
+        f"'nowhere.csv' ({missing} does not exist)",
+        "exp.yaml: line 8: analysis.covariates: expected analysis.unit beside covariates, "
+        "got no unit",
+    ]
