@@ -365,7 +365,7 @@ def test_tuning_below_one_is_a_config_error() -> None:
 def test_tuning_reaches_the_comparisons() -> None:
     experiment = _demo("  primary_test: t\n", "  sequential: true\n  sequential_tuning: 1910\n")
     assert experiment.analysis.sequential_tuning == 1910
-    from abrank.analysis.compare import test_options
+    from abrank.analysis.comparisons import test_options
 
     assert test_options(experiment)["sequential_tuning"] == 1910
 

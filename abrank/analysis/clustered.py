@@ -9,10 +9,14 @@ offline designs. The sample-ratio check tests the units per arm against the expe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.compare import arm_pairs, orient_verdicts, test_options
+from abrank.analysis.comparisons import ArmPair, compare_all, done, test_options
 from abrank.analysis.online import OnlineData, OnlineScores, unit_columns, valued
 from abrank.config import Experiment
 
@@ -22,49 +26,66 @@ def compare_online(
 ) -> tuple[list, list[dict]]:
     """Every metric x pair comparison on per-unit sums, overall and per segment, with
     adjusted p-values (the overall ones one family, the segment ones another), and the
-    segment comparisons skipped for having fewer than ``segments.min_queries`` units."""
-    from abrank.stats import adjust
+    segment comparisons skipped for having fewer than ``segments.min_queries`` units
+    (:func:`~abrank.analysis.comparisons.compare_all`)."""
+    return compare_all(experiment, UnitSamples(experiment, data, scores))
 
-    analysis = experiment.analysis
-    options = dict(unit=analysis.unit, **test_options(experiment))
-    metric_order = {metric: i for i, metric in enumerate(experiment.metrics)}
-    primary: list = []
-    breakdown: list = []
-    too_small: list[tuple[tuple, dict]] = []
-    for t_index, pair in enumerate(arm_pairs(experiment)):
-        controls = {m: _sums(scores.sums[pair.control], m) for m in experiment.metrics}
-        treatments = {m: _sums(scores.sums[pair.treatment], m) for m in experiment.metrics}
-        covariates = _covariates(experiment, data, scores, pair.control, pair.treatment)
-        primary += _compare(controls, treatments, pair.name, None, covariates, options)
-        s_index = 0
-        for column, by_arm in scores.segment_sums.items():
+
+class UnitSamples:
+    """The online design's samples for the comparison loop: each arm's per-unit sums of a
+    metric (numerator, denominator), overall and per segment value; the overall
+    comparisons CUPED-adjusted when the experiment names pre-period covariates."""
+
+    def __init__(self, experiment: Experiment, data: OnlineData, scores: OnlineScores):
+        self.experiment = experiment
+        self.data = data
+        self.scores = scores
+        self.options = dict(unit=experiment.analysis.unit, **test_options(experiment))
+
+    def metrics(self) -> list[str]:
+        return list(self.experiment.metrics)
+
+    def overall(self, pair: ArmPair, metric: str) -> tuple:
+        sums = self.scores.sums
+        return _sums(sums[pair.control], metric), _sums(sums[pair.treatment], metric)
+
+    def segments(self, pair: ArmPair) -> list[tuple[str, Any]]:
+        found = []
+        for column, by_arm in self.scores.segment_sums.items():
             values = sorted(
                 set(by_arm[pair.control].index.get_level_values(0).astype(str))
                 | set(by_arm[pair.treatment].index.get_level_values(0).astype(str))
             )
-            for value in values:
-                label = f"{column}={value}"
-                controls, treatments = {}, {}
-                for metric in experiment.metrics:
-                    c = _sums(_level(by_arm[pair.control], value), metric)
-                    t = _sums(_level(by_arm[pair.treatment], value), metric)
-                    n = min(c.numerator.size, t.numerator.size)
-                    if n < experiment.segments.min_queries:
-                        entry = {"segment": label, "treatment": pair.name, "metric": metric}
-                        too_small.append(
-                            ((t_index, metric_order[metric], s_index), {**entry, "n": n})
-                        )
-                    else:
-                        controls[metric], treatments[metric] = c, t
-                if controls:
-                    found = _compare(controls, treatments, pair.name, label, None, options)
-                    breakdown += [((t_index, metric_order[c.metric], s_index), c) for c in found]
-                s_index += 1
-    breakdown.sort(key=lambda item: item[0])
-    primary = adjust(primary, method=analysis.correction)
-    segments = adjust([c for _, c in breakdown], method=analysis.segment_correction)
-    comparisons = orient_verdicts([*primary, *segments])
-    return comparisons, [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
+            found += [(f"{column}={value}", (column, value)) for value in values]
+        return found
+
+    def in_segment(self, pair: ArmPair, metric: str, key: Any) -> tuple:
+        column, value = key
+        by_arm = self.scores.segment_sums[column]
+        return tuple(
+            _sums(_level(by_arm[arm], value), metric) for arm in (pair.control, pair.treatment)
+        )
+
+    def size(self, samples: tuple) -> int:
+        control, treatment = samples
+        return min(control.numerator.size, treatment.numerator.size)
+
+    def start(self, samples: Mapping[str, Any], pair: ArmPair, segment: str | None) -> Future:
+        covariates = None
+        if segment is None:
+            covariates = _covariates(
+                self.experiment, self.data, self.scores, pair.control, pair.treatment
+            )
+        controls = {metric: c for metric, (c, _) in samples.items()}
+        treatments = {metric: t for metric, (_, t) in samples.items()}
+        return done(
+            lambda: _compare(controls, treatments, pair.name, segment, covariates, self.options)
+        )
+
+    def lower_is_better(self, metric: str) -> bool:
+        from abrank.metrics import parse_metric
+
+        return parse_metric(metric).lower_is_better
 
 
 def sample_ratio(experiment: Experiment, scores: OnlineScores):

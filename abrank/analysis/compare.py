@@ -1,149 +1,95 @@
-"""Comparing arms: every metric x pair of arms comparison, overall and per segment.
+"""Comparing the arms of an offline replay: per-query values through the one comparison loop.
 
-The pairs are each treatment against the control (``comparisons: control``, the default)
-or every pair of arms (``comparisons: all-pairs``: treatments against each other too, the
-later arm of the config against the earlier one). Each comparison runs
-:func:`abrank.stats.compare_metrics` on its own two arms' per-query values (through
-:mod:`abrank.workers`, in threads where that is safe); the p-values are then adjusted per
-family: the primary family (metrics x pairs) and the segment breakdowns.
+The loop (:mod:`abrank.analysis.comparisons`) fixes the pairs, the order, the size rule,
+the families and the orientation; here are the offline designs' samples (each arm's
+per-query values on the pair's queries, by the missing-query policy) and their test:
+:func:`abrank.stats.compare_metrics` on the two arms' values (through
+:mod:`abrank.workers`, in threads where that is safe).
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
 
 import pandas as pd
 
 from abrank import workers
+from abrank.analysis.comparisons import ArmPair, compare_all, test_options
 from abrank.analysis.load import display_path
 from abrank.analysis.score import ScoredArms
 from abrank.config import Experiment
 from abrank.errors import DataError
 
 
-@dataclasses.dataclass(frozen=True)
-class ArmPair:
-    """Two arms compared: ``treatment`` against ``control`` (delta = treatment - control).
-
-    ``name`` is what the comparison's ``treatment`` field says: the treatment arm's name
-    against the experiment's control, ``"B vs A"`` for a treatment against another one.
-    """
-
-    treatment: str
-    control: str
-    name: str
-
-
-def arm_pairs(experiment: Experiment) -> list[ArmPair]:
-    """The pairs of arms an experiment compares, in the readout's order: every treatment
-    against the control, then (``all-pairs``) each treatment against each earlier one."""
-    control = experiment.control.name
-    pairs = [ArmPair(t.name, control, t.name) for t in experiment.treatments]
-    if experiment.comparisons == "all-pairs":
-        names = [t.name for t in experiment.treatments]
-        pairs += [
-            ArmPair(later, earlier, f"{later} vs {earlier}")
-            for j, later in enumerate(names)
-            for earlier in names[:j]
-        ]
-    return pairs
-
-
-def test_options(experiment: Experiment) -> dict:
-    """The keyword arguments of every comparison of the experiment: which tests run, at
-    which level, with how many resamples and which seed, and the N* of the ``sequential``
-    test's confidence sequence."""
-    analysis = experiment.analysis
-    return dict(
-        primary_test=analysis.primary_test,
-        tests=tuple(analysis.tests),
-        alpha=analysis.alpha,
-        confidence_level=analysis.confidence_level,
-        n_resamples=analysis.resamples,
-        seed=analysis.seed,
-        sequential_tuning=analysis.sequential_tuning,
-    )
-
-
 def compare_arms(
     experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame
 ) -> tuple[list, list[dict]]:
-    """Every metric x pair comparison (see :func:`arm_pairs`), overall and per segment, with
-    adjusted p-values: the overall ones form one family, the segment ones another.
+    """Every metric x pair comparison (see :func:`~abrank.analysis.comparisons.arm_pairs`),
+    overall and per segment, with adjusted p-values: the overall ones form one family, the
+    segment ones another (:func:`~abrank.analysis.comparisons.compare_all`).
 
     Each comparison depends on its own two arms only: its queries are those both arms hold
     (under ``missing_queries: drop``) or either holds (``zero``), never those of another arm.
     """
-    from abrank.stats import adjust
-
-    analysis = experiment.analysis
-    options = dict(design=analysis.design, **test_options(experiment))
-    groups_by_column = {
-        column: segments[column].groupby(segments[column], sort=True).groups
-        for column in segments.columns
-    }
-    primary: list = []  # (order, future of a list of comparisons)
-    breakdown: list = []
-    too_small: list[tuple[tuple, dict]] = []
-    metric_order = {metric: i for i, metric in enumerate(experiment.metrics)}
-    for t_index, arms in enumerate(arm_pairs(experiment)):
-        queries = _pair_queries(experiment, scored, arms)
-        pairs = {
-            metric: _pair_values(scored, arms, metric, queries) for metric in experiment.metrics
-        }
-        primary.append(_compare_pairs(pairs, arms.name, None, options))
-        s_index = 0
-        for column, groups in groups_by_column.items():
-            for value, members in groups.items():
-                label = f"{column}={value}"
-                subsets = {}
-                for metric, pair in pairs.items():
-                    subset = tuple(
-                        series.reindex(series.index.intersection(members)) for series in pair
-                    )
-                    n = _pair_size(subset, analysis.design)
-                    if n < experiment.segments.min_queries:
-                        entry = {"segment": label, "treatment": arms.name, "metric": metric}
-                        too_small.append(
-                            ((t_index, metric_order[metric], s_index), {**entry, "n": n})
-                        )
-                    else:
-                        subsets[metric] = subset
-                if subsets:
-                    order = (t_index, s_index)
-                    breakdown.append((order, _compare_pairs(subsets, arms.name, label, options)))
-                s_index += 1
-    primary_results = [c for found in workers.results(primary) for c in found]
-    orders = [order for order, _ in breakdown]
-    found = workers.results([future for _, future in breakdown])
-    # segment comparisons in the order treatment, metric, segment
-    ranked = sorted(
-        (
-            ((t_index, metric_order[c.metric], s_index), c)
-            for (t_index, s_index), comparisons in zip(orders, found, strict=True)
-            for c in comparisons
-        ),
-        key=lambda item: item[0],
-    )
-    primary = adjust(primary_results, method=analysis.correction)
-    breakdown = adjust([c for _, c in ranked], method=analysis.segment_correction)
-    comparisons = orient_verdicts([*primary, *breakdown])
-    return comparisons, [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
+    return compare_all(experiment, QuerySamples(experiment, scored, segments))
 
 
-def orient_verdicts(comparisons: list) -> list:
-    """The comparisons with the verdicts of lower-is-better metrics (abandonment) turned
-    around: a significant decrease is the treatment's win. The statistics call a
-    significant increase a win; only the metric knows which direction is better."""
-    from abrank.metrics import parse_metric
+class QuerySamples:
+    """The offline designs' samples for the comparison loop: each arm's per-query values
+    of a metric on the pair's queries, and their subsets per segment value."""
 
-    swap = {"win": "loss", "loss": "win"}
-    return [
-        dataclasses.replace(c, verdict=swap[c.verdict])
-        if c.verdict in swap and parse_metric(c.metric).lower_is_better
-        else c
-        for c in comparisons
-    ]
+    def __init__(self, experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame):
+        self.experiment = experiment
+        self.scored = scored
+        self.design = experiment.analysis.design
+        self.options = dict(design=self.design, **test_options(experiment))
+        self.groups = [
+            (column, segments[column].groupby(segments[column], sort=True).groups)
+            for column in segments.columns
+        ]
+        self._pair: tuple[ArmPair, dict[str, tuple]] | None = None
+
+    def metrics(self) -> list[str]:
+        return list(self.experiment.metrics)
+
+    def overall(self, pair: ArmPair, metric: str) -> tuple[pd.Series, pd.Series]:
+        return self._values(pair)[metric]
+
+    def segments(self, pair: ArmPair) -> list[tuple[str, Any]]:
+        return [
+            (f"{column}={value}", members)
+            for column, groups in self.groups
+            for value, members in groups.items()
+        ]
+
+    def in_segment(self, pair: ArmPair, metric: str, key: Any) -> tuple:
+        return tuple(
+            series.reindex(series.index.intersection(key)) for series in self._values(pair)[metric]
+        )
+
+    def size(self, samples: tuple[pd.Series, pd.Series]) -> int:
+        return _pair_size(samples, self.design)
+
+    def start(self, samples: Mapping[str, Any], pair: ArmPair, segment: str | None) -> Future:
+        return _compare_pairs(dict(samples), pair.name, segment, self.options)
+
+    def lower_is_better(self, metric: str) -> bool:
+        from abrank.metrics import parse_metric
+
+        return parse_metric(metric).lower_is_better
+
+    def _values(self, pair: ArmPair) -> dict[str, tuple]:
+        """Every metric's (control, treatment) values on the pair's queries (kept for the
+        pair's segments)."""
+        if self._pair is None or self._pair[0] != pair:
+            queries = _pair_queries(self.experiment, self.scored, pair)
+            self._pair = (
+                pair,
+                {m: _pair_values(self.scored, pair, m, queries) for m in self.experiment.metrics},
+            )
+        return self._pair[1]
 
 
 def _pair_queries(experiment: Experiment, scored: ScoredArms, arms: ArmPair) -> tuple:

@@ -18,12 +18,14 @@ carry no preference).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.compare import arm_pairs, test_options
+from abrank.analysis.comparisons import ArmPair, arm_pairs, compare_all, done, test_options
 from abrank.analysis.load import (
     Progress,
     display_path,
@@ -460,37 +462,55 @@ def compare_interleaved_arms(
 ) -> tuple[list, list[dict]]:
     """Every (pair, credit) comparison on its per-unit counts, overall and per segment value
     (those with fewer than ``segments.min_queries`` units skipped), p-values adjusted per
-    family as for the other designs."""
-    from abrank.stats import adjust
+    family as for the other designs (:func:`~abrank.analysis.comparisons.compare_all`)."""
+    return compare_all(experiment, CountSamples(experiment, scores))
 
-    analysis = experiment.analysis
-    pairs = {pair.name: pair for pair in arm_pairs(experiment)}
-    primary: list = []
-    breakdown: list = []
-    too_small: list[dict] = []
-    for (pair_name, credit), table in scores.unit_counts.items():
-        pair = pairs[pair_name]
-        primary.append(compare_counts(experiment, table, pair, credit, None))
-        for column in experiment.segments.columns:
-            by_value = scores.segment_counts[column][(pair_name, credit)]
-            values = by_value.index.get_level_values(0)
-            for value in pd.unique(values):
-                subset = by_value.loc[(values == value)]
-                label = f"{column}={value}"
-                if len(subset) < experiment.segments.min_queries:
-                    too_small.append(
-                        {
-                            "segment": label,
-                            "treatment": pair_name,
-                            "metric": credit,
-                            "n": len(subset),
-                        }
-                    )
-                    continue
-                breakdown.append(compare_counts(experiment, subset, pair, credit, label))
-    primary = adjust(primary, method=analysis.correction)
-    segments = adjust(breakdown, method=analysis.segment_correction)
-    return [*primary, *segments], too_small
+
+class CountSamples:
+    """The interleaved design's samples for the comparison loop: a pair's per-unit counts
+    of wins, ties, losses and first teams under a credit (the design's "metrics"), overall
+    and per segment value."""
+
+    def __init__(self, experiment: Experiment, scores: InterleavedScores):
+        self.experiment = experiment
+        self.scores = scores
+
+    def metrics(self) -> list[str]:
+        return list(dict.fromkeys(credit for _, credit in self.scores.unit_counts))
+
+    def overall(self, pair: ArmPair, credit: str) -> pd.DataFrame:
+        return self.scores.unit_counts[(pair.name, credit)]
+
+    def segments(self, pair: ArmPair) -> list[tuple[str, Any]]:
+        found = []
+        for column in self.experiment.segments.columns:
+            values: set = set()
+            for credit in self.metrics():
+                table = self.scores.segment_counts[column][(pair.name, credit)]
+                values |= set(pd.unique(table.index.get_level_values(0)))
+            found += [
+                (f"{column}={value}", (column, value)) for value in sorted(values, key=str)
+            ]
+        return found
+
+    def in_segment(self, pair: ArmPair, credit: str, key: Any) -> pd.DataFrame:
+        column, value = key
+        by_value = self.scores.segment_counts[column][(pair.name, credit)]
+        return by_value.loc[by_value.index.get_level_values(0) == value]
+
+    def size(self, samples: pd.DataFrame) -> int:
+        return len(samples)
+
+    def start(self, samples: Mapping[str, Any], pair: ArmPair, segment: str | None) -> Future:
+        return done(
+            lambda: [
+                compare_counts(self.experiment, table, pair, credit, segment)
+                for credit, table in samples.items()
+            ]
+        )
+
+    def lower_is_better(self, metric: str) -> bool:
+        return False  # a credit counts clicks won: more is always better
 
 
 def compare_counts(

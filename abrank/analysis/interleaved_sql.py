@@ -21,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from abrank.analysis.compare import arm_pairs
+from abrank.analysis.comparisons import arm_pairs
 from abrank.analysis.engine import EngineChoice, expand_files
 from abrank.analysis.interleaved import (
     InterleavedData,

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.compare import arm_pairs
+from abrank.analysis.comparisons import arm_pairs
 from abrank.analysis.interleaved import InterleavedData, InterleavedScores
 from abrank.analysis.score import JUDGED_K
 from abrank.analysis.summarise import (

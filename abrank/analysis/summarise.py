@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.compare import ArmPair, arm_pairs
+from abrank.analysis.comparisons import ArmPair, arm_pairs
 from abrank.analysis.load import LoadedData, display_path
 from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check

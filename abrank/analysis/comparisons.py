@@ -1,0 +1,170 @@
+"""The one comparison loop: every pair of arms x metric, overall and per segment value.
+
+Every design (offline replays, online A/B tests, interleaving) compares its arms the same
+way; only its samples and its test differ, and those it hands the loop as a
+:class:`DesignSamples`. The loop fixes, once for all of them:
+
+- the pairs of arms (:func:`arm_pairs`: each treatment against the control, and with
+  ``comparisons: all-pairs`` each treatment against each earlier one);
+- the order of the comparisons: the overall ones by pair then metric, then the segment ones
+  by pair, metric, segment column (the config's order) and value (text order);
+- the size rule: a segment value whose comparison would use fewer than
+  ``segments.min_queries`` units is not tested, and is listed (``too_small``) instead;
+- the families of the multiple-testing correction: the overall comparisons one
+  (``analysis.correction``), the segment ones another (``analysis.segment_correction``);
+- the orientation of verdicts: for a metric where lower is better, a significant decrease
+  is the treatment's win.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any, Protocol
+
+from abrank import workers
+from abrank.config import Experiment
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmPair:
+    """Two arms compared: ``treatment`` against ``control`` (delta = treatment - control).
+
+    ``name`` is what the comparison's ``treatment`` field says: the treatment arm's name
+    against the experiment's control, ``"B vs A"`` for a treatment against another one.
+    """
+
+    treatment: str
+    control: str
+    name: str
+
+
+def arm_pairs(experiment: Experiment) -> list[ArmPair]:
+    """The pairs of arms an experiment compares, in the readout's order: every treatment
+    against the control, then (``all-pairs``) each treatment against each earlier one."""
+    control = experiment.control.name
+    pairs = [ArmPair(t.name, control, t.name) for t in experiment.treatments]
+    if experiment.comparisons == "all-pairs":
+        names = [t.name for t in experiment.treatments]
+        pairs += [
+            ArmPair(later, earlier, f"{later} vs {earlier}")
+            for j, later in enumerate(names)
+            for earlier in names[:j]
+        ]
+    return pairs
+
+
+def test_options(experiment: Experiment) -> dict[str, Any]:
+    """The keyword arguments of every comparison of the experiment: which tests run, at
+    which level, with how many resamples and which seed, and the N* of the ``sequential``
+    test's confidence sequence."""
+    analysis = experiment.analysis
+    return dict(
+        primary_test=analysis.primary_test,
+        tests=tuple(analysis.tests),
+        alpha=analysis.alpha,
+        confidence_level=analysis.confidence_level,
+        n_resamples=analysis.resamples,
+        seed=analysis.seed,
+        sequential_tuning=analysis.sequential_tuning,
+    )
+
+
+class DesignSamples(Protocol):
+    """What a design hands the loop: its two samples per (pair, metric, segment value),
+    their size, and its test. A sample is whatever the design's test reads (per-query
+    values, per-unit sums, per-unit counts); the loop only passes it on."""
+
+    def metrics(self) -> list[str]:
+        """The metrics compared, in the readout's order."""
+        ...
+
+    def overall(self, pair: ArmPair, metric: str) -> Any:
+        """The pair's (control, treatment) samples of ``metric`` over all units."""
+        ...
+
+    def segments(self, pair: ArmPair) -> Iterable[tuple[str, Any]]:
+        """(label ``column=value``, key) of every segment value the pair is compared in:
+        by column in the config's order, values in text order."""
+        ...
+
+    def in_segment(self, pair: ArmPair, metric: str, key: Any) -> Any:
+        """The pair's samples of ``metric`` within the segment value ``key``."""
+        ...
+
+    def size(self, samples: Any) -> int:
+        """How many units a comparison of ``samples`` would use (the size rule reads it)."""
+        ...
+
+    def start(self, samples: Mapping[str, Any], pair: ArmPair, segment: str | None) -> Future:
+        """The comparisons of every metric of ``samples`` (metric -> samples), as a future
+        of a list in the metrics' order (in a thread where that is safe)."""
+        ...
+
+    def lower_is_better(self, metric: str) -> bool:
+        """A significant decrease of ``metric`` is the treatment's win."""
+        ...
+
+
+def done(compute: Callable[[], list]) -> Future:
+    """``compute()`` run now, as a finished future (for tests that run in this thread)."""
+    future: Future = Future()
+    future.set_result(compute())
+    return future
+
+
+def compare_all(experiment: Experiment, design: DesignSamples) -> tuple[list, list[dict]]:
+    """Every pair x metric comparison of a design, overall and per segment value, with
+    p-values adjusted per family (the overall ones one family, the segment ones another)
+    and verdicts oriented; and the segment comparisons left out for having fewer than
+    ``segments.min_queries`` units (``{"segment", "treatment", "metric", "n"}``)."""
+    from abrank.stats import adjust
+
+    analysis = experiment.analysis
+    minimum = experiment.segments.min_queries
+    metrics = design.metrics()
+    metric_order = {metric: i for i, metric in enumerate(metrics)}
+    overall: list[Future] = []
+    breakdown: list[tuple[tuple[int, int], Future]] = []
+    too_small: list[tuple[tuple[int, int, int], dict]] = []
+    for t_index, pair in enumerate(arm_pairs(experiment)):
+        samples = {metric: design.overall(pair, metric) for metric in metrics}
+        overall.append(design.start(samples, pair, None))
+        for s_index, (label, key) in enumerate(design.segments(pair)):
+            subset = {}
+            for metric in metrics:
+                found = design.in_segment(pair, metric, key)
+                n = design.size(found)
+                if n < minimum:
+                    entry = {"segment": label, "treatment": pair.name, "metric": metric, "n": n}
+                    too_small.append(((t_index, metric_order[metric], s_index), entry))
+                else:
+                    subset[metric] = found
+            if subset:
+                breakdown.append(((t_index, s_index), design.start(subset, pair, label)))
+    primary = [c for found in workers.results(overall) for c in found]
+    ranked = sorted(
+        (
+            ((t_index, metric_order[c.metric], s_index), c)
+            for (t_index, s_index), found in zip(
+                [order for order, _ in breakdown],
+                workers.results([future for _, future in breakdown]),
+                strict=True,
+            )
+            for c in found
+        ),
+        key=lambda item: item[0],
+    )
+    adjusted = [
+        *adjust(primary, method=analysis.correction),
+        *adjust([c for _, c in ranked], method=analysis.segment_correction),
+    ]
+    swap = {"win": "loss", "loss": "win"}
+    oriented = [
+        dataclasses.replace(c, verdict=swap[c.verdict])
+        if c.verdict in swap and design.lower_is_better(c.metric)
+        else c
+        for c in adjusted
+    ]
+    return oriented, [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
