@@ -13,15 +13,10 @@ from PIL import Image
 from test_report import EXAMPLE, PNG_SIGNATURE, build_readout
 
 from abrank.readout import Readout
-from abrank.render.charts import (
-    GREEN,
-    RANK_BUCKETS,
-    VERMILLION,
-    first_relevant_rank_shares,
-    forest_chart,
-    paired_deltas,
-    plan_charts,
-)
+from abrank.readout.charts import RANK_BUCKETS, first_relevant_rank_shares, paired_deltas
+from abrank.render.chart_style import GREEN, VERMILLION
+from abrank.render.charts import plan_charts
+from abrank.render.forest_charts import forest_chart
 
 ALL = [
     "forest.png",
@@ -76,6 +71,25 @@ def test_charts_are_drawn_lazily_and_deterministically(readout):
     first, second = plan_charts(readout), plan_charts(readout)
     assert all("png" not in vars(c) for c in first)  # planning draws nothing
     assert [c.png for c in first] == [c.png for c in second]  # no timestamps, same bytes
+
+
+def test_planning_computes_no_chart_data_until_a_chart_is_drawn(readout, monkeypatch):
+    from abrank.render import distribution_charts, position_charts
+
+    def refused(*args, **kwargs):
+        raise AssertionError("chart data computed while planning")
+
+    for module, name in (
+        (distribution_charts, "delta_distributions"),
+        (distribution_charts, "bootstrap_panels"),
+        (position_charts, "first_relevant_shares"),
+        (position_charts, "metric_curves"),
+    ):
+        monkeypatch.setattr(module, name, refused)
+    charts = plan_charts(readout)
+    assert [c.name for c in charts] == ALL
+    with pytest.raises(AssertionError, match="while planning"):
+        next(c for c in charts if c.name == "deltas.png").draw()
 
 
 def test_forest_colours_follow_the_verdicts():

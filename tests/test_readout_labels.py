@@ -29,7 +29,7 @@ from abrank.analysis.summarise import comparison_warnings
 from abrank.readout import Readout
 from abrank.readout.model import SampleRatio
 from abrank.render import render_html, render_markdown
-from abrank.render.charts import forest_chart, segment_forest_charts
+from abrank.render.forest_charts import forest_chart, segment_forest_charts
 from abrank.render.index_page import render_index
 from abrank.stats.clustered_result import NOTE_CUPED
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from abrank.readout.model import ArmSummary, ComparisonSummary, Summary
+from abrank.readout.typed import as_comparison, as_summary, lenient_record
 from abrank.render import headline_line, headline_lines
-from abrank.render.typed import as_comparison, as_summary, lenient_record
 
 GOLDEN_SUMMARY = Path(__file__).parent / "golden" / "demo-summary.json"
 

@@ -24,9 +24,9 @@ from test_report import build_readout
 
 from abrank.errors import DataError
 from abrank.readout import HISTORY_DATA, Readout, load_readout, summary_json, write_chart_data
+from abrank.readout.charts import trend_panels
 from abrank.render import plan_charts, render_html, render_markdown
-from abrank.render.charts import VERDICT_COLOURS
-from abrank.render.trends import trend_panels
+from abrank.render.chart_style import VERDICT_COLOURS
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "demo-summary.json"
 
@@ -278,12 +278,16 @@ def test_panels_are_rows_per_treatment_and_ignore_segments_and_other_experiments
         rows = rows[(rows["metric"] == panel.metric) & (rows["treatment"] == panel.treatment)]
         np.testing.assert_array_equal(panel.delta, rows["delta"].to_numpy())
         assert panel.dates == tuple(rows["date"])
-        assert panel.title.endswith(
-            " · Freshness boost" if panel.treatment == "boost" else "ranker"
-        )
     fig = _chart(readout, "trend.png").draw()
     titled = [ax for ax in fig.axes if ax.get_title()]
     assert len(titled) == 2 * len(metrics)
+    # with two treatments every panel's title names its treatment
+    labels = base.summary["metric_labels"]
+    assert sorted(ax.get_title() for ax in titled) == sorted(
+        f"{labels[m]} · {arm}"
+        for m in metrics
+        for arm in ("Cross-encoder reranker", "Freshness boost")
+    )
     # the boost row lies under the reranker row
     tops = {ax.get_title(): ax.get_position().y0 for ax in titled}
     assert tops["MRR@10 · Freshness boost"] < tops["MRR@10 · Cross-encoder reranker"]

@@ -116,7 +116,8 @@ def test_charts_are_shared_by_weight() -> None:
 
 
 def test_charts_a_worker_cannot_plan_are_drawn_here_and_the_worker_stays(chart_workers) -> None:
-    from abrank.render.charts import Chart, plan_charts
+    from abrank.render.chart_style import Chart
+    from abrank.render.charts import plan_charts
 
     readout = _demo_readout()
     reference = plan_charts(readout)

@@ -20,15 +20,8 @@ from typing import Any
 
 from abrank.analysis.write import default_folder, write_folder
 from abrank.planner.result import PlannerResult
-from abrank.render.charts import (
-    ARM_COLOURS,
-    GREY,
-    WIDTH,
-    Chart,
-    chart_title,
-    finish_one_panel,
-    mpl_classes,
-)
+from abrank.render.chart_panels import chart_title, finish_one_panel
+from abrank.render.chart_style import ARM_COLOURS, GREY, WIDTH, Chart, mpl_classes
 
 FILES = ("simulation.json", "power.csv", "power.png", "simulation.md", "simulation.html")
 """The files of a simulation folder."""

@@ -2,7 +2,8 @@
 
 This stage renders a :class:`~abrank.readout.Readout`; it computes no statistic of its own.
 Every number shown is a number of ``readout.summary`` (summary.json) formatted by the rules
-of :mod:`abrank.render.text`, or a per-query value of ``readout.per_query``.
+of :mod:`abrank.render.text`, a per-query value of ``readout.per_query``, or chart data
+computed by :mod:`abrank.readout.charts`.
 
 The parts, in the order the data flows:
 
@@ -10,9 +11,15 @@ The parts, in the order the data flows:
 - :mod:`.headline` — the headline lines and the opening sentences;
 - :mod:`.glossary` — the legend of the metrics and terms shown;
 - :mod:`.moves` — the queries that moved most;
-- :mod:`.charts` — the charts (:class:`~abrank.render.charts.Chart`: file name, section);
-- :mod:`.trends` — a dated readout's Trend section: its deltas over the history's dates;
-- :mod:`.blocks` and :mod:`.sections` — one model of the readout's sections, built once;
+- :mod:`.chart_style` and :mod:`.chart_panels` — what every chart shares (the
+  :class:`~abrank.render.chart_style.Chart`: file name, section; palette, layout);
+- the chart families, each drawing its data: :mod:`.forest_charts`,
+  :mod:`.distribution_charts`, :mod:`.position_charts`, :mod:`.online_charts`,
+  :mod:`.interleaved_charts`, :mod:`.trend_charts`; :mod:`.charts` picks a readout's;
+- :mod:`.blocks` and :mod:`.sections` — one model of the readout's sections, built once:
+  :mod:`.results_section`, :mod:`.trend_section`, :mod:`.unjudged`, and what each kind of
+  readout adds (:mod:`.offline_sections`, :mod:`.online_sections`,
+  :mod:`.interleaved_sections`);
 - :mod:`.markdown` and :mod:`.html` — each draws that model;
 - :mod:`.files` — writes the reports and charts into a readout folder;
 - :mod:`.index_page` — the reports root's index.html over the history store.
@@ -24,7 +31,8 @@ network: styles are inline and charts are embedded as base64 PNG.
 
 from __future__ import annotations
 
-from abrank.render.charts import Chart, plan_charts
+from abrank.render.chart_style import Chart
+from abrank.render.charts import plan_charts
 from abrank.render.files import REPORT_FORMATS, write_charts, write_report
 from abrank.render.headline import (
     alarms,

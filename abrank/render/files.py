@@ -12,7 +12,8 @@ from pathlib import Path
 from abrank import workers
 from abrank.errors import ConfigError
 from abrank.readout import Readout
-from abrank.render.charts import Chart, plan_charts
+from abrank.render.chart_style import Chart
+from abrank.render.charts import plan_charts
 from abrank.render.html import render_html
 from abrank.render.markdown import render_markdown
 

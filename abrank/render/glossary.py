@@ -12,8 +12,8 @@ from typing import Any
 from abrank.errors import ConfigError
 from abrank.metrics.names import parse_metric
 from abrank.readout.model import Correction, Summary
+from abrank.readout.typed import as_summary
 from abrank.render.text import correction_name, metric_label
-from abrank.render.typed import as_summary
 
 # metric family -> what it measures, per query (``{k}``: "the top k" or "the ranking")
 METRIC_MEANINGS = {

@@ -30,11 +30,11 @@ from typing import Any
 from abrank.errors import ConfigError
 from abrank.metrics.names import parse_metric
 from abrank.readout.model import ComparisonSummary, Summary
+from abrank.readout.typed import as_comparison, as_summary, control_name, overall_comparisons
 from abrank.render.text import (
     VERDICT_TEXT,
     arm_label,
     comparison_subject,
-    control_name,
     correction_name,
     fmt_count,
     fmt_interval,
@@ -47,12 +47,10 @@ from abrank.render.text import (
     fmt_value,
     is_number,
     oneline,
-    overall_comparisons,
     several_treatments,
     test_name,
     widened,
 )
-from abrank.render.typed import as_comparison, as_summary
 
 
 def interval_phrase(comp: ComparisonSummary | dict[str, Any]) -> str:

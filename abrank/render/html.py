@@ -35,7 +35,8 @@ from abrank.render.blocks import (
     Span,
     Table,
 )
-from abrank.render.charts import Chart, plan_charts
+from abrank.render.chart_style import Chart
+from abrank.render.charts import plan_charts
 from abrank.render.sections import build_document
 
 #: The page styles of report.html (colours, type, tables), shared by the index page.

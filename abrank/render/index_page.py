@@ -35,10 +35,10 @@ import numpy as np
 import pandas as pd
 
 from abrank.errors import ConfigError
-from abrank.render.charts import VERDICT_COLOURS
+from abrank.readout.charts.trends import check_history_columns, parse_dates
+from abrank.render.chart_style import VERDICT_COLOURS
 from abrank.render.html import REPORT_CSS
-from abrank.render.text import fmt_percent, fmt_signed, is_number
-from abrank.render.trends import check_history_columns, metric_display, parse_dates
+from abrank.render.text import fmt_percent, fmt_signed, is_number, metric_display
 from abrank.root_names import INDEX_PAGE
 
 #: The mark of an index page abrank wrote (and may therefore replace).

@@ -31,7 +31,8 @@ from abrank.render.blocks import (
     Span,
     Table,
 )
-from abrank.render.charts import Chart, plan_charts
+from abrank.render.chart_style import Chart
+from abrank.render.charts import plan_charts
 from abrank.render.sections import build_document
 from abrank.render.text import oneline
 

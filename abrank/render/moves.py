@@ -13,8 +13,7 @@ import pandas as pd
 
 from abrank.readout import Readout
 from abrank.readout.model import Summary
-from abrank.render.text import control_name, overall_comparisons
-from abrank.render.typed import readout_summary
+from abrank.readout.typed import control_name, overall_comparisons, readout_summary
 
 TOP_QUERIES = 10  # queries listed in "largest losses" / "largest wins"
 

@@ -11,7 +11,7 @@ same rules, so one value reads the same wherever it is shown:
 - confidence levels: "95%", or "98.8%" once a correction widened them.
 
 The helpers read the typed summary (:class:`abrank.readout.model.Summary` and its
-records) and accept a summary dict too, converted by :mod:`abrank.render.typed`: a readout
+records) and accept a summary dict too, converted by :mod:`abrank.readout.typed`: a readout
 built by hand in a notebook may leave fields out or hold NumPy scalars, NaN and None.
 """
 
@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from abrank.errors import ConfigError
+from abrank.metrics.names import parse_metric
 from abrank.readout.model import ComparisonSummary, SampleRatio, Summary
-from abrank.render.typed import as_comparison, as_summary
+from abrank.readout.typed import as_comparison, as_summary
 from abrank.stats import registry as stats_registry
 
 TEST_NAMES = stats_registry.test_display_names()
@@ -210,6 +212,23 @@ def metric_label(summary: Summary | dict[str, Any], metric: str) -> str:
     return str((as_summary(summary).metric_labels or {}).get(metric, metric))
 
 
+def metric_display(summary: Summary | None, metric: str) -> str:
+    """A metric's display label: the summary's, else the metric registry's, else its name
+    (for rows of the history store, whose summary may be gone)."""
+    labels = (summary.metric_labels or {}) if summary is not None else {}
+    if metric in labels:
+        return str(labels[metric])
+    try:
+        return parse_metric(metric).label
+    except ConfigError:  # a name the registry does not know: shown as it is
+        return str(metric)
+
+
+def unit_name(column: str) -> str:
+    """The unit a column counts, in a sentence: ``user_id`` -> ``user``."""
+    return column[:-3] if column.endswith("_id") else column
+
+
 def arm_labels(summary: Summary | dict[str, Any]) -> dict[str, str]:
     """Arm name -> display label, in the summary's arm order."""
     return {str(a.name): str(a.label or a.name) for a in as_summary(summary).arms or ()}
@@ -218,35 +237,6 @@ def arm_labels(summary: Summary | dict[str, Any]) -> dict[str, str]:
 def arm_label(summary: Summary | dict[str, Any], arm: str) -> str:
     """The display label of one arm, else its name."""
     return arm_labels(summary).get(arm, arm)
-
-
-def control_name(summary: Summary | dict[str, Any]) -> str | None:
-    """The name of the control arm, or None when the summary has none."""
-    for arm in as_summary(summary).arms or ():
-        if arm.role == "control":
-            return str(arm.name)
-    return None
-
-
-def treatment_names(summary: Summary | dict[str, Any]) -> list[str]:
-    """Treatment arm names in the summary's order."""
-    summary = as_summary(summary)
-    names = [str(a.name) for a in summary.arms or () if a.role == "treatment"]
-    if not names:  # fall back on the comparisons' order
-        for comp in summary.comparisons:
-            if comp.treatment not in names:
-                names.append(comp.treatment)
-    return names
-
-
-def overall_comparisons(summary: Summary | dict[str, Any]) -> list[ComparisonSummary]:
-    """The comparisons over all queries (not per segment), in the summary's order."""
-    return [c for c in as_summary(summary).comparisons if c.segment is None]
-
-
-def segment_comparisons(summary: Summary | dict[str, Any]) -> list[ComparisonSummary]:
-    """The per-segment comparisons, in the summary's order."""
-    return [c for c in as_summary(summary).comparisons if c.segment is not None]
 
 
 def several_treatments(comps: Sequence[ComparisonSummary]) -> bool:

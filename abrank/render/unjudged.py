@@ -13,6 +13,7 @@ import dataclasses
 from abrank.metrics import parse_metric
 from abrank.metrics.registry import join_names
 from abrank.readout.model import ComparisonSummary, Summary, UnjudgedCheck
+from abrank.readout.typed import overall_comparisons
 from abrank.render.blocks import Block, Cell, Column, Paragraph, Section, Table, own
 from abrank.render.text import (
     arm_label,
@@ -20,7 +21,6 @@ from abrank.render.text import (
     fmt_p,
     fmt_signed,
     metric_label,
-    overall_comparisons,
     several_treatments,
 )
 

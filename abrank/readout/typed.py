@@ -1,12 +1,17 @@
-"""The typed summary the renderers read, from a Readout, a Summary or a summary dict.
+"""The typed summary of a readout, from a Readout, a Summary or a summary dict, and what it holds.
 
-The renderers read :class:`abrank.readout.model.Summary` records by attribute. A summary
-written by ``abrank run`` converts strictly (``Summary.from_dict``); a summary built by hand
-(a notebook, a test) may leave fields out or hold NumPy scalars, so a dict that does not
-convert strictly is read leniently: every key it has is kept as it is (lists as tuples,
-objects of a record type as records), every key it lacks takes the field's default, else
-the renderers' default (``design`` "paired", ``primary_test`` "t"), else None. The
-renderers handle None wherever a value may be missing.
+The chart data (:mod:`abrank.readout.charts`) and the renderers read
+:class:`abrank.readout.model.Summary` records by attribute. A summary written by ``abrank
+run`` converts strictly (``Summary.from_dict``); a summary built by hand (a notebook, a
+test) may leave fields out or hold NumPy scalars, so a dict that does not convert strictly
+is read leniently: every key it has is kept as it is (lists as tuples, objects of a record
+type as records), every key it lacks takes the field's default, else the renderers' default
+(``design`` "paired", ``primary_test`` "t"), else None. The readers handle None wherever a
+value may be missing.
+
+Below the conversions, the few questions every reader asks of a summary: which arm is the
+control, which are the treatments and in what order, which comparisons are overall and
+which per segment.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import typing
 from typing import Any, TypeVar, Union
 
 from abrank.errors import DataError
-from abrank.readout import Readout
+from abrank.readout.core import Readout
 from abrank.readout.model import ComparisonSummary, Record, Summary
 
 _Record = TypeVar("_Record", bound=Record)
@@ -97,3 +102,45 @@ def _lenient(value: Any, hint: Any) -> Any:
             return tuple(_lenient(item, a) for item, a in zip(value, args, strict=True))
         return tuple(value)
     return value
+
+
+# --------------------------------------------------------------------------- what it holds
+
+
+def arm_names(summary: Summary | dict[str, Any]) -> list[str]:
+    """The arms' names in the summary's order."""
+    return [str(a.name) for a in as_summary(summary).arms or ()]
+
+
+def control_name(summary: Summary | dict[str, Any]) -> str | None:
+    """The name of the control arm, or None when the summary has none."""
+    for arm in as_summary(summary).arms or ():
+        if arm.role == "control":
+            return str(arm.name)
+    return None
+
+
+def treatment_names(summary: Summary | dict[str, Any]) -> list[str]:
+    """Treatment arm names in the summary's order."""
+    summary = as_summary(summary)
+    names = [str(a.name) for a in summary.arms or () if a.role == "treatment"]
+    if not names:  # fall back on the comparisons' order
+        for comp in summary.comparisons:
+            if comp.treatment not in names:
+                names.append(comp.treatment)
+    return names
+
+
+def overall_comparisons(summary: Summary | dict[str, Any]) -> list[ComparisonSummary]:
+    """The comparisons over all queries (not per segment), in the summary's order."""
+    return [c for c in as_summary(summary).comparisons if c.segment is None]
+
+
+def segment_comparisons(summary: Summary | dict[str, Any]) -> list[ComparisonSummary]:
+    """The per-segment comparisons, in the summary's order."""
+    return [c for c in as_summary(summary).comparisons if c.segment is not None]
+
+
+def primary_metric(summary: Summary) -> str:
+    """The summary's primary metric, else its first metric, else an empty text."""
+    return summary.primary_metric or (summary.metrics[0] if summary.metrics else "")
