@@ -77,3 +77,15 @@ def test_the_analysis_scores_arms_through_the_engine_table(monkeypatch) -> None:
         match=r"engine: expected one of 'memory', got 'memroy' \(did you mean 'memory'\?\)",
     ):
         engines.get_engine("memroy")
+
+
+def test_no_module_is_over_700_lines() -> None:
+    """A module that grows past 700 lines holds more than one concern: split it by concern."""
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 700
+    }
+    assert long == {}
+    # and the count is of real modules: the package's largest is well above 300 lines
+    assert max(len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")) > 300
