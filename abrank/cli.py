@@ -578,9 +578,9 @@ def _validate(args: argparse.Namespace) -> int:
     """Open and check every input as ``run`` does on the same engine (the config's, or
     ``--engine``), computing no comparison."""
     from abrank.analysis.engine import choose_engine
-    from abrank.analysis.window import missing_inputs
     from abrank.batch import missing_input_error
     from abrank.config import load_experiment
+    from abrank.inputs import missing_inputs
 
     experiments = [load_experiment(path) for path in args.configs]
     for path, experiment in zip(args.configs, experiments):

@@ -15,10 +15,10 @@ import dataclasses
 import pandas as pd
 
 from abrank import workers
-from abrank.analysis.load import display_path
 from abrank.analysis.score import ScoredArms
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.inputs import display_path
 
 
 @dataclasses.dataclass(frozen=True)
