@@ -262,3 +262,25 @@ def test_inputs_of_another_date_are_refused(tmp_path):
     inputs = resolve_inputs(experiment.for_date("2026-01-01"))
     with pytest.raises(ValueError, match="expected the inputs of the run dated 2026-01-02"):
         abrank.run_experiment(experiment, date="2026-01-02", inputs=inputs)
+
+
+def test_a_log_format_no_sql_engine_reads_is_refused_naming_the_engine_that_runs(tmp_path):
+    """An interleaving log in JSON Lines on Spark: the message names Spark (it named
+    DuckDB whatever the engine), before any engine starts."""
+    from abrank.analysis.engine import EngineChoice
+    from abrank.analysis.interleaved_sql import score_interleaved_sql
+
+    write(tmp_path / "log.jsonl", '{"impression_id": "i1", "rank": 1, "clicked": 1}\n')
+    config = write(
+        tmp_path / "exp.yaml",
+        "name: tiny\nlog: {path: log.jsonl}\ncontrol: {name: a}\ntreatments: [{name: b}]\n"
+        "metrics: [clicks]\nanalysis: {design: interleaved, unit: user_id}\n",
+    )
+    experiment = load_experiment(config)
+    for engine in ("duckdb", "spark"):
+        with pytest.raises(ConfigError) as raised:
+            score_interleaved_sql(experiment, EngineChoice(engine, {}), lambda message: None)
+        assert str(raised.value) == (
+            f"{tmp_path.resolve() / 'log.jsonl'}: engine {engine}: expected parquet, csv or tsv "
+            "logs, got format jsonl"
+        )

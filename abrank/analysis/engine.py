@@ -33,7 +33,7 @@ from abrank.inputs import (
     resolve_inputs,
 )
 
-__all__ = ["EngineChoice", "choose_engine", "log_files", "score_online_sql"]
+__all__ = ["EngineChoice", "choose_engine", "score_online_sql", "sql_log_files"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +131,7 @@ def _log_paths(experiment: Experiment) -> list[tuple[str, str]]:
     return [(key, path) for key, path in experiment.input_paths() if key.startswith(LOG_KEYS)]
 
 
-def log_files(source: InputFiles, path: str, engine: str) -> tuple[list[str], str]:
+def sql_log_files(source: InputFiles, path: str, engine: str) -> tuple[list[str], str]:
     """The files of one of a log's paths (:meth:`~abrank.inputs.InputFiles.files_of`) and
     their format, for the SQL engine ``engine`` (named in messages): a path that names one
     file must be a regular file, and the format one that the engine reads logs in."""
@@ -162,19 +162,19 @@ def score_online_sql(
     unit = experiment.analysis.unit or "user_id"
     sources: list[tuple[LogSource, InputFiles]] = []  # one per date's path, with its key's files
 
-    def add(config: Any, files_of: InputFiles) -> None:
-        for path in files_of.paths:
-            files, fmt = log_files(files_of, path, choice.name)
+    def add(config: Any, log: InputFiles) -> None:
+        for path in log.paths:
+            files, fmt = sql_log_files(log, path, choice.name)
             source = LogSource(
                 files=tuple(files),
                 format=fmt,
                 label=str(path),
-                arm=files_of.arm,
+                arm=log.arm,
                 columns=config.columns.mapping(),
                 sep=config.sep,
                 decimal=config.decimal,
             )
-            sources.append((source, files_of))
+            sources.append((source, log))
 
     if experiment.log is not None:
         add(experiment.log, resolved["log.path"])
@@ -197,8 +197,8 @@ def score_online_sql(
     finally:
         backend.close()
     read = [
-        files_of.entry(file, result.file_rows.get(file, 0))
-        for source, files_of in sources
+        log.entry(file, result.file_rows.get(file, 0))
+        for source, log in sources
         for file in source.files
     ]
     covariates = load_covariates(experiment, resolved, unit, say, read)

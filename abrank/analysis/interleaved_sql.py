@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from abrank.analysis.compare import arm_pairs
-from abrank.analysis.engine import EngineChoice, log_files
+from abrank.analysis.engine import EngineChoice, sql_log_files
 from abrank.analysis.interleaved import (
     InterleavedData,
     InterleavedScores,
@@ -58,7 +58,7 @@ def score_interleaved_sql(
     log = resolved["log.path"]
     sources = []
     for path in log.paths:
-        files, fmt = log_files(log, path, choice.name)
+        files, fmt = sql_log_files(log, path, choice.name)
         sources.append(
             LogSource(
                 files=tuple(files),
