@@ -230,7 +230,7 @@ def _through_last_input(experiment: Experiment, days: list[dt.date | None]) -> l
     all exist. The days after it are not there yet: they are not runs (no skip, no error,
     no exit code), and a note says where the backfill stopped. With no such date, the first
     date alone, whose missing input is then reported."""
-    from abrank.analysis.window import missing_inputs
+    from abrank.inputs import missing_inputs
 
     if experiment.source is None or not experiment.dated:
         return days
@@ -268,13 +268,14 @@ def _analyse(
     not there yet, an error in a batch)."""
     from abrank.analysis import check_output_folder, display_path, readout_folder, run_experiment
     from abrank.analysis.record import recording_for
-    from abrank.analysis.window import missing_input_error, missing_inputs
+    from abrank.inputs import missing_input_error, resolve_inputs
 
     config = experiment.source
     day = None if date is None else date.isoformat()
     try:
-        run = experiment.for_date(date)  # an undated run of a dated config: load says so
-        missing = missing_inputs(run) if day is not None else []
+        run = experiment.for_date(date)  # an undated run of a dated config: the run says so
+        inputs = resolve_inputs(run) if day is not None else None
+        missing = inputs.missing() if inputs is not None else []
         if missing:
             key, file = missing[0]
             if options.missing == "skip":
@@ -290,7 +291,9 @@ def _analyse(
         check_output_folder(folder, within=folder.parent if run.date is not None else None)
         recording = recording_for(run, folder, out) if options.history else None
         progress = None if batch or options.quiet else _progress
-        readout = run_experiment(run, seed=options.seed, progress=progress, engine=options.engine)
+        readout = run_experiment(
+            run, seed=options.seed, progress=progress, engine=options.engine, inputs=inputs
+        )
     except Exception as exc:
         if options.debug or not batch:
             raise

@@ -14,7 +14,7 @@ from typing import Any
 
 from abrank.analysis.compare import compare_arms
 from abrank.analysis.engine import EngineChoice, choose_engine, score_online_sql
-from abrank.analysis.load import LoadedData, Progress, display_path, load_data
+from abrank.analysis.load import LoadedData, Progress, load_data
 from abrank.analysis.offline_sql import offline_inputs
 from abrank.analysis.score import CURVE_POINTS, JUDGED_K, ScoredArms, score_arms
 from abrank.analysis.summarise import JUDGED_GAP_WARNING, build_readout
@@ -29,6 +29,7 @@ from abrank.analysis.write import (
 )
 from abrank.config import Experiment, load_experiment
 from abrank.errors import ConfigError
+from abrank.inputs import Inputs, display_path, resolve_inputs
 from abrank.readout import Readout
 
 __all__ = [
@@ -60,6 +61,7 @@ def run_experiment(
     date: str | dt.date | None = None,
     progress: Progress | None = None,
     engine: Any = None,
+    inputs: Inputs | None = None,
 ) -> Readout:
     """Load, score and compare the arms of one experiment; return its readout (nothing written).
 
@@ -73,6 +75,10 @@ def run_experiment(
     ``date`` (``YYYY-MM-DD``) runs a dated config for that date: its ``{date}`` paths read
     that date's files (every date of a cumulative ``window``), and the readout records the
     date in ``schedule``. A config whose paths hold ``{date}`` needs one.
+
+    The files are resolved once (:func:`abrank.inputs.resolve_inputs`) and every loader
+    reads them from there; ``inputs`` passes them in when the caller has resolved them
+    already (for the experiment as dated here), e.g. to check that they exist.
     """
     experiment = config if isinstance(config, Experiment) else load_experiment(config)
     if date is not None:
@@ -84,13 +90,20 @@ def run_experiment(
             update={"analysis": experiment.analysis.model_copy(update={"seed": seed})}
         )
     choice = choose_engine(experiment, engine)
+    if inputs is None:
+        inputs = resolve_inputs(experiment)
+    elif inputs.date != experiment.date:
+        raise ValueError(
+            f"inputs: expected the inputs of the run dated {experiment.date}, got those of "
+            f"{inputs.date}"
+        )
     say = _timed(progress)
     if experiment.interleaved:
-        readout = _run_interleaved(experiment, say, choice)
+        readout = _run_interleaved(experiment, inputs, say, choice)
     elif experiment.online:
-        readout = _run_online(experiment, say, choice)
+        readout = _run_online(experiment, inputs, say, choice)
     else:
-        readout = _run_offline(experiment, say, choice)
+        readout = _run_offline(experiment, inputs, say, choice)
     return _with_engine(readout, choice.name)
 
 
@@ -105,9 +118,11 @@ def _with_engine(readout: Readout, engine: str) -> Readout:
     return out
 
 
-def _run_offline(experiment: Experiment, say: Progress, choice: EngineChoice) -> Readout:
+def _run_offline(
+    experiment: Experiment, inputs: Inputs, say: Progress, choice: EngineChoice
+) -> Readout:
     """The offline path: rankings and judgments, per-query metrics, paired comparisons."""
-    with offline_inputs(experiment, choice, say) as (data, score):
+    with offline_inputs(experiment, choice, say, inputs=inputs) as (data, score):
         say("scoring queries")
         scored = score(experiment, data)
         say("comparing arms")
@@ -120,7 +135,9 @@ def _run_offline(experiment: Experiment, say: Progress, choice: EngineChoice) ->
     return build_readout(experiment, data, scored, comparisons, too_small, condensed)
 
 
-def _run_online(experiment: Experiment, say: Progress, choice: EngineChoice) -> Readout:
+def _run_online(
+    experiment: Experiment, inputs: Inputs, say: Progress, choice: EngineChoice
+) -> Readout:
     """The online path: impression logs, per-unit sums (from the chosen engine), clustered
     comparisons."""
     from abrank.analysis.clustered import compare_online, sample_ratio
@@ -128,11 +145,11 @@ def _run_online(experiment: Experiment, say: Progress, choice: EngineChoice) -> 
     from abrank.analysis.summarise import build_online_readout
 
     if choice.name == "memory":
-        data = load_online(experiment, say)
+        data = load_online(experiment, say, inputs=inputs)
         say("scoring impressions")
         scores = score_online(experiment, data)
     else:
-        data, scores = score_online_sql(experiment, choice, say)
+        data, scores = score_online_sql(experiment, choice, say, inputs=inputs)
     say("comparing arms on per-unit sums")
     comparisons, too_small = compare_online(experiment, data, scores)
     say("summarising")
@@ -140,7 +157,9 @@ def _run_online(experiment: Experiment, say: Progress, choice: EngineChoice) -> 
     return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
 
 
-def _run_interleaved(experiment: Experiment, say: Progress, choice: EngineChoice) -> Readout:
+def _run_interleaved(
+    experiment: Experiment, inputs: Inputs, say: Progress, choice: EngineChoice
+) -> Readout:
     """The interleaving path: one log of merged lists, per-impression outcomes (per-unit
     counts from an SQL engine), the preference clustered on the unit."""
     from abrank.analysis.interleaved import (
@@ -152,11 +171,11 @@ def _run_interleaved(experiment: Experiment, say: Progress, choice: EngineChoice
     from abrank.analysis.interleaved_summary import build_interleaved_readout
 
     if choice.name == "memory":
-        data = load_interleaved(experiment, say)
+        data = load_interleaved(experiment, say, inputs=inputs)
         say("crediting clicks to teams")
         scores = score_interleaved(experiment, data)
     else:
-        data, scores = score_interleaved_sql(experiment, choice, say)
+        data, scores = score_interleaved_sql(experiment, choice, say, inputs=inputs)
     say("comparing the preference on per-unit sums")
     comparisons, too_small = compare_interleaved_arms(experiment, scores)
     say("summarising")

@@ -17,10 +17,10 @@ import pandas as pd
 
 from abrank import workers
 from abrank.analysis.comparisons import ArmPair, compare_all, test_options
-from abrank.analysis.load import display_path
 from abrank.analysis.score import ScoredArms
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.inputs import display_path
 
 
 def compare_arms(

@@ -12,7 +12,6 @@ what is small: the covariates table, the fingerprints of the files read.
 from __future__ import annotations
 
 import dataclasses
-import glob
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,21 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
-from abrank.analysis.load import Progress, display_path, fingerprint, shown_files
+from abrank.analysis.load import Progress, shown_files
 from abrank.analysis.online import OnlineData, OnlineScores, load_covariates
-from abrank.analysis.window import LOG_KEYS, check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.config.engine import ENGINE_NAMES, EngineConfig, is_pattern
-from abrank.errors import ConfigError, DataError
+from abrank.errors import ConfigError
+from abrank.inputs import (
+    LOG_KEYS,
+    InputFiles,
+    Inputs,
+    arm_key,
+    display_path,
+    resolve_inputs,
+)
 
-__all__ = ["EngineChoice", "choose_engine", "expand_files", "score_online_sql"]
+__all__ = ["EngineChoice", "choose_engine", "score_online_sql", "sql_log_files"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,26 +131,16 @@ def _log_paths(experiment: Experiment) -> list[tuple[str, str]]:
     return [(key, path) for key, path in experiment.input_paths() if key.startswith(LOG_KEYS)]
 
 
-def expand_files(path: str, format: str | None, engine: str = "duckdb") -> tuple[list[str], str]:
-    """A log path's files, sorted, and their format: the file itself, the files a glob
-    matches, or every data file below a folder (hive partitions such as ``date=.../``);
-    ``engine`` is the SQL engine that will read them (named in messages)."""
-    from abrank.io.detect import detect_format
-    from abrank.io.files import check_file, regular_files
+def sql_log_files(source: InputFiles, path: str, engine: str) -> tuple[list[str], str]:
+    """The files of one of a log's paths (:meth:`~abrank.inputs.InputFiles.files_of`) and
+    their format, for the SQL engine ``engine`` (named in messages): a path that names one
+    file must be a regular file, and the format one that the engine reads logs in."""
+    from abrank.io.files import check_file
 
-    full = Path(path)
-    if full.is_dir():
-        files = regular_files(
-            (p for p in full.rglob("*") if not p.name.startswith((".", "_"))), display_path(path)
-        )
-    elif any(char in path for char in "*?["):
-        files = regular_files(glob.glob(path, recursive=True), display_path(path))
-    else:
+    if not is_pattern(path, Path(path)):
         check_file(path, "a regular data file", missing="an existing file")
-        files = [path]
-    if not files:
-        raise DataError(f"{display_path(path)}: expected log files, got none matching")
-    fmt = detect_format(files[0], format, judgments=True)
+    files = source.files_of(path)
+    fmt = source.format_of(files[0])
     if fmt not in ("parquet", "csv", "tsv"):
         raise ConfigError(
             f"{display_path(path)}: engine {engine}: expected parquet, csv or tsv logs, got format {fmt}"
@@ -153,39 +149,39 @@ def expand_files(path: str, format: str | None, engine: str = "duckdb") -> tuple
 
 
 def score_online_sql(
-    experiment: Experiment, choice: EngineChoice, say: Progress
+    experiment: Experiment, choice: EngineChoice, say: Progress, *, inputs: Inputs | None = None
 ) -> tuple[OnlineData, OnlineScores]:
-    """The online inputs and per-unit sums of every arm, computed by an SQL engine."""
+    """The online inputs and per-unit sums of every arm, computed by an SQL engine, from
+    the run's ``inputs`` (resolved from ``experiment`` when not given)."""
     from abrank.engines.sql import open_backend
     from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
     from abrank.metrics import parse_metric
 
-    check_dated(experiment)
-    experiment = with_dated_files(experiment)
+    resolved = inputs if inputs is not None else resolve_inputs(experiment)
     names = [arm.name for arm in experiment.arms]
     unit = experiment.analysis.unit or "user_id"
-    sources: list[tuple[LogSource, str, str | None]] = []  # source, role, arm
+    sources: list[tuple[LogSource, InputFiles]] = []  # one per date's path, with its key's files
 
-    def add(config: Any, arm: str | None, role: str) -> None:
-        for template in log_files(experiment, config.path):
-            files, fmt = expand_files(template, config.format, choice.name)
+    def add(config: Any, log: InputFiles) -> None:
+        for path in log.paths:
+            files, fmt = sql_log_files(log, path, choice.name)
             source = LogSource(
                 files=tuple(files),
                 format=fmt,
-                label=str(template),
-                arm=arm,
+                label=str(path),
+                arm=log.arm,
                 columns=config.columns.mapping(),
                 sep=config.sep,
                 decimal=config.decimal,
             )
-            sources.append((source, role, arm))
+            sources.append((source, log))
 
     if experiment.log is not None:
-        add(experiment.log, None, "log")
+        add(experiment.log, resolved["log.path"])
     else:
-        for arm in experiment.arms:
-            add(arm, arm.name, "control" if arm is experiment.control else "treatment")
-    files = [file for source, _, _ in sources for file in source.files]
+        for index, arm in enumerate(experiment.arms):
+            add(arm, resolved[arm_key(index)])
+    files = [file for source, _ in sources for file in source.files]
     say(f"aggregating on {choice.name} ({shown_files(files)})")
     request = ClickRequest(
         metrics=tuple(parse_metric(m) for m in experiment.metrics),
@@ -197,23 +193,23 @@ def score_online_sql(
     )
     backend = open_backend(choice.name, choice.options, choice.connection)
     try:
-        result = click_aggregates(backend, [s for s, _, _ in sources], request)
+        result = click_aggregates(backend, [s for s, _ in sources], request)
     finally:
         backend.close()
-    inputs = [
-        fingerprint(file, role, arm, result.file_rows.get(file, 0))
-        for source, role, arm in sources
+    read = [
+        log.entry(file, result.file_rows.get(file, 0))
+        for source, log in sources
         for file in source.files
     ]
-    covariates = load_covariates(experiment, unit, say, inputs)
-    paths = {name: next(s.label for s, _, arm in sources if arm in (None, name)) for name in names}
+    covariates = load_covariates(experiment, resolved, unit, say, read)
+    paths = {name: next(s.label for s, _ in sources if s.arm in (None, name)) for name in names}
     data = OnlineData(
         impressions={name: pd.DataFrame() for name in names},
         judgments=None,
         covariates=covariates,
         mixed=result.mixed,
         dropped_units=result.dropped_units,
-        inputs=inputs,
+        inputs=read,
         paths=paths,
     )
     columns = [*experiment.metrics, unit, *[c for c in experiment.segments.columns if c != unit]]

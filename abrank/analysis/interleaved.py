@@ -26,17 +26,11 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.comparisons import ArmPair, arm_pairs, compare_all, done, test_options
-from abrank.analysis.load import (
-    Progress,
-    display_path,
-    fingerprint,
-    impression_reader,
-    ranking_reader,
-    shown_files,
-)
-from abrank.analysis.window import check_dated, dated_file, log_files, read_window, with_dated_files
+from abrank.analysis.load import Progress, impression_reader, ranking_reader, shown_files
+from abrank.analysis.window import read_window
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,37 +118,40 @@ class InterleavedScores:
         }
 
 
-def load_interleaved(experiment: Experiment, say: Progress | None = None) -> InterleavedData:
-    """Read the interleaved log (every date of the window) and the arms' source rankings;
-    check the team column against the arms."""
+def load_interleaved(
+    experiment: Experiment, say: Progress | None = None, *, inputs: Inputs | None = None
+) -> InterleavedData:
+    """Read the interleaved log (every date of the window) and the arms' source rankings
+    of the run's ``inputs`` (resolved from ``experiment`` when not given); check the team
+    column against the arms."""
     say = say or (lambda message: None)
-    check_dated(experiment)
-    experiment = with_dated_files(experiment)
+    resolved = inputs if inputs is not None else resolve_inputs(experiment)
     source = experiment.log
     assert source is not None  # the config requires it for the interleaved design
     unit = experiment.analysis.unit or "user_id"
     keep = needed_columns(experiment)
-    files = log_files(experiment, source.path)
+    log_source = resolved["log.path"]
+    files = log_source.files
     shown = display_path(files[0])
 
     say(f"loading the interleaved log ({shown_files(files)})")
+    teams = [arm.name for arm in experiment.arms]
     log, sizes = read_window(
-        impression_reader(
-            source, keep, experiment.segments.columns, [arm.name for arm in experiment.arms]
-        ),
+        impression_reader(source, keep, experiment.segments.columns, teams, files=log_source),
         files,
         key="impression_id",
         order=("impression_id", "rank"),
         what="impression",
     )
-    inputs = [fingerprint(file, "log", None, rows) for file, rows in sizes]
+    read = [log_source.entry(file, rows) for file, rows in sizes]
     wanted = [("team", "the arm that contributed each result"), (unit, "analysis.unit")]
     wanted += [(c, "segments.columns") for c in experiment.segments.columns]
     if "sat_clicks" in experiment.metrics:
         wanted.append(("dwell", "metrics: sat_clicks counts the clicks by their dwell time"))
     for column, hint in wanted:
         if column not in log.columns:
-            found = impression_reader(source)(files[0]).columns  # every column, for the message
+            # every column, for the message
+            found = impression_reader(source, files=log_source)(files[0]).columns
             raise DataError(
                 f"{files[0]}: expected a {column} column ({hint}), found columns: "
                 f"{', '.join(map(str, found))}"
@@ -163,26 +160,26 @@ def load_interleaved(experiment: Experiment, say: Progress | None = None) -> Int
     # messages name the file as the reader's do: as the config resolved its path
     check_impression_columns(log, {unit: "analysis.unit", **checked}, str(files[0]))
     check_teams(log, [arm.name for arm in experiment.arms], str(files[0]))
-    rankings, ranking_inputs = source_rankings(experiment, say)
-    return InterleavedData(log, rankings, [*inputs, *ranking_inputs], shown)
+    rankings, ranking_inputs = source_rankings(experiment, resolved, say)
+    return InterleavedData(log, rankings, [*read, *ranking_inputs], shown)
 
 
 def source_rankings(
-    experiment: Experiment, say: Progress
+    experiment: Experiment, inputs: Inputs, say: Progress
 ) -> tuple[dict[str, pd.DataFrame], list[dict[str, Any]]]:
-    """The arms' source rankings (small files, read in Python on every engine) and their
-    fingerprints."""
+    """The arms' source rankings (small files, read in Python on every engine, on the run
+    date) and their ``inputs`` entries."""
     rankings: dict[str, pd.DataFrame] = {}
-    inputs = []
-    for arm in experiment.arms:
-        if arm.path is None:
+    read = []
+    for index, arm in enumerate(experiment.arms):
+        source = inputs.get(arm_key(index))
+        if source is None:
             continue
-        path = dated_file(experiment, arm.path)
+        path = source.file
         say(f"loading the source ranking of {arm.name} ({display_path(path)})")
-        rankings[arm.name] = ranking_reader(experiment, arm)(path)
-        role = "control" if arm is experiment.control else "treatment"
-        inputs.append(fingerprint(path, role, arm.name, len(rankings[arm.name])))
-    return rankings, inputs
+        rankings[arm.name] = ranking_reader(experiment, arm, source)(path)
+        read.append(source.entry(path, len(rankings[arm.name])))
+    return rankings, read
 
 
 def needed_columns(experiment: Experiment) -> list[str]:

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from abrank.analysis.comparisons import arm_pairs
-from abrank.analysis.engine import EngineChoice, expand_files
+from abrank.analysis.engine import EngineChoice, sql_log_files
 from abrank.analysis.interleaved import (
     InterleavedData,
     InterleavedScores,
@@ -30,10 +30,10 @@ from abrank.analysis.interleaved import (
     agreement_depth,
     source_rankings,
 )
-from abrank.analysis.load import Progress, fingerprint, shown_files
-from abrank.analysis.window import check_dated, log_files, with_dated_files
+from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
 from abrank.engines.sql import open_backend
+from abrank.inputs import Inputs, resolve_inputs
 from abrank.interleaving.checks import FixedLists
 
 __all__ = ["score_interleaved_sql"]
@@ -44,31 +44,32 @@ _OUTCOME = ("treatment_credit", "control_credit", "outcome", "clicked", "first_t
 
 
 def score_interleaved_sql(
-    experiment: Experiment, choice: EngineChoice, say: Progress
+    experiment: Experiment, choice: EngineChoice, say: Progress, *, inputs: Inputs | None = None
 ) -> tuple[InterleavedData, InterleavedScores]:
-    """The interleaving experiment's inputs and per-unit counts, computed by an SQL engine."""
+    """The interleaving experiment's inputs and per-unit counts, computed by an SQL engine,
+    from the run's ``inputs`` (resolved from ``experiment`` when not given)."""
     from abrank.engines.sql.interleaved import InterleavedRequest, interleaved_aggregates
     from abrank.engines.sql.sources import LogSource
 
-    check_dated(experiment)
-    experiment = with_dated_files(experiment)
+    resolved = inputs if inputs is not None else resolve_inputs(experiment)
     config = experiment.log
     assert config is not None  # the config requires it for the interleaved design
     unit = experiment.analysis.unit or "user_id"
+    log = resolved["log.path"]
     sources = []
-    for template in log_files(experiment, config.path):
-        files, fmt = expand_files(template, config.format)
+    for path in log.paths:
+        files, fmt = sql_log_files(log, path, choice.name)
         sources.append(
             LogSource(
                 files=tuple(files),
                 format=fmt,
-                label=str(template),
+                label=str(path),
                 columns=config.columns.mapping(),
                 sep=config.sep,
                 decimal=config.decimal,
             )
         )
-    rankings, ranking_inputs = source_rankings(experiment, say)
+    rankings, ranking_inputs = source_rankings(experiment, resolved, say)
     pairs = arm_pairs(experiment)
     request = InterleavedRequest(
         arms=tuple(arm.name for arm in experiment.arms),
@@ -86,8 +87,8 @@ def score_interleaved_sql(
         result = interleaved_aggregates(backend, sources, request)
     finally:
         backend.close()
-    inputs = [fingerprint(file, "log", None, result.file_rows.get(file, 0)) for file in files]
-    data = InterleavedData(pd.DataFrame(), rankings, inputs + ranking_inputs, sources[0].label)
+    read = [log.entry(file, result.file_rows.get(file, 0)) for file in files]
+    data = InterleavedData(pd.DataFrame(), rankings, read + ranking_inputs, sources[0].label)
     names = {(pair.control, pair.treatment): pair.name for pair in pairs}
     keys = {key: (names[key[:2]], key[2]) for key in result.counts}
     ids = ["impression_id"] + ([unit] if unit != "impression_id" else [])

@@ -1,22 +1,22 @@
 """Reading an experiment's inputs: every arm's rankings, the judgments, the segment table.
 
-Each file read is fingerprinted (sha256, rows) so that the readout records exactly which
-inputs it was computed from.
+The files are those of the run's resolved inputs (:func:`abrank.inputs.resolve_inputs`);
+each file read is recorded with its fingerprint (sha256, rows) so that the readout says
+exactly which inputs it was computed from.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from abrank.analysis.window import check_dated, log_files, read_window, with_dated_files
+from abrank.analysis.window import read_window
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.inputs import InputFiles, Inputs, arm_key, display_path, resolve_inputs
 from abrank.io import read_attributes, read_judgments, read_rankings
 
 #: A callback that is told what the run is doing (one line of text at a time).
@@ -33,38 +33,42 @@ class LoadedData:
     inputs: list[dict[str, Any]]
 
 
-def load_data(experiment: Experiment, say: Progress | None = None) -> LoadedData:
-    """Read every file the experiment names; raise DataError on the first bad one."""
+def load_data(
+    experiment: Experiment, say: Progress | None = None, *, inputs: Inputs | None = None
+) -> LoadedData:
+    """Read every file of the run's ``inputs`` (resolved from ``experiment`` when not
+    given); raise DataError on the first bad one."""
     say = say or (lambda message: None)
-    inputs: list[dict[str, Any]] = []
+    resolved = inputs if inputs is not None else resolve_inputs(experiment)
+    read_files: list[dict[str, Any]] = []
     rankings: dict[str, pd.DataFrame] = {}
-    check_dated(experiment)
-    experiment = with_dated_files(experiment)
-    for arm in experiment.arms:
-        files = log_files(experiment, arm.path)
+    for index, arm in enumerate(experiment.arms):
+        source = resolved[arm_key(index)]
+        files = source.files
         say(f"loading {arm.name} ({shown_files(files)})")
 
-        read = ranking_reader(experiment, arm)
+        read = ranking_reader(experiment, arm, source)
         frame, sizes = read_window(read, files, key="query_id", order=(), what="query")
         rankings[arm.name] = frame
-        role = "control" if arm is experiment.control else "treatment"
-        inputs += [fingerprint(file, role, arm.name, rows) for file, rows in sizes]
+        read_files += [source.entry(file, rows) for file, rows in sizes]
 
-    if experiment.judgments is not None:
-        say(f"loading judgments ({display_path(experiment.judgments.path)})")
+    config = experiment.judgments
+    if config is not None:
+        source = resolved["judgments.path"]
+        say(f"loading judgments ({display_path(source.file)})")
         judgments = read_judgments(
-            experiment.judgments.path,
-            format=experiment.judgments.format,
-            columns=experiment.judgments.columns.mapping(),
-            sep=experiment.judgments.sep,
-            decimal=experiment.judgments.decimal,
+            source.file,
+            format=source.format,
+            columns=config.columns.mapping(),
+            sep=config.sep,
+            decimal=config.decimal,
         )
-        inputs.append(fingerprint(experiment.judgments.path, "judgments", None, len(judgments)))
+        read_files.append(source.entry(source.file, len(judgments)))
     else:
         judgments = _inline_judgments(experiment, rankings)
 
-    segments = _segment_table(experiment, rankings, inputs)
-    return LoadedData(rankings, judgments, segments, inputs)
+    segments = _segment_table(experiment, resolved, rankings, read_files)
+    return LoadedData(rankings, judgments, segments, read_files)
 
 
 def _inline_judgments(experiment: Experiment, rankings: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -86,35 +90,38 @@ def _inline_judgments(experiment: Experiment, rankings: dict[str, pd.DataFrame])
 
 
 def _segment_table(
-    experiment: Experiment, rankings: dict[str, pd.DataFrame], inputs: list
+    experiment: Experiment, inputs: Inputs, rankings: dict[str, pd.DataFrame], read: list
 ) -> pd.DataFrame:
     """One row per query with its segment values, from an attributes file or the logs."""
     columns = list(experiment.segments.columns)
     if not columns:
         return pd.DataFrame(index=pd.Index([], name="query_id", dtype=str))
-    table = attribute_segments(experiment, inputs)
+    table = attribute_segments(experiment, inputs, read)
     if table is not None:
         return table
     source = [(arm.path, rankings[arm.name]) for arm in experiment.arms]
     return segment_values(source, columns)
 
 
-def attribute_segments(experiment: Experiment, inputs: list) -> pd.DataFrame | None:
-    """The segment values per query from the config's attributes file (its fingerprint
-    appended to ``inputs``), or None when the config names none: on every engine, since
-    the file is one small row per query."""
+def attribute_segments(
+    experiment: Experiment, inputs: Inputs, read: list[dict[str, Any]]
+) -> pd.DataFrame | None:
+    """The segment values per query from the config's attributes file (its ``inputs``
+    entry appended to ``read``), or None when the config names none: on every engine,
+    since the file is one small row per query."""
     attributes = experiment.segments.attributes
     if attributes is None:
         return None
+    source = inputs["segments.attributes.path"]
     table = read_attributes(
-        attributes.path,
-        format=attributes.format,
+        source.file,
+        format=source.format,
         columns=attributes.columns.mapping(),
         sep=attributes.sep,
         decimal=attributes.decimal,
     )
-    inputs.append(fingerprint(attributes.path, "attributes", None, len(table)))
-    return segment_values([(attributes.path, table)], list(experiment.segments.columns))
+    read.append(source.entry(source.file, len(table)))
+    return segment_values([(source.file, table)], list(experiment.segments.columns))
 
 
 def segment_values(source: list[tuple[str, pd.DataFrame]], columns: list[str]) -> pd.DataFrame:
@@ -135,13 +142,16 @@ def segment_values(source: list[tuple[str, pd.DataFrame]], columns: list[str]) -
     return pd.concat(parts, axis=1)
 
 
-def ranking_reader(experiment: Experiment, arm: Any) -> Callable[[str], pd.DataFrame]:
-    """A reader of one arm's rankings files, with the arm's format, columns and options."""
+def ranking_reader(
+    experiment: Experiment, arm: Any, files: InputFiles
+) -> Callable[[str], pd.DataFrame]:
+    """A reader of one arm's rankings files (``files``: their formats), with the arm's
+    columns and options."""
 
     def read(file: str) -> pd.DataFrame:
         return read_rankings(
             file,
-            format=arm.format,
+            format=files.format_of(file),
             columns=arm.columns.mapping(),
             duplicates=arm.duplicates or experiment.duplicates,
             sep=arm.sep,
@@ -156,9 +166,11 @@ def impression_reader(
     keep: list[str] | None = None,
     filled: Sequence[str] = (),
     teams: Sequence[str] | None = None,
+    files: InputFiles | None = None,
 ) -> Callable[[str], pd.DataFrame]:
-    """A reader of impression log files with the format, columns and options of ``source``
-    (a ``log:`` or an arm of the config); ``keep``, ``filled`` (the segment columns) and
+    """A reader of impression log files with the columns and options of ``source`` (a
+    ``log:`` or an arm of the config) and the formats of ``files`` (None: detected by the
+    reader, as declared in ``source``); ``keep``, ``filled`` (the segment columns) and
     ``teams`` (an interleaved log's arms) as for :func:`abrank.io.read_impressions` (None:
     every column)."""
     from abrank.io import read_impressions
@@ -166,7 +178,7 @@ def impression_reader(
     def read(file: str) -> pd.DataFrame:
         return read_impressions(
             file,
-            format=source.format,
+            format=source.format if files is None else files.format_of(file),
             columns=source.columns.mapping(),
             sep=source.sep,
             decimal=source.decimal,
@@ -178,31 +190,8 @@ def impression_reader(
     return read
 
 
-def fingerprint(path: str, role: str, arm: str | None, rows: int) -> dict[str, Any]:
-    """An ``inputs`` entry of summary.json: the file's role, shown path, sha256 and rows."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {
-        "role": role,
-        "arm": arm,
-        "path": display_path(path),
-        "sha256": digest.hexdigest(),
-        "rows": int(rows),
-    }
-
-
 def shown_files(files: list[str]) -> str:
     """A log's files in a progress line: the one file, or the first and the last."""
     if len(files) == 1:
         return display_path(files[0])
     return f"{len(files)} files, {display_path(files[0])} .. {display_path(files[-1])}"
-
-
-def display_path(path: str | Path) -> str:
-    """A path relative to the working folder when it lies below it (stable across machines)."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

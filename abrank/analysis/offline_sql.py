@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import glob
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,15 +24,7 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.engine import EngineChoice
-from abrank.analysis.load import (
-    LoadedData,
-    Progress,
-    attribute_segments,
-    display_path,
-    fingerprint,
-    load_data,
-    shown_files,
-)
+from abrank.analysis.load import LoadedData, Progress, attribute_segments, load_data, shown_files
 from abrank.analysis.score import (
     JUDGED_K,
     ScoredArms,
@@ -44,10 +35,10 @@ from abrank.analysis.score import (
     union,
 )
 from abrank.analysis.unjudged import judged_only_names
-from abrank.analysis.window import check_dated, log_files, with_dated_files
 from abrank.config import Experiment
 from abrank.engines.sql import open_backend
 from abrank.errors import ConfigError, DataError
+from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
 __all__ = ["InputCounts", "Scorer", "SqlOffline", "check_offline_inputs", "offline_inputs"]
 
@@ -57,15 +48,16 @@ Scorer = Callable[[Experiment, LoadedData], ScoredArms]
 
 @contextlib.contextmanager
 def offline_inputs(
-    experiment: Experiment, choice: EngineChoice, say: Progress
+    experiment: Experiment, choice: EngineChoice, say: Progress, *, inputs: Inputs | None = None
 ) -> Iterator[tuple[LoadedData, Scorer]]:
-    """The loaded inputs and their scorer on the chosen engine; an SQL engine's
-    connection stays open while the caller scores (and repeats the scoring on judged
-    documents only), and is closed after."""
+    """The loaded inputs (the run's ``inputs``, resolved from ``experiment`` when not
+    given) and their scorer on the chosen engine; an SQL engine's connection stays open
+    while the caller scores (and repeats the scoring on judged documents only), and is
+    closed after."""
     if choice.name == "memory":
-        yield load_data(experiment, say), score_arms
+        yield load_data(experiment, say, inputs=inputs), score_arms
         return
-    offline = SqlOffline(experiment, choice, say)
+    offline = SqlOffline(experiment, choice, say, inputs=inputs)
     try:
         yield offline.load(), offline.score
     finally:
@@ -86,17 +78,18 @@ class InputCounts:
 
 
 def check_offline_inputs(
-    experiment: Experiment, choice: EngineChoice, say: Progress
+    experiment: Experiment, choice: EngineChoice, say: Progress, *, inputs: Inputs | None = None
 ) -> InputCounts:
     """Open and check every input of an offline experiment on the chosen engine, as
     :func:`abrank.run_experiment` opens them, short of scoring: the same loader (memory) or
     the same statements that open the files in the engine (DuckDB, Spark), and the same
-    check that some logged query is judged. What ``abrank validate`` runs."""
+    check that some logged query is judged. What ``abrank validate`` runs (``inputs``:
+    the run's, resolved from ``experiment`` when not given)."""
     if choice.name == "memory":
-        queries = analysed_queries(experiment, load_data(experiment, say))
+        queries = analysed_queries(experiment, load_data(experiment, say, inputs=inputs))
         logged = {name: int(index.size) for name, index in queries.logged.items()}
         return InputCounts(logged, int(queries.judged.size))
-    offline = SqlOffline(experiment, choice, say)
+    offline = SqlOffline(experiment, choice, say, inputs=inputs)
     try:
         offline.load()
         return offline.query_counts()
@@ -104,24 +97,19 @@ def check_offline_inputs(
         offline.close()
 
 
-def _files(path: str) -> list[str]:
-    """A path's files: itself, or the files a glob matches (sorted)."""
-    from abrank.io.files import regular_files
-
-    if any(char in path for char in "*?["):
-        files = regular_files(glob.glob(path, recursive=True), display_path(path))
-        if not files:
-            raise DataError(f"{display_path(path)}: expected files, got none matching")
-        return files
-    return [path]
-
-
 class SqlOffline:
     """One offline experiment's inputs opened in an SQL engine."""
 
-    def __init__(self, experiment: Experiment, choice: EngineChoice, say: Progress):
-        check_dated(experiment)
-        self.experiment = with_dated_files(experiment)
+    def __init__(
+        self,
+        experiment: Experiment,
+        choice: EngineChoice,
+        say: Progress,
+        *,
+        inputs: Inputs | None = None,
+    ):
+        self.inputs = inputs if inputs is not None else resolve_inputs(experiment)
+        self.experiment = experiment
         self.choice = choice
         self.say = say
         self.backend = open_backend(choice.name, choice.options, choice.connection)
@@ -138,7 +126,6 @@ class SqlOffline:
     def load(self) -> LoadedData:
         """Open and check every input; the data the readout reads."""
         from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
-        from abrank.io.detect import detect_format
 
         experiment = self.experiment
         if experiment.judgments is None:
@@ -147,14 +134,15 @@ class SqlOffline:
                 f"{self.engine}, got none (engine memory reads the labels of the logs' relevance "
                 "column)"
             )
-        inputs: list[dict[str, Any]] = []
+        read: list[dict[str, Any]] = []
         for index, arm in enumerate(experiment.arms):
-            files = [f for template in log_files(experiment, arm.path) for f in _files(template)]
+            arm_files = self.inputs[arm_key(index)]
+            files = arm_files.files
             self.say(f"opening {arm.name} on {self.engine} ({shown_files(files)})")
             source = TableSource(
                 files=tuple(files),
-                format=detect_format(files[0], arm.format),
-                label=str(files[0]) if len(files) == 1 else str(arm.path),
+                format=arm_files.format,
+                label=str(files[0]) if len(files) == 1 else arm_files.template,
                 columns=arm.columns.mapping(),
                 sep=arm.sep,
                 decimal=arm.decimal,
@@ -162,27 +150,27 @@ class SqlOffline:
             )
             opened = open_rankings(self.backend, f"abrank_rankings_{index}", source)
             self.rankings[arm.name] = opened
-            role = "control" if arm is experiment.control else "treatment"
-            inputs += [fingerprint(f, role, arm.name, opened.file_rows.get(f, 0)) for f in files]
+            read += [arm_files.entry(f, opened.file_rows.get(f, 0)) for f in files]
         config = experiment.judgments
-        self.say(f"opening judgments on {self.engine} ({display_path(config.path)})")
+        judged = self.inputs["judgments.path"]
+        path = judged.file
+        self.say(f"opening judgments on {self.engine} ({display_path(path)})")
         source = TableSource(
-            files=(config.path,),
-            format=detect_format(config.path, config.format, judgments=True),
-            label=str(config.path),
+            files=(path,),
+            format=judged.format,
+            label=str(path),
             columns=config.columns.mapping(),
             sep=config.sep,
             decimal=config.decimal,
         )
         self.judgments = open_judgments(self.backend, "abrank_judgments", source)
-        rows = self.judgments.file_rows.get(config.path, 0)
-        inputs.append(fingerprint(config.path, "judgments", None, rows))
-        segments = self._segments(inputs)
+        read.append(judged.entry(path, self.judgments.file_rows.get(path, 0)))
+        segments = self._segments(read)
         names = [arm.name for arm in experiment.arms]
         empty = pd.DataFrame(columns=["query_id", "doc_id", "rank"])
-        return LoadedData({name: empty for name in names}, pd.DataFrame(), segments, inputs)
+        return LoadedData({name: empty for name in names}, pd.DataFrame(), segments, read)
 
-    def _segments(self, inputs: list[dict[str, Any]]) -> pd.DataFrame:
+    def _segments(self, read: list[dict[str, Any]]) -> pd.DataFrame:
         """One row per query with its segment values, from an attributes file (read as a
         table: one row per query) or from the logs' columns (the first arm that has the
         column, first row of the query), as the memory path takes them."""
@@ -192,7 +180,7 @@ class SqlOffline:
         columns = list(experiment.segments.columns)
         if not columns:
             return pd.DataFrame(index=pd.Index([], name="query_id", dtype=str))
-        table = attribute_segments(experiment, inputs)
+        table = attribute_segments(experiment, self.inputs, read)
         if table is not None:
             return table
         parts = []

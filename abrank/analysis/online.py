@@ -16,16 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.load import (
-    Progress,
-    display_path,
-    fingerprint,
-    impression_reader,
-    shown_files,
-)
-from abrank.analysis.window import check_dated, log_files, read_window, with_dated_files
+from abrank.analysis.load import Progress, impression_reader, shown_files
+from abrank.analysis.window import read_window
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,57 +55,60 @@ class OnlineScores:
     undefined: dict[str, int]  # judged metric -> impressions without a value (all arms)
 
 
-def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineData:
+def load_online(
+    experiment: Experiment, say: Progress | None = None, *, inputs: Inputs | None = None
+) -> OnlineData:
     """Read the impression logs (one ``log:`` split by its arm column, or a file per arm),
-    the judgments and the covariates; check the arms; drop mixed units if asked. Of the
+    the judgments and the covariates of the run's ``inputs`` (resolved from
+    ``experiment`` when not given); check the arms; drop mixed units if asked. Of the
     logs, only the columns that the metrics, the unit and the segments read are loaded
     (:func:`needed_columns`)."""
     from abrank.io import check_arms, drop_units, read_judgments, split_log
 
     say = say or (lambda message: None)
+    resolved = inputs if inputs is not None else resolve_inputs(experiment)
     unit = experiment.analysis.unit or "user_id"
     names = [arm.name for arm in experiment.arms]
     keep = needed_columns(experiment)
-    inputs: list[dict[str, Any]] = []
-    check_dated(experiment)
-    experiment = with_dated_files(experiment)
+    read_files: list[dict[str, Any]] = []
 
     order = ("impression_id", "rank")
     if experiment.log is not None:
         log = experiment.log
-        files = log_files(experiment, log.path)
+        source = resolved["log.path"]
+        files = source.files
         say(f"loading the log ({shown_files(files)})")
         frame, sizes = read_window(
-            impression_reader(log, [*keep, "arm"], experiment.segments.columns),
+            impression_reader(log, [*keep, "arm"], experiment.segments.columns, files=source),
             files,
             key="impression_id",
             order=order,
             what="impression",
         )
-        inputs += [fingerprint(file, "log", None, rows) for file, rows in sizes]
+        read_files += [source.entry(file, rows) for file, rows in sizes]
         # messages name the file as the reader's do: as the config resolved its path
         frames = split_log(frame, names, path=str(files[0]))
         paths = {name: str(files[0]) for name in names}
     else:
         frames, paths = {}, {}
-        for arm in experiment.arms:
-            files = log_files(experiment, arm.path)
+        for index, arm in enumerate(experiment.arms):
+            source = resolved[arm_key(index)]
+            files = source.files
             say(f"loading {arm.name} ({shown_files(files)})")
             frames[arm.name], sizes = read_window(
-                impression_reader(arm, keep, experiment.segments.columns),
+                impression_reader(arm, keep, experiment.segments.columns, files=source),
                 files,
                 key="impression_id",
                 order=order,
                 what="impression",
             )
-            role = "control" if arm is experiment.control else "treatment"
-            inputs += [fingerprint(file, role, arm.name, rows) for file, rows in sizes]
+            read_files += [source.entry(file, rows) for file, rows in sizes]
             paths[arm.name] = str(files[0])
     for column in [unit, *experiment.segments.columns]:
         for name, frame in frames.items():
             if column not in frame.columns:
                 key = "analysis.unit" if column == unit else "segments.columns"
-                found = whole_frame(experiment, name).columns
+                found = whole_frame(experiment, name, paths[name]).columns
                 raise DataError(
                     f"{paths[name]}: {key}: expected a column {column!r}, "
                     f"found columns: {', '.join(map(str, found))}"
@@ -122,41 +120,47 @@ def load_online(experiment: Experiment, say: Progress | None = None) -> OnlineDa
         dropped = int(mixed.count)
 
     judgments = None
-    if experiment.judgments is not None:
-        source = experiment.judgments
-        say(f"loading judgments ({display_path(source.path)})")
+    config = experiment.judgments
+    if config is not None:
+        source = resolved["judgments.path"]
+        say(f"loading judgments ({display_path(source.file)})")
         judgments = read_judgments(
-            source.path,
+            source.file,
             format=source.format,
-            columns=source.columns.mapping(),
-            sep=source.sep,
-            decimal=source.decimal,
+            columns=config.columns.mapping(),
+            sep=config.sep,
+            decimal=config.decimal,
         )
-        inputs.append(fingerprint(source.path, "judgments", None, len(judgments)))
-    covariates = load_covariates(experiment, unit, say, inputs)
-    return OnlineData(frames, judgments, covariates, mixed, dropped, inputs, paths)
+        read_files.append(source.entry(source.file, len(judgments)))
+    covariates = load_covariates(experiment, resolved, unit, say, read_files)
+    return OnlineData(frames, judgments, covariates, mixed, dropped, read_files, paths)
 
 
 def load_covariates(
-    experiment: Experiment, unit: str, say: Progress, inputs: list[dict[str, Any]]
+    experiment: Experiment,
+    inputs: Inputs,
+    unit: str,
+    say: Progress,
+    read: list[dict[str, Any]],
 ) -> pd.DataFrame | None:
-    """The pre-period table of ``analysis.covariates`` (None without one); its fingerprint
-    is appended to ``inputs``."""
+    """The pre-period table of ``analysis.covariates`` (None without one); its ``inputs``
+    entry is appended to ``read``."""
     from abrank.io.covariates import read_covariates
 
-    source = experiment.analysis.covariates
-    if source is None:
+    config = experiment.analysis.covariates
+    if config is None:
         return None
-    say(f"loading covariates ({display_path(source.path)})")
+    source = inputs["analysis.covariates.path"]
+    say(f"loading covariates ({display_path(source.file)})")
     covariates = read_covariates(
-        source.path,
+        source.file,
         unit=unit,
         metrics=experiment.metrics,
         format=source.format,
-        sep=source.sep,
-        decimal=source.decimal,
+        sep=config.sep,
+        decimal=config.decimal,
     )
-    inputs.append(fingerprint(source.path, "covariates", None, len(covariates)))
+    read.append(source.entry(source.file, len(covariates)))
     return covariates
 
 
@@ -175,14 +179,15 @@ def needed_columns(experiment: Experiment) -> list[str]:
     return list(dict.fromkeys(wanted))
 
 
-def whole_frame(experiment: Experiment, arm: str) -> pd.DataFrame:
-    """An arm's impressions with every column of its log (:func:`load_online` loads the
-    columns the metrics read only). For messages about a missing column, which list the
-    columns found: this reads the log again, and runs only on the way to that error."""
+def whole_frame(experiment: Experiment, arm: str, path: str) -> pd.DataFrame:
+    """An arm's impressions with every column of its log's first file ``path``
+    (:func:`load_online` loads the columns the metrics read only). For messages about a
+    missing column, which list the columns found: this reads the log again, and runs only
+    on the way to that error."""
     from abrank.io import split_log
 
     source = experiment.log or next(a for a in experiment.arms if a.name == arm)
-    frame = impression_reader(source)(log_files(experiment, source.path)[0])
+    frame = impression_reader(source)(path)
     if experiment.log is None:
         return frame
     names = [a.name for a in experiment.arms]
@@ -219,7 +224,8 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     needed = needed_columns(experiment)
     for name, frame in data.impressions.items():
         if any(column not in frame.columns for column in needed):
-            frame = whole_frame(experiment, name)  # so that the error lists every column
+            # so that the error lists every column
+            frame = whole_frame(experiment, name, data.paths[name])
         index = ImpressionIndex.of(frame)  # coded once for the scores and every sum
         parts = []
         if clicks:

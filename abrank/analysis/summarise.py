@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.comparisons import ArmPair, arm_pairs
-from abrank.analysis.load import LoadedData, display_path
+from abrank.analysis.load import LoadedData
 from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check
 from abrank.analysis.window import peeking_warnings, window_summary
 from abrank.config import Experiment
 from abrank.config.interleaved import credit_label
+from abrank.inputs import display_path
 from abrank.readout import Readout
 from abrank.readout.model import (
     ArmSummary,

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from abrank.analysis.engine import EngineChoice, choose_engine
-from abrank.analysis.window import missing_input_error, missing_inputs
 from abrank.config import Experiment, load_experiment
+from abrank.inputs import missing_input_error, missing_inputs
 
 #: what is found for a dated config validated without a date (only the config is checked)
 DATED_WITHOUT_DATE = "dated config (give --date to check its files)"

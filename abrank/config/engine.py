@@ -13,7 +13,6 @@ experiments each engine can run is the engines' business
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from pathlib import Path
@@ -147,16 +146,6 @@ def engine_config(value: Any) -> Any:
 Engine = Annotated[EngineConfig, BeforeValidator(engine_config)]
 
 
-def exists(path: str) -> bool:
-    """A log path names some file: the file itself, a match of a glob, a file in a folder."""
-    from abrank.io.files import path_problem
-
-    full = Path(path)
-    if not is_pattern(path, full):
-        return path_problem(full) != "no such file"  # anything else: the loader names it
-    return pattern_problem(path, full) is None
-
-
 def is_pattern(value: str, full: Path) -> bool:
     """A log path that names several files: a glob (``logs/date=*/part-*.parquet``) or a
     folder (every data file below it, hive partitions such as ``date=2024-05-01/`` too)."""
@@ -165,16 +154,22 @@ def is_pattern(value: str, full: Path) -> bool:
 
 def pattern_problem(value: str, full: Path) -> str | None:
     """What is wrong with a glob or folder log path (None when it names some file): no
-    file, or a match that is not a regular file (a FIFO, which a reader would wait on)."""
+    file (hidden ones do not count: :func:`abrank.io.files.expand_pattern`, the one rule
+    of every engine), or a match that is not a regular file (a FIFO, which a reader would
+    wait on)."""
     from abrank.errors import DataError
-    from abrank.io.files import regular_files
+    from abrank.io.files import expand_pattern
 
-    matches = full.rglob("*") if full.is_dir() else glob.glob(str(full), recursive=True)
     try:
-        files = regular_files(matches, value)
+        files = expand_pattern(str(full), value)
     except DataError as exc:
         return str(exc)
     if not files and full.is_dir():
+        if any(path.is_file() for path in full.rglob("*")):
+            return (
+                f"expected a folder holding log files, got {value!r}, whose files are all "
+                "hidden (names starting with '.' or '_')"
+            )
         return f"expected a folder holding log files, got the empty folder {value!r}"
     if not files:
         return f"expected a pattern matching some file, got {value!r}, which matches none"

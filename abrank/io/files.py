@@ -10,6 +10,7 @@ TREC files, tables and ``runid`` lookups all agree on what a file holds.
 from __future__ import annotations
 
 import errno
+import glob
 import gzip
 import os
 import stat
@@ -26,6 +27,7 @@ __all__ = [
     "GZIP_MAGIC",
     "arrow_input",
     "check_file",
+    "expand_pattern",
     "head_bytes",
     "is_gzip",
     "open_bytes",
@@ -111,6 +113,41 @@ def regular_files(paths: Iterable[str | Path], pattern: str) -> list[str]:
         elif problem not in ("a folder", "no such file"):
             raise DataError(f"{path}: expected a data file (matched by {pattern}), got {problem}")
     return sorted(files)
+
+
+#: Names that a folder of data files holds beside its data and that no reader should read:
+#: ``_SUCCESS``, ``_committed_*``, ``_temporary/`` (Spark's and Hadoop's markers and
+#: unfinished output), ``.part-0.parquet.crc``, ``.ipynb_checkpoints/``.
+HIDDEN_PREFIXES = (".", "_")
+
+
+def expand_pattern(path: str, shown: str) -> list[str]:
+    """The files a log path names, sorted: every data file below a folder (hive
+    partitions such as ``date=2024-05-01/`` too), the files a glob matches
+    (``logs/date=*/part-*.parquet``, ``**`` across folders), or the path itself when it is
+    neither (left to its reader to check).
+
+    Below a folder, a file is hidden, and passed over, when its name or that of a folder
+    between it and ``path`` starts with ``.`` or ``_`` (:data:`HIDDEN_PREFIXES`), as Spark
+    and Hive pass them over. A glob's matches are what the pattern says (its ``*`` does
+    not match a leading ``.``). A match that is not a regular file is a DataError
+    (:func:`regular_files`, ``shown`` naming the path); no match is an empty list.
+    """
+    if Path(path).is_dir():
+        return regular_files(_visible_files(path), shown)
+    if any(char in path for char in "*?["):
+        return regular_files(glob.glob(path, recursive=True), shown)
+    return [path]
+
+
+def _visible_files(folder: str) -> Iterable[str]:
+    """The entries below ``folder`` that are not folders, hidden ones left out (and hidden
+    folders not entered); symbolic links to folders are not followed."""
+    for root, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if not name.startswith(HIDDEN_PREFIXES)]
+        for name in names:
+            if not name.startswith(HIDDEN_PREFIXES):
+                yield os.path.join(root, name)
 
 
 def is_gzip(path: str | Path) -> bool:
