@@ -275,7 +275,7 @@ def _analyse(
     try:
         run = experiment.for_date(date)  # an undated run of a dated config: load says so
         missing = missing_inputs(run) if day is not None else []
-        if missing:
+        if missing and day is not None:  # (only a dated run has missing inputs)
             key, file = missing[0]
             if options.missing == "skip":
                 detail = f"{key}: {display_path(file)} does not exist yet (nothing written)"
@@ -283,7 +283,7 @@ def _analyse(
                     print(f"abrank: skipped: {experiment.name} {day}: {detail}", file=sys.stderr)
                 return RunOutcome(config, experiment.name, day, EXIT_SKIPPED, "skipped", detail)
             raise missing_input_error(key, file, day)
-        out = options.out
+        out: str | Path | None = options.out
         out = Path(out) / experiment.name if out and several else out
         folder = readout_folder(run, out)
         # a refused output path fails before the analysis runs

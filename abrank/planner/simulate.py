@@ -31,7 +31,7 @@ import numpy as np
 from scipy.stats import norm
 
 from abrank.analysis.load import load_data
-from abrank.config import Experiment, load_experiment
+from abrank.config import ArmConfig, Experiment, load_experiment
 from abrank.config.simulation import (
     CLICK_MODEL_NAMES,
     DEFAULT_CTR_K,
@@ -110,7 +110,7 @@ def simulate_power(
     alpha, target = experiment.analysis.alpha, options.power
 
     data = load_data(experiment)
-    control = experiment.control.name
+    control = _arm_name(experiment.control)
     setup = click_setup(
         data.rankings[control],
         data.rankings[treatment],
@@ -157,7 +157,7 @@ def simulate_power(
     for design in designs:
         if design.needed.note:
             notes.append(f"{design.label}: {design.needed.note}")
-    t_label = next(a.label or a.name for a in experiment.treatments if a.name == treatment)
+    t_label = next(a.label or treatment for a in experiment.treatments if a.name == treatment)
     return PlannerResult(
         experiment={"name": experiment.name, "title": experiment.display_title},
         arms={
@@ -206,8 +206,17 @@ def _click_model_name(name: object) -> str:
     )
 
 
+def _arm_name(arm: ArmConfig) -> str:
+    """An arm's name, which :func:`load_experiment` resolves for every arm."""
+    if arm.name is None:
+        raise ConfigError(
+            "arms: expected every arm named (load_experiment names them), got an arm without one"
+        )
+    return arm.name
+
+
 def _treatment_arm(experiment: Experiment, options: SimulationConfig) -> str:
-    names = [arm.name for arm in experiment.treatments]
+    names = [_arm_name(arm) for arm in experiment.treatments]
     if options.treatment is None:
         return names[0]
     if options.treatment not in names:
