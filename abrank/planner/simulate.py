@@ -26,6 +26,7 @@ import difflib
 import math
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from scipy.stats import norm
@@ -207,12 +208,9 @@ def _click_model_name(name: object) -> str:
 
 
 def _arm_name(arm: ArmConfig) -> str:
-    """An arm's name, which :func:`load_experiment` resolves for every arm."""
-    if arm.name is None:
-        raise ConfigError(
-            "arms: expected every arm named (load_experiment names them), got an arm without one"
-        )
-    return arm.name
+    """An arm's name: :func:`load_experiment` names every arm (``ArmConfig.name`` is None
+    only in a config not resolved yet)."""
+    return cast(str, arm.name)
 
 
 def _treatment_arm(experiment: Experiment, options: SimulationConfig) -> str:
