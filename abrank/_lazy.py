@@ -9,7 +9,7 @@ need pandas write ``from abrank._lazy import pandas as pd`` and use ``pd`` as us
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 class _Pandas:
@@ -21,7 +21,10 @@ class _Pandas:
         return getattr(pandas, name)
 
 
-pandas = _Pandas()
+if TYPE_CHECKING:  # the type checker reads ``pd.DataFrame`` and the rest from pandas itself
+    import pandas as pandas
+else:
+    pandas = _Pandas()
 
 
 def import_pandas_in_background() -> None:

@@ -276,7 +276,7 @@ def _analyse(
         run = experiment.for_date(date)  # an undated run of a dated config: the run says so
         inputs = resolve_inputs(run) if day is not None else None
         missing = inputs.missing() if inputs is not None else []
-        if missing:
+        if missing and day is not None:  # (only a dated run has missing inputs)
             key, file = missing[0]
             if options.missing == "skip":
                 detail = f"{key}: {display_path(file)} does not exist yet (nothing written)"
@@ -284,7 +284,7 @@ def _analyse(
                     print(f"abrank: skipped: {experiment.name} {day}: {detail}", file=sys.stderr)
                 return RunOutcome(config, experiment.name, day, EXIT_SKIPPED, "skipped", detail)
             raise missing_input_error(key, file, day)
-        out = options.out
+        out: str | Path | None = options.out
         out = Path(out) / experiment.name if out and several else out
         folder = readout_folder(run, out)
         # a refused output path fails before the analysis runs

@@ -36,7 +36,10 @@ def write_failure(exc: BaseException) -> AbrankError | None:
     """An OS error of a file that could not be written (:data:`_UNWRITABLE_ERRNOS`, with
     the file's name) as a ConfigError naming the file and the system's reason (``reports/
     history/x.parquet: no space left on device``); None for any other exception."""
-    if not isinstance(exc, OSError) or exc.errno not in _UNWRITABLE_ERRNOS or not exc.filename:
+    if not isinstance(exc, OSError) or not exc.filename:
         return None
-    reason = exc.strerror or os.strerror(exc.errno)
+    code = exc.errno
+    if code is None or code not in _UNWRITABLE_ERRNOS:
+        return None
+    reason = exc.strerror or os.strerror(code)
     return ConfigError(f"{exc.filename}: {reason[:1].lower()}{reason[1:]}")

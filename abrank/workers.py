@@ -177,6 +177,8 @@ def render_charts(readout: Any, charts: Sequence[Any]) -> None:
                 except OSError:
                     _drop(conn)
         for conn, share in sent:
+            status: str
+            payload: Any  # the worker's reply: PNG bytes per chart when the status is "ok"
             try:  # a worker that dies or hangs is dropped, and its charts drawn here
                 ready = conn.poll(_CHART_TIMEOUT + _CHART_TIMEOUT * len(share))
                 status, payload = conn.recv() if ready else ("late", None)
@@ -249,6 +251,7 @@ def _serve_charts(conn: Any) -> None:
         if message is None:  # asked to stop
             return
         blob, names = message
+        reply: tuple[str, list[bytes] | str]
         try:
             drawn = {chart.name: chart for chart in plan_charts(pickle.loads(blob))}
             reply = ("ok", [drawn[name].png for name in names])

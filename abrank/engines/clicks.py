@@ -102,7 +102,9 @@ class ImpressionIndex:
     codes: np.ndarray
     ids: pa.Array
     head: np.ndarray
-    _columns: dict = field(default_factory=dict, repr=False, compare=False)
+    _columns: dict[tuple[str, bool], tuple[np.ndarray, pa.Array | pd.Index]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, impressions: pd.DataFrame) -> ImpressionIndex:
@@ -126,7 +128,7 @@ class ImpressionIndex:
 
     def column_codes(
         self, impressions: pd.DataFrame, column: str, *, segment: bool = False
-    ) -> tuple[np.ndarray, object]:
+    ) -> tuple[np.ndarray, pa.Array | pd.Index]:
         """Per impression the code of its value of ``column`` and the distinct values (a
         segment's as an Index, see :func:`unit_sums`); each row of an impression must hold
         the same value (a DataError naming the impression otherwise)."""
@@ -274,9 +276,11 @@ def unit_sums(
     out: dict[str, np.ndarray] = {"impressions": np.bincount(group, minlength=groups)}
     counts: dict[str, np.ndarray] = {}
     for column in values.columns:
-        numbers = parse_numbers(
-            values[column], lambda row, c=column: f"values: {c}: row {row}", allow_missing=True
-        )
+
+        def where(row: int, c: object = column) -> str:
+            return f"values: {c}: row {row}"
+
+        numbers = parse_numbers(values[column], where, allow_missing=True)
         present_value = ~np.isnan(numbers)
         out[str(column)] = np.bincount(
             group[present_value], weights=numbers[present_value], minlength=groups

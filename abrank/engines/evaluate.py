@@ -83,7 +83,8 @@ def evaluate(
     if judged_only:
         parsed = as_judged_only(parsed)
     # a judged-only metric may read any judged row down to depth: those are joined too
-    reach = None if any(m.k is None or m.judged_only for m in parsed) else max(m.k for m in parsed)
+    cutoffs = [m.k for m in parsed if m.k is not None and not m.judged_only]
+    reach = max(cutoffs) if len(cutoffs) == len(parsed) else None
     prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach)
     return _values_frame(prep, parsed, float(rel_level), gain, complete)
 
@@ -235,10 +236,11 @@ def diagnose(
     leave mrr, ndcg, recall and map undefined and drop out of comparisons.
     """
     check_options(rel_level, "linear", depth)
-    metric = Metric("judged", k)
-    prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach=metric.k)
+    Metric("judged", k)  # checks the cutoff (ConfigError for one that is not a whole number >= 1)
+    cutoff = int(k)
+    prep = prepare(canonical_frame(rankings), _judgments(judgments), depth, reach=cutoff)
     scored = scored_queries(prep, False)
-    judged_share = _judged_share(prep, float(rel_level), metric.k)
+    judged_share = _judged_share(prep, float(rel_level), cutoff)
     relevant = np.bincount(
         prep.judged_code[prep.judged_grade >= float(rel_level)], minlength=len(prep.ids)
     )
@@ -247,6 +249,6 @@ def diagnose(
         judged_queries=int(scored.sum()),
         without_relevant=int((scored & (relevant == 0)).sum()),
         judged_at_k=float(judged_share.mean()) if judged_share.size else math.nan,
-        k=metric.k,
+        k=cutoff,
         rel_level=float(rel_level),
     )

@@ -98,6 +98,13 @@ class _Copy:
     starts: dict[str, tuple[ManifestEntry, int]]  # date -> (its entry, its first row)
 
 
+def _copy_rows(copy: _Copy | None, piece: list[int]) -> pa.Table:
+    """Rows [first, end) of the copy; only a folder with a copy has pieces of it."""
+    if copy is None:
+        raise ValueError("rows of the consolidated copy asked for, but there is no copy")
+    return copy.table.slice(piece[0], piece[1] - piece[0])
+
+
 def copy_path(folder: Path) -> Path:
     """The consolidated copy of an experiment's folder."""
     return folder / COPY_NAME
@@ -189,10 +196,7 @@ def assemble(
         else:
             run = [start, start + entry.rows]
             pieces.append(run)
-    tables = [
-        copy.table.slice(piece[0], piece[1] - piece[0]) if isinstance(piece, list) else piece
-        for piece in pieces
-    ]
+    tables = [_copy_rows(copy, piece) if isinstance(piece, list) else piece for piece in pieces]
     gone = len(set(held) - {file.date for file in files})
     if tables:
         table = pa.concat_tables(tables).combine_chunks()
@@ -300,7 +304,7 @@ def _manifest(metadata: dict[bytes, bytes]) -> list[ManifestEntry]:
     manifest = json.loads(metadata[MANIFEST_KEY])
     if manifest.get("format") != MANIFEST_FORMAT:
         raise ValueError("another manifest format")
-    entries = []
+    entries: list[ManifestEntry] = []
     for date, inode, size, mtime_ns, rows in manifest["files"]:
         values = (inode, size, mtime_ns, rows)
         if not isinstance(date, str) or not all(type(value) is int for value in values):

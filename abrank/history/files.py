@@ -202,8 +202,9 @@ def check_keys(table: pa.Table, files: list[tuple[str, str, Path]], counts: list
     """Every row holds the experiment and date of the file it was read from (its folder's
     and its name's), checked on the whole table at once; DataError naming the first file
     whose rows do not."""
-    for position, column in ((0, "experiment"), (1, "date")):
-        expected = key_column([file[position] for file in files], counts)
+    keys = {"experiment": [name for name, _, _ in files], "date": [date for _, date, _ in files]}
+    for column, values in keys.items():
+        expected = key_column(values, counts)
         first = first_mismatch(table.column(column), expected)
         if first is None:
             continue

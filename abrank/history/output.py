@@ -19,6 +19,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -141,9 +142,9 @@ def text_parts(
         left = name in _LEFT
         last = index == len(columns) - 1
         if left and not last:
-            cells = cells.map(lambda texts, w=width: pc.utf8_rpad(texts, width=w))
+            cells = cells.map(partial(pc.utf8_rpad, width=width))
         elif not left:
-            cells = cells.map(lambda texts, w=width: pc.utf8_lpad(texts, width=w))
+            cells = cells.map(partial(pc.utf8_lpad, width=width))
         headers.append(name.ljust(width) if left else name.rjust(width))
         pieces += [cells, "  " if not last else "\n"]
     header = "  ".join(headers).rstrip() + "\n"

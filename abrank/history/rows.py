@@ -69,7 +69,7 @@ def history_rows(
     if window not in WINDOWS:
         raise ConfigError(f"window: expected one of {', '.join(WINDOWS)}, got {window!r}")
     if window == "cumulative":
-        check_date(window_start, "window_start")
+        window_start = check_date(window_start, "window_start")
         if window_start > date:
             raise ConfigError(
                 f"window_start: expected a date on or before {date}, got {window_start}"

@@ -9,6 +9,7 @@ win / tie / loss per impression (:func:`impression_outcomes`, :func:`delta_ab`).
 
 from __future__ import annotations
 
+from abrank.config.interleaved import CREDITS
 from abrank.interleaving.build import METHODS, coin_flips, grades_of_shown, interleave
 from abrank.interleaving.checks import FixedLists, fixed_lists
 from abrank.interleaving.clicks import (
@@ -18,7 +19,7 @@ from abrank.interleaving.clicks import (
     PositionBased,
     simulate_clicks,
 )
-from abrank.interleaving.credit import CREDITS, delta_ab, impression_outcomes
+from abrank.interleaving.credit import delta_ab, impression_outcomes
 
 __all__ = [
     "CLICK_PROFILES",

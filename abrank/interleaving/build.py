@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -159,7 +159,9 @@ def source_rank_column(team: str) -> str:
     return f"rank_{team}"
 
 
-def _source_ranks(shown, a, b, filled, team_names) -> dict[str, pd.Series]:
+def _source_ranks(
+    shown: np.ndarray, a: np.ndarray, b: np.ndarray, filled: np.ndarray, team_names: np.ndarray
+) -> dict[str, pd.Series]:
     """Each shown document's rank in each source ranking (nullable Int64, missing when
     the ranking does not hold it), the columns :func:`source_rank_column` names: the
     balanced credit rule needs them."""
@@ -173,7 +175,15 @@ def _source_ranks(shown, a, b, filled, team_names) -> dict[str, pd.Series]:
 
 
 def _per_impression(
-    impressions, query_ids, matrices, kernel, seed, rounds, limit, doc_ids, team_names
+    impressions: pd.DataFrame,
+    query_ids: pa.Array,
+    matrices: list[np.ndarray],
+    kernel: Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]],
+    seed: int,
+    rounds: int,
+    limit: int,
+    doc_ids: pa.Array,
+    team_names: np.ndarray,
 ) -> pd.DataFrame:
     """The lists of :func:`interleave` with ``impressions``: each impression takes its
     query's rows of the ranking matrices and its own coin flips."""
@@ -246,8 +256,8 @@ def coin_flips(
     key = hashlib.blake2b(str(int(seed)).encode("utf-8"), digest_size=8).hexdigest()
     if isinstance(query_ids, (pa.Array, pa.ChunkedArray)):
         query_ids = query_ids.to_numpy(zero_copy_only=False)
-    ids = pd.Series(np.asarray(query_ids, dtype=object), dtype=object).astype(str)
-    ids = ids.to_numpy(dtype=object)
+    texts = pd.Series(np.asarray(query_ids, dtype=object), dtype=object).astype(str)
+    ids = texts.to_numpy(dtype=object)
     base = pd.util.hash_array(ids, hash_key=key, categorize=False).astype(np.uint64)
     steps = (np.arange(1, rounds + 1, dtype=np.uint64) * _GOLDEN)[None, :]
     with np.errstate(over="ignore"):
@@ -340,7 +350,19 @@ def balanced_codes(
     return shown, team
 
 
-def _place(shown, team, step, rows, picking, matrix, at, code, own, other, cross) -> None:
+def _place(
+    shown: np.ndarray,
+    team: np.ndarray,
+    step: int,
+    rows: np.ndarray,
+    picking: np.ndarray,
+    matrix: np.ndarray,
+    at: np.ndarray,
+    code: int,
+    own: np.ndarray,
+    other: np.ndarray,
+    cross: np.ndarray,
+) -> None:
     """Show, for the queries ``picking``, the document at position ``at`` of ``matrix``."""
     q = rows[picking]
     shown[q, step] = matrix[q, at[q]]
@@ -348,7 +370,9 @@ def _place(shown, team, step, rows, picking, matrix, at, code, own, other, cross
     _mark_used(q, at[q], own, other, cross)
 
 
-def _mark_used(q: np.ndarray, at: np.ndarray, own: np.ndarray, other: np.ndarray, cross) -> None:
+def _mark_used(
+    q: np.ndarray, at: np.ndarray, own: np.ndarray, other: np.ndarray, cross: np.ndarray
+) -> None:
     """Mark the shown documents as used in their own list and, when there, in the other."""
     own[q, at] = True
     there = cross[q, at]

@@ -34,7 +34,7 @@ import pandas as pd
 
 from abrank.errors import ConfigError, DataError
 
-CLICK_PROFILES: dict[str, dict[str, dict[int, float]]] = {
+CLICK_PROFILES: dict[str, dict[str, dict[float, float]]] = {
     "perfect": {
         "attractiveness": {0: 0.0, 1: 0.2, 2: 0.4, 3: 0.8, 4: 1.0},
         "stop": {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0},
@@ -199,7 +199,14 @@ def grade_probabilities(table: Mapping[float, float], grades: np.ndarray, what: 
     return _lookup(table, np.asarray(grades, dtype=float), what)
 
 
-def _cascade(shown, ranks, attract, stop, impressions: int, rng) -> np.ndarray:
+def _cascade(
+    shown: pd.DataFrame,
+    ranks: np.ndarray,
+    attract: np.ndarray,
+    stop: np.ndarray,
+    impressions: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Cascade clicks: a result is examined when no earlier result of its list was clicked
     and followed by a stop; a click is an examined result whose uniform is below its
     attractiveness."""

@@ -241,8 +241,8 @@ def _team_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         if not pd.api.types.is_object_dtype(dtype) or plain_text:
             names = pd.Series(uniques, dtype=dtype).astype(str).to_numpy(dtype=object)
             return codes, names
-    codes, uniques = pd.factorize(column.astype(str).to_numpy(dtype=object), use_na_sentinel=False)
-    return codes, np.asarray(uniques, dtype=object)
+    codes, texts = pd.factorize(column.astype(str).to_numpy(dtype=object), use_na_sentinel=False)
+    return codes, np.asarray(texts, dtype=object)
 
 
 def _check_teams(teams: np.ndarray, control: str, treatment: str) -> None:
@@ -351,7 +351,11 @@ def _first_rows_by_cells(codes: np.ndarray, ranks: np.ndarray, n: int) -> np.nda
 
 
 def _check_one_user(
-    codes: np.ndarray, users: np.ndarray, first: np.ndarray, log, starts: np.ndarray | None
+    codes: np.ndarray,
+    users: np.ndarray,
+    first: np.ndarray,
+    log: pd.DataFrame,
+    starts: np.ndarray | None,
 ) -> None:
     """DataError when an impression's rows name more than one user (the first row whose
     user differs from that of its impression's top-ranked row).

@@ -349,9 +349,11 @@ def _ids_as_strings(
         missing = values.isna().to_numpy()
         if missing.any():
             _fail_at(path, first_line, values, missing, column, "a non-empty id")
-        check_scalar_ids(
-            values, lambda row, c=column: f"{path}: {_where(path, row + first_line)}: {c}"
-        )
+
+        def where(row: int, c: str = column) -> str:
+            return f"{path}: {_where(path, row + first_line)}: {c}"
+
+        check_scalar_ids(values, where)
         if not (pd.api.types.is_string_dtype(values) and not pd.api.types.is_object_dtype(values)):
             frame[column] = values.astype(str)
     return frame

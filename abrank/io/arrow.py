@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import pyarrow as pa
@@ -196,11 +197,18 @@ def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray, what: str = "ids") 
     return arr
 
 
-def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
+@overload
+def query_codes(column: pa.ChunkedArray, /) -> tuple[np.ndarray, pa.Array]: ...
+@overload
+def query_codes(
+    first: pa.ChunkedArray, second: pa.ChunkedArray, /, *more: pa.ChunkedArray
+) -> tuple[list[np.ndarray], pa.Array]: ...
+def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray] | np.ndarray, pa.Array]:
     """Dense int32 codes for query ids, shared by all columns, ordered by query id.
 
-    Returns one code array per column and the sorted distinct ids (code i is ``ids[i]``);
-    sorting is byte order, the order trec_eval prints queries in.
+    Returns the sorted distinct ids (code i is ``ids[i]``; sorting is byte order, the
+    order trec_eval prints queries in) beside the codes: one array for one column, a list
+    of one array per column for several.
     """
     encoded = [_encode_grouped(column) for column in columns]
     # string or large_string columns alike: only the (small) dictionaries are cast
@@ -388,7 +396,8 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
     exact = words <= 2
     # the last word holds what is left of the longest id (and its length) in as few
     # bytes as that needs: 9-byte ids take 8 + 2 bytes per key, not 16
-    last, top = np.uint64, 56
+    last: type[np.unsignedinteger] = np.uint64
+    top = 56
     if exact and words == 2:
         need = longest - 8 + with_length
         last = np.uint16 if need <= 2 else np.uint32 if need <= 4 else np.uint64
@@ -400,7 +409,9 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
     for chunk in chunks:
         n = len(chunk)
         _, offsets_buf, data_buf = chunk.buffers()
-        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        width: type[np.signedinteger] = (
+            np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        )
         offsets = np.frombuffer(
             offsets_buf, dtype=width, count=n + 1, offset=chunk.offset * np.dtype(width).itemsize
         )
@@ -590,7 +601,9 @@ def equal_pairs(
     return first, later
 
 
-def _take(docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array], items: np.ndarray):
+def _take(
+    docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array], items: np.ndarray
+) -> pa.Array:
     """The doc ids of some items: ``docs`` is the ids in item order, or a function."""
     return docs(items) if callable(docs) else take_rows(docs, items)
 

@@ -175,11 +175,12 @@ def parse_numbers(
     or ``missing(row)`` when given (a reader that can look at the file tells a NaN from an
     empty cell: both are missing once parsed).
     """
+    numbers: np.ndarray | None = None
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         numbers = _arrow_numbers(values)
         if numbers is None:  # text that pyarrow cannot cast: find the bad cell with pandas
             values = pd.Series(values.to_pandas(), copy=False)
-    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+    if numbers is None:  # not Arrow, or Arrow text now read through pandas
         if not isinstance(values, pd.Series):
             values = pd.Series(values)
         if pd.api.types.is_bool_dtype(values) and not booleans:
@@ -208,8 +209,8 @@ def parse_numbers(
         with np.errstate(invalid="ignore"):
             wide = np.abs(numbers) > LARGEST_WHOLE
         if wide.any():
-            text = LARGEST_WHOLE_TEXT
-            _fail(where, values, wide, f"a number between -{text} and {text}", empty)
+            largest = LARGEST_WHOLE_TEXT
+            _fail(where, values, wide, f"a number between -{largest} and {largest}", empty)
     return numbers
 
 

@@ -41,7 +41,7 @@ def concat_frames(
                 f"{path}: expected the columns of {paths[0]} ({', '.join(map(str, columns))}), "
                 f"found {', '.join(map(str, frame.columns))}"
             )
-    joined = {}
+    joined: dict[str, pd.Series | pd.Categorical] = {}
     for column in columns:
         parts = [frame[column] for frame in frames]
         if all(isinstance(part.dtype, pd.CategoricalDtype) for part in parts):

@@ -18,6 +18,7 @@ __all__ = ["check_table_options", "detect_format"]
 
 def detect_format(path: str | Path, declared: str | None = None, *, judgments: bool = False) -> str:
     """The file's format: as declared, else from its extension (``.gz`` looked through)."""
+    fmt: str | None
     if declared:
         fmt = declared
     else:

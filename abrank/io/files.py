@@ -12,12 +12,12 @@ from __future__ import annotations
 import errno
 import glob
 import gzip
+import io
 import os
 import stat
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
 
 import pyarrow as pa
 
@@ -159,8 +159,9 @@ def is_gzip(path: str | Path) -> bool:
     return compressed
 
 
-def open_bytes(path: str | Path) -> IO[bytes]:
-    """The file's bytes, decompressed when it is gzip data (:func:`is_gzip`)."""
+def open_bytes(path: str | Path) -> gzip.GzipFile | io.BufferedReader:
+    """The file's bytes, decompressed when it is gzip data (:func:`is_gzip`); either
+    stream can ``peek``."""
     return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 

@@ -233,7 +233,7 @@ def _byte_order(values: pa.Array, text: pa.Array) -> np.ndarray:
     return np.lexsort((digits, padded, ~negative))
 
 
-def _code_type(size: int) -> type:
+def _code_type(size: int) -> type[np.signedinteger]:
     return np.int32 if size < 2**31 else np.int64
 
 

@@ -239,7 +239,7 @@ def _converted(
     out: dict[str, Any] = {}
     for column in (*_IDS, "arm", "team"):
         if column in log:
-            out[column] = id_column(log[column], lambda row, c=column: f"{where(row)}: {c}")
+            out[column] = id_column(log[column], _in_column(where, column))
     if teams is not None and "team" in out:
         _check_teams(out["team"], teams, lambda row: f"{where(row)}: team")
     if "query" in log:
@@ -250,11 +250,16 @@ def _converted(
         out["dwell"] = dwell_column(log["dwell"], lambda row: f"{where(row)}: dwell", decimal)
     for column in filled:
         if column in log:
-            segment_values_present(log[column], lambda row, c=column: f"{where(row)}: {c}")
+            segment_values_present(log[column], _in_column(where, column))
     for column, values in log.items():
         if column not in out:
             out[column] = other_column(values)
     return out
+
+
+def _in_column(where: Callable[[int], str], column: str) -> Callable[[int], str]:
+    """Where a row's cell of ``column`` is: ``where(row)`` followed by the column's name."""
+    return lambda row: f"{where(row)}: {column}"
 
 
 def _check_teams(

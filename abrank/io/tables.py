@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
@@ -289,7 +289,7 @@ def read_json_lines(path: Path, data: bytes | None = None) -> pd.DataFrame:
             ) from None
     if data is not None:
         return pd.read_json(io.BytesIO(data), lines=True, dtype=False)
-    compression = "gzip" if is_gzip(path) else None
+    compression: Literal["gzip"] | None = "gzip" if is_gzip(path) else None
     return pd.read_json(path, lines=True, dtype=False, compression=compression)
 
 

@@ -277,12 +277,12 @@ def parse_metric(text: str | Metric) -> Metric:
     if match.group("k") is not None:
         raw = match.group("k").strip()
         try:
-            value = float(raw)
+            cutoff = float(raw)
         except ValueError:
-            value = math.nan
-        if not (1 <= value <= MAX_CUTOFF and value == int(value)):  # also refuses nan
+            cutoff = math.nan
+        if not (1 <= cutoff <= MAX_CUTOFF and cutoff == int(cutoff)):  # also refuses nan
             raise ConfigError(f"metric {text!r}: cutoff: expected {_CUTOFF_RANGE}, got {raw!r}")
-        k = int(value)
+        k = int(cutoff)
     rel: float | None = None
     gain: str | None = None
     params = match.groupdict().get("params")

@@ -16,12 +16,15 @@ import html
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abrank.analysis.write import default_folder, write_folder
 from abrank.planner.result import PlannerResult
 from abrank.render.chart_panels import chart_title, finish_one_panel
 from abrank.render.chart_style import ARM_COLOURS, GREY, WIDTH, Chart, mpl_classes
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FILES = ("simulation.json", "power.csv", "power.png", "simulation.md", "simulation.html")
 """The files of a simulation folder."""
@@ -74,7 +77,7 @@ def power_chart(result: PlannerResult) -> Chart:
     """The power curves of the designs against users (log axis), the target power line
     and each design's crossing point."""
 
-    def draw():
+    def draw() -> Figure:
         fig = mpl_classes().Figure(figsize=(WIDTH, 4.5))
         ax = fig.add_subplot()
         ax.set_xscale("log")

@@ -76,7 +76,9 @@ def top_results(rankings: pd.DataFrame, queries: pd.Index, depth: int) -> pd.Dat
     return frame.reset_index(drop=True)
 
 
-def shared_queries(control: pd.DataFrame, treatment: pd.DataFrame, judgments: pd.DataFrame):
+def shared_queries(
+    control: pd.DataFrame, treatment: pd.DataFrame, judgments: pd.DataFrame
+) -> pd.Index:
     """The queries of both rankings that have judgments, sorted; DataError when none."""
     ids = [
         pd.Index(pd.unique(frame["query_id"].astype(str).to_numpy(dtype=object)))
@@ -111,7 +113,7 @@ def click_setup(
     doc_codes, _ = pd.factorize(both["doc_id"])
     n_docs = max(int(doc_codes.max(initial=-1)) + 1, 1)
     grades = shown_grades(both, judgments)
-    key_of = queries.get_indexer(both["query_id"]).astype(np.int64) * n_docs + doc_codes
+    key_of = queries.get_indexer(pd.Index(both["query_id"])).astype(np.int64) * n_docs + doc_codes
     keys, first = np.unique(key_of, return_index=True)
     key_grades = grades[first]
 
@@ -119,7 +121,7 @@ def click_setup(
     split = len(tops[0])
     for part in (slice(0, split), slice(split, None)):
         frame = both.iloc[part]
-        rows = queries.get_indexer(frame["query_id"])
+        rows = queries.get_indexer(pd.Index(frame["query_id"]))
         columns = frame.groupby("query_id", sort=False).cumcount().to_numpy()
         matrix = np.full((len(queries), depth), -1, dtype=np.int64)
         matrix[rows, columns] = doc_codes[part]

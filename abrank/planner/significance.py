@@ -26,7 +26,7 @@ from abrank.stats.concentration import CONCENTRATED_SHARE
 from abrank.stats.estimation import REL_TOL
 
 
-def _arm(m: np.ndarray, d: np.ndarray, mask: np.ndarray):
+def _arm(m: np.ndarray, d: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: units, ratio and delta-method variance of the units where ``mask``."""
     n = mask.sum(axis=1)
     total_d = np.where(mask, d, 0.0).sum(axis=1)

@@ -26,12 +26,13 @@ import difflib
 import math
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from scipy.stats import norm
 
 from abrank.analysis.load import load_data
-from abrank.config import Experiment, load_experiment
+from abrank.config import ArmConfig, Experiment, load_experiment
 from abrank.config.simulation import (
     CLICK_MODEL_NAMES,
     DEFAULT_CTR_K,
@@ -110,7 +111,7 @@ def simulate_power(
     alpha, target = experiment.analysis.alpha, options.power
 
     data = load_data(experiment)
-    control = experiment.control.name
+    control = _arm_name(experiment.control)
     setup = click_setup(
         data.rankings[control],
         data.rankings[treatment],
@@ -157,7 +158,7 @@ def simulate_power(
     for design in designs:
         if design.needed.note:
             notes.append(f"{design.label}: {design.needed.note}")
-    t_label = next(a.label or a.name for a in experiment.treatments if a.name == treatment)
+    t_label = next(a.label or treatment for a in experiment.treatments if a.name == treatment)
     return PlannerResult(
         experiment={"name": experiment.name, "title": experiment.display_title},
         arms={
@@ -209,8 +210,14 @@ def check_click_model(name: object, field: str = "click_model") -> str:
     )
 
 
+def _arm_name(arm: ArmConfig) -> str:
+    """An arm's name: :func:`load_experiment` names every arm (``ArmConfig.name`` is None
+    only in a config not resolved yet)."""
+    return cast(str, arm.name)
+
+
 def _treatment_arm(experiment: Experiment, options: SimulationConfig) -> str:
-    names = [arm.name for arm in experiment.treatments]
+    names = [_arm_name(arm) for arm in experiment.treatments]
     if options.treatment is None:
         return names[0]
     if options.treatment not in names:

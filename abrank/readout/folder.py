@@ -64,7 +64,8 @@ def write_chart_data(readout: Readout, folder: str | Path) -> Path:
         arrays["units_arm"] = _strings(readout.unit_values, "arm")
         arrays["units_value"] = _numbers(readout.unit_values, "value")
     with open(path, "wb") as handle:
-        np.savez_compressed(handle, **arrays)
+        # numpy's stub matches a ** mapping against allow_pickle: bool as well
+        np.savez_compressed(handle, **arrays)  # type: ignore[arg-type]
     if readout.history is not None:
         _write_history(readout.history, Path(folder) / HISTORY_DATA)
     return path
@@ -145,7 +146,15 @@ def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:
     return unescape_text_columns(table.to_pandas())
 
 
-def _read_chart_data(path: Path):
+def _read_chart_data(
+    path: Path,
+) -> tuple[
+    pd.DataFrame,
+    pd.DataFrame,
+    dict[tuple[str, str], np.ndarray],
+    str,
+    dict[str, pd.DataFrame],
+]:
     """(curves, first_relevant, resampled_deltas, config_text, online chart frames by
     keyword); empty when not saved."""
     curves = pd.DataFrame(columns=["arm", "metric", "k", "value"])
@@ -180,7 +189,7 @@ def _read_chart_data(path: Path):
             arrays["deltas_metric"], arrays["deltas_treatment"], values, strict=True
         )
     }
-    online = {}
+    online: dict[str, pd.DataFrame] = {}
     if "rank_arm" in arrays:
         online["ctr_by_rank"] = pd.DataFrame(
             {

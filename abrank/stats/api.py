@@ -10,7 +10,7 @@ paired design, plan the resamples the metrics of one comparison share
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,21 @@ from abrank.stats.sequential import checked_tuning
 from abrank.stats.validation import paired_values, validate, values, with_primary_interval
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
+
+
+class _Context(TypedDict):
+    """The checked keyword arguments that both designs' comparisons take."""
+
+    sequential_tuning: int | None
+    primary_test: str
+    alpha: float
+    confidence_level: float
+    n_resamples: int
+    seed: int | None
+    metric: str
+    treatment_name: str
+    segment: str | None
+    run: tuple[str, ...]
 
 
 def series_name(control: Any, treatment: Any) -> str:
@@ -87,7 +102,7 @@ def compare(
         segment,
     )
     run = with_primary_interval(run)
-    context = dict(
+    context = _Context(
         sequential_tuning=checked_tuning(sequential_tuning),
         primary_test=run[0],
         alpha=float(alpha),

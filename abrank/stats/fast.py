@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from types import ModuleType
 
 import numpy as np
 from scipy import special
@@ -117,8 +118,8 @@ def _effect_size(nobs: int, alpha: float, power: float, ratio: float | None) -> 
             es = _solve_effect_size(_PowerGap(nobs, alpha, power, ratio))
     except Exception:  # the solver fails only for hopeless designs (n of 2 or 3)
         return None
-    es = float(np.asarray(es).reshape(-1)[0])
-    return es if math.isfinite(es) and es > 0 else None
+    value = float(np.asarray(es).reshape(-1)[0])
+    return value if math.isfinite(value) and value > 0 else None
 
 
 class _PowerGap:
@@ -129,6 +130,8 @@ class _PowerGap:
     """
 
     def __init__(self, nobs: int, alpha: float, power: float, ratio: float | None):
+        df: float
+        effective: float
         if ratio is None:
             df, effective = nobs - 1, nobs
         else:
@@ -142,7 +145,7 @@ class _PowerGap:
         self.power = power
         self.calls = 0
 
-    def __call__(self, effect):
+    def __call__(self, effect: float | np.ndarray) -> float | np.ndarray:
         self.calls += 1
         if self.calls > 500:
             raise RuntimeError("possible endless loop (500 NaNs)")
@@ -155,7 +158,7 @@ class _PowerGap:
         return np.inf if np.isnan(gap) else gap
 
 
-def _solve_effect_size(func: _PowerGap):
+def _solve_effect_size(func: _PowerGap) -> float | np.ndarray:
     """statsmodels' ``Power.solve_power`` for the effect size, step for step."""
     from scipy import optimize
 
@@ -173,7 +176,7 @@ def _solve_effect_size(func: _PowerGap):
     return val
 
 
-def _brentq_expanding(func: _PowerGap, optimize) -> tuple[float, bool]:
+def _brentq_expanding(func: _PowerGap, optimize: ModuleType) -> tuple[float, bool]:
     """``statsmodels.tools.rootfinding.brentq_expanding`` with its defaults (no bounds,
     no start values, ``xtol=1e-5``, ``factor=10``, ``max_it=100``): (root, converged)."""
     sl, su = -1.0, 1.0

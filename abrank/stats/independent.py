@@ -196,7 +196,7 @@ def label_permutation_test(s: IndependentSample) -> TestOutcome:
     b = count_extreme(null, s.obs, s.tol)
     approx: tuple[str, ...] = ()
     if sample.method == "grid":
-        bound = rs.grid_error_bound(sample.atoms.widths[0], n_t) * (1 + n_t / n_c)
+        bound = rs.grid_error_bound(sample.grid_widths[0], n_t) * (1 + n_t / n_c)
         approx = (f"the permutation test ({sample.atoms.m} cells, within ±{bound:.2g})",)
     return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
 
@@ -217,7 +217,7 @@ def unpaired_bootstrap(s: IndependentSample) -> TestOutcome:
         means.append(rs.bootstrap_sums(sample, s.n_resamples, rng)[:, 0] / x.size)
         if sample.method == "grid":
             jacks.append((x, np.ones(x.size)))
-            bounds.append(rs.grid_error_bound(sample.atoms.widths[0], x.size))
+            bounds.append(rs.grid_error_bound(sample.grid_widths[0], x.size))
         else:
             jacks.append((sample.atoms.values[:, 0], sample.atoms.counts))
             bounds.append(0.0)

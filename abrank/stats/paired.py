@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,7 @@ from abrank.stats.estimation import (
     t_interval,
 )
 from abrank.stats.power import minimum_detectable_effect
-from abrank.stats.results import Comparison, build_comparison
+from abrank.stats.results import Comparison, Interval, build_comparison
 from abrank.stats.seeding import generator
 from abrank.stats.sequential import (
     SequenceTuning,
@@ -184,7 +185,7 @@ def paired_signflip_test(s: PairedSample) -> TestOutcome:
         sample = rs.prepare(np.abs(s.d), s.n_resamples, GRID_BINS_DELTA)
         null = rs.signflip_sums(sample, s.n_resamples, s.generator("permutation"))
         if sample.method == "grid":
-            bound = rs.grid_error_bound(sample.atoms.widths[0], n)
+            bound = rs.grid_error_bound(sample.grid_widths[0], n)
             approx = (f"the sign-flip test ({sample.atoms.m} cells, means within ±{bound:.2g})",)
     b = count_extreme(null, float(s.d.sum()), s.tol * max(n, 1))
     return TestOutcome((b + 1) / (s.n_resamples + 1), approximations=approx)
@@ -209,7 +210,7 @@ def paired_bootstrap(s: PairedSample) -> TestOutcome:
     else:
         jack_rows, weights = sample.atoms.values[:, 0], sample.atoms.counts
     if sample is not None and sample.method == "grid":
-        bound = rs.grid_error_bound(sample.atoms.widths[0], n)
+        bound = rs.grid_error_bound(sample.grid_widths[0], n)
         approx.append(f"the delta bootstrap ({sample.atoms.m} cells, within ±{bound:.2g})")
     total = float(s.d.sum())
     jack = (total - jack_rows) / (n - 1)
@@ -380,6 +381,8 @@ def ratio_bootstrap(
     total_c, total_t = float(c.sum()), float(t.sum())
     ratio = total_t / total_c
     if shared is None:
+        if rng is None:
+            raise ValueError("ratio_bootstrap: expected an rng or shared sums, got neither")
         sample = rs.prepare(ratio_columns(c, t), n_resamples, GRID_BINS_RATIO)
         sums = rs.bootstrap_sums(sample, n_resamples, rng)
     else:
@@ -405,8 +408,8 @@ def ratio_bootstrap(
     corrected = rs.bca(theta, boot, [(jack, weights)], tol)
     note = None
     if sample is not None and sample.method == "grid":
-        eps_u = rs.grid_error_bound(sample.atoms.widths[0], n)
-        eps_c = rs.grid_error_bound(sample.atoms.widths[1], n)
+        eps_u = rs.grid_error_bound(sample.grid_widths[0], n)
+        eps_c = rs.grid_error_bound(sample.grid_widths[1], n)
         mean_c_min = float(np.min(np.abs(sum_c))) / n - eps_c
         spread = float(np.max(np.abs(sum_u / sum_c)))
         if mean_c_min > 0:
@@ -495,13 +498,16 @@ def compare_paired(
                 outcomes[verdict_test] = PAIRED_TESTS.functions[verdict_test](s)
                 outcomes = {k: outcomes[k] for k in registry.test_names("paired") if k in outcomes}
 
-    relative_at = None
+    relative_at: Callable[[float], Interval | None] | None = None
     boot = outcomes.get("bootstrap")
     relative_bootstrap_at = boot.relative if boot and not s.constant else None
     if s.lift is not None and s.constant:
+        constant_lift = s.lift
 
-        def relative_at(level: float) -> tuple[float, float]:
-            return constant_interval(s.lift, n, level)
+        def constant_lift_at(level: float) -> Interval | None:
+            return constant_interval(constant_lift, n, level)
+
+        relative_at = constant_lift_at
     elif regime is not None:
         relative_at = None  # the sign-flip test has no interval
     elif s.lift is not None and n >= 2:
@@ -510,10 +516,12 @@ def compare_paired(
         elif primary_test == "t" or n < MIN_BOOTSTRAP:
             cov = np.cov(c, t, ddof=1) / n
 
-            def relative_at(level: float) -> tuple[float, float] | None:
+            def fieller_at(level: float) -> Interval | None:
                 return fieller_interval(
                     s.mean_c, s.mean_t, cov[0, 0], cov[1, 1], cov[0, 1], n - 1, level
                 )
+
+            relative_at = fieller_at
 
     if primary_test == "sequential" and s.lift is not None and not s.constant and n >= 2:
         relative_at = outcomes["sequential"].relative

@@ -101,6 +101,13 @@ class Prepared:
         """Number of rows."""
         return int(self.raw.shape[0])
 
+    @property
+    def grid_widths(self) -> np.ndarray:
+        """The grid width per column of a ``"grid"`` sample (what its error bounds read)."""
+        if self.atoms.widths is None:
+            raise ValueError(f"an {self.method!r} sample has no grid widths")
+        return self.atoms.widths
+
 
 def _as_rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
@@ -449,7 +456,7 @@ class BCa:
         size = self.boot.size
         below = np.count_nonzero(self.boot < null - self.tol)
         at_or_below = np.count_nonzero(self.boot <= null + self.tol)
-        share = (below + at_or_below) / (2.0 * size)
+        share: float = (below + at_or_below) / (2.0 * size)
         share = min(max(share, 1.0 / (size + 1)), size / (size + 1.0))  # never p = 0
         w = float(ndtri(share))
         z = w

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import cast
 
 import numpy as np
 
@@ -29,7 +30,7 @@ def generator(
     comparison on n queries; ``seed=None`` draws fresh entropy.
     """
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy)
+        seed = int(cast(int, np.random.SeedSequence().entropy))  # fresh entropy: one int
     text = json.dumps([int(seed), metric, treatment, segment], ensure_ascii=False)
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
     entropy = int.from_bytes(digest, "little")

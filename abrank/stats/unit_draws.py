@@ -113,9 +113,9 @@ def plan_unit_draws(
     if perms:
         rng = generator(seed, key, treatment_name, segment, "permutation")
         stacked = np.hstack([np.concatenate([arms[m][1], arms[m][0]]) for m in perms])
-        sums = permuted_row_sums(stacked, n_t, n_resamples, rng)
+        relabelled = permuted_row_sums(stacked, n_t, n_resamples, rng)
         for j, m in enumerate(perms):
-            parts[m]["relabel"] = sums[:, 2 * j : 2 * j + 2]
+            parts[m]["relabel"] = relabelled[:, 2 * j : 2 * j + 2]
     return {m: SharedUnitDraws(**drawn) for m, drawn in parts.items() if drawn}
 
 

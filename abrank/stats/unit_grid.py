@@ -103,7 +103,7 @@ def ratio_bound(sample: rs.Prepared, n_draws: int, ratio: float, mean_d: float) 
     resampled means of M and D (:func:`abrank.stats.resampling.grid_error_bound`)
     combined as (b_M + |R| b_D) / mean(D); b_D is 0 when no cell holds two values of D
     (counts of impressions usually get one cell each)."""
-    widths = sample.atoms.widths
+    widths = sample.grid_widths
     b_m = rs.grid_error_bound(widths[0], n_draws)
     b_d = 0.0
     if not column_exact_in_grid(sample.raw[:, 1], float(widths[1])):

@@ -157,7 +157,9 @@ def _first_ids(index: pd.Index, limit: int = 5) -> str:
     return shown + more
 
 
-def paired_values(control: Any, treatment: Any, missing: str) -> tuple[np.ndarray, ...]:
+def paired_values(
+    control: Any, treatment: Any, missing: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Aligned (control, treatment) arrays plus masks of observed values, NaN pairs dropped.
 
     Series are aligned on their index (query ids), a query absent from one side handled by

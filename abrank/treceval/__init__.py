@@ -352,10 +352,10 @@ def format_report(
                 columns.append((printed, per, number, number.format(mean)))
         elif name in counts:
             per = counts[name][evaluated]
-            total = int(per.sum())
+            count = int(per.sum())
             if name == "num_rel" and complete:
-                total = int(np.count_nonzero(prep.judged_grade > 0))
-            columns.append((name, per.tolist() if per_query else None, "{}", str(total)))
+                count = int(np.count_nonzero(prep.judged_grade > 0))
+            columns.append((name, per.tolist() if per_query else None, "{}", str(count)))
         else:
             for printed in [name] if cutoffs is None else [f"{name}_{k}" for k in cutoffs]:
                 column = np.nan_to_num(value_of[printed], nan=0.0)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -255,8 +256,8 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             )
             if family == "recall":
                 value = f"CAST({count} AS DOUBLE) / {nrel}"
-            elif family == "precision":
-                value = f"CAST({count} AS DOUBLE) / {int(k)}"
+            elif family == "precision":  # precision@k: a cutoff is required
+                value = f"CAST({count} AS DOUBLE) / {int(cast(int, k))}"
             else:
                 value = f"CASE WHEN {count} > 0 THEN {_ONE} ELSE {_ZERO} END"
         elif family in ("map", "ap"):

@@ -447,10 +447,10 @@ def raise_bad_cell(
     # one scan finds which checks fail, and each one's smallest kind of problem
     found = []
     for i, check in enumerate(checks):
-        kind = check.kind or "0"
+        kind_sql = check.kind or "0"
         found += [
             f"SUM(CASE WHEN {check.condition} THEN 1 ELSE 0 END) AS n{i}",
-            f"MIN(CASE WHEN {check.condition} THEN {kind} END) AS k{i}",
+            f"MIN(CASE WHEN {check.condition} THEN {kind_sql} END) AS k{i}",
         ]
     summary = backend.run(
         compile_sql(f"SELECT {', '.join(found)} FROM ({rows}) AS log_rows", backend.dialect)
