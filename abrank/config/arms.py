@@ -9,7 +9,7 @@ unless one is given), unique in the experiment, and a label for the readout.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from abrank.config.keys import INPUT_FORMATS, Columns, DecimalMark, Separator, Slug, Strict
 from abrank.config.offline import Duplicates
@@ -20,8 +20,9 @@ from abrank.config.problems import Checks
 class ArmConfig(Strict):
     """One ranker's log: where it is, how to read it, how to call it in the readout."""
 
-    name: Slug | None = None
-    label: str | None = None
+    #: given, or filled in by :func:`with_arm_names` before validation: never missing
+    name: Slug
+    label: str
     path: str | None = None  # required unless the experiment has one `log:` for every arm
     format: Literal[INPUT_FORMATS] | None = None  # type: ignore[valid-type]
     sep: Separator | None = None  # CSV/TSV field separator, e.g. ";"
@@ -43,17 +44,49 @@ def default_arm_name(index: int, n_treatments: int) -> str:
     return "treatment" if n_treatments == 1 else f"treatment-{index}"
 
 
+def with_arm_names(data: Any) -> Any:
+    """A config mapping whose arms are all named and labelled: an arm given no name (or
+    null) gets its default name (:func:`default_arm_name`), one given no label (or null, or
+    "") its name. Run on the config before it is validated, so that a validated arm always
+    has both; a value given (even a wrong one) is left for validation to judge, and a
+    config whose arms are not mappings is returned as it is."""
+    if not isinstance(data, dict):
+        return data
+    treatments = data.get("treatments")
+    n_treatments = len(treatments) if isinstance(treatments, list) else 0
+    named = dict(data)
+    if isinstance(data.get("control"), dict):
+        named["control"] = _named_arm(data["control"], default_arm_name(0, n_treatments))
+    if isinstance(treatments, list):
+        named["treatments"] = [
+            _named_arm(arm, default_arm_name(index, n_treatments)) if isinstance(arm, dict) else arm
+            for index, arm in enumerate(treatments, start=1)
+        ]
+    return named
+
+
+def _named_arm(arm: dict[str, Any], default: str) -> dict[str, Any]:
+    """One arm's mapping with its name and label filled in where missing."""
+    name = arm.get("name")
+    if name is None:
+        name = default
+    label = arm.get("label")
+    if label is None or label == "":
+        # a name that is not text is refused on its own; its default stands in meanwhile
+        label = name if isinstance(name, str) else default
+    return {**arm, "name": name, "label": label}
+
+
 def named_arms(
     checks: Checks, arms: list[ArmConfig], *, one_log: bool, interleaved: bool
 ) -> list[ArmConfig]:
-    """The arms (control first) with their names, labels and absolute paths; a repeated
-    name, and a path where the experiment's one log (``one_log``) holds every arm or none
+    """The arms (control first) with their absolute paths; a repeated name, and a path where the experiment's one log (``one_log``) holds every arm or none
     where it does not, are problems (an interleaving test's arms may have a path or not)."""
     named: list[ArmConfig] = []
     seen: dict[str, tuple] = {}
     for index, arm in enumerate(arms):
         loc = arm_loc(index)
-        name = arm.name or default_arm_name(index, len(arms) - 1)
+        name = arm.name
         if name in seen:
             checks.add((*loc, "name"), f"expected a unique arm name, got {name!r} again")
         seen[name] = loc
@@ -72,7 +105,5 @@ def named_arms(
             )
         elif path is not None:
             path = resolved(checks, (*loc, "path"), path)
-        named.append(
-            arm.model_copy(update={"name": name, "label": arm.label or name, "path": path})
-        )
+        named.append(arm.model_copy(update={"path": path}))
     return named

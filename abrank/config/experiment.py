@@ -10,12 +10,12 @@ experiment (online A/B, interleaving, or offline rankings).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from abrank.config.analysis import AnalysisConfig
-from abrank.config.arms import ArmConfig
+from abrank.config.arms import ArmConfig, with_arm_names
 from abrank.config.dates import date_range, is_dated, parse_date
 from abrank.config.engine import Engine, EngineConfig
 from abrank.config.keys import Slug, Strict
@@ -65,9 +65,15 @@ class Experiment(Strict):
     #: the date of this run (set by :meth:`for_date`; None for an undated run)
     date: dt.date | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _name_arms(cls, data: Any) -> Any:
+        """Every arm named and labelled (defaults filled in) before the arms are validated."""
+        return with_arm_names(data)
+
     @property
     def arms(self) -> list[ArmConfig]:
-        """Control first, then the treatments, each with its resolved name."""
+        """Control first, then the treatments, each with its name and label."""
         return [self.control, *self.treatments]
 
     @property
