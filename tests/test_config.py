@@ -58,7 +58,9 @@ def test_several_treatments_get_numbered_names(folder):
 
 
 def test_every_arm_has_a_name_and_a_label_after_loading(folder):
-    text = MINIMAL.replace("control: {path: control.csv}", "control: {path: control.csv, name: null}")
+    text = MINIMAL.replace(
+        "control: {path: control.csv}", "control: {path: control.csv, name: null}"
+    )
     text = text.replace(
         "  - {path: treatment.csv}",
         "  - {path: treatment.csv, name: bm25, label: ''}\n  - {path: treatment.csv, label: New}",
@@ -75,6 +77,7 @@ def test_an_arm_name_that_is_not_text_is_the_only_problem(folder):
     text = MINIMAL.replace("control: {path: control.csv}", "control: {path: control.csv, name: 5}")
     message = error_of(write(folder, text))
     assert message.count("\n") == 0 and "control.name: " in message
+
 
 def test_yaml_syntax_error_names_the_line(folder):
     message = error_of(write(folder, "name: t1\ncontrol: {path: [unclosed\nmetrics: [mrr]\n"))
