@@ -8,14 +8,17 @@ its format. A :class:`Span` marked ``own`` holds text the report wrote itself fr
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import Field, asdict, dataclass, field
+from typing import Any, ClassVar, Literal
 
 Style = Literal["", "strong", "em", "code"]
 Align = Literal["left", "right"]
 
 
 class _ToDict:
+    #: every block is a dataclass (what :func:`dataclasses.asdict` asks of ``self``)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
     def to_dict(self) -> dict[str, Any]:
         """The block as JSON-safe builtins (with its kind), for tests and debugging."""
         return {"kind": type(self).__name__, **asdict(self)}

@@ -476,25 +476,26 @@ def gloss(
     (MAP, DCG, judged@k, click metrics) or a mean is missing."""
     if not comps:
         return None
-    summary, comps = as_summary(summary), [as_comparison(c) for c in comps]
-    if interleaved(comps[0]):
-        return _clicks_gloss(summary, comps)
-    means = [comps[0].control_mean, *(c.treatment_mean for c in comps)]
-    if not all(is_number(m) for m in means):
+    summary, records = as_summary(summary), [as_comparison(c) for c in comps]
+    if interleaved(records[0]):
+        return _clicks_gloss(summary, records)
+    given = [records[0].control_mean, *(c.treatment_mean for c in records)]
+    means = [m for m in given if is_number(m)]
+    if len(means) < len(given):
         return None
     try:
-        metric = parse_metric(comps[0].metric)
+        metric = parse_metric(records[0].metric)
     except ConfigError:
         return None
     labels = [arm_label(summary, control_name(summary) or "control")]
-    labels += [arm_label(summary, c.treatment) for c in comps]
+    labels += [arm_label(summary, c.treatment) for c in records]
     top = f"the top {metric.k}" if metric.k else "the ranking"
     family = metric.family
     if family == "mrr":
         if min(means) <= 0:
             return None
         why = "1/MRR is the harmonic mean of its position"
-        if len(comps) == 1:
+        if len(records) == 1:
             c, t = means
             words = _first_position_words(t)
             return (
@@ -512,9 +513,9 @@ def gloss(
     if family not in leads or not all(0 <= m <= 1 for m in means):
         return None
     shares = [(a, fmt_share(m)) for a, m in zip(labels, means, strict=True)]
-    if len(comps) == 1:
-        (control, c), (treatment, t) = shares
-        return f"{leads[family]}: {t} for {treatment}, against {c} for {control}."
+    if len(records) == 1:
+        (control, old_share), (treatment, new_share) = shares
+        return f"{leads[family]}: {new_share} for {treatment}, against {old_share} for {control}."
     return f"{leads[family]}: {_listing(shares)}."
 
 

@@ -57,6 +57,7 @@ def largest_moves(readout: Readout, top: int = TOP_QUERIES) -> list[Moves]:
         summary.design != "paired"
         or frame is None
         or frame.empty
+        or metric is None
         or metric not in frame.columns
         or control is None
     ):

@@ -21,7 +21,7 @@ import math
 import numbers
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -39,8 +39,9 @@ VERDICT_TEXT = {"win": "wins", "loss": "loses"}
 # --------------------------------------------------------------------------- numbers
 
 
-def is_number(value: Any) -> bool:
-    """A finite real number (Python or NumPy scalar), not a boolean."""
+def is_number(value: Any) -> TypeGuard[float]:
+    """A finite real number (Python or NumPy scalar), not a boolean: a number to compute
+    with (a type guard, so that a value known to be a number types as one)."""
     return (
         isinstance(value, numbers.Real)
         and not isinstance(value, (bool, np.bool_))

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from abrank.readout.charts.common import ArmValues, floats, json_float, json_floats, ordered_arms
 from abrank.readout.core import Readout
@@ -37,7 +36,7 @@ def ctr_by_rank(readout: Readout) -> RankRates | None:
     if frame is None or frame.empty:
         return None
     arms = ordered_arms(frame["arm"], arm_names(readout_summary(readout)))
-    ranks = np.sort(pd.unique(frame["rank"].astype(np.int64)))
+    ranks = np.unique(frame["rank"].to_numpy(np.int64))  # sorted
     rates = []
     for arm in arms:
         part = frame[frame["arm"] == arm].set_index("rank")["ctr"]
