@@ -316,6 +316,17 @@ def test_repeated_judgments_are_an_error():
     )
 
 
+def test_arrays_without_labels_or_judgments_are_refused():
+    import pyarrow as pa
+
+    from abrank.engines.memory import prepare_arrays
+
+    ids = pa.chunked_array([pa.array(["q", "q"])])
+    docs = pa.chunked_array([pa.array(["a", "b"])])
+    with pytest.raises(ValueError, match="expected labels inline or judgments"):
+        prepare_arrays(ids, docs, np.array([1.0, 2.0]), None, ids, None, None, None, None)
+
+
 def test_bad_frames_and_options():
     with pytest.raises(DataError) as info:
         evaluate(pd.DataFrame({"query_id": ["q"], "doc_id": ["a"]}), qrels([]), ["mrr"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -183,6 +184,10 @@ def prepare_arrays(
         judged_rows = np.flatnonzero(~np.isnan(grade))
         judged_grade = grade[judged_rows]
     else:
+        if jd is None or jgrade is None:
+            raise ValueError(
+                "prepare_arrays: expected labels inline or judgments (jq, jd, jgrade), got neither"
+            )
         n = ordered.size
         size = len(rd)
         if rd.type != jd.type:  # the readers give string, frames large_string: one type
@@ -192,8 +197,8 @@ def prepare_arrays(
         # Which order a query's rows come in does not matter to the join: when no row is
         # cut, it runs on the ranking rows as given (no permuted copy of the keys) and its
         # matches move to ranked positions afterwards; else on the kept rows, ranked.
-        given_order = n == size
-        if given_order:
+        given_order = n == size  # no row was cut (always so when ``rows`` is None)
+        if rows is None or given_order:
             all_codes = np.concatenate([codes, jcodes])
 
             def run_row(items: np.ndarray) -> np.ndarray:
@@ -421,7 +426,8 @@ def _recall(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.nda
 
 def _precision(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
     rq, rp, _ = rows
-    return s.count(rq, rp, metric.k) / float(metric.k)
+    k = cast(int, metric.k)  # precision's cutoff is required: Metric refuses one without
+    return s.count(rq, rp, k) / float(k)
 
 
 def _hit(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
