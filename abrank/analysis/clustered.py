@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,9 @@ import pandas as pd
 from abrank.analysis.comparisons import ArmPair, compare_all, done, test_options
 from abrank.analysis.online import OnlineData, OnlineScores, unit_columns, valued
 from abrank.config import Experiment
+
+if TYPE_CHECKING:  # abrank.stats is imported when a comparison is made
+    from abrank.stats import Comparison, SampleRatioCheck, UnitSums
 
 
 def compare_online(
@@ -88,7 +91,7 @@ class UnitSamples:
         return parse_metric(metric).lower_is_better
 
 
-def sample_ratio(experiment: Experiment, scores: OnlineScores):
+def sample_ratio(experiment: Experiment, scores: OnlineScores) -> SampleRatioCheck:
     """The sample-ratio-mismatch check of the units per arm against the expected split."""
     from abrank.stats import sample_ratio_mismatch
 
@@ -97,7 +100,14 @@ def sample_ratio(experiment: Experiment, scores: OnlineScores):
     )
 
 
-def _compare(controls: dict, treatments: dict, treatment: str, segment, covariates, options):
+def _compare(
+    controls: dict[str, UnitSums],
+    treatments: dict[str, UnitSums],
+    treatment: str,
+    segment: str | None,
+    covariates: dict[str, tuple[UnitSums, UnitSums]] | None,
+    options: dict[str, Any],
+) -> list[Comparison]:
     from abrank.stats import compare_clustered_metrics
 
     return compare_clustered_metrics(
@@ -110,7 +120,7 @@ def _compare(controls: dict, treatments: dict, treatment: str, segment, covariat
     )
 
 
-def _sums(table: pd.DataFrame, metric: str):
+def _sums(table: pd.DataFrame, metric: str) -> UnitSums:
     from abrank.stats import UnitSums
 
     numerator, denominator = unit_columns(table, metric)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import pandas as pd
 
 from abrank import workers
@@ -111,7 +112,8 @@ def _pair_queries(experiment: Experiment, scored: ScoredArms, arms: ArmPair) -> 
                 shown = ", ".join(map(repr, missing[:5])) + (
                     f" and {len(missing) - 5} more" if len(missing) > 5 else ""
                 )
-                path = next(arm.path for arm in experiment.arms if arm.name == name)
+                # an offline replay's arms each name their log: the config refuses one without
+                path = cast(str, next(arm.path for arm in experiment.arms if arm.name == name))
                 raise DataError(
                     f"{display_path(path)}: expected every analysed query "
                     f"(analysis.missing_queries: error), got {len(missing)} missing: {shown}"
@@ -125,9 +127,10 @@ def _pair_values(
     scored: ScoredArms, arms: ArmPair, metric: str, queries: tuple
 ) -> tuple[pd.Series, pd.Series]:
     """One metric's (control, treatment) values on the comparison's queries."""
-    return tuple(
-        scored.values[arm][metric].reindex(index)
-        for arm, index in zip((arms.control, arms.treatment), queries, strict=True)
+    control_queries, treatment_queries = queries
+    return (
+        scored.values[arms.control][metric].reindex(control_queries),
+        scored.values[arms.treatment][metric].reindex(treatment_queries),
     )
 
 
@@ -140,12 +143,19 @@ def _pair_size(pair: tuple[pd.Series, pd.Series], design: str) -> int:
     return int(min(control.notna().sum(), treatment.notna().sum()))
 
 
-def _compare_pairs(pairs: dict, treatment: str, segment: str | None, options: dict):
+def _compare_pairs(
+    pairs: dict[str, tuple[pd.Series, pd.Series]],
+    treatment: str,
+    segment: str | None,
+    options: dict[str, Any],
+) -> Future:
     """The comparisons of every metric of ``pairs`` (metric -> (control, treatment)
     Series), as a future of a list in the metrics' order (see :func:`stats.compare_metrics`)."""
     from abrank.stats import compare_metrics
 
-    controls, treatments = {}, {}
+    # paired: the Series of the queries both arms define; independent: each arm's values
+    controls: dict[str, pd.Series | np.ndarray] = {}
+    treatments: dict[str, pd.Series | np.ndarray] = {}
     for metric, (control, treatment_values) in pairs.items():
         if options["design"] == "paired":
             defined = control.notna() & treatment_values.notna()
@@ -155,12 +165,10 @@ def _compare_pairs(pairs: dict, treatment: str, segment: str | None, options: di
                     f"metric {metric}: expected queries with a defined value, got none "
                     "(no relevant judgments?)"
                 )
+            controls[metric], treatments[metric] = control, treatment_values
         else:
-            control, treatment_values = (
-                control.dropna().to_numpy(),
-                treatment_values.dropna().to_numpy(),
-            )
-        controls[metric], treatments[metric] = control, treatment_values
+            controls[metric] = control.dropna().to_numpy()
+            treatments[metric] = treatment_values.dropna().to_numpy()
     return workers.start_comparison(  # in a thread when that is safe; see abrank.workers
         compare_metrics,
         controls,

@@ -65,20 +65,22 @@ def load_data(
         )
         read_files.append(source.entry(source.file, len(judgments)))
     else:
-        judgments = _inline_judgments(experiment, rankings)
+        judgments = _inline_judgments(experiment, resolved, rankings)
 
     segments = _segment_table(experiment, resolved, rankings, read_files)
     return LoadedData(rankings, judgments, segments, read_files)
 
 
-def _inline_judgments(experiment: Experiment, rankings: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def _inline_judgments(
+    experiment: Experiment, inputs: Inputs, rankings: dict[str, pd.DataFrame]
+) -> pd.DataFrame:
     """Judgments carried by the logs themselves (a ``relevance`` column), merged over arms."""
     parts = []
-    for arm in experiment.arms:
+    for index, arm in enumerate(experiment.arms):
         frame = rankings[arm.name]
         if "relevance" not in frame.columns:
             raise DataError(
-                f"{display_path(arm.path)}: expected a relevance column in the log or a `judgments` "
+                f"{display_path(inputs[arm_key(index)].template)}: expected a relevance column in the log or a `judgments` "
                 f"file in the config, got neither (columns: {', '.join(map(str, frame.columns))})"
             )
         labelled = frame.loc[frame["relevance"].notna(), ["query_id", "doc_id", "relevance"]]
@@ -99,7 +101,10 @@ def _segment_table(
     table = attribute_segments(experiment, inputs, read)
     if table is not None:
         return table
-    source = [(arm.path, rankings[arm.name]) for arm in experiment.arms]
+    source = [
+        (inputs[arm_key(index)].template, rankings[arm.name])
+        for index, arm in enumerate(experiment.arms)
+    ]
     return segment_values(source, columns)
 
 
@@ -137,8 +142,8 @@ def segment_values(source: list[tuple[str, pd.DataFrame]], columns: list[str]) -
                 f"found columns: {', '.join(map(str, frame.columns))}"
             )
         values = pd.concat([frame[["query_id", column]] for _, frame in found], ignore_index=True)
-        values = values.drop_duplicates("query_id").set_index("query_id")[column]
-        parts.append(values.astype(str).where(values.notna(), "(none)"))
+        by_query = values.drop_duplicates("query_id").set_index("query_id")[column]
+        parts.append(by_query.astype(str).where(by_query.notna(), "(none)"))
     return pd.concat(parts, axis=1)
 
 

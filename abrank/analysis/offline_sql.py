@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -190,11 +190,10 @@ class SqlOffline:
                 (i, arm) for i, arm in enumerate(arms) if column in self.rankings[arm.name].extra
             ]
             if not having:
-                arm = arms[0]
-                opened = self.rankings[arm.name]
+                opened = self.rankings[arms[0].name]
                 found = ", ".join(["query_id", "doc_id", opened.ranked_by, *opened.extra])
                 raise DataError(
-                    f"{display_path(arm.path)}: segments.columns: expected a column {column!r}, "
+                    f"{display_path(self.inputs[arm_key(0)].template)}: segments.columns: expected a column {column!r}, "
                     f"found columns: {found}"
                 )
             union_sql = " UNION ALL ".join(
@@ -364,7 +363,8 @@ def score_files(
             ranked.sql,
             judged.sql,
             metrics,
-            ranked_by=ranked.ranked_by,
+            # a log of rankings is ranked by rank or score: open_rankings refuses one with neither
+            ranked_by=cast(str, ranked.ranked_by),
             rel_level=rel_level,
             depth=depth,
             complete=complete,

@@ -231,7 +231,7 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
         if clicks:
             sat_dwell = experiment.analysis.sat_dwell
             parts.append(score_impressions(frame, clicks, sat_dwell=sat_dwell, index=index))
-        if judged:
+        if judged and data.judgments is not None:  # (judged metrics have judgments: above)
             rankings, judgments = judged_inputs(frame, data.judgments)
             try:
                 scored = evaluate(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -160,7 +161,7 @@ def readout_links(root: Path, history: pd.DataFrame) -> dict[str, str]:
     marker must name the experiment); its summary.json when the report was not written."""
     from abrank.analysis.write import readout_experiment
 
-    links = {}
+    links: dict[str, str] = {}
     if not len(history):
         return links
     latest = history.groupby("experiment", sort=True)["date"].max()
@@ -179,10 +180,13 @@ def readout_links(root: Path, history: pd.DataFrame) -> dict[str, str]:
     return links
 
 
-def _experiment_history(read, recording: Recording, skipped: list[str]) -> pd.DataFrame:
-    """The experiment's rows so far (an empty frame with the columns when it has none: no
-    folder yet, or a folder that another run has made and not yet written its first date
-    into); files that cannot be read are named into ``skipped``."""
+def _experiment_history(
+    read: Callable[..., pd.DataFrame], recording: Recording, skipped: list[str]
+) -> pd.DataFrame:
+    """The experiment's rows so far, read by ``read`` (:func:`abrank.history.read_history`)
+    (an empty frame with the columns when it has none: no folder yet, or a folder that
+    another run has made and not yet written its first date into); files that cannot be
+    read are named into ``skipped``."""
     from abrank.history import HISTORY_SCHEMA, history_folder
     from abrank.history.files import date_files
 

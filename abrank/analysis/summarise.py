@@ -205,7 +205,7 @@ def missing_in_column(experiment: Experiment, scored: ScoredArms) -> pd.Series:
         absent = ~universe.isin(scored.present[arm.name])
         if absent.any():
             joined = np.where(names.to_numpy() == "", arm.name, names.to_numpy() + ";" + arm.name)
-            names = names.mask(absent, pd.Series(joined, index=universe))
+            names = names.mask(absent, pd.Series(joined, index=universe, dtype=object))
     return names.rename(MISSING_IN)
 
 

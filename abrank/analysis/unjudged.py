@@ -108,7 +108,8 @@ def verdicts_changed(
     twins = judged_only_names([c.metric for c in plain])
     changed = []
     for comp in plain:
-        other = twin.get((twins.get(comp.metric), comp.treatment))
+        name = twins.get(comp.metric)
+        other = None if name is None else twin.get((name, comp.treatment))
         if other is not None and other.verdict != comp.verdict and comp.metric not in changed:
             changed.append(comp.metric)
     return tuple(changed)
@@ -121,7 +122,8 @@ def changed_verdict_notes(check: UnjudgedCheck, plain: Sequence[ComparisonSummar
     treatments = {c.treatment for c in plain}
     notes = []
     for comp in plain:
-        other = twin.get((twins.get(comp.metric), comp.treatment))
+        name = twins.get(comp.metric)
+        other = None if name is None else twin.get((name, comp.treatment))
         if comp.segment is not None or other is None or other.verdict == comp.verdict:
             continue
         subject = comp.metric if len(treatments) == 1 else f"{comp.metric} ({comp.treatment})"

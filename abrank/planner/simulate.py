@@ -26,13 +26,12 @@ import difflib
 import math
 import time
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 from scipy.stats import norm
 
 from abrank.analysis.load import load_data
-from abrank.config import ArmConfig, Experiment, load_experiment
+from abrank.config import Experiment, load_experiment
 from abrank.config.simulation import (
     CLICK_MODEL_NAMES,
     DEFAULT_CTR_K,
@@ -111,7 +110,7 @@ def simulate_power(
     alpha, target = experiment.analysis.alpha, options.power
 
     data = load_data(experiment)
-    control = _arm_name(experiment.control)
+    control = experiment.control.name
     setup = click_setup(
         data.rankings[control],
         data.rankings[treatment],
@@ -210,14 +209,8 @@ def check_click_model(name: object, field: str = "click_model") -> str:
     )
 
 
-def _arm_name(arm: ArmConfig) -> str:
-    """An arm's name: :func:`load_experiment` names every arm (``ArmConfig.name`` is None
-    only in a config not resolved yet)."""
-    return cast(str, arm.name)
-
-
 def _treatment_arm(experiment: Experiment, options: SimulationConfig) -> str:
-    names = [_arm_name(arm) for arm in experiment.treatments]
+    names = [arm.name for arm in experiment.treatments]
     if options.treatment is None:
         return names[0]
     if options.treatment not in names:
