@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.extensions import ExtensionArray
 
 from abrank.analysis.comparisons import ArmPair, arm_pairs, compare_all, done, test_options
 from abrank.analysis.load import Progress, impression_reader, ranking_reader, shown_files
@@ -390,9 +391,10 @@ def column_codes(column: pd.Series) -> np.ndarray:
     return column.cat.codes.to_numpy() if hasattr(column, "cat") else pd.factorize(column)[0]
 
 
-def decoded(column: pd.Series, codes: np.ndarray) -> pd.Categorical | np.ndarray:
-    """The values of ``column`` whose :func:`column_codes` are ``codes``."""
-    if hasattr(column, "cat"):
+def decoded(column: pd.Series, codes: np.ndarray) -> np.ndarray | ExtensionArray:
+    """The values of ``column`` whose :func:`column_codes` are ``codes`` (a Categorical for
+    a categorical column; an extension array for a column of an extension type)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):  # (what has a .cat accessor)
         return pd.Categorical.from_codes(codes, dtype=column.dtype)
     return pd.unique(column)[codes]
 
@@ -446,9 +448,8 @@ def agreement_depth(first: pd.DataFrame, second: pd.DataFrame) -> pd.Series:
     b = b.assign(position=b.groupby("query_id").cumcount() + 1)
     both = a.merge(b, on=["query_id", "position"], how="inner", suffixes=("_a", "_b"))
     common = pd.Index(a["query_id"].unique()).intersection(b["query_id"].unique())
-    shorter = np.minimum(
-        a.groupby("query_id").size().reindex(common), b.groupby("query_id").size().reindex(common)
-    )
+    a_sizes = a.groupby("query_id").size().reindex(common)
+    shorter = a_sizes.clip(upper=b.groupby("query_id").size().reindex(common))
     differ = both.loc[both["doc_id_a"] != both["doc_id_b"]]
     first_difference = differ.groupby("query_id")["position"].min().reindex(common)
     return (first_difference - 1).fillna(shorter).astype(float)

@@ -352,8 +352,8 @@ def _first_click_metrics(clicked: np.ndarray) -> dict[str, np.ndarray]:
     first = np.argmax(clicked, axis=1) + 1
     return {
         "click_rr@10": np.where(any_click, 1.0 / first, 0.0),
-        "ctr@3": clicked[:, :3].any(axis=1).astype(np.float64),
-        "abandonment": (~any_click).astype(np.float64),
+        "ctr@3": np.asarray(clicked[:, :3].any(axis=1), dtype=np.float64),
+        "abandonment": np.asarray(~any_click, dtype=np.float64),
     }
 
 
@@ -383,8 +383,10 @@ def _log_frame(
         "dwell": lambda: dwell[order].ravel(),
         "timestamp": lambda: timestamp[per_row],
         "query": lambda: query[per_row],
-        "device": lambda: pd.Categorical.from_codes(device[per_row], list(ONLINE_DEVICES)),
-        "arm": lambda: pd.Categorical.from_codes(served[per_row], list(ONLINE_ARMS)),
+        "device": lambda: pd.Categorical.from_codes(
+            device[per_row], pd.Index(list(ONLINE_DEVICES))
+        ),
+        "arm": lambda: pd.Categorical.from_codes(served[per_row], pd.Index(list(ONLINE_ARMS))),
     }
     # Column by column, so that pandas keeps one block per column instead of copying the
     # integer columns into one 2-D block (a second copy of a large log).
