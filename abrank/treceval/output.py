@@ -117,18 +117,11 @@ def trec_eval_report(
     and as in trec_eval those judged with a negative grade, leave each ranking before any
     measure reads it). See :mod:`abrank.treceval` for the layout.
     """
-    from abrank.engines.condensed import condense
     from abrank.engines.memory import check_options
     from abrank.treceval import format_report
 
     check_options(rel_level, "linear", depth)
-    prep = _prepare_files(qrels_path, run_path, depth)
-    if judged_only:
-        prep = condense(prep, keep_negative=False)
-    if not (prep.in_run & prep.in_judgments).any():
-        raise DataError(
-            f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
-        )
+    prep = _scorable(_prepare_files(qrels_path, run_path, depth), judged_only, run_path, qrels_path)
     runid = run_tag(run_path) if "runid" in measures.cutoffs else None
     return format_report(
         prep,
@@ -139,6 +132,19 @@ def trec_eval_report(
         runid=runid,
         digits=digits,
     )
+
+
+def _scorable(prep: Prepared, judged_only: bool, run: str | Path, qrels: str | Path) -> Prepared:
+    """The joined run and judgments as the measures read them: without unjudged documents
+    under ``-J`` (and, as in trec_eval, those judged with a negative grade), and refused
+    when no query of the run is judged."""
+    from abrank.engines.condensed import condense
+
+    if judged_only:
+        prep = condense(prep, keep_negative=False)
+    if not (prep.in_run & prep.in_judgments).any():
+        raise DataError(f"{run}: query ids: expected queries that are also in {qrels}, got none")
+    return prep
 
 
 def trec_eval_report_of_tables(
@@ -165,7 +171,6 @@ def trec_eval_report_of_tables(
     trec_eval's default set because none was named (its message then says how to name
     them).
     """
-    from abrank.engines.condensed import condense
     from abrank.engines.memory import check_options, prepare
     from abrank.treceval import format_report
 
@@ -182,11 +187,7 @@ def trec_eval_report_of_tables(
             f"got {run}, a table"
         )
     check_options(rel_level, "linear", depth)
-    prep = prepare(rankings, judgments, depth)
-    if judged_only:
-        prep = condense(prep, keep_negative=False)
-    if not (prep.in_run & prep.in_judgments).any():
-        raise DataError(f"{run}: query ids: expected queries that are also in {qrels}, got none")
+    prep = _scorable(prepare(rankings, judgments, depth), judged_only, run, qrels)
     return format_report(
         prep,
         measures,
