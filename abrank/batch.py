@@ -19,6 +19,7 @@ from typing import Any
 
 from abrank.config import Experiment
 from abrank.config.dates import date_range, parse_date
+from abrank.design_registry import DESIGNS
 from abrank.errors import AbrankError, ConfigError, write_failure
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_ALERT = 0, 1, 2, 3
@@ -162,7 +163,7 @@ def run_batch(
     dates: tuple[str | None, str | None, str | None],
     options: RunOptions,
     *,
-    online: Callable[[], None] | None = None,
+    large_logs: Callable[[], None] | None = None,
 ) -> int:
     """Run every config (folders: their configs) for every date; return the exit code.
 
@@ -170,8 +171,9 @@ def run_batch(
     CLI reports them); a batch reports each run on one line and goes on. Runs are written
     in order, in a batch each one while the next is computed (the readout of a date is
     written, and its rows stored, before the next date's reads the history; SIGTERM then
-    lets the readout being written complete, and stops the rest). ``online`` is called once
-    before the first online experiment (the CLI's memory settings).
+    lets the readout being written complete, and stops the rest). ``large_logs`` is called
+    once before the first experiment whose design reads large logs (the CLI's memory
+    settings; :attr:`abrank.designs.Design.large_logs`).
     """
     from abrank.config import load_experiment
     from abrank.workers import start_chart_workers
@@ -200,9 +202,9 @@ def run_batch(
                         raise
                     report(_failed(str(path), None, None, exc))
                     continue
-                if online is not None and experiment.online:
-                    online()
-                    online = None
+                if large_logs is not None and DESIGNS.of(experiment).large_logs:
+                    large_logs()
+                    large_logs = None
                 open_ended = dates[1] is not None and dates[2] is None
                 for day in _through_last_input(experiment, days) if open_ended else days:
                     step = _analyse(experiment, day, several, batch, options)

@@ -35,6 +35,7 @@ from typing import Any
 from abrank.config import Experiment
 from abrank.config.dates import fill_date, is_dated
 from abrank.config.engine import is_pattern
+from abrank.design_registry import DESIGNS
 from abrank.errors import ConfigError, DataError
 
 __all__ = [
@@ -236,10 +237,9 @@ def resolve_inputs(experiment: Experiment) -> Inputs:
 def _configs(experiment: Experiment) -> dict[str, tuple[Any, str, str | None, str, bool]]:
     """Per config key: its config section, role, arm, what its files hold, and whether it
     is a log (read for every date of the window, a glob or a folder allowed)."""
-    interleaved = experiment.interleaved
-    # an online test's arms are impression logs; an interleaving test's arms name the
-    # source rankings behind its one log, read on the run date like the judgments
-    arm_holds = "impressions" if experiment.online else "rankings"
+    # what the design's arms hold: an online test's are impression logs; an interleaving
+    # test's name the source rankings behind its one log, read on the run date
+    arm_holds, arm_logs = DESIGNS.of(experiment).arm_holds(experiment)
     found: dict[str, tuple[Any, str, str | None, str, bool]] = {
         "log.path": (experiment.log, "log", None, "impressions", True),
         "judgments.path": (experiment.judgments, "judgments", None, "judgments", False),
@@ -261,7 +261,7 @@ def _configs(experiment: Experiment) -> dict[str, tuple[Any, str, str | None, st
     for index, arm in enumerate(experiment.arms):
         key = arm_key(index)
         role = "control" if index == 0 else "treatment"
-        found[key] = (arm, role, arm.name, arm_holds, not interleaved)
+        found[key] = (arm, role, arm.name, arm_holds, arm_logs)
     return found
 
 

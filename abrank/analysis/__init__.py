@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from abrank.analysis.compare import compare_arms
-from abrank.analysis.engine import EngineChoice, choose_engine, score_online_sql
+from abrank.analysis.engine import choose_engine
 from abrank.analysis.load import LoadedData, Progress, load_data
-from abrank.analysis.offline_sql import offline_inputs
 from abrank.analysis.score import CURVE_POINTS, JUDGED_K, ScoredArms, score_arms
 from abrank.analysis.summarise import JUDGED_GAP_WARNING, build_readout
-from abrank.analysis.unjudged import check_reason, judged_only_comparisons
 from abrank.analysis.write import (
     OUTPUT_FORMATS,
     READOUT_MARKER,
@@ -28,6 +26,7 @@ from abrank.analysis.write import (
     write_readout,
 )
 from abrank.config import Experiment, load_experiment
+from abrank.design_registry import DESIGNS
 from abrank.errors import ConfigError
 from abrank.inputs import Inputs, display_path, resolve_inputs
 from abrank.readout import Readout
@@ -98,12 +97,7 @@ def run_experiment(
             f"{inputs.date}"
         )
     say = _timed(progress)
-    if experiment.interleaved:
-        readout = _run_interleaved(experiment, inputs, say, choice)
-    elif experiment.online:
-        readout = _run_online(experiment, inputs, say, choice)
-    else:
-        readout = _run_offline(experiment, inputs, say, choice)
+    readout = DESIGNS.of(experiment).run(experiment, inputs, say, choice)
     return _with_engine(readout, choice.name)
 
 
@@ -116,70 +110,6 @@ def _with_engine(readout: Readout, engine: str) -> Readout:
     out = dataclasses.replace(readout, summary=model.to_dict())
     vars(out)["model"] = model  # what the cached property would compute
     return out
-
-
-def _run_offline(
-    experiment: Experiment, inputs: Inputs, say: Progress, choice: EngineChoice
-) -> Readout:
-    """The offline path: rankings and judgments, per-query metrics, paired comparisons."""
-    with offline_inputs(experiment, choice, say, inputs=inputs) as (data, score):
-        say("scoring queries")
-        scored = score(experiment, data)
-        say("comparing arms")
-        comparisons, too_small = compare_arms(experiment, scored, data.segments)
-        condensed = None
-        if check_reason(scored.judged_at_k) is not None:
-            say("repeating the comparisons on judged documents only")
-            condensed = judged_only_comparisons(experiment, data, score)
-    say("summarising")
-    return build_readout(experiment, data, scored, comparisons, too_small, condensed)
-
-
-def _run_online(
-    experiment: Experiment, inputs: Inputs, say: Progress, choice: EngineChoice
-) -> Readout:
-    """The online path: impression logs, per-unit sums (from the chosen engine), clustered
-    comparisons."""
-    from abrank.analysis.clustered import compare_online, sample_ratio
-    from abrank.analysis.online import load_online, score_online
-    from abrank.analysis.summarise import build_online_readout
-
-    if choice.name == "memory":
-        data = load_online(experiment, say, inputs=inputs)
-        say("scoring impressions")
-        scores = score_online(experiment, data)
-    else:
-        data, scores = score_online_sql(experiment, choice, say, inputs=inputs)
-    say("comparing arms on per-unit sums")
-    comparisons, too_small = compare_online(experiment, data, scores)
-    say("summarising")
-    srm = sample_ratio(experiment, scores)
-    return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
-
-
-def _run_interleaved(
-    experiment: Experiment, inputs: Inputs, say: Progress, choice: EngineChoice
-) -> Readout:
-    """The interleaving path: one log of merged lists, per-impression outcomes (per-unit
-    counts from an SQL engine), the preference clustered on the unit."""
-    from abrank.analysis.interleaved import (
-        compare_interleaved_arms,
-        load_interleaved,
-        score_interleaved,
-    )
-    from abrank.analysis.interleaved_sql import score_interleaved_sql
-    from abrank.analysis.interleaved_summary import build_interleaved_readout
-
-    if choice.name == "memory":
-        data = load_interleaved(experiment, say, inputs=inputs)
-        say("crediting clicks to teams")
-        scores = score_interleaved(experiment, data)
-    else:
-        data, scores = score_interleaved_sql(experiment, choice, say, inputs=inputs)
-    say("comparing the preference on per-unit sums")
-    comparisons, too_small = compare_interleaved_arms(experiment, scores)
-    say("summarising")
-    return build_interleaved_readout(experiment, data, scores, comparisons, too_small)
 
 
 def _timed(progress: Progress | None) -> Progress:

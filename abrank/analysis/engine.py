@@ -23,6 +23,7 @@ from abrank.analysis.load import Progress, shown_files
 from abrank.analysis.online import OnlineData, OnlineScores, load_covariates
 from abrank.config import Experiment
 from abrank.config.engine import ENGINE_NAMES, EngineConfig, is_pattern
+from abrank.design_registry import DESIGNS
 from abrank.errors import ConfigError
 from abrank.inputs import (
     LOG_KEYS,
@@ -80,9 +81,7 @@ def choose_engine(experiment: Experiment, engine: Any = None) -> EngineChoice:
             "engine: expected an engine name (" + ", ".join(ENGINE_NAMES) + "), a mapping of "
             f"engine options, a DuckDB connection or a SparkSession, got {type(engine).__name__}"
         )
-    from abrank.engines import check_supported
-
-    check_supported(config.name, _kind(experiment, config.name))
+    DESIGNS.of(experiment).check_engine(experiment, config.name)
     if config.name == "memory":
         for key, path in _log_paths(experiment):
             if is_pattern(path, Path(path)):
@@ -111,19 +110,6 @@ def _is_spark_session(value: Any) -> bool:
     so that pyspark is not imported to ask."""
     module = type(value).__module__ or ""
     return type(value).__name__ == "SparkSession" and module.startswith("pyspark")
-
-
-def _kind(experiment: Experiment, engine: str) -> str:
-    """The kind of experiment as :func:`abrank.engines.check_supported` names it."""
-    from abrank.metrics import parse_metric
-
-    if experiment.interleaved:
-        return "interleaved"
-    if not experiment.online:
-        return "offline"
-    if engine != "memory" and any(not parse_metric(m).is_click for m in experiment.metrics):
-        return "online-judged"
-    return "online"
 
 
 def _log_paths(experiment: Experiment) -> list[tuple[str, str]]:

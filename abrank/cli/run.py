@@ -83,6 +83,6 @@ def handle(args: argparse.Namespace) -> int:
         debug=args.debug,
         engine=args.engine,
     )
-    # an online log's large temporaries: in the command's own process only
+    # large logs' temporaries: in the command's own process only
     memory = runtime.reuse_freed_memory if runtime.owns_process() else None
-    return run_batch(args.configs, (args.date, args.start, args.end), options, online=memory)
+    return run_batch(args.configs, (args.date, args.start, args.end), options, large_logs=memory)

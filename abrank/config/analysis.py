@@ -7,14 +7,13 @@ inference; then the keys of impression logs (:class:`abrank.config.online.Online
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from abrank.config.keys import Strict
 from abrank.config.offline import MissingQueries
 from abrank.config.online import OnlineKeys
 from abrank.config.problems import Checks
+from abrank.design_registry import DESIGNS
 from abrank.stats import registry as stats_registry
 from abrank.stats.registry import INTERLEAVED, INTERLEAVED_TESTS
 
@@ -22,7 +21,9 @@ from abrank.stats.registry import INTERLEAVED, INTERLEAVED_TESTS
 class StatisticsKeys(Strict):
     """The ``analysis`` keys of every design: design, tests, corrections, level, seed."""
 
-    design: Literal[stats_registry.DESIGNS] = "paired"  # type: ignore[valid-type]
+    #: paired, independent, interleaved, or the name of a design added with
+    #: :func:`abrank.designs.register`
+    design: str = "paired"
     missing_queries: MissingQueries = "zero"
     alpha: float = Field(default=0.05, gt=0, lt=1)
     confidence_level: float = Field(default=0.95, gt=0, lt=1)
@@ -41,15 +42,28 @@ class StatisticsKeys(Strict):
     seed: int = Field(default=0, ge=0)
 
 
+    @field_validator("design")
+    @classmethod
+    def _known_design(cls, value: str) -> str:
+        if value in stats_registry.DESIGNS or value in DESIGNS.selectable():
+            return value
+        names = [*stats_registry.DESIGNS, *DESIGNS.selectable()]
+        listed = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
+        raise ValueError(listed)
+
+
 class AnalysisConfig(OnlineKeys, StatisticsKeys):
     """How the arms are compared: the statistics keys, then the online keys (a model's
     fields start with its last base's, so the keys are listed in that order)."""
 
 
-def checked_analysis(checks: Checks, analysis: AnalysisConfig) -> AnalysisConfig:
+def checked_analysis(
+    checks: Checks, analysis: AnalysisConfig, statistics: str = "paired"
+) -> AnalysisConfig:
     """Test and correction names checked against the stats registry (the tests of the
-    design); returns a copy with canonical names (aliases resolved)."""
-    design = analysis.design
+    design: ``analysis.design``, or for a design added to :data:`abrank.designs.DESIGNS`
+    the tests it uses, ``statistics``); returns a copy with canonical names."""
+    design = analysis.design if analysis.design in stats_registry.DESIGNS else statistics
 
     def test(loc: tuple, value: str) -> str:
         problem = stats_registry.test_problem(value, design)

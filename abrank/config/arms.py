@@ -78,10 +78,12 @@ def _named_arm(arm: dict[str, Any], default: str) -> dict[str, Any]:
 
 
 def named_arms(
-    checks: Checks, arms: list[ArmConfig], *, one_log: bool, interleaved: bool
+    checks: Checks, arms: list[ArmConfig], *, one_log: bool, optional_paths: bool
 ) -> list[ArmConfig]:
-    """The arms (control first) with their absolute paths; a repeated name, and a path where the experiment's one log (``one_log``) holds every arm or none
-    where it does not, are problems (an interleaving test's arms may have a path or not)."""
+    """The arms (control first) with their absolute paths; a repeated name, and a path
+    where the experiment's one log (``one_log``) holds every arm or none where it does not,
+    are problems (unless the arms' paths are ``optional_paths``, as an interleaving test's,
+    whose arms' files are not logs)."""
     named: list[ArmConfig] = []
     seen: dict[str, tuple] = {}
     for index, arm in enumerate(arms):
@@ -91,13 +93,13 @@ def named_arms(
             checks.add((*loc, "name"), f"expected a unique arm name, got {name!r} again")
         seen[name] = loc
         path = arm.path
-        if path is not None and one_log and not interleaved:
+        if path is not None and one_log and not optional_paths:
             checks.add(
                 (*loc, "path"),
                 "expected no path: the experiment's `log` holds every arm (its arm column "
                 f"names the arm), got {path!r}",
             )
-        elif path is None and not one_log and not interleaved:
+        elif path is None and not one_log and not optional_paths:
             checks.add(
                 loc,
                 "path: expected the arm's log file (or one `log:` for every arm), got nothing",

@@ -3,8 +3,9 @@
 One named check per concern, run in a fixed order (the problems are then sorted by line;
 problems on the same line keep this order): the experiment's name, the inputs (the one
 log, the arms, the judgments, the segments' attributes), the metrics, the analysis, the
-design's own keys (an interleaving test's, or an A/B test's online keys), the output
-folder and the window. Each returns its part of the experiment resolved (canonical names,
+design's own keys (:meth:`abrank.designs.Design.check`: an interleaving test's, an A/B
+test's online keys), the output folder and the window. The experiment's design
+(:data:`abrank.designs.DESIGNS`) names its metrics and says what its arms' files hold. Each returns its part of the experiment resolved (canonical names,
 absolute paths), and the whole is returned as one copy.
 """
 
@@ -15,14 +16,13 @@ from pathlib import Path
 from abrank.config.analysis import checked_analysis
 from abrank.config.arms import named_arms
 from abrank.config.experiment import Experiment
-from abrank.config.interleaved import interleaved_problems
 from abrank.config.metrics import checked_metrics
 from abrank.config.offline import resolved_judgments
-from abrank.config.online import checked_online, resolved_log
+from abrank.config.online import resolved_log
 from abrank.config.outputs import check_name, check_window, checked_output
 from abrank.config.problems import Checks
 from abrank.config.segments import resolved_segments
-from abrank.errors import ConfigError
+from abrank.design_registry import DESIGNS
 
 
 def check_semantics(
@@ -32,25 +32,15 @@ def check_semantics(
     and the problems found."""
     checks = Checks(source, lines, base_dir)
     check_name(checks, exp.name)
+    design = DESIGNS.of(exp)
     log = resolved_log(checks, exp.log)
-    arms = named_arms(checks, exp.arms, one_log=log is not None, interleaved=exp.interleaved)
+    _, arm_logs = design.arm_holds(exp)
+    arms = named_arms(checks, exp.arms, one_log=log is not None, optional_paths=not arm_logs)
     judgments = resolved_judgments(checks, exp.judgments)
     segments = resolved_segments(checks, exp.segments)
-    metrics, primary = checked_metrics(
-        checks, exp.metrics, exp.primary_metric, interleaved=exp.interleaved
-    )
-    analysis = checked_analysis(checks, exp.analysis)
-    if exp.interleaved:
-        for loc, message in interleaved_problems(exp):
-            checks.add(loc, message)
-    else:
-        analysis = checked_online(
-            checks,
-            analysis,
-            design=analysis.design,
-            online=reads_impressions(exp),
-            arms=[str(arm.name) for arm in arms],
-        )
+    metrics, primary = checked_metrics(checks, exp.metrics, exp.primary_metric, design.metric_name)
+    analysis = checked_analysis(checks, exp.analysis, design.statistics)
+    analysis = design.check(checks, exp, analysis)
     output = checked_output(checks, exp.output)
     logs = [exp.log.path] if exp.log is not None else [arm.path for arm in exp.arms]
     check_window(checks, exp.window, logs)
@@ -69,11 +59,3 @@ def check_semantics(
     )
     return resolved, checks.problems
 
-
-def reads_impressions(exp: Experiment) -> bool:
-    """Whether an A/B test reads impression logs (:attr:`Experiment.online`); with a metric
-    name that does not parse (reported with its own line), whether it has one ``log:``."""
-    try:
-        return exp.online
-    except ConfigError:
-        return exp.log is not None

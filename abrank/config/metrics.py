@@ -1,40 +1,29 @@
 """The ``metrics`` and ``primary_metric`` of a config, made canonical.
 
-Each name goes through the one parser of metric spellings (:mod:`abrank.metrics.names`),
-or, in an interleaving test, names a credit (:mod:`abrank.config.interleaved`); a metric
+Each name goes through the experiment's design's parser of metric names (the one parser
+of metric spellings, :mod:`abrank.metrics.names`, or an interleaving test's credits); a metric
 given twice (in any spelling) is a problem, and the primary metric must be one of them
 (default: the first).
 """
 
 from __future__ import annotations
 
-from abrank.config.interleaved import credit_name, credit_problem
+from collections.abc import Callable
+
 from abrank.config.problems import Checks
 from abrank.errors import ConfigError
 
 
-def metric_name(name: str, interleaved: bool) -> str:
-    """The canonical name of a metric (a credit of the interleaved design); ConfigError
-    saying why when ``name`` names none."""
-    from abrank.metrics import parse_metric
-
-    if not interleaved:
-        return parse_metric(name).name
-    credit = credit_name(name)
-    if credit is None:
-        raise ConfigError(credit_problem(name))
-    return credit
-
-
 def checked_metrics(
-    checks: Checks, metrics: list[str], primary: str | None, *, interleaved: bool
+    checks: Checks, metrics: list[str], primary: str | None, metric_name: Callable[[str], str]
 ) -> tuple[list[str], str | None]:
-    """The metrics' canonical names (as given where none parses) and the primary metric's
-    (the first metric's by default; as given where it does not parse)."""
+    """The metrics' canonical names by the design's ``metric_name`` (as given where none
+    parses) and the primary metric's (the first metric's by default; as given where it
+    does not parse)."""
     canonical: list[str] = []
     for index, name in enumerate(metrics):
         try:
-            metric = metric_name(name, interleaved)
+            metric = metric_name(name)
         except ConfigError as exc:
             checks.add(("metrics", index), str(exc))
             continue
@@ -44,7 +33,7 @@ def checked_metrics(
     if primary is None:
         return canonical or metrics, canonical[0] if canonical else None
     try:
-        canonical_primary = metric_name(primary, interleaved)
+        canonical_primary = metric_name(primary)
     except ConfigError as exc:
         checks.add(("primary_metric",), str(exc))
         return canonical or metrics, primary

@@ -94,11 +94,11 @@ INTERLEAVED = KindSections(preference_section, interleaving_table, interleaving_
 
 
 def kind_sections(summary: Summary) -> KindSections:
-    """The sections of the summary's kind of readout: interleaving, online (clustered on
-    a unit) or offline."""
-    if summary.design == "interleaved":
-        return INTERLEAVED
-    return ONLINE if summary.unit is not None else OFFLINE
+    """The sections that the summary's design adds (:meth:`abrank.designs.Design.report`)."""
+    from abrank.design_registry import DESIGNS
+
+    sections: KindSections = DESIGNS.of_summary(summary).report()
+    return sections
 
 
 def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:

@@ -1,0 +1,66 @@
+"""What a design added from outside abrank inherits: the defaults of a design over one log
+clustered on ``analysis.unit`` (the online design's statistics), selected by its name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abrank.errors import ConfigError
+
+
+class DesignBase:
+    """A design selected by ``analysis.design: <name>``, whose metrics are compared on
+    per-unit sums (:mod:`abrank.stats.clustered`) and whose readout has the online
+    design's report sections. Subclasses set ``name`` and ``engines`` and define
+    :meth:`run`; every other hook has a default that they may override."""
+
+    #: the design's name: ``analysis.design``'s value, summary.json's ``design``
+    name: str = ""
+    #: the tests it uses (:mod:`abrank.stats.registry`), which ``analysis.tests`` name
+    statistics: str = "independent"
+    #: its runs read big logs (the CLI tunes the allocator for their temporaries)
+    large_logs: bool = True
+    #: the engines that run it
+    engines: tuple[str, ...] = ("memory",)
+
+    def claims(self, experiment: Any) -> bool:
+        """Configs with ``analysis.design: <name>``."""
+        return bool(experiment.analysis.design == self.name)
+
+    def reads(self, summary: Any) -> bool:
+        """Readouts whose summary.json says ``design: <name>``."""
+        return bool(getattr(summary, "design", None) == self.name)
+
+    def metric_name(self, name: str) -> str:
+        """Metric names as given (e.g. a log column's)."""
+        return name
+
+    def check(self, checks: Any, experiment: Any, analysis: Any) -> Any:
+        """A unit to cluster on and one ``log:`` with every arm, or a log per arm."""
+        if analysis.unit is None:
+            checks.add(
+                ("analysis", "unit"), "expected the unit to cluster on (e.g. user_id), got none"
+            )
+        return analysis
+
+    def arm_holds(self, experiment: Any) -> tuple[str, bool]:
+        """An arm's files are its log (every date of a window; globs and folders)."""
+        return "logs", True
+
+    def check_engine(self, experiment: Any, engine: str) -> None:
+        """A ConfigError unless ``engine`` is one of :attr:`engines`."""
+        if engine not in self.engines:
+            raise ConfigError(
+                f"engine: {engine}: expected one of the engines that run the {self.name} "
+                f"design ({', '.join(self.engines)}), got {engine}"
+            )
+
+    def run(self, experiment: Any, inputs: Any, say: Any, engine: Any) -> Any:
+        """The experiment's readout; every design defines its own."""
+        raise NotImplementedError(f"the {self.name} design does not define run()")
+
+    def report(self) -> Any:
+        """The online design's sections: per-arm units and rows, the per-unit distribution."""
+        from abrank.render.sections import ONLINE
+
+        return ONLINE

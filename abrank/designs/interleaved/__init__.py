@@ -1,0 +1,90 @@
+"""The interleaving design: one log of interleaved lists, credited to the arms.
+
+Each impression shows one list interleaved from both arms' rankings; its clicks are
+credited to the arm that contributed each result, and the arms are compared on the
+per-unit wins and losses by the preference test (DESIGN.md "Interleaving").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abrank.config import Experiment
+
+
+class InterleavedDesign:
+    """Interleaving tests: ``analysis.design: interleaved``."""
+
+    name = "interleaved"
+    large_logs = False
+    statistics = "interleaved"
+
+    def claims(self, experiment: Experiment) -> bool:
+        """Configs with ``analysis.design: interleaved``."""
+        return bool(experiment.analysis.design == self.name)
+
+    def reads(self, summary: Any) -> bool:
+        """Readouts of the interleaved design."""
+        return getattr(summary, "design", None) == self.name
+
+    def metric_name(self, name: str) -> str:
+        """A credit's canonical name (``wins``, ``wins_clicks``, ...)."""
+        from abrank.config.interleaved import credit_name, credit_problem
+        from abrank.errors import ConfigError
+
+        credit = credit_name(name)
+        if credit is None:
+            raise ConfigError(credit_problem(name))
+        return credit
+
+    def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
+        """One interleaved log, a unit, and none of the keys only A/B tests read."""
+        from abrank.config.interleaved import interleaved_problems
+
+        for loc, message in interleaved_problems(experiment):
+            checks.add(loc, message)
+        return analysis
+
+    def arm_holds(self, experiment: Experiment) -> tuple[str, bool]:
+        """An arm's file (when given) is the rankings its lists were interleaved from,
+        read on the run date like the judgments."""
+        return "rankings", False
+
+    def check_engine(self, experiment: Experiment, engine: str) -> None:
+        """Every engine runs interleaving experiments."""
+        from abrank.engines import check_supported
+
+        check_supported(engine, "interleaved")
+
+    def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
+        """The interleaved log, per-unit credits (from the chosen engine), the preference
+        test, the readout."""
+        from abrank.analysis.interleaved import (
+            compare_interleaved_arms,
+            load_interleaved,
+            score_interleaved,
+        )
+        from abrank.analysis.interleaved_sql import score_interleaved_sql
+        from abrank.analysis.interleaved_summary import build_interleaved_readout
+
+        if engine.name == "memory":
+            data = load_interleaved(experiment, say, inputs=inputs)
+            say("crediting clicks to teams")
+            scores = score_interleaved(experiment, data)
+        else:
+            data, scores = score_interleaved_sql(experiment, engine, say, inputs=inputs)
+        say("comparing the preference on per-unit sums")
+        comparisons, too_small = compare_interleaved_arms(experiment, scores)
+        say("summarising")
+        return build_interleaved_readout(experiment, data, scores, comparisons, too_small)
+
+    def report(self) -> Any:
+        """Outcomes per impression, the preference per unit, the interleaving checks."""
+        from abrank.render.sections import INTERLEAVED
+
+        return INTERLEAVED
+
+
+DESIGN = InterleavedDesign()
+
+__all__ = ["DESIGN", "InterleavedDesign"]

@@ -1,0 +1,88 @@
+"""The offline design: rankings replayed against judgments, compared query by query.
+
+Each arm's rankings (a TREC run or a table) are scored against the judgments per query
+(:mod:`abrank.engines`), the arms are compared on the per-query values (paired over the
+queries they share, or independent), and the comparisons are repeated on judged
+documents only when the arms' judged@k differ (DESIGN.md "Metrics", "Statistics").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abrank.config import Experiment
+
+
+class OfflineDesign:
+    """Offline replays: what every A/B config that reads no impression log is."""
+
+    name = "offline"
+    large_logs = False
+    statistics = "paired"
+
+    def claims(self, experiment: Experiment) -> bool:
+        """Every config that no other design claims."""
+        return True
+
+    def reads(self, summary: Any) -> bool:
+        """Readouts without a unit (queries are the unit)."""
+        return getattr(summary, "unit", None) is None
+
+    def metric_name(self, name: str) -> str:
+        """A metric's canonical name (:func:`abrank.metrics.parse_metric`)."""
+        from abrank.metrics import parse_metric
+
+        return parse_metric(name).name
+
+    def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
+        """The A/B keys: no unit without impressions, a split over the arms."""
+        from abrank.config.online import checked_online
+
+        return checked_online(
+            checks,
+            analysis,
+            design=analysis.design,
+            online=False,
+            arms=[str(arm.name) for arm in experiment.arms],
+        )
+
+    def arm_holds(self, experiment: Experiment) -> tuple[str, bool]:
+        """An arm's files are its rankings, read for every date of a window."""
+        return "rankings", True
+
+    def check_engine(self, experiment: Experiment, engine: str) -> None:
+        """Every engine runs offline experiments on judged metrics."""
+        from abrank.engines import check_supported
+
+        check_supported(engine, "offline")
+
+    def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
+        """Rankings and judgments, per-query metrics, paired comparisons, the readout."""
+        from abrank.analysis.compare import compare_arms
+        from abrank.analysis.offline_sql import offline_inputs
+        from abrank.analysis.summarise import build_readout
+        from abrank.analysis.unjudged import check_reason, judged_only_comparisons
+
+        with offline_inputs(experiment, engine, say, inputs=inputs) as (data, score):
+            say("scoring queries")
+            scored = score(experiment, data)
+            say("comparing arms")
+            comparisons, too_small = compare_arms(experiment, scored, data.segments)
+            condensed = None
+            if check_reason(scored.judged_at_k) is not None:
+                say("repeating the comparisons on judged documents only")
+                condensed = judged_only_comparisons(experiment, data, score)
+        say("summarising")
+        return build_readout(experiment, data, scored, comparisons, too_small, condensed)
+
+    def report(self) -> Any:
+        """Positions of the first relevant document, per-arm judged coverage, unjudged
+        documents, the queries that moved most."""
+        from abrank.render.sections import OFFLINE
+
+        return OFFLINE
+
+
+DESIGN = OfflineDesign()
+
+__all__ = ["DESIGN", "OfflineDesign"]

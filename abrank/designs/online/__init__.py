@@ -1,0 +1,96 @@
+"""The online design: an A/B test read from impression logs, clustered on its unit.
+
+Units (``analysis.unit``) are randomized to arms; each arm's impressions are scored (click
+metrics, and judged metrics with judgments) and summed per unit, and the arms are compared
+on those sums by the delta method with unit-level resampling (DESIGN.md "Online logs",
+"Clustered inference"), with the sample-ratio check beside them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abrank.config import Experiment
+from abrank.errors import ConfigError
+
+
+class OnlineDesign:
+    """Online A/B tests: one ``log:`` or click metrics to compute."""
+
+    name = "online"
+    large_logs = True
+    statistics = "independent"
+
+    def claims(self, experiment: Experiment) -> bool:
+        """An A/B config with one ``log:`` or a click metric (one whose metric names do
+        not all parse: one with a ``log:``)."""
+        try:
+            return experiment.online
+        except ConfigError:
+            return experiment.log is not None
+
+    def reads(self, summary: Any) -> bool:
+        """Readouts clustered on a unit."""
+        return getattr(summary, "unit", None) is not None and summary.design != "interleaved"
+
+    def metric_name(self, name: str) -> str:
+        """A metric's canonical name (:func:`abrank.metrics.parse_metric`)."""
+        from abrank.metrics import parse_metric
+
+        return parse_metric(name).name
+
+    def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
+        """The online keys: a unit, the independent design, a split over the arms,
+        covariates with a unit."""
+        from abrank.config.online import checked_online
+
+        return checked_online(
+            checks,
+            analysis,
+            design=analysis.design,
+            online=True,
+            arms=[str(arm.name) for arm in experiment.arms],
+        )
+
+    def arm_holds(self, experiment: Experiment) -> tuple[str, bool]:
+        """An arm's files are its impressions, read for every date of a window."""
+        return "impressions", True
+
+    def check_engine(self, experiment: Experiment, engine: str) -> None:
+        """Every engine runs click metrics; judged metrics on a log run in memory."""
+        from abrank.engines import check_supported
+        from abrank.metrics import parse_metric
+
+        judged = any(not parse_metric(m).is_click for m in experiment.metrics)
+        check_supported(engine, "online-judged" if engine != "memory" and judged else "online")
+
+    def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
+        """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
+        the sample-ratio check, the readout."""
+        from abrank.analysis.clustered import compare_online, sample_ratio
+        from abrank.analysis.engine import score_online_sql
+        from abrank.analysis.online import load_online, score_online
+        from abrank.analysis.summarise import build_online_readout
+
+        if engine.name == "memory":
+            data = load_online(experiment, say, inputs=inputs)
+            say("scoring impressions")
+            scores = score_online(experiment, data)
+        else:
+            data, scores = score_online_sql(experiment, engine, say, inputs=inputs)
+        say("comparing arms on per-unit sums")
+        comparisons, too_small = compare_online(experiment, data, scores)
+        say("summarising")
+        srm = sample_ratio(experiment, scores)
+        return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
+
+    def report(self) -> Any:
+        """Click-through rate by position, units and impressions per arm."""
+        from abrank.render.sections import ONLINE
+
+        return ONLINE
+
+
+DESIGN = OnlineDesign()
+
+__all__ = ["DESIGN", "OnlineDesign"]
