@@ -77,6 +77,12 @@ class Design(Protocol):
         progress."""
         ...
 
+    def validate(self, experiment: Any, inputs: Any, engine: Any) -> dict[str, Any]:
+        """What ``abrank validate`` finds in the inputs, opened as :meth:`run` opens them
+        short of scoring: the :class:`~abrank.analysis.validate.ValidationResult` fields
+        ``arms`` and those of the design (e.g. ``judged_queries``, ``unit``)."""
+        ...
+
     def report(self) -> Any:
         """The report sections the design adds (:class:`abrank.render.sections.KindSections`)."""
         ...
@@ -175,6 +181,7 @@ _HOOKS = (
     "arm_holds",
     "check_engine",
     "run",
+    "validate",
     "report",
 )
 

@@ -4,8 +4,8 @@ Generates (with :mod:`abrank.demo.online`, as ``bench_online.py`` does) or reuse
 (``--keep DIR``, the same folder layout as ``bench_online.py``) a user-randomized click log
 as one Parquet file with an ``arm`` column, default 400,000 users x 5 impressions x 10
 shown results = about 20,000,000 rows. Then, in a fresh child process, runs the steps of
-``abrank run``'s data path one after the other, as :func:`abrank.analysis.online.load_online`
-and :func:`~abrank.analysis.online.score_online` run them (click_rr@10, ctr@3 and
+``abrank run``'s data path one after the other, as :func:`abrank.designs.online.logs.load_online`
+and :func:`~abrank.designs.online.logs.score_online` run them (click_rr@10, ctr@3 and
 abandonment, users as the unit, device segments):
 
 * read: :func:`abrank.io.read_impressions` of the columns the metrics read;
@@ -92,9 +92,9 @@ _STEPS = textwrap.dedent("""\
     from abrank.io import check_arms, read_impressions, split_log
     from abrank.engines.clicks import ImpressionIndex, ctr_by_rank, score_impressions, unit_sums
     from abrank.metrics import parse_metric
-    from abrank.analysis.online import load_online, needed_columns, score_online
-    from abrank.analysis.clustered import sample_ratio
-    from abrank.analysis.summarise import build_online_readout
+    from abrank.designs.online.logs import load_online, needed_columns, score_online
+    from abrank.designs.online.compare import sample_ratio
+    from abrank.designs.online.summary import build_online_readout
     from abrank.analysis import write_readout
 
     experiment = load_experiment(config_path)

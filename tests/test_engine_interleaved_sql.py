@@ -18,8 +18,8 @@ from trees import assert_same_summary
 
 from abrank import run_experiment
 from abrank.analysis.engine import choose_engine
-from abrank.analysis.interleaved import load_interleaved, score_interleaved
-from abrank.analysis.interleaved_sql import score_interleaved_sql
+from abrank.designs.interleaved.outcomes import load_interleaved, score_interleaved
+from abrank.designs.interleaved.sql import score_interleaved_sql
 from abrank.cli import main
 from abrank.config import load_experiment
 from abrank.errors import DataError

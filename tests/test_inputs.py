@@ -268,7 +268,7 @@ def test_a_log_format_no_sql_engine_reads_is_refused_naming_the_engine_that_runs
     """An interleaving log in JSON Lines on Spark: the message names Spark (it named
     DuckDB whatever the engine), before any engine starts."""
     from abrank.analysis.engine import EngineChoice
-    from abrank.analysis.interleaved_sql import score_interleaved_sql
+    from abrank.designs.interleaved.sql import score_interleaved_sql
 
     write(tmp_path / "log.jsonl", '{"impression_id": "i1", "rank": 1, "clicked": 1}\n')
     config = write(

@@ -18,7 +18,7 @@ import scipy.stats
 import statsmodels.api as sm
 
 import abrank
-from abrank.analysis.interleaved import agreement_depth
+from abrank.designs.interleaved.outcomes import agreement_depth
 from abrank.cli import main
 
 CONTROL, TREATMENT, OTHER = "bm25", "reranker", "hybrid"

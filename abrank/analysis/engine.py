@@ -1,12 +1,9 @@
-"""Which engine runs an experiment, and the online path on an SQL engine.
+"""Which engine runs an experiment, and how an SQL engine reads a log's files.
 
 :func:`choose_engine` reads the choice (``run_experiment(engine=...)``, ``--engine``, or the
-config's ``engine:``) and refuses what the engine cannot run yet, naming what each engine
-runs. :func:`score_online_sql` is the online path of :mod:`abrank.analysis.online` on an SQL
-engine: the logs are read where they lie and only the per-unit sums come back, in the same
-:class:`~abrank.analysis.online.OnlineData` / :class:`~abrank.analysis.online.OnlineScores`
-shapes, so that the comparisons and the readout run unchanged. What stays in Python is
-what is small: the covariates table, the fingerprints of the files read.
+config's ``engine:``) and refuses what the engine cannot run yet (the experiment's design
+says which engines run it), naming what each engine runs. :func:`sql_log_files` lists a
+log path's files and their format for an SQL engine.
 """
 
 from __future__ import annotations
@@ -16,11 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from pydantic import ValidationError
 
-from abrank.analysis.load import Progress, shown_files
-from abrank.analysis.online import OnlineData, OnlineScores, load_covariates
 from abrank.config import Experiment
 from abrank.config.engine import ENGINE_NAMES, EngineConfig, is_pattern
 from abrank.design_registry import DESIGNS
@@ -28,13 +22,10 @@ from abrank.errors import ConfigError
 from abrank.inputs import (
     LOG_KEYS,
     InputFiles,
-    Inputs,
-    arm_key,
     display_path,
-    resolve_inputs,
 )
 
-__all__ = ["EngineChoice", "choose_engine", "score_online_sql", "sql_log_files"]
+__all__ = ["EngineChoice", "choose_engine", "sql_log_files"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,81 +123,3 @@ def sql_log_files(source: InputFiles, path: str, engine: str) -> tuple[list[str]
             f"{display_path(path)}: engine {engine}: expected parquet, csv or tsv logs, got format {fmt}"
         )
     return files, fmt
-
-
-def score_online_sql(
-    experiment: Experiment, choice: EngineChoice, say: Progress, *, inputs: Inputs | None = None
-) -> tuple[OnlineData, OnlineScores]:
-    """The online inputs and per-unit sums of every arm, computed by an SQL engine, from
-    the run's ``inputs`` (resolved from ``experiment`` when not given)."""
-    from abrank.engines.sql import open_backend
-    from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
-    from abrank.metrics import parse_metric
-
-    resolved = inputs if inputs is not None else resolve_inputs(experiment)
-    names = [arm.name for arm in experiment.arms]
-    unit = experiment.analysis.unit or "user_id"
-    sources: list[tuple[LogSource, InputFiles]] = []  # one per date's path, with its key's files
-
-    def add(config: Any, log: InputFiles) -> None:
-        for path in log.paths:
-            files, fmt = sql_log_files(log, path, choice.name)
-            source = LogSource(
-                files=tuple(files),
-                format=fmt,
-                label=str(path),
-                arm=log.arm,
-                columns=config.columns.mapping(),
-                sep=config.sep,
-                decimal=config.decimal,
-            )
-            sources.append((source, log))
-
-    if experiment.log is not None:
-        add(experiment.log, resolved["log.path"])
-    else:
-        for index, arm in enumerate(experiment.arms):
-            add(arm, resolved[arm_key(index)])
-    files = [file for source, _ in sources for file in source.files]
-    say(f"aggregating on {choice.name} ({shown_files(files)})")
-    request = ClickRequest(
-        metrics=tuple(parse_metric(m) for m in experiment.metrics),
-        arms=tuple(names),
-        unit=unit,
-        segments=tuple(experiment.segments.columns),
-        sat_dwell=experiment.analysis.sat_dwell,
-        drop_mixed=experiment.analysis.mixed_units == "drop",
-    )
-    backend = open_backend(choice.name, choice.options, choice.connection)
-    try:
-        result = click_aggregates(backend, [s for s, _ in sources], request)
-    finally:
-        backend.close()
-    read = [
-        log.entry(file, result.file_rows.get(file, 0))
-        for source, log in sources
-        for file in source.files
-    ]
-    covariates = load_covariates(experiment, resolved, unit, say, read)
-    paths = {name: next(s.label for s, _ in sources if s.arm in (None, name)) for name in names}
-    data = OnlineData(
-        impressions={name: pd.DataFrame() for name in names},
-        judgments=None,
-        covariates=covariates,
-        mixed=result.mixed,
-        dropped_units=result.dropped_units,
-        inputs=read,
-        paths=paths,
-    )
-    columns = [*experiment.metrics, unit, *[c for c in experiment.segments.columns if c != unit]]
-    empty = pd.DataFrame(columns=columns, index=pd.Index([], name="impression_id", dtype="str"))
-    scores = OnlineScores(
-        values={name: empty for name in names},
-        sums=result.sums,
-        segment_sums=result.segment_sums,
-        units={name: int(len(t)) for name, t in result.sums.items()},
-        impressions={name: int(t["impressions"].sum()) for name, t in result.sums.items()},
-        ctr_by_rank=result.ctr_by_rank,
-        undefined={},
-    )
-    return data, scores

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from abrank.analysis.engine import EngineChoice, choose_engine
+from abrank.analysis.engine import choose_engine
 from abrank.config import Experiment, load_experiment
-from abrank.inputs import missing_input_error, missing_inputs
+from abrank.design_registry import DESIGNS
+from abrank.inputs import missing_input_error, resolve_inputs
 
 #: what is found for a dated config validated without a date (only the config is checked)
 DATED_WITHOUT_DATE = "dated config (give --date to check its files)"
@@ -45,7 +46,8 @@ class ValidationResult:
     """The outcome of :func:`validate_experiment` for a good experiment.
 
     ``config`` is the config file as the user named it, ``experiment`` the experiment's
-    name, ``kind`` ``offline``, ``online`` or ``interleaved``; ``checked`` is False for a
+    name, ``kind`` its design's name (``offline``, ``online``, ``interleaved``, or one
+    added with :func:`abrank.designs.register`); ``checked`` is False for a
     dated config validated without a date (its files are not opened: ``engine`` and the
     counts are then None / empty). ``judged_queries`` (offline), ``unit`` and
     ``mixed_units`` (online: units seen in more than one arm), ``impressions`` and
@@ -119,18 +121,22 @@ def validate_experiment(
     or DataError that a run of the same inputs raises.
     """
     experiment = config if isinstance(config, Experiment) else load_experiment(config)
-    kind = _kind(experiment)
+    design = DESIGNS.of(experiment)
+    kind = design.name
     metrics = tuple(experiment.metrics)
+    inputs = None
     if date is not None:
         experiment = experiment.for_date(date)
-        missing = missing_inputs(experiment)
+        inputs = resolve_inputs(experiment)  # once, for this check and the design's loaders
+        missing = inputs.missing()
         if missing:
             assert experiment.date is not None  # set by for_date
             raise missing_input_error(*missing[0], experiment.date.isoformat())
     elif experiment.dated:
         return ValidationResult(experiment.source, experiment.name, kind, metrics, checked=False)
     choice = choose_engine(experiment, engine)
-    found = {"offline": _offline, "online": _online, "interleaved": _interleaved}[kind]
+    if inputs is None:
+        inputs = resolve_inputs(experiment)
     return ValidationResult(
         config=experiment.source,
         experiment=experiment.name,
@@ -138,71 +144,5 @@ def validate_experiment(
         metrics=metrics,
         engine=choice.name,
         date=None if experiment.date is None else experiment.date.isoformat(),
-        **found(experiment, choice),
+        **design.validate(experiment, inputs, choice),
     )
-
-
-def _kind(experiment: Experiment) -> str:
-    if experiment.interleaved:
-        return "interleaved"
-    return "online" if experiment.online else "offline"
-
-
-def _quiet(message: str) -> None:
-    """Progress messages are not shown while validating."""
-
-
-def _offline(experiment: Experiment, choice: EngineChoice) -> dict[str, Any]:
-    """The queries of each arm's rankings and the judged queries (opened by the chosen
-    engine: on an SQL engine, counted where the files lie)."""
-    from abrank.analysis.offline_sql import check_offline_inputs
-
-    counts = check_offline_inputs(experiment, choice, _quiet)
-    arms = tuple(ArmInputs(name, queries=int(n)) for name, n in counts.queries.items())
-    return {"arms": arms, "judged_queries": int(counts.judged)}
-
-
-def _online(experiment: Experiment, choice: EngineChoice) -> dict[str, Any]:
-    """Impressions and units per arm (read by the chosen engine: on an SQL engine, from
-    the per-unit sums it returns) and the units seen in more than one arm."""
-    from abrank.analysis.engine import score_online_sql
-    from abrank.analysis.online import load_online
-
-    unit = experiment.analysis.unit
-    if choice.name != "memory":
-        data, scores = score_online_sql(experiment, choice, _quiet)
-        counts = {name: (scores.impressions[name], scores.units[name]) for name in scores.sums}
-    else:
-        data = load_online(experiment)
-        counts = {
-            name: (frame["impression_id"].nunique(), frame[unit].nunique())
-            for name, frame in data.impressions.items()
-        }
-    arms = tuple(
-        ArmInputs(name, impressions=int(impressions), units=int(units))
-        for name, (impressions, units) in counts.items()
-    )
-    return {"arms": arms, "unit": unit, "mixed_units": int(data.mixed.count)}
-
-
-def _interleaved(experiment: Experiment, choice: EngineChoice) -> dict[str, Any]:
-    """The log's impressions and units, and the impressions each team contributed
-    results to (read by the chosen engine: on an SQL engine, from the per-unit counts it
-    returns)."""
-    from abrank.analysis.interleaved import load_interleaved
-
-    unit = experiment.analysis.unit
-    if choice.name != "memory":
-        from abrank.analysis.interleaved_sql import score_interleaved_sql
-
-        _, scores = score_interleaved_sql(experiment, choice, _quiet)
-        impressions, units = scores.impressions, scores.units
-        per_team = {arm: n for arm, (n, _) in scores.per_arm.items()}
-    else:
-        log = load_interleaved(experiment).log
-        impressions, units = log["impression_id"].nunique(), log[unit].nunique()
-        counted = log.groupby("team", observed=True)["impression_id"].nunique()
-        per_team = {str(team): int(n) for team, n in counted.items()}
-    teams = [str(arm.name) for arm in experiment.arms]  # resolved names, control first
-    arms = tuple(ArmInputs(team, impressions=int(per_team.get(team, 0))) for team in teams)
-    return {"arms": arms, "unit": unit, "impressions": int(impressions), "units": int(units)}

@@ -4,7 +4,7 @@ With trec_eval's measure names only it takes trec_eval's command line and prints
 trec_eval prints (:func:`abrank.treceval.output.trec_eval_report`); with abrank's names,
 ``measure<TAB>query<TAB>value`` at full precision
 (:func:`abrank.treceval.output.trec_eval_text`, :func:`abrank.evaluate`, or an SQL engine's
-:func:`abrank.analysis.offline_sql.score_files`).
+:func:`abrank.designs.offline.sql.score_files`).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def _on_engine(
     digits: int | None,
 ) -> int:
     """``abrank metrics --engine NAME`` on an SQL engine: abrank's metric names only."""
-    from abrank.analysis.offline_sql import score_files
+    from abrank.designs.offline.sql import score_files
     from abrank.errors import ConfigError
     from abrank.treceval.output import format_trec_eval
 

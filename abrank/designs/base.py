@@ -59,8 +59,18 @@ class DesignBase:
         """The experiment's readout; every design defines its own."""
         raise NotImplementedError(f"the {self.name} design does not define run()")
 
+    def validate(self, experiment: Any, inputs: Any, engine: Any) -> dict[str, Any]:
+        """What ``abrank validate`` reports of the inputs: the arms (by default, each
+        arm's name only, once every input file is found)."""
+        from abrank.analysis.validate import ArmInputs
+        from abrank.errors import DataError
+
+        for key, path in inputs.missing():
+            raise DataError(f"{path}: {key}: expected an input file, got no such file")
+        return {"arms": tuple(ArmInputs(str(arm.name)) for arm in experiment.arms)}
+
     def report(self) -> Any:
         """The online design's sections: per-arm units and rows, the per-unit distribution."""
-        from abrank.render.sections import ONLINE
+        from abrank.design_registry import DESIGNS
 
-        return ONLINE
+        return DESIGNS["online"].report()

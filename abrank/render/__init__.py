@@ -17,9 +17,8 @@ The parts, in the order the data flows:
   :mod:`.distribution_charts`, :mod:`.position_charts`, :mod:`.online_charts`,
   :mod:`.interleaved_charts`, :mod:`.trend_charts`; :mod:`.charts` picks a readout's;
 - :mod:`.blocks` and :mod:`.sections` — one model of the readout's sections, built once:
-  :mod:`.results_section`, :mod:`.trend_section`, :mod:`.unjudged`, and what each kind of
-  readout adds (:mod:`.offline_sections`, :mod:`.online_sections`,
-  :mod:`.interleaved_sections`);
+  :mod:`.results_section`, :mod:`.trend_section`, :mod:`.unjudged`; what each design adds
+  is in its folder (:mod:`abrank.designs.offline.sections`, ...);
 - :mod:`.markdown` and :mod:`.html` — each draws that model;
 - :mod:`.files` — writes the reports and charts into a readout folder;
 - :mod:`.index_page` — the reports root's index.html over the history store.

@@ -11,9 +11,9 @@ with columns and cells, chart references); :mod:`abrank.render.markdown` and
 :mod:`abrank.render.html` only draw it. Every number is a number of the summary formatted
 by :mod:`.text`.
 
-This module holds the sections every readout has and the choice, made once, of what each
-kind of readout adds (:class:`KindSections`): :mod:`.offline_sections`,
-:mod:`.online_sections` and :mod:`.interleaved_sections`; the Results and Segments
+This module holds the sections every readout has; what each design adds
+(:class:`KindSections`) its folder defines (:meth:`abrank.designs.Design.report`, e.g.
+:mod:`abrank.designs.offline.sections`); the Results and Segments
 sections are in :mod:`.results_section`, the Trend section in :mod:`.trend_section`.
 """
 
@@ -58,18 +58,6 @@ from abrank.render.headline import (
     primary_comparisons,
     stamp,
 )
-from abrank.render.interleaved_sections import (
-    interleaving_facts,
-    interleaving_table,
-    preference_section,
-)
-from abrank.render.offline_sections import (
-    moves_section,
-    offline_facts,
-    offline_table,
-    positions_section,
-)
-from abrank.render.online_sections import clicks_section, online_facts, online_table
 from abrank.render.results_section import results_section, segments_section
 from abrank.render.text import arm_label, experiment_title, fmt_count, fmt_p_is
 from abrank.render.trend_section import trend_section
@@ -78,19 +66,16 @@ from abrank.render.unjudged import unjudged_section
 
 @dataclass(frozen=True)
 class KindSections:
-    """What a kind of readout adds to the sections every readout has: the section of its
-    own charts, its per-arm diagnostics table and facts, and whether it compares queries
-    (then it also has the Unjudged documents and Queries that moved most sections)."""
+    """What a design adds to the sections every readout has: the section of its own
+    charts, its per-arm diagnostics table and facts, and whether it compares queries (then
+    it also has the Unjudged documents section, and ``moves``: the Queries that moved
+    most)."""
 
     charts_section: Callable[[Sequence[Chart]], Section]
     diagnostics_table: Callable[[Summary], Table]
     diagnostic_facts: Callable[[Summary], list[tuple[str, str]]]
     per_query: bool = False
-
-
-OFFLINE = KindSections(positions_section, offline_table, offline_facts, per_query=True)
-ONLINE = KindSections(clicks_section, online_table, online_facts)
-INTERLEAVED = KindSections(preference_section, interleaving_table, interleaving_facts)
+    moves: Callable[[Readout], Section | None] | None = None
 
 
 def kind_sections(summary: Summary) -> KindSections:
@@ -112,7 +97,7 @@ def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
         unjudged_section(summary) if kind.per_query else None,
         kind.charts_section(charts),
         segments_section(summary, charts),
-        moves_section(readout) if kind.per_query else None,
+        kind.moves(readout) if kind.moves is not None else None,
         _diagnostics_section(summary, kind),
         _reproducibility_section(readout),
     ]

@@ -59,13 +59,13 @@ class InterleavedDesign:
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """The interleaved log, per-unit credits (from the chosen engine), the preference
         test, the readout."""
-        from abrank.analysis.interleaved import (
+        from abrank.designs.interleaved.outcomes import (
             compare_interleaved_arms,
             load_interleaved,
             score_interleaved,
         )
-        from abrank.analysis.interleaved_sql import score_interleaved_sql
-        from abrank.analysis.interleaved_summary import build_interleaved_readout
+        from abrank.designs.interleaved.sql import score_interleaved_sql
+        from abrank.designs.interleaved.summary import build_interleaved_readout
 
         if engine.name == "memory":
             data = load_interleaved(experiment, say, inputs=inputs)
@@ -78,11 +78,42 @@ class InterleavedDesign:
         say("summarising")
         return build_interleaved_readout(experiment, data, scores, comparisons, too_small)
 
+    def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
+        """The log's impressions and units, and the impressions each team contributed
+        results to (read by the chosen engine: on an SQL engine, from the per-unit counts
+        it returns)."""
+        from abrank.analysis.validate import ArmInputs
+        from abrank.designs.interleaved.outcomes import load_interleaved
+        from abrank.designs.interleaved.sql import score_interleaved_sql
+
+        unit = experiment.analysis.unit
+        if engine.name != "memory":
+            _, scores = score_interleaved_sql(experiment, engine, _quiet, inputs=inputs)
+            impressions, units = scores.impressions, scores.units
+            per_team = {arm: n for arm, (n, _) in scores.per_arm.items()}
+        else:
+            log = load_interleaved(experiment, inputs=inputs).log
+            impressions, units = log["impression_id"].nunique(), log[unit].nunique()
+            counted = log.groupby("team", observed=True)["impression_id"].nunique()
+            per_team = {str(team): int(n) for team, n in counted.items()}
+        teams = [str(arm.name) for arm in experiment.arms]  # resolved names, control first
+        arms = tuple(ArmInputs(team, impressions=int(per_team.get(team, 0))) for team in teams)
+        return {"arms": arms, "unit": unit, "impressions": int(impressions), "units": int(units)}
+
     def report(self) -> Any:
         """Outcomes per impression, the preference per unit, the interleaving checks."""
-        from abrank.render.sections import INTERLEAVED
+        from abrank.designs.interleaved.sections import (
+            interleaving_facts,
+            interleaving_table,
+            preference_section,
+        )
+        from abrank.render.sections import KindSections
 
-        return INTERLEAVED
+        return KindSections(preference_section, interleaving_table, interleaving_facts)
+
+
+def _quiet(message: str) -> None:
+    """Progress messages are not shown while validating."""
 
 
 DESIGN = InterleavedDesign()

@@ -59,9 +59,9 @@ class OfflineDesign:
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Rankings and judgments, per-query metrics, paired comparisons, the readout."""
         from abrank.analysis.compare import compare_arms
-        from abrank.analysis.offline_sql import offline_inputs
         from abrank.analysis.summarise import build_readout
         from abrank.analysis.unjudged import check_reason, judged_only_comparisons
+        from abrank.designs.offline.sql import offline_inputs
 
         with offline_inputs(experiment, engine, say, inputs=inputs) as (data, score):
             say("scoring queries")
@@ -75,12 +75,34 @@ class OfflineDesign:
         say("summarising")
         return build_readout(experiment, data, scored, comparisons, too_small, condensed)
 
+    def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
+        """The queries of each arm's rankings and the judged queries (opened by the chosen
+        engine: on an SQL engine, counted where the files lie)."""
+        from abrank.analysis.validate import ArmInputs
+        from abrank.designs.offline.sql import check_offline_inputs
+
+        counts = check_offline_inputs(experiment, engine, _quiet, inputs=inputs)
+        arms = tuple(ArmInputs(name, queries=int(n)) for name, n in counts.queries.items())
+        return {"arms": arms, "judged_queries": int(counts.judged)}
+
     def report(self) -> Any:
         """Positions of the first relevant document, per-arm judged coverage, unjudged
         documents, the queries that moved most."""
-        from abrank.render.sections import OFFLINE
+        from abrank.designs.offline.sections import (
+            moves_section,
+            offline_facts,
+            offline_table,
+            positions_section,
+        )
+        from abrank.render.sections import KindSections
 
-        return OFFLINE
+        return KindSections(
+            positions_section, offline_table, offline_facts, per_query=True, moves=moves_section
+        )
+
+
+def _quiet(message: str) -> None:
+    """Progress messages are not shown while validating."""
 
 
 DESIGN = OfflineDesign()

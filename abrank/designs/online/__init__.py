@@ -67,10 +67,10 @@ class OnlineDesign:
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
         the sample-ratio check, the readout."""
-        from abrank.analysis.clustered import compare_online, sample_ratio
-        from abrank.analysis.engine import score_online_sql
-        from abrank.analysis.online import load_online, score_online
-        from abrank.analysis.summarise import build_online_readout
+        from abrank.designs.online.compare import compare_online, sample_ratio
+        from abrank.designs.online.logs import load_online, score_online
+        from abrank.designs.online.sql import score_online_sql
+        from abrank.designs.online.summary import build_online_readout
 
         if engine.name == "memory":
             data = load_online(experiment, say, inputs=inputs)
@@ -84,11 +84,39 @@ class OnlineDesign:
         srm = sample_ratio(experiment, scores)
         return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
 
+    def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
+        """Impressions and units per arm (read by the chosen engine: on an SQL engine, from
+        the per-unit sums it returns) and the units seen in more than one arm."""
+        from abrank.analysis.validate import ArmInputs
+        from abrank.designs.online.logs import load_online
+        from abrank.designs.online.sql import score_online_sql
+
+        unit = experiment.analysis.unit
+        if engine.name != "memory":
+            data, scores = score_online_sql(experiment, engine, _quiet, inputs=inputs)
+            counts = {name: (scores.impressions[name], scores.units[name]) for name in scores.sums}
+        else:
+            data = load_online(experiment, inputs=inputs)
+            counts = {
+                name: (frame["impression_id"].nunique(), frame[unit].nunique())
+                for name, frame in data.impressions.items()
+            }
+        arms = tuple(
+            ArmInputs(name, impressions=int(impressions), units=int(units))
+            for name, (impressions, units) in counts.items()
+        )
+        return {"arms": arms, "unit": unit, "mixed_units": int(data.mixed.count)}
+
     def report(self) -> Any:
         """Click-through rate by position, units and impressions per arm."""
-        from abrank.render.sections import ONLINE
+        from abrank.designs.online.sections import clicks_section, online_facts, online_table
+        from abrank.render.sections import KindSections
 
-        return ONLINE
+        return KindSections(clicks_section, online_table, online_facts)
+
+
+def _quiet(message: str) -> None:
+    """Progress messages are not shown while validating."""
 
 
 DESIGN = OnlineDesign()

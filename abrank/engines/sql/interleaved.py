@@ -2,7 +2,7 @@
 
 The same numbers as the memory engine's :func:`abrank.interleaving.impression_outcomes`
 followed by the per-unit counts the clustered preference test reads
-(:func:`abrank.analysis.interleaved.unit_counts`), computed where the log lies. Per
+(:func:`abrank.designs.interleaved.outcomes.unit_counts`), computed where the log lies. Per
 impression: each team's credited clicks (every click, or the clicks with ``dwell >=
 sat_dwell``; a click without a dwell is not satisfied), whether any result was clicked,
 the team of the first result (rank 1) and which teams showed a result. Per (treatment,

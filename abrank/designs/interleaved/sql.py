@@ -1,12 +1,12 @@
 """The interleaving path on an SQL engine: the log read where it lies, per-unit counts back.
 
-:func:`score_interleaved_sql` is :func:`abrank.analysis.interleaved.load_interleaved` and
-:func:`~abrank.analysis.interleaved.score_interleaved` on an SQL engine: the credits, the
+:func:`score_interleaved_sql` is :func:`abrank.designs.interleaved.outcomes.load_interleaved` and
+:func:`~abrank.designs.interleaved.outcomes.score_interleaved` on an SQL engine: the credits, the
 outcomes and their per-unit counts are computed by the definition of
 :mod:`abrank.engines.sql.interleaved`, and come back in the same
-:class:`~abrank.analysis.interleaved.InterleavedData` /
-:class:`~abrank.analysis.interleaved.InterleavedScores` shapes, so that
-:func:`~abrank.analysis.interleaved.compare_interleaved_arms` and the readout run
+:class:`~abrank.designs.interleaved.outcomes.InterleavedData` /
+:class:`~abrank.designs.interleaved.outcomes.InterleavedScores` shapes, so that
+:func:`~abrank.designs.interleaved.outcomes.compare_interleaved_arms` and the readout run
 unchanged. What stays in Python is what is small: the source rankings (read by the
 usual readers, for the agreement depth per query that the engine joins to the
 impressions) and the fingerprints of the files read.
@@ -23,15 +23,15 @@ import pyarrow as pa
 
 from abrank.analysis.comparisons import arm_pairs
 from abrank.analysis.engine import EngineChoice, sql_log_files
-from abrank.analysis.interleaved import (
+from abrank.analysis.load import Progress, shown_files
+from abrank.config import Experiment
+from abrank.designs.interleaved.outcomes import (
     InterleavedData,
     InterleavedScores,
     SameLists,
     agreement_depth,
     source_rankings,
 )
-from abrank.analysis.load import Progress, shown_files
-from abrank.config import Experiment
 from abrank.engines.sql import open_backend
 from abrank.inputs import Inputs, resolve_inputs
 from abrank.interleaving.checks import FixedLists
@@ -118,7 +118,7 @@ def score_interleaved_sql(
 
 def _agreement(experiment: Experiment, rankings: dict[str, pd.DataFrame]) -> pa.Table | None:
     """Per query both the control's and the first treatment's source rankings hold, the
-    leading ranks they share (:func:`~abrank.analysis.interleaved.agreement_depth`), as
+    leading ranks they share (:func:`~abrank.designs.interleaved.outcomes.agreement_depth`), as
     the memory path's same-list check compares them; None without both rankings."""
     control = experiment.control.name
     other = next((t.name for t in experiment.treatments if t.name in rankings), None)

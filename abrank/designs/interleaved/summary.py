@@ -1,4 +1,4 @@
-"""The readout of an interleaving experiment (:mod:`abrank.analysis.interleaved`).
+"""The readout of an interleaving experiment (:mod:`abrank.designs.interleaved.outcomes`).
 
 summary.json keeps the shape of every other design: ``arms`` (impressions and units each
 arm contributed results to), ``comparisons`` (one per pair of arms and credit, design
@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.comparisons import arm_pairs
-from abrank.analysis.interleaved import InterleavedData, InterleavedScores
 from abrank.analysis.score import JUDGED_K
 from abrank.analysis.summarise import (
     comparison_family,
@@ -33,6 +32,7 @@ from abrank.analysis.summarise import (
 )
 from abrank.analysis.window import peeking_warnings
 from abrank.config import Experiment
+from abrank.designs.interleaved.outcomes import InterleavedData, InterleavedScores
 from abrank.readout import Readout
 from abrank.readout.model import (
     DiagnosticsSummary,

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.comparisons import ArmPair, compare_all, done, test_options
-from abrank.analysis.online import OnlineData, OnlineScores, unit_columns, valued
 from abrank.config import Experiment
+from abrank.designs.online.logs import OnlineData, OnlineScores, unit_columns, valued
 
 if TYPE_CHECKING:  # abrank.stats is imported when a comparison is made
     from abrank.stats import Comparison, SampleRatioCheck, UnitSums

@@ -5,7 +5,7 @@ on per-unit sums: for each metric, the sum of its values over the unit's impress
 how many impressions had a value (DESIGN.md "Clustered inference"). This module reads the
 logs, checks the arms against each other, scores every impression (click metrics, and
 judged metrics when judgments are given) and aggregates per unit, overall and per
-segment; :mod:`abrank.analysis.clustered` compares the arms on those sums.
+segment; :mod:`abrank.designs.online.compare` compares the arms on those sums.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ otherwise (:func:`abrank.interleaving.impression_outcomes`); the comparison test
 preference Δ_AB clustered on ``analysis.unit``
 (:func:`abrank.stats.compare_interleaved`), overall and per segment, from per-unit
 counts (:func:`unit_counts`: wins, ties, losses, clicked impressions and first teams per
-unit), which an SQL engine returns directly (:mod:`abrank.analysis.interleaved_sql`), so
+unit), which an SQL engine returns directly (:mod:`abrank.designs.interleaved.sql`), so
 that both engines' comparisons are one code path. Two validity checks
 come with it: which team contributed each impression's first result (half the time each
 for a fair interleaving), and, when the arms' source rankings are given, how many
