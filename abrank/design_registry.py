@@ -57,6 +57,10 @@ class Design(Protocol):
         """A metric's canonical name; a ConfigError saying why ``name`` names none."""
         ...
 
+    def metric_label(self, experiment: Any, name: str) -> str:
+        """A metric's name in a report's prose (``MRR@10``)."""
+        ...
+
     def check(self, checks: Any, experiment: Any, analysis: Any) -> Any:
         """The design's own keys checked (problems added to ``checks``); the ``analysis``
         section as resolved."""
@@ -177,6 +181,7 @@ _HOOKS = (
     "claims",
     "reads",
     "metric_name",
+    "metric_label",
     "check",
     "arm_holds",
     "check_engine",

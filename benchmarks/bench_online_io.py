@@ -16,7 +16,7 @@ abandonment, users as the unit, device segments):
   (on the arm's index);
 * ctr by rank: :func:`abrank.engines.clicks.ctr_by_rank` per arm;
 * per-impression table: what ``score_online`` keeps per impression, then the readout's
-  table (:func:`abrank.analysis.summarise.build_online_readout`, without comparisons) and
+  table (:func:`abrank.analysis.unit_readout.build_unit_readout`, without comparisons) and
   its ``per_query.csv`` (:func:`abrank.analysis.write_readout` with ``formats=["csv"]``);
 * then, in a second fresh child, the whole data path through ``load_online`` +
   ``score_online`` + the readout + ``per_query.csv``, as ``abrank run`` calls them.
@@ -92,9 +92,9 @@ _STEPS = textwrap.dedent("""\
     from abrank.io import check_arms, read_impressions, split_log
     from abrank.engines.clicks import ImpressionIndex, ctr_by_rank, score_impressions, unit_sums
     from abrank.metrics import parse_metric
-    from abrank.designs.online.logs import load_online, needed_columns, score_online
-    from abrank.designs.online.compare import sample_ratio
-    from abrank.designs.online.summary import build_online_readout
+    from abrank.designs.online.logs import load_online, needed_columns, online_evidence, score_online
+    from abrank.analysis.units import sample_ratio
+    from abrank.analysis.unit_readout import build_unit_readout
     from abrank.analysis import write_readout
 
     experiment = load_experiment(config_path)
@@ -116,8 +116,9 @@ _STEPS = textwrap.dedent("""\
     def whole_path():
         data = load_online(experiment)
         scores = score_online(experiment, data)
-        srm = sample_ratio(experiment, scores)
-        readout = build_online_readout(experiment, data, scores, [], [], srm)
+        evidence = online_evidence(experiment, data, scores)
+        srm = sample_ratio(experiment, evidence)
+        readout = build_unit_readout(experiment, evidence, [], [], srm)
         write_readout(readout, out, formats=["csv"])
         return readout
 

@@ -3,7 +3,8 @@
 :func:`choose_engine` reads the choice (``run_experiment(engine=...)``, ``--engine``, or the
 config's ``engine:``) and refuses what the engine cannot run yet (the experiment's design
 says which engines run it), naming what each engine runs. :func:`sql_log_files` lists a
-log path's files and their format for an SQL engine.
+log path's files and their format for an SQL engine, :func:`log_sources` an experiment's
+logs as the engines read them.
 """
 
 from __future__ import annotations
@@ -19,13 +20,9 @@ from abrank.config import Experiment
 from abrank.config.engine import ENGINE_NAMES, EngineConfig, is_pattern
 from abrank.design_registry import DESIGNS
 from abrank.errors import ConfigError
-from abrank.inputs import (
-    LOG_KEYS,
-    InputFiles,
-    display_path,
-)
+from abrank.inputs import LOG_KEYS, InputFiles, Inputs, arm_key, display_path
 
-__all__ = ["EngineChoice", "choose_engine", "sql_log_files"]
+__all__ = ["EngineChoice", "choose_engine", "log_sources", "sql_log_files"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,3 +120,42 @@ def sql_log_files(source: InputFiles, path: str, engine: str) -> tuple[list[str]
             f"{display_path(path)}: engine {engine}: expected parquet, csv or tsv logs, got format {fmt}"
         )
     return files, fmt
+
+
+def log_sources(experiment: Experiment, inputs: Inputs, engine: str) -> list[tuple[Any, InputFiles]]:
+    """The experiment's logs as engine ``engine`` reads them: a
+    :class:`~abrank.engines.sql.sources.LogSource` per path of each date of the window
+    (the one ``log:``, whose arm column names each row's arm, or each arm's log), with the
+    resolved files of its config key (whose :meth:`~abrank.inputs.InputFiles.entry` makes
+    the readout's ``inputs``)."""
+    from abrank.engines.sql.sources import LogSource
+
+    sources: list[tuple[Any, InputFiles]] = []
+
+    def add(config: Any, log: InputFiles) -> None:
+        for path in log.paths:
+            if engine == "memory":
+                from abrank.io.files import check_file
+
+                check_file(path, "a regular data file", missing="an existing file")
+                files = log.files_of(path)
+                fmt = log.format_of(files[0])
+            else:
+                files, fmt = sql_log_files(log, path, engine)
+            source = LogSource(
+                files=tuple(files),
+                format=fmt,
+                label=str(path),
+                arm=log.arm,
+                columns=config.columns.mapping(),
+                sep=config.sep,
+                decimal=config.decimal,
+            )
+            sources.append((source, log))
+
+    if experiment.log is not None:
+        add(experiment.log, inputs["log.path"])
+    else:
+        for index, arm in enumerate(experiment.arms):
+            add(arm, inputs[arm_key(index)])
+    return sources

@@ -13,7 +13,6 @@ from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check
 from abrank.analysis.window import peeking_warnings, window_summary
 from abrank.config import Experiment
-from abrank.config.interleaved import credit_label
 from abrank.inputs import display_path
 from abrank.readout import Readout
 from abrank.readout.model import (
@@ -172,12 +171,10 @@ def summary_settings(experiment: Experiment) -> dict[str, Any]:
 
 
 def metric_label(experiment: Experiment, name: str) -> str:
-    """A metric's name in a report's prose; a credit's for the interleaved design."""
-    from abrank.metrics import parse_metric
+    """A metric's name in a report's prose, as the experiment's design words it."""
+    from abrank.design_registry import DESIGNS
 
-    if experiment.interleaved:
-        return credit_label(name, experiment.analysis.sat_dwell)
-    return parse_metric(name).label
+    return str(DESIGNS.of(experiment).metric_label(experiment, name))
 
 
 def _schedule(experiment: Experiment) -> Schedule | None:

@@ -35,6 +35,10 @@ class DesignBase:
         """Metric names as given (e.g. a log column's)."""
         return name
 
+    def metric_label(self, experiment: Any, name: str) -> str:
+        """A metric's name in a report's prose: as given."""
+        return name
+
     def check(self, checks: Any, experiment: Any, analysis: Any) -> Any:
         """A unit to cluster on and one ``log:`` with every arm, or a log per arm."""
         if analysis.unit is None:
@@ -44,8 +48,8 @@ class DesignBase:
         return analysis
 
     def arm_holds(self, experiment: Any) -> tuple[str, bool]:
-        """An arm's files are its log (every date of a window; globs and folders)."""
-        return "logs", True
+        """An arm's files are its log, a table (every date of a window; globs and folders)."""
+        return "table", True
 
     def check_engine(self, experiment: Any, engine: str) -> None:
         """A ConfigError unless ``engine`` is one of :attr:`engines`."""
@@ -70,7 +74,9 @@ class DesignBase:
         return {"arms": tuple(ArmInputs(str(arm.name)) for arm in experiment.arms)}
 
     def report(self) -> Any:
-        """The online design's sections: per-arm units and rows, the per-unit distribution."""
-        from abrank.design_registry import DESIGNS
+        """The per-unit distribution of the primary metric, and the online design's per-arm
+        diagnostics: units and rows, the sample-ratio check, units in several arms."""
+        from abrank.designs.online.sections import online_facts, online_table, units_section
+        from abrank.render.sections import KindSections
 
-        return DESIGNS["online"].report()
+        return KindSections(units_section, online_table, online_facts)

@@ -37,6 +37,12 @@ class InterleavedDesign:
             raise ConfigError(credit_problem(name))
         return credit
 
+    def metric_label(self, experiment: Experiment, name: str) -> str:
+        """The credit's words, with the dwell of a satisfied click where it counts one."""
+        from abrank.config.interleaved import credit_label
+
+        return credit_label(name, experiment.analysis.sat_dwell)
+
     def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
         """One interleaved log, a unit, and none of the keys only A/B tests read."""
         from abrank.config.interleaved import interleaved_problems

@@ -34,6 +34,12 @@ class OfflineDesign:
 
         return parse_metric(name).name
 
+    def metric_label(self, experiment: Experiment, name: str) -> str:
+        """The metric's label (``MRR@10``)."""
+        from abrank.metrics import parse_metric
+
+        return parse_metric(name).label
+
     def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
         """The A/B keys: no unit without impressions, a split over the arms."""
         from abrank.config.online import checked_online

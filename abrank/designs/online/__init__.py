@@ -39,6 +39,12 @@ class OnlineDesign:
 
         return parse_metric(name).name
 
+    def metric_label(self, experiment: Experiment, name: str) -> str:
+        """The metric's label (``CTR@3``)."""
+        from abrank.metrics import parse_metric
+
+        return parse_metric(name).label
+
     def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
         """The online keys: a unit, the independent design, a split over the arms,
         covariates with a unit."""
@@ -67,10 +73,11 @@ class OnlineDesign:
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
         the sample-ratio check, the readout."""
-        from abrank.designs.online.compare import compare_online, sample_ratio
-        from abrank.designs.online.logs import load_online, score_online
+        from abrank.analysis.unit_readout import build_unit_readout
+        from abrank.analysis.units import sample_ratio
+        from abrank.designs.online.compare import compare_online
+        from abrank.designs.online.logs import load_online, online_evidence, score_online
         from abrank.designs.online.sql import score_online_sql
-        from abrank.designs.online.summary import build_online_readout
 
         if engine.name == "memory":
             data = load_online(experiment, say, inputs=inputs)
@@ -78,11 +85,12 @@ class OnlineDesign:
             scores = score_online(experiment, data)
         else:
             data, scores = score_online_sql(experiment, engine, say, inputs=inputs)
+        evidence = online_evidence(experiment, data, scores)
         say("comparing arms on per-unit sums")
-        comparisons, too_small = compare_online(experiment, data, scores)
+        comparisons, too_small = compare_online(experiment, data, evidence)
         say("summarising")
-        srm = sample_ratio(experiment, scores)
-        return build_online_readout(experiment, data, scores, comparisons, too_small, srm)
+        srm = sample_ratio(experiment, evidence)
+        return build_unit_readout(experiment, evidence, comparisons, too_small, srm)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """Impressions and units per arm (read by the chosen engine: on an SQL engine, from

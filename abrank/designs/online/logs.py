@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from abrank.analysis.load import Progress, impression_reader, shown_files
 from abrank.analysis.window import read_window
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.evidence import Evidence
 from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
 
@@ -274,29 +274,22 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     )
 
 
-def valued(sums: pd.DataFrame, metric: str) -> np.ndarray:
-    """Per unit of a per-unit sums frame, how many of its impressions have a value of
-    ``metric``: the ``<metric>:n`` column where the metric can be undefined, else every
-    impression of the unit."""
-    counts = f"{metric}:n"
-    column = sums[counts] if counts in sums.columns else sums["impressions"]
-    return column.to_numpy(dtype=np.float64)
-
-
-def unit_columns(sums: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """(numerator, denominator) of one metric from a per-unit sums frame, over the units
-    with at least one value of it."""
-    numerator = sums[metric].to_numpy(dtype=np.float64)
-    denominator = valued(sums, metric)
-    keep = denominator > 0
-    return numerator[keep], denominator[keep]
-
-
-def unit_means(scores: OnlineScores, metric: str) -> pd.DataFrame:
-    """Each unit's mean of ``metric`` per arm (columns arm, value): the per-user
-    distribution the readout charts."""
-    parts = []
-    for name, sums in scores.sums.items():
-        numerator, denominator = unit_columns(sums, metric)
-        parts.append(pd.DataFrame({"arm": name, "value": numerator / denominator}))
-    return pd.concat(parts, ignore_index=True)
+def online_evidence(experiment: Experiment, data: OnlineData, scores: OnlineScores) -> Evidence:
+    """The online design's evidence: every arm's per-unit sums (overall and per segment),
+    the files read, and as extras the per-impression values (``values``, empty from an SQL
+    engine), the CTR by rank, the units seen in several arms (``mixed``) and the judged
+    metrics' impressions without a value (``undefined``) and the dwell of a satisfied
+    click (``sat_dwell``)."""
+    return Evidence(
+        unit=experiment.analysis.unit or "user_id",
+        sums=scores.sums,
+        segment_sums=scores.segment_sums,
+        inputs=tuple(data.inputs),
+        extras={
+            "values": scores.values,
+            "ctr_by_rank": scores.ctr_by_rank,
+            "mixed": data.mixed,
+            "undefined": scores.undefined,
+            "sat_dwell": float(experiment.analysis.sat_dwell),
+        },
+    )

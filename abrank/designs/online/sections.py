@@ -22,6 +22,14 @@ def clicks_section(charts: Sequence[Chart]) -> Section:
     return Section("clicks", "Clicks by position and per user", tuple(blocks))
 
 
+def units_section(charts: Sequence[Chart]) -> Section:
+    """Per unit: the distribution of the primary metric per unit (a design over a log
+    without clicks: :class:`abrank.designs.DesignBase`)."""
+    shown = chart_refs(charts, "clicks")
+    blocks: list[Block] = list(shown) or [Paragraph((own("No per-unit data in this readout."),))]
+    return Section("units", "Per unit", tuple(blocks))
+
+
 def online_table(summary: Summary) -> Table:
     """The per-arm diagnostics of an online readout: units, impressions, expected share."""
     diagnostics = summary.diagnostics

@@ -10,15 +10,13 @@ fingerprints of the files read.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
-from abrank.analysis.engine import EngineChoice, sql_log_files
+from abrank.analysis.engine import EngineChoice, log_sources
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
 from abrank.designs.online.logs import OnlineData, OnlineScores, load_covariates
-from abrank.inputs import InputFiles, Inputs, arm_key, resolve_inputs
+from abrank.inputs import Inputs, resolve_inputs
 
 __all__ = ["score_online_sql"]
 
@@ -29,33 +27,13 @@ def score_online_sql(
     """The online inputs and per-unit sums of every arm, computed by an SQL engine, from
     the run's ``inputs`` (resolved from ``experiment`` when not given)."""
     from abrank.engines.sql import open_backend
-    from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
+    from abrank.engines.sql.clicks import ClickRequest, click_aggregates
     from abrank.metrics import parse_metric
 
     resolved = inputs if inputs is not None else resolve_inputs(experiment)
     names = [arm.name for arm in experiment.arms]
     unit = experiment.analysis.unit or "user_id"
-    sources: list[tuple[LogSource, InputFiles]] = []  # one per date's path, with its key's files
-
-    def add(config: Any, log: InputFiles) -> None:
-        for path in log.paths:
-            files, fmt = sql_log_files(log, path, choice.name)
-            source = LogSource(
-                files=tuple(files),
-                format=fmt,
-                label=str(path),
-                arm=log.arm,
-                columns=config.columns.mapping(),
-                sep=config.sep,
-                decimal=config.decimal,
-            )
-            sources.append((source, log))
-
-    if experiment.log is not None:
-        add(experiment.log, resolved["log.path"])
-    else:
-        for index, arm in enumerate(experiment.arms):
-            add(arm, resolved[arm_key(index)])
+    sources = log_sources(experiment, resolved, choice.name)
     files = [file for source, _ in sources for file in source.files]
     say(f"aggregating on {choice.name} ({shown_files(files)})")
     request = ClickRequest(

@@ -1,6 +1,9 @@
-"""The readout of an online experiment: units and impressions per arm, the sample-ratio
-check, the clustered comparisons, the per-impression table, CTR by position and each
-unit's mean of the primary metric."""
+"""The readout of a design whose evidence is per-unit sums (:class:`abrank.evidence.Evidence`:
+online A/B tests, designs added from outside abrank): units and rows per arm, the
+sample-ratio check, the clustered comparisons, the concentration of rows in few units, and
+each unit's mean of the primary metric; from the evidence's extras where the design gives
+them, the per-impression table, CTR by position, the units seen in several arms and the
+judged metrics' impressions without a value."""
 
 from __future__ import annotations
 
@@ -24,9 +27,10 @@ from abrank.analysis.summarise import (
     summary_settings,
     unit_concentration,
 )
+from abrank.analysis.units import unit_means
 from abrank.analysis.window import peeking_warnings
 from abrank.config import Experiment
-from abrank.designs.online.logs import unit_means
+from abrank.evidence import Evidence
 from abrank.readout import Readout
 from abrank.readout.model import (
     DiagnosticsSummary,
@@ -41,36 +45,45 @@ from abrank.readout.model import (
 if TYPE_CHECKING:
     from abrank.stats import Comparison
 
-__all__ = ["build_online_readout", "mixed_warnings"]
+__all__ = ["build_unit_readout", "mixed_warnings"]
 
 
-def build_online_readout(
+def build_unit_readout(
     experiment: Experiment,
-    data: Any,
-    scores: Any,
+    evidence: Evidence,
     comparisons: list[Comparison],
     too_small: list[dict[str, Any]],
     srm: Any,
 ) -> Readout:
-    """The readout of an online experiment (:mod:`abrank.designs.online.logs`): units and
-    impressions per arm, the sample-ratio check, the clustered comparisons, the per-impression
-    table, CTR by position and each unit's mean of the primary metric."""
+    """The readout of per-unit sums ``evidence`` and the comparisons made on them
+    (:func:`abrank.analysis.units.compare_units`); ``srm`` is the sample-ratio check
+    (:func:`abrank.analysis.units.sample_ratio`).
+
+    The evidence's extras that it reads, each optional: ``values`` (per arm, a table per
+    row, indexed by impression_id: ``per_query.csv``; else the per-unit sums are),
+    ``ctr_by_rank``, ``mixed`` (the units seen in several arms, :class:`abrank.io.MixedUnits`),
+    ``undefined`` (metric -> rows without a value) and ``sat_dwell`` (the dwell of a
+    satisfied click, for click metrics)."""
     analysis = experiment.analysis
-    unit = analysis.unit or "user_id"
+    unit = analysis.unit or evidence.unit
+    extras = evidence.extras
+    units, rows = evidence.units, evidence.rows
+    undefined: dict[str, int] = dict(extras.get("undefined", {}))
     check = SampleRatio.from_dict(srm.to_dict(), "srm")
+    seen = extras.get("mixed")
     mixed = MixedUnitsSummary(
         column=unit,
-        count=int(data.mixed.count),
-        examples=tuple(str(u) for u in data.mixed.examples),
+        count=int(seen.count) if seen is not None else 0,
+        examples=tuple(str(u) for u in seen.examples) if seen is not None else (),
         policy=analysis.mixed_units,
     )
-    warnings = [*srm_warnings(check), *mixed_warnings(mixed, scores.units)]
+    warnings = [*srm_warnings(check), *mixed_warnings(mixed, units)]
     pairs = {pair.name: pair for pair in arm_pairs(experiment)}
-    concentration = unit_concentration(scores.sums, comparisons, pairs)
+    concentration = unit_concentration(dict(evidence.sums), comparisons, pairs)
     warnings += concentration_warnings(concentration, unit, analysis.primary_test)
     warnings += peeking_warnings(experiment)
     warnings += comparison_warnings(comparisons)
-    for metric, count in scores.undefined.items():
+    for metric, count in undefined.items():
         if count:
             warnings.append(
                 f"{metric}: no value on {count:,} impressions (their query has no judged "
@@ -79,48 +92,49 @@ def build_online_readout(
     all_pairs = experiment.comparisons == "all-pairs"
     summary = Summary(
         **summary_settings(experiment),
-        arms=log_arms(experiment, scores.impressions, scores.units),
+        arms=log_arms(experiment, rows, units),
         family=comparison_family(experiment, pairs),
         sequential=sequential_summary(experiment, comparisons),
         comparisons=tuple(saved_comparison(c, pairs, all_pairs) for c in comparisons),
         segments=segments_summary(experiment, too_small),
         diagnostics=DiagnosticsSummary(
-            queries=dict(scores.impressions),
+            queries=dict(rows),
             judged_queries=0,
-            analysed_queries=int(sum(scores.impressions.values())),
+            analysed_queries=int(sum(rows.values())),
             matched=0,
             missing={},
             missing_policy=analysis.missing_queries,
             without_relevant=0,
-            undefined=Undefined(policy=experiment.no_relevant, metrics=dict(scores.undefined)),
+            undefined=Undefined(policy=experiment.no_relevant, metrics=undefined),
             unjudged_queries={},
             judged_at_k=JudgedAtK(k=JUDGED_K, arms={}),
             warnings=tuple(warnings),
             method_notes=method_notes(comparisons),
-            units=dict(scores.units),
-            impressions=dict(scores.impressions),
+            units=dict(units),
+            impressions=dict(rows),
             srm=check,
             mixed_units=mixed,
             concentration=concentration,
         ),
-        inputs=tuple(InputFile(**item) for item in data.inputs),
+        inputs=tuple(InputFile(**item) for item in evidence.inputs),
         unit=unit,
-        sat_dwell=float(analysis.sat_dwell),
+        sat_dwell=extras.get("sat_dwell"),
     )
-    per_impression = pd.concat(
-        [table.reset_index().assign(arm=name) for name, table in scores.values.items()],
+    tables = extras.get("values") or evidence.sums
+    per_row = pd.concat(
+        [table.reset_index().assign(arm=name) for name, table in tables.items()],
         ignore_index=True,
     )
-    per_impression = per_impression[["arm", *per_impression.columns.drop("arm")]]
-    values = unit_means(scores, experiment.primary_metric or experiment.metrics[0])
+    per_row = per_row[["arm", *per_row.columns.drop("arm")]]
+    values = unit_means(evidence, experiment.primary_metric or experiment.metrics[0])
     return Readout.from_summary(
         summary,
-        per_impression,
+        per_row,
         pd.DataFrame(columns=["arm", "metric", "k", "value"]),
         pd.DataFrame(columns=["arm", "query_id", "rank"]),
         resampled_draws(comparisons),
         experiment.text,
-        ctr_by_rank=scores.ctr_by_rank,
+        ctr_by_rank=extras.get("ctr_by_rank"),
         unit_values=values,
     )
 
