@@ -18,10 +18,10 @@ from trees import assert_same_summary
 
 from abrank import run_experiment
 from abrank.analysis.engine import choose_engine
-from abrank.designs.interleaved.outcomes import load_interleaved, score_interleaved
-from abrank.designs.interleaved.sql import score_interleaved_sql
 from abrank.cli import main
 from abrank.config import load_experiment
+from abrank.designs.interleaved.outcomes import load_interleaved, score_interleaved
+from abrank.designs.interleaved.sql import score_interleaved_sql
 from abrank.errors import DataError
 
 ROOT = Path(__file__).resolve().parent.parent

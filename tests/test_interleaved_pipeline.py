@@ -18,8 +18,8 @@ import scipy.stats
 import statsmodels.api as sm
 
 import abrank
-from abrank.designs.interleaved.outcomes import agreement_depth
 from abrank.cli import main
+from abrank.designs.interleaved.outcomes import agreement_depth
 
 CONTROL, TREATMENT, OTHER = "bm25", "reranker", "hybrid"
 SAT_DWELL = 30.0

@@ -365,9 +365,9 @@ def test_tuning_below_one_is_a_config_error() -> None:
 def test_tuning_reaches_the_comparisons() -> None:
     experiment = _demo("  primary_test: t\n", "  sequential: true\n  sequential_tuning: 1910\n")
     assert experiment.analysis.sequential_tuning == 1910
-    from abrank.analysis.comparisons import test_options
+    from abrank.analysis.comparisons import test_settings
 
-    assert test_options(experiment)["sequential_tuning"] == 1910
+    assert test_settings(experiment).sequential_tuning == 1910
 
 
 def test_online_demo_with_sequential_inference_clusters_and_keeps_cuped() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from abrank import workers
-from abrank.analysis.comparisons import ArmPair, compare_all, test_options
+from abrank.analysis.comparisons import ArmPair, compare_all, test_settings
 from abrank.analysis.score import ScoredArms
 from abrank.config import Experiment
 from abrank.errors import DataError
@@ -45,7 +45,7 @@ class QuerySamples:
         self.experiment = experiment
         self.scored = scored
         self.design = experiment.analysis.design
-        self.options = dict(design=self.design, **test_options(experiment))
+        self.options = dict(design=self.design, settings=test_settings(experiment))
         self.groups = [
             (column, segments[column].groupby(segments[column], sort=True).groups)
             for column in segments.columns

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from abrank import workers
 from abrank.config import Experiment
+from abrank.stats.settings import TestSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,20 +56,11 @@ def arm_pairs(experiment: Experiment) -> list[ArmPair]:
     return pairs
 
 
-def test_options(experiment: Experiment) -> dict[str, Any]:
-    """The keyword arguments of every comparison of the experiment: which tests run, at
-    which level, with how many resamples and which seed, and the N* of the ``sequential``
-    test's confidence sequence."""
-    analysis = experiment.analysis
-    return dict(
-        primary_test=analysis.primary_test,
-        tests=tuple(analysis.tests),
-        alpha=analysis.alpha,
-        confidence_level=analysis.confidence_level,
-        n_resamples=analysis.resamples,
-        seed=analysis.seed,
-        sequential_tuning=analysis.sequential_tuning,
-    )
+def test_settings(experiment: Experiment) -> TestSettings:
+    """The tests of every comparison of the experiment (:class:`~abrank.stats.settings.TestSettings`):
+    which tests run, at which level, with how many resamples and which seed, and the N* of
+    the ``sequential`` test's confidence sequence."""
+    return TestSettings.from_analysis(experiment.analysis)
 
 
 class DesignSamples(Protocol):

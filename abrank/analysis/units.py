@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.comparisons import ArmPair, compare_all, done, test_options
+from abrank.analysis.comparisons import ArmPair, compare_all, done, test_settings
 from abrank.config import Experiment
 
 if TYPE_CHECKING:  # abrank.stats is imported when a comparison is made
@@ -71,7 +71,7 @@ class UnitSamples:
         self.scores = evidence
         self.covariates = covariates
         self.direction = lower_is_better
-        self.options = dict(unit=experiment.analysis.unit, **test_options(experiment))
+        self.options = dict(unit=experiment.analysis.unit, settings=test_settings(experiment))
 
     def metrics(self) -> list[str]:
         return list(self.experiment.metrics)

@@ -21,6 +21,7 @@ from abrank.stats.independent import compare_independent
 from abrank.stats.paired import compare_paired
 from abrank.stats.results import Comparison
 from abrank.stats.sequential import checked_tuning
+from abrank.stats.settings import TestSettings
 from abrank.stats.validation import paired_values, validate, values, with_primary_interval
 
 DEFAULT_TESTS = ("t", "permutation", "bootstrap")
@@ -142,8 +143,12 @@ def compare_metrics(
     treatment_name: str = "treatment",
     segment: str | None = None,
     sequential_tuning: int | None = None,
+    settings: TestSettings | None = None,
 ) -> list[Comparison]:
     """:func:`compare` for several metrics of the same two arms, in the order of ``controls``.
+
+    ``settings`` (a :class:`~abrank.stats.settings.TestSettings`), when given, stands for
+    the keywords it holds (tests, level, resamples, seed, sequential tuning).
 
     ``controls`` and ``treatments`` map each metric name to its per-query values, as
     :func:`compare` takes them. In the paired design, metrics whose values are defined on
@@ -157,6 +162,10 @@ def compare_metrics(
             f"treatments: expected the metrics of controls ({', '.join(map(str, controls))}), "
             f"got {', '.join(map(str, treatments))}"
         )
+    if settings is not None:
+        primary_test, tests, alpha = settings.primary_test, settings.tests, settings.alpha
+        confidence_level, n_resamples = settings.confidence_level, settings.n_resamples
+        seed, sequential_tuning = settings.seed, settings.sequential_tuning
     options = dict(
         design=design,
         primary_test=primary_test,

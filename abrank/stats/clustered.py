@@ -72,6 +72,7 @@ from abrank.stats.clustered_result import clustered_comparison
 from abrank.stats.cuped import checked_covariate
 from abrank.stats.results import Comparison
 from abrank.stats.sequential import checked_tuning
+from abrank.stats.settings import TestSettings
 from abrank.stats.unit_draws import SharedUnitDraws, plan_unit_draws
 from abrank.stats.unit_sums import UnitSums, checked_sums, rows_of
 from abrank.stats.validation import validate, with_primary_interval
@@ -235,9 +236,12 @@ def compare_clustered_metrics(
     treatment_name: str = "treatment",
     segment: str | None = None,
     sequential_tuning: int | None = None,
+    settings: TestSettings | None = None,
 ) -> list[Comparison]:
     """:func:`compare_clustered` for several metrics of the same two arms, in the order of
     ``controls``; ``covariates`` maps some (or all) metrics to their pre-period sums.
+    ``settings`` (a :class:`~abrank.stats.settings.TestSettings`), when given, stands for
+    the keywords it holds.
 
     Each metric's numbers are exactly those of :func:`compare_clustered` on it alone.
     Metrics on as many units per arm (the same users) share one set of unit bootstrap
@@ -251,6 +255,10 @@ def compare_clustered_metrics(
             f"treatments: expected the metrics of controls ({', '.join(map(str, controls))}), "
             f"got {', '.join(map(str, treatments))}"
         )
+    if settings is not None:
+        primary_test, tests, alpha = settings.primary_test, settings.tests, settings.alpha
+        confidence_level, n_resamples = settings.confidence_level, settings.n_resamples
+        seed, sequential_tuning = settings.seed, settings.sequential_tuning
     covariates = dict(covariates or {})
     unknown = [m for m in covariates if m not in controls]
     if unknown:

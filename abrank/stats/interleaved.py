@@ -77,6 +77,7 @@ from abrank.stats.estimation import (
 from abrank.stats.power import POWER, minimum_detectable_effect
 from abrank.stats.results import Comparison, build_comparison
 from abrank.stats.seeding import generator
+from abrank.stats.settings import TestSettings
 from abrank.stats.srm import SRM_ALPHA, SampleRatioCheck, sample_ratio_mismatch
 from abrank.stats.unit_grid import prepared_units
 from abrank.stats.unit_jackknife import (
@@ -369,8 +370,12 @@ def compare_interleaved(
     segment: str | None = None,
     teams: tuple[str, str] | None = None,
     first_team: Mapping[str, int] | None = None,
+    settings: TestSettings | None = None,
 ) -> Comparison:
     """The treatment's preference Δ_AB in an interleaving test, clustered on ``unit``.
+
+    ``settings`` (a :class:`~abrank.stats.settings.TestSettings`), when given, stands for
+    the keywords it holds (its ``sequential_tuning`` is not read: no confidence sequence).
 
     ``outcomes``: one row per impression (an ``outcome`` column, +1 / 0 / -1 for the
     treatment, the ``unit`` column, optionally ``clicked`` and ``first_team``; the frame of
@@ -394,6 +399,13 @@ def compare_interleaved(
     ``bootstrap`` (units, BCa), seeded from (seed, metric, treatment_name, segment).
     ConfigError / DataError for bad arguments or data.
     """
+    if settings is not None:
+        primary_test, tests, alpha = settings.primary_test, settings.tests, settings.alpha
+        confidence_level, n_resamples, seed = (
+            settings.confidence_level,
+            settings.n_resamples,
+            settings.seed,
+        )
     run = _checked_run(primary_test, tests, alpha, confidence_level, n_resamples, seed)
     for argument, value in (("metric", metric), ("treatment_name", treatment_name)):
         if not isinstance(value, str):

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.extensions import ExtensionArray
 
-from abrank.analysis.comparisons import ArmPair, arm_pairs, compare_all, done, test_options
+from abrank.analysis.comparisons import ArmPair, arm_pairs, compare_all, done, test_settings
 from abrank.analysis.load import Progress, impression_reader, ranking_reader, shown_files
 from abrank.analysis.window import read_window
 from abrank.config import Experiment
@@ -518,8 +518,6 @@ def compare_counts(
     (:data:`COUNT_COLUMNS`), with the pair's first-team check."""
     from abrank.stats import PreferenceCounts, compare_interleaved
 
-    options = test_options(experiment)
-    options.pop("sequential_tuning")
     counts = PreferenceCounts(
         wins=table["wins"].to_numpy(),
         ties=table["ties"].to_numpy(),
@@ -538,5 +536,5 @@ def compare_counts(
         segment=segment,
         teams=(pair.control, pair.treatment),
         first_team=first,
-        **options,
+        settings=test_settings(experiment),
     )
