@@ -85,7 +85,7 @@ def test_tiny_example_worked_by_hand() -> None:
     assert result.relative_ci == pytest.approx(
         (math.exp(centre - half_log) - 1, math.exp(centre + half_log) - 1), rel=1e-12
     )
-    assert (result.wins, result.ties, result.losses) == (0, 0, 0)
+    assert (result.wins, result.ties, result.losses) == (None, None, None)
     # effect size: delta over sqrt((v_c + v_t) / (1/3 + 1/2))
     assert result.effect_size == pytest.approx(0.125 / math.sqrt((v_c + v_t) / (5 / 6)))
     json.dumps(result.to_dict(), allow_nan=False)

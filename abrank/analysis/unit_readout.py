@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from abrank.analysis.comparisons import arm_pairs
-from abrank.analysis.score import JUDGED_K
 from abrank.analysis.summarise import (
     comparison_family,
     comparison_warnings,
@@ -35,7 +34,6 @@ from abrank.readout import Readout
 from abrank.readout.model import (
     DiagnosticsSummary,
     InputFile,
-    JudgedAtK,
     MixedUnitsSummary,
     SampleRatio,
     Summary,
@@ -99,15 +97,12 @@ def build_unit_readout(
         segments=segments_summary(experiment, too_small),
         diagnostics=DiagnosticsSummary(
             queries=dict(rows),
-            judged_queries=0,
             analysed_queries=int(sum(rows.values())),
-            matched=0,
-            missing={},
-            missing_policy=analysis.missing_queries,
-            without_relevant=0,
-            undefined=Undefined(policy=experiment.no_relevant, metrics=undefined),
-            unjudged_queries={},
-            judged_at_k=JudgedAtK(k=JUDGED_K, arms={}),
+            undefined=(
+                Undefined(policy=experiment.no_relevant, metrics=undefined)
+                if "undefined" in extras
+                else None
+            ),
             warnings=tuple(warnings),
             method_notes=method_notes(comparisons),
             units=dict(units),

@@ -258,9 +258,9 @@ class ComparisonSummary(Record):
     correction: str | None
     effect_size: float | None
     mde: float | None
-    wins: int
-    ties: int
-    losses: int
+    wins: int | None
+    ties: int | None
+    losses: int | None
     verdict: str
     primary_test: str
     alpha: float
@@ -471,16 +471,17 @@ class UnitConcentration(Record):
 class DiagnosticsSummary(Record):
     """``diagnostics``: what the inputs cover, and the warnings shown on every output."""
 
-    queries: dict[str, int]
-    judged_queries: int
-    analysed_queries: int
-    matched: int
-    missing: dict[str, int]
-    missing_policy: str
-    without_relevant: int
-    undefined: Undefined
-    unjudged_queries: dict[str, int]
-    judged_at_k: JudgedAtK
+    queries: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: offline (queries scored against judgments) only; absent from other designs' readouts
+    judged_queries: int | None = None
+    analysed_queries: int = 0
+    matched: int | None = None  # offline: queries in both arms
+    missing: dict[str, int] | None = None  # offline: queries missing from each arm's log
+    missing_policy: str | None = None  # offline: analysis.missing_queries
+    without_relevant: int | None = None  # offline: judged queries without a relevant grade
+    undefined: Undefined | None = None
+    unjudged_queries: dict[str, int] | None = None  # offline: queries with unjudged documents
+    judged_at_k: JudgedAtK | None = None  # offline: the judged share of each arm's top k
     warnings: tuple[str, ...] = ()
     #: how numbers were computed where that is worth a note but is no warning (resampling
     #: approximations with their bounds); shown in the readout's methods note
@@ -497,6 +498,14 @@ class DiagnosticsSummary(Record):
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
         {
+            "judged_queries",
+            "undefined",
+            "matched",
+            "missing",
+            "missing_policy",
+            "without_relevant",
+            "unjudged_queries",
+            "judged_at_k",
             "method_notes",
             "unjudged",
             "missing_queries",

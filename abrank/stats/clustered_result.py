@@ -234,7 +234,7 @@ def build(
         regime=None if concentrated is None else regime,
         mde_at=mde_at,
         effect_size=s.obs / sd if s.enough and sd > 0 else math.nan,
-        wins_ties_losses=(0, 0, 0),
+        wins_ties_losses=None,  # units are not paired: nothing wins or loses
         alpha=alpha,
         confidence_level=confidence_level,
         n_resamples=n_resamples,

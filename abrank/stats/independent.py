@@ -355,7 +355,7 @@ def compare_independent(
         relative_at=relative_at,
         mde_at=mde_at,
         effect_size=s.obs / pooled_sd if enough and pooled_sd > 0 else math.nan,
-        wins_ties_losses=(0, 0, 0),
+        wins_ties_losses=None,  # unpaired samples: no query wins or loses
         alpha=alpha,
         confidence_level=confidence_level,
         n_resamples=n_resamples,

@@ -110,9 +110,9 @@ class Comparison:
     correction: str | None
     effect_size: float
     mde: float | None
-    wins: int
-    ties: int
-    losses: int
+    wins: int | None
+    ties: int | None
+    losses: int | None
     verdict: str
     primary_test: str
     alpha: float
@@ -299,7 +299,7 @@ def build_comparison(
     relative_bootstrap_at: Callable[[float], Interval | None] | None = None,
     regime: dict[str, Any] | None = None,
     effect_size: float,
-    wins_ties_losses: tuple[int, int, int],
+    wins_ties_losses: tuple[int, int, int] | None,
     alpha: float,
     confidence_level: float,
     n_resamples: int,
@@ -315,7 +315,7 @@ def build_comparison(
     in the direction of ``delta`` (none when the delta is undefined).
     """
     n, n_control, n_treatment = counts
-    wins, ties, losses = wins_ties_losses
+    wins, ties, losses = wins_ties_losses if wins_ties_losses is not None else (None, None, None)
     p_value = p_values[primary_test]
     ci = primary_at(confidence_level)
     decided = verdict(p_value, alpha, delta if math.isfinite(delta) else 0.0)

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from abrank.analysis.comparisons import arm_pairs
-from abrank.analysis.score import JUDGED_K
 from abrank.analysis.summarise import (
     comparison_family,
     comparison_warnings,
@@ -38,10 +37,8 @@ from abrank.readout.model import (
     DiagnosticsSummary,
     InputFile,
     InterleavingChecks,
-    JudgedAtK,
     SampleRatio,
     Summary,
-    Undefined,
     UnitConcentration,
 )
 
@@ -90,15 +87,7 @@ def build_interleaved_readout(
         segments=segments_summary(experiment, too_small),
         diagnostics=DiagnosticsSummary(
             queries={arm: n for arm, (n, _) in scores.per_arm.items()},
-            judged_queries=0,
             analysed_queries=scores.impressions,
-            matched=0,
-            missing={},
-            missing_policy=analysis.missing_queries,
-            without_relevant=0,
-            undefined=Undefined(policy=experiment.no_relevant, metrics={}),
-            unjudged_queries={},
-            judged_at_k=JudgedAtK(k=JUDGED_K, arms={}),
             warnings=tuple(warnings),
             method_notes=method_notes(comparisons),
             units={arm: u for arm, (_, u) in scores.per_arm.items()},

@@ -161,7 +161,7 @@ def offline_facts(summary: Summary) -> list[tuple[str, str]]:
     shown = [(name, fmt_count(value)) for name, value in facts if value is not None]
     undefined = diagnostics.undefined
     counts = (undefined.metrics if undefined is not None else None) or {}
-    if counts:
+    if counts and undefined is not None:
         effect = "scored 0" if undefined.policy == "zero" else "left out"
         text = ", ".join(
             f"{metric_label(summary, name)} {fmt_count(count)}" for name, count in counts.items()
