@@ -39,11 +39,49 @@ SLOW_TESTS = frozenset(
 )
 
 
-def pytest_collection_modifyitems(items):
+#: Parametrized tests that run a sample of their cases on Spark (each a second or more
+#: there): test -> whether a Spark case's parameters are kept. Spark runs the statements
+#: DuckDB runs (one definition, compiled for each), and DuckDB runs every case.
+SPARK_SAMPLES = {
+    # every option and ranking on the first generated collection (seeds 1, 2 on DuckDB)
+    "test_engine_judged_sql.py::test_generated_cases_score_as_on_the_memory_engine": (
+        lambda case: case[-1] == "0"
+    ),
+    # one bad input of each kind of check (files, cells, pairs, online, interleaved)
+    "test_validate_like_run.py::test_a_bad_input_fails_validate_and_run_alike": (
+        lambda case: case[1]
+        in {
+            "missing file",
+            "glob matching nothing",
+            "bad rank",
+            "duplicate pairs",
+            "online: bad clicked value",
+            "interleaved: unknown team",
+        }
+    ),
+    # the checks across an impression's rows (the cells' checks are the online log's)
+    "test_engine_interleaved_sql.py::test_bad_rows_and_impressions_name_the_file_row_and_impression": (
+        lambda case: case[1] in {"change0", "change1", "change2", "change3", "change10"}
+    ),
+}
+
+
+def pytest_collection_modifyitems(config, items):
     """Mark the slow tests ``slow``, so that the quick profile (``pytest -m "not slow"``)
     leaves them out: those of :data:`SLOW_TESTS`, and every test that starts Spark (a JVM,
     then Spark's planning per query): each one that takes the ``spark`` fixture, or is the
-    ``spark`` case of a parametrized test."""
+    ``spark`` case of a parametrized test. Spark cases outside :data:`SPARK_SAMPLES`'
+    samples are deselected."""
+    left_out = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.id.split("-") if callspec is not None else []
+        keep = SPARK_SAMPLES.get(f"{item.path.name}::{item.originalname}")
+        if keep is not None and "spark" in case and not keep(case):
+            left_out.append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
     for item in items:
         callspec = getattr(item, "callspec", None)
         case = callspec.id.split("-") if callspec is not None else []
