@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.log is not None:
         log = args.log.read_text()
     else:
-        command = [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "--durations=0",
+        command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-m", "not slow", "--durations=0",
                    "-p", "no:cacheprovider"]
         log = subprocess.run(command, cwd=ROOT, capture_output=True, text=True).stdout
     seconds = {name: s * args.scale for name, s in test_seconds(log).items()}

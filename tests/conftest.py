@@ -86,8 +86,11 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         case = callspec.id.split("-") if callspec is not None else []
         name = f"{item.path.name}::{item.originalname}"
-        if "spark" in getattr(item, "fixturenames", ()) or "spark" in case or name in SLOW_TESTS:
+        spark = "spark" in getattr(item, "fixturenames", ()) or "spark" in case
+        if spark or name in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if spark:  # one worker runs them all, on one JVM (pytest -n 2 --dist loadgroup)
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,8 @@ def test_the_tests_that_start_spark_are_marked_slow(pytestconfig):
             "pytest",
             "--co",
             "-q",
+            "-n",
+            "0",
             "-m",
             "not slow",
             "-p",
