@@ -52,19 +52,8 @@ def load_data(
         rankings[arm.name] = frame
         read_files += [source.entry(file, rows) for file, rows in sizes]
 
-    config = experiment.judgments
-    if config is not None:
-        source = resolved["judgments.path"]
-        say(f"loading judgments ({display_path(source.file)})")
-        judgments = read_judgments(
-            source.file,
-            format=source.format,
-            columns=config.columns.mapping(),
-            sep=config.sep,
-            decimal=config.decimal,
-        )
-        read_files.append(source.entry(source.file, len(judgments)))
-    else:
+    judgments = load_judgments(experiment, resolved, say, read_files)
+    if judgments is None:
         judgments = _inline_judgments(experiment, resolved, rankings)
 
     segments = _segment_table(experiment, resolved, rankings, read_files)
@@ -200,3 +189,25 @@ def shown_files(files: list[str]) -> str:
     if len(files) == 1:
         return display_path(files[0])
     return f"{len(files)} files, {display_path(files[0])} .. {display_path(files[-1])}"
+
+
+def load_judgments(
+    experiment: Experiment, inputs: Inputs, say: Progress, read: list[dict[str, Any]]
+) -> pd.DataFrame | None:
+    """The ``judgments:`` file of the run's ``inputs`` as a canonical frame (None without
+    one); its ``inputs`` entry is appended to ``read``."""
+
+    config = experiment.judgments
+    if config is None:
+        return None
+    source = inputs["judgments.path"]
+    say(f"loading judgments ({display_path(source.file)})")
+    judgments = read_judgments(
+        source.file,
+        format=source.format,
+        columns=config.columns.mapping(),
+        sep=config.sep,
+        decimal=config.decimal,
+    )
+    read.append(source.entry(source.file, len(judgments)))
+    return judgments

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from abrank.analysis.load import Progress, impression_reader, shown_files
+from abrank.analysis.load import Progress, impression_reader, load_judgments, shown_files
 from abrank.analysis.window import read_window
 from abrank.config import Experiment
 from abrank.errors import DataError
@@ -63,7 +63,7 @@ def load_online(
     ``experiment`` when not given); check the arms; drop mixed units if asked. Of the
     logs, only the columns that the metrics, the unit and the segments read are loaded
     (:func:`needed_columns`)."""
-    from abrank.io import check_arms, drop_units, read_judgments, split_log
+    from abrank.io import check_arms, drop_units, split_log
 
     say = say or (lambda message: None)
     resolved = inputs if inputs is not None else resolve_inputs(experiment)
@@ -119,19 +119,7 @@ def load_online(
         frames = drop_units(frames, mixed.units, unit=unit)
         dropped = int(mixed.count)
 
-    judgments = None
-    config = experiment.judgments
-    if config is not None:
-        source = resolved["judgments.path"]
-        say(f"loading judgments ({display_path(source.file)})")
-        judgments = read_judgments(
-            source.file,
-            format=source.format,
-            columns=config.columns.mapping(),
-            sep=config.sep,
-            decimal=config.decimal,
-        )
-        read_files.append(source.entry(source.file, len(judgments)))
+    judgments = load_judgments(experiment, resolved, say, read_files)
     covariates = load_covariates(experiment, resolved, unit, say, read_files)
     return OnlineData(frames, judgments, covariates, mixed, dropped, read_files, paths)
 
