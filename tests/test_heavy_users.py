@@ -233,7 +233,7 @@ def test_ordinary_traffic_keeps_the_delta_method_bit_for_bit(monkeypatch) -> Non
 
 
 def test_the_planners_clustered_test_takes_the_same_verdict() -> None:
-    from abrank.planner.significance import clustered_t
+    from abrank.stats.unit_t import ratio_difference_test
 
     rng = np.random.default_rng(12)
     rows, expected = [], []
@@ -250,6 +250,6 @@ def test_the_planners_clustered_test_takes_the_same_verdict() -> None:
     m = np.vstack([r[0] for r in rows])
     d = np.vstack([r[1] for r in rows])
     treated = np.tile(np.r_[np.zeros(150, bool), np.ones(150, bool)], (3, 1))
-    _, se, p = clustered_t(m, d, treated)
+    _, se, p = ratio_difference_test(m, d, treated)
     assert [name for name, _ in expected] == ["jackknife", "t", "jackknife"]
     assert p == pytest.approx([value for _, value in expected], rel=1e-9)

@@ -20,11 +20,11 @@ from abrank.interleaving.clicks import Cascade
 from abrank.planner import simulate_power
 from abrank.planner.result import users_needed, users_ratio
 from abrank.planner.setup import click_setup, flip_patterns
-from abrank.planner.significance import clustered_t, interleaved_t
 from abrank.planner.simulate import automatic_grid
 from abrank.planner.users import UserModel, simulate_units
 from abrank.stats import UnitSums, compare_clustered
 from abrank.stats.interleaved import PreferenceCounts, compare_interleaved
+from abrank.stats.unit_t import preference_test, ratio_difference_test
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "experiments"
@@ -176,7 +176,7 @@ def test_vectorized_tests_equal_the_librarys_p_values():
     units = demo_units()
     for name in ("click_rr", "ctr"):
         m = getattr(units, name)
-        delta, _, p = clustered_t(m, units.impressions, units.treated)
+        delta, _, p = ratio_difference_test(m, units.impressions, units.treated)
         for row in range(m.shape[0]):
             t = units.treated[row]
             c = ~t
@@ -187,7 +187,7 @@ def test_vectorized_tests_equal_the_librarys_p_values():
             )
             assert abs(found.p_value - p[row]) <= 1e-12
             assert abs(found.delta - delta[row]) <= 1e-12
-    delta, _, p = interleaved_t(units.wins, units.losses, units.impressions)
+    delta, _, p = preference_test(units.wins, units.losses, units.impressions)
     for row in range(units.wins.shape[0]):
         wins, losses = units.wins[row], units.losses[row]
         ties = units.impressions[row] - wins - losses
@@ -202,12 +202,12 @@ def test_vectorized_tests_equal_the_librarys_p_values():
 def test_vectorized_tests_degenerate_rows_as_the_library():
     # every impression a tie: p = 1; one arm with a single unit: no test (NaN)
     d = np.ones((1, 4))
-    assert interleaved_t(np.zeros((1, 4)), np.zeros((1, 4)), d)[2].tolist() == [1.0]
+    assert preference_test(np.zeros((1, 4)), np.zeros((1, 4)), d)[2].tolist() == [1.0]
     treated = np.array([[True, False, False, False]])
-    assert np.isnan(clustered_t(np.ones((1, 4)), d, treated)[2][0])
+    assert np.isnan(ratio_difference_test(np.ones((1, 4)), d, treated)[2][0])
     # constant arms that differ: the exact permutation p 2 / C(4, 2)
     m = np.array([[1.0, 1.0, 0.0, 0.0]])
-    p = clustered_t(m, d, np.array([[True, True, False, False]]))[2][0]
+    p = ratio_difference_test(m, d, np.array([[True, True, False, False]]))[2][0]
     library = compare_clustered(UnitSums([0.0, 0.0], [1, 1]), UnitSums([1.0, 1.0], [1, 1]))
     assert p == pytest.approx(2 / 6) and p == pytest.approx(library.p_values["t"])
 

@@ -51,8 +51,8 @@ from abrank.planner.result import (
     users_ratio,
 )
 from abrank.planner.setup import ClickSetup, click_setup
-from abrank.planner.significance import clustered_t, interleaved_t
 from abrank.planner.users import CLICK_RR_K, SimulatedUnits, UserModel, simulate_units
+from abrank.stats.unit_t import preference_test, ratio_difference_test
 
 PILOT_USERS = 40_000
 """Users of the pilot experiment that places the automatic grid and estimates the effects."""
@@ -225,9 +225,9 @@ def design_tests(units: SimulatedUnits, n: int) -> dict[str, np.ndarray]:
     """Each design's p-values over the simulated experiments, on their first ``n`` users."""
     d, treated = units.impressions[:, :n], units.treated[:, :n]
     return {
-        AB_CLICK_RR: clustered_t(units.click_rr[:, :n], d, treated)[2],
-        AB_CTR: clustered_t(units.ctr[:, :n], d, treated)[2],
-        INTERLEAVING: interleaved_t(units.wins[:, :n], units.losses[:, :n], d)[2],
+        AB_CLICK_RR: ratio_difference_test(units.click_rr[:, :n], d, treated)[2],
+        AB_CTR: ratio_difference_test(units.ctr[:, :n], d, treated)[2],
+        INTERLEAVING: preference_test(units.wins[:, :n], units.losses[:, :n], d)[2],
     }
 
 
@@ -263,9 +263,9 @@ def pilot_estimates(units: SimulatedUnits, alpha: float, target: float) -> dict[
     n = units.impressions.shape[1]
     d, treated = units.impressions, units.treated
     found = {
-        AB_CLICK_RR: clustered_t(units.click_rr, d, treated),
-        AB_CTR: clustered_t(units.ctr, d, treated),
-        INTERLEAVING: interleaved_t(units.wins, units.losses, d),
+        AB_CLICK_RR: ratio_difference_test(units.click_rr, d, treated),
+        AB_CTR: ratio_difference_test(units.ctr, d, treated),
+        INTERLEAVING: preference_test(units.wins, units.losses, d),
     }
     z = float(norm.ppf(1.0 - alpha / 2.0) + norm.ppf(target))
     estimates = {}

@@ -13,14 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from scipy.special import stdtr, stdtrit
+import numpy as np
+from scipy.special import stdtrit
 
 from abrank.stats.clustered_sample import ClusteredSample
-from abrank.stats.constant_arms import constant_arms_p
 from abrank.stats.estimation import UNBOUNDED, TestOutcome, lift, t_interval
 from abrank.stats.results import Interval
 from abrank.stats.sequential import lift_of_log, log_ratio_sequence, mean_sequence
 from abrank.stats.unit_sums import ArmEstimate
+from abrank.stats.unit_t import difference_test
 
 DELTA_METHOD_TESTS = ("t", "sequential")
 """The tests of the delta-method estimate: the only ones a CUPED adjustment applies to."""
@@ -30,12 +31,6 @@ def welch_df(v_c: float, v_t: float, n_c: int, n_t: int) -> float:
     """Welch-Satterthwaite degrees of freedom of the sum of two variances of means."""
     denominator = v_c**2 / (n_c - 1) + v_t**2 / (n_t - 1)
     return (v_c + v_t) ** 2 / denominator if denominator > 0 else math.inf
-
-
-def log_exact_p(n_c: int, n_t: int) -> float:
-    """The exact permutation p of two constant arms: (1 + [n_c = n_t]) / C(n_c + n_t, n_t),
-    capped at 1 (:func:`abrank.stats.constant_arms.constant_arms_p`)."""
-    return constant_arms_p(n_c, n_t)
 
 
 def delta_method_test(s: ClusteredSample) -> TestOutcome:
@@ -48,21 +43,20 @@ def delta_method_test(s: ClusteredSample) -> TestOutcome:
     if not s.enough:
         return TestOutcome(math.nan, lambda level: UNBOUNDED, "t")
     c, t, obs = s.control, s.treatment, s.obs
-    v_c, v_t = c.variance, t.variance
-    se = math.sqrt(v_c + v_t)
+    found = difference_test(
+        np.float64(obs), np.float64(c.variance), np.float64(t.variance), c.n, t.n, s.tol
+    )
+    se, df, p = (float(value) for value in found)
     if se <= s.tol:
         if abs(obs) <= s.tol:
             return TestOutcome(1.0, lambda level: (obs, obs), "t")
-        shifted = log_exact_p(c.n, t.n)
 
         def exact_at(level: float) -> Interval:
-            return (obs, obs) if shifted < 1.0 - level else UNBOUNDED
+            return (obs, obs) if p < 1.0 - level else UNBOUNDED
 
-        return TestOutcome(shifted, exact_at, "t")
-    df = welch_df(v_c, v_t, c.n, t.n)
-    p = float(2.0 * stdtr(df, -abs(obs) / se))
+        return TestOutcome(p, exact_at, "t")
     return TestOutcome(
-        min(1.0, p),
+        p,
         lambda level: t_interval(obs, se, df, level),
         "t",
         relative=log_ratio_interval(c, t),

@@ -12,12 +12,20 @@ every other labelling mixes the values and lies strictly between. So the two-sid
 
 from __future__ import annotations
 
-import math
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import gammaln
 
 
 def constant_arms_p(n_c: int, n_t: int) -> float:
     """The two-sided exact permutation p of two constant arms with different values:
     (1 + [n_c = n_t]) / C(n_c + n_t, n_t), capped at 1 (through logs: no overflow)."""
-    extremes = 2.0 if n_c == n_t else 1.0
-    log_comb = math.lgamma(n_c + n_t + 1) - math.lgamma(n_c + 1) - math.lgamma(n_t + 1)
-    return min(1.0, math.exp(math.log(extremes) - log_comb))
+    return float(constant_arms_p_rows(np.array([n_c]), np.array([n_t]))[0])
+
+
+def constant_arms_p_rows(n_c: ArrayLike, n_t: ArrayLike) -> np.ndarray:
+    """:func:`constant_arms_p` of many pairs of arm sizes at once."""
+    n_c, n_t = np.asarray(n_c, dtype=np.float64), np.asarray(n_t, dtype=np.float64)
+    extremes = np.where(n_c == n_t, 2.0, 1.0)  # a full swap reaches -delta only then
+    log_choose = gammaln(n_c + n_t + 1.0) - gammaln(n_c + 1.0) - gammaln(n_t + 1.0)
+    return np.minimum(1.0, np.exp(np.log(extremes) - log_choose))

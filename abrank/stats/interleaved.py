@@ -59,7 +59,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import stdtr
 
 from abrank.errors import ConfigError, DataError
 from abrank.stats import registry
@@ -87,6 +86,7 @@ from abrank.stats.unit_jackknife import (
     t_test_mde,
 )
 from abrank.stats.unit_sums import UnitSums, linearized
+from abrank.stats.unit_t import preference_p
 from abrank.stats.validation import probability, resample_count, seed_value, test_list
 
 DESIGN = registry.INTERLEAVED
@@ -285,18 +285,17 @@ def preference_variance(counts: PreferenceCounts) -> float:
 
 def _t_test(s: InterleavedSample) -> TestOutcome:
     g, obs = s.n_units, s.delta
+    found = preference_p(np.float64(obs), np.float64(s.variance), g, s.all_ties)
+    se, p = (float(value) for value in found)
     if s.all_ties:
-        return TestOutcome(1.0, lambda level: (0.0, 0.0), "t", notes=(NOTE_ALL_TIES,))
+        return TestOutcome(p, lambda level: (0.0, 0.0), "t", notes=(NOTE_ALL_TIES,))
     if g < 2:
-        return TestOutcome(math.nan, lambda level: UNBOUNDED, "t", notes=(NOTE_FEW_UNITS,))
-    se = math.sqrt(s.variance)
+        return TestOutcome(p, lambda level: UNBOUNDED, "t", notes=(NOTE_FEW_UNITS,))
     if se <= REL_TOL:
-        p = min(1.0, 2.0 ** (1 - g))
         return TestOutcome(
             p, lambda level: constant_interval(obs, g, level), "t", notes=(NOTE_CONSTANT,)
         )
-    p = float(2.0 * stdtr(g - 1, -abs(obs) / se))
-    return TestOutcome(min(1.0, p), lambda level: t_interval(obs, se, g - 1, level), "t")
+    return TestOutcome(p, lambda level: t_interval(obs, se, g - 1, level), "t")
 
 
 def _bootstrap(s: InterleavedSample) -> TestOutcome:

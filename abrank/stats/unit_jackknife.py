@@ -44,10 +44,11 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import nctdtr, stdtr, stdtrit
 
-from abrank.stats.concentration import CONCENTRATED_SHARE, Concentration, effective_units
+from abrank.stats.concentration import CONCENTRATED_SHARE, Concentration
 from abrank.stats.estimation import TestOutcome, fieller_interval, lift, t_interval
 from abrank.stats.results import Interval
 from abrank.stats.unit_sums import ArmEstimate
+from abrank.stats.unit_t import jackknife_degrees, jackknife_variance_rows, one_row, welch_t
 
 JACKKNIFE = "jackknife"
 """The test's name in ``p_values``, ``primary_test`` and ``ci_method``."""
@@ -81,25 +82,18 @@ def jackknife_values(arm: ArmEstimate, denominator: np.ndarray) -> np.ndarray:
 
 def jackknife_variance(arm: ArmEstimate, denominator: np.ndarray) -> float:
     """Var_J = (n - 1) / n * sum (a_u - mean a)^2 over :func:`jackknife_values` (NaN below 2
-    units)."""
-    n = arm.n
-    if n < 2:
+    units): :func:`abrank.stats.unit_t.jackknife_variance_rows` of this one arm."""
+    if arm.n < 2:
         return math.nan
-    a = jackknife_values(arm, denominator)
-    centred = a - a.mean()
-    return float((n - 1) / n * (centred @ centred))
+    every = np.ones((1, arm.n), dtype=bool)
+    return float(jackknife_variance_rows(one_row(arm.deviations), one_row(denominator), every)[0])
 
 
 def arm_degrees(denominator: np.ndarray) -> float:
-    """An arm's degrees of freedom: Kish's n_eff of its denominators times (n - 1) / n."""
-    n = int(np.asarray(denominator).size)
-    return effective_units(denominator) * (n - 1) / n if n >= 2 else math.nan
-
-
-def welch_degrees(v_c: float, v_t: float, df_c: float, df_t: float) -> float:
-    """Welch-Satterthwaite degrees of freedom of v_c + v_t, each on its own df."""
-    spread = v_c**2 / df_c + v_t**2 / df_t
-    return (v_c + v_t) ** 2 / spread if spread > 0 else math.inf
+    """An arm's degrees of freedom: Kish's n_eff of its denominators times (n - 1) / n
+    (:func:`abrank.stats.unit_t.jackknife_degrees` of this one arm)."""
+    d = one_row(denominator)
+    return float(jackknife_degrees(d, np.ones(d.shape, dtype=bool))[0])
 
 
 def jackknife_test(
@@ -114,11 +108,16 @@ def jackknife_test(
     give: the caller keeps its own)."""
     v_c = jackknife_variance(control, d_control)
     v_t = jackknife_variance(treatment, d_treatment)
-    se = math.sqrt(v_c + v_t) if math.isfinite(v_c + v_t) else math.nan
-    if not se > 0:
+    if not math.isfinite(v_c + v_t) or not v_c + v_t > 0:
         return None
-    df = welch_degrees(v_c, v_t, arm_degrees(d_control), arm_degrees(d_treatment))
-    p = float(2.0 * stdtr(df, -abs(obs) / se))
+    found = welch_t(
+        np.float64(obs),
+        np.float64(v_c),
+        np.float64(v_t),
+        np.float64(arm_degrees(d_control)),
+        np.float64(arm_degrees(d_treatment)),
+    )
+    se, df, p = (float(value) for value in found)
     relative = fieller_lift(control.estimate, treatment.estimate, v_c, v_t, df)
     outcome = TestOutcome(
         min(1.0, p),

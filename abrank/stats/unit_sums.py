@@ -16,6 +16,7 @@ import numpy as np
 
 from abrank.errors import ConfigError, DataError
 from abrank.stats.results import json_safe
+from abrank.stats.unit_t import one_row, variance_rows
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,12 @@ class ArmEstimate:
 
     @property
     def variance(self) -> float:
-        """The delta-method variance of the estimate, var(L, ddof=1) / n (NaN below 2)."""
+        """The delta-method variance of the estimate, var(L, ddof=1) / n (NaN below 2):
+        :func:`abrank.stats.unit_t.variance_rows` of this one arm."""
         if self.n < 2:
             return math.nan
-        return float(np.var(self.deviations, ddof=1)) / self.n
+        every = np.ones((1, self.n), dtype=bool)
+        return float(variance_rows(one_row(self.deviations), every)[0])
 
 
 def linearized(sums: UnitSums) -> ArmEstimate:
