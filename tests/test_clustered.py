@@ -539,7 +539,7 @@ def test_a_clustered_comparison_round_trips_through_the_typed_summary() -> None:
     y_c, x_c = _pre_and_post(rng, 120, 0.0)
     y_t, x_t = _pre_and_post(rng, 110, 0.02)
     result = compare_clustered(y_c, y_t, metric="m", unit="session_id", covariate=(x_c, x_t))
-    saved = ComparisonSummary.of(result)
+    saved = result.saved()
     assert saved.unit == "session_id"
     assert saved.n_units == {"control": 120, "treatment": 110}
     assert saved.cuped["theta"] == result.cuped["theta"]

@@ -334,9 +334,9 @@ def saved_comparison(
 ) -> ComparisonSummary:
     """A comparison as summary.json holds it; with ``all-pairs`` it names both of its arms."""
     if not all_pairs:
-        return ComparisonSummary.of(comparison)
+        return comparison.saved()
     pair = pairs[comparison.treatment]
-    return ComparisonSummary.of(comparison, control=pair.control, treatment_arm=pair.treatment)
+    return comparison.saved(control=pair.control, treatment_arm=pair.treatment)
 
 
 def _identical_logs(inputs: list[dict[str, Any]]) -> list[str]:

@@ -9,6 +9,7 @@ time. The columns are :data:`abrank.history.schema.HISTORY_SCHEMA`'s.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -16,12 +17,28 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from abrank.errors import ConfigError, DataError
-from abrank.history.schema import HISTORY_SCHEMA
+from abrank.history.schema import HISTORY_COLUMNS, HISTORY_SCHEMA
 
 if TYPE_CHECKING:
     import pandas as pd
 
 WINDOWS = ("daily", "cumulative")
+
+#: Columns worked out from a comparison rather than copied: its control (the experiment's
+#: unless it compares two treatments), whether it is the primary metric, the interval's
+#: ends, and the arms' units where a clustered or interleaved comparison has them.
+DERIVED_COLUMNS = ("control", "primary", "ci", "ci_low", "ci_high", "n_control", "n_treatment")
+
+
+@functools.cache
+def record_columns() -> tuple[str, ...]:
+    """The history columns copied from the comparison record (:class:`abrank.stats.Comparison`),
+    as summary.json holds it: every column that names one of its fields, except the derived
+    (imported when rows are made: ``abrank history`` reads the store without the statistics)."""
+    from abrank.stats.results import Comparison
+
+    saved = Comparison.saved_fields()
+    return tuple(name for name in HISTORY_COLUMNS if name in saved and name not in DERIVED_COLUMNS)
 
 
 def check_date(value: Any, field: str) -> str:
@@ -115,24 +132,7 @@ def _columns(summary: Mapping[str, Any]) -> dict[str, list[Any]]:
     control = next(arm["name"] for arm in summary["arms"] if arm["role"] == "control")
     primary = summary["primary_metric"]
     columns: dict[str, list[Any]] = {}
-    same = (
-        "metric",
-        "treatment",
-        "segment",
-        "design",
-        "primary_test",
-        "unit",
-        "control_mean",
-        "treatment_mean",
-        "delta",
-        "ci_level",
-        "relative_lift",
-        "p_value",
-        "p_adjusted",
-        "verdict",
-        "n",
-    )
-    for name in same:
+    for name in record_columns():
         columns[name] = [c.get(name) for c in comparisons]
     columns["control"] = [c.get("control") or control for c in comparisons]
     columns["primary"] = [c["metric"] == primary for c in comparisons]

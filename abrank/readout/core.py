@@ -110,7 +110,7 @@ class Readout:
         ]
         columns = list(dict.fromkeys(key for row in rows for key in row))  # in saved order
         if not columns:  # no comparison: the columns a comparison would have
-            columns = [f for f in ComparisonSummary.__dataclass_fields__ if f != "extra"]
+            columns = list(ComparisonSummary.saved_fields())
         return pd.DataFrame(rows, columns=columns)
 
     def __repr__(self) -> str:

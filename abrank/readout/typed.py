@@ -23,7 +23,8 @@ from typing import Any, TypeVar, Union
 
 from abrank.errors import DataError
 from abrank.readout.core import Readout
-from abrank.readout.model import ComparisonSummary, Record, Summary
+from abrank.readout.model import ComparisonSummary, Summary
+from abrank.records import Record
 
 _Record = TypeVar("_Record", bound=Record)
 

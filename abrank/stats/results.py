@@ -11,11 +11,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
+from abrank.records import Record
 from abrank.stats import registry
 from abrank.stats import resampling as rs
 
@@ -42,10 +43,14 @@ class Levels:
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """One metric x treatment (x segment) comparison against the control arm.
+class Comparison(Record):
+    """One metric x treatment (x segment) comparison against the control arm: the one
+    comparison record of every design.
 
-    Attributes follow the ``comparisons`` entries of ``summary.json``. ``delta`` is always
+    Its fields are the ``comparisons`` entries of ``summary.json`` (``to_dict``, in this
+    order; a readout read back holds them again through ``from_dict``, with NaN where the
+    file has null), the rows of the history store (:mod:`abrank.history.rows`) and what the
+    Python API returns. ``delta`` is always
     treatment - control. ``ci`` is the primary interval: the t-interval (Welch's in the
     independent design) when the primary test is ``t``, else the (expanded) BCa bootstrap
     interval. Its level ``ci_level`` is ``confidence_level`` until ``adjust`` widens it
@@ -86,6 +91,12 @@ class Comparison:
     An interleaved comparison (:func:`abrank.stats.compare_interleaved`) also fills
     ``interleaving`` (units, impressions with a click and their share, the first-team
     check); it is None, and left out of :meth:`to_dict`, for the other designs.
+
+    In a readout, ``treatment`` may read ``"B vs A"`` when two treatments are compared
+    (``comparisons: all-pairs``); ``control`` and ``treatment_arm`` then name the two arms
+    (written only then). ``extra`` keeps the keys of a saved comparison that these fields
+    do not name, written back after them. ``resampled_deltas`` and ``levels`` are only in
+    memory (the resamples behind the charts, the intervals at other levels).
     """
 
     metric: str
@@ -127,19 +138,45 @@ class Comparison:
     unit: str | None = None
     n_units: dict[str, int] | None = None
     cuped: dict[str, Any] | None = None
+    control: str | None = None
+    treatment_arm: str | None = None
     interleaving: dict[str, Any] | None = None
     relative_ci_bootstrap: tuple[float, float] | None = None
     regime: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"control", "treatment_arm", "interleaving"}
+    )
+    NULL_AS_NAN: ClassVar[bool] = True
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe builtins only: tuples become lists, NaN and infinities become None;
-        ``interleaving`` only when it is set."""
-        return {
+        """JSON-safe builtins only, as summary.json holds them: tuples become lists, NaN and
+        infinities become None; ``control``, ``treatment_arm`` and ``interleaving`` only
+        when they are set; then ``extra``."""
+        out = {
             f.name: json_safe(getattr(self, f.name))
             for f in fields(self)
             if f.name not in _INTERNAL
-            and not (f.name in _OMITTED_WHEN_NONE and getattr(self, f.name) is None)
+            and not (f.name in self.OMITTED_WHEN_NONE and getattr(self, f.name) is None)
         }
+        out.update(json_safe(self.extra))
+        return out
+
+    def saved(self, *, control: str | None = None, treatment_arm: str | None = None) -> Comparison:
+        """The comparison as a readout holds it: its summary.json entry read back (JSON
+        values, NaN for null, no resamples), ``control`` and ``treatment_arm`` naming the
+        arms of a comparison between two treatments."""
+        return replace(
+            type(self).from_dict(self.to_dict(), "comparison"),
+            control=control,
+            treatment_arm=treatment_arm,
+        )
+
+    @classmethod
+    def saved_fields(cls) -> tuple[str, ...]:
+        """The names of the fields summary.json holds, in order."""
+        return tuple(f.name for f in fields(cls) if f.name not in _INTERNAL)
 
     def __repr__(self) -> str:
         """One line: what was compared, the delta, its interval, p and the verdict."""
@@ -185,8 +222,7 @@ class Comparison:
         return f"<table class='abrank-comparison'>{body}</table>"
 
 
-_INTERNAL = {"resampled_deltas", "levels"}
-_OMITTED_WHEN_NONE = {"interleaving"}
+_INTERNAL = {"resampled_deltas", "levels", "extra"}
 
 
 def json_safe(value: Any) -> Any:
