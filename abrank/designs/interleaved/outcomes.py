@@ -30,7 +30,14 @@ from abrank.analysis.comparisons import ArmPair, arm_pairs, compare_all, done, t
 from abrank.analysis.load import Progress, impression_reader, ranking_reader, shown_files
 from abrank.analysis.window import read_window
 from abrank.config import Experiment
+from abrank.designs.interleaved.evidence import (
+    COUNT_COLUMNS,
+    counts_evidence,
+    credit_counts,
+    credits_of,
+)
 from abrank.errors import DataError
+from abrank.evidence import Evidence
 from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
 
@@ -71,26 +78,17 @@ class SameLists:
         }
 
 
-#: The columns of a per-unit counts table (:func:`unit_counts`).
-COUNT_COLUMNS: tuple[str, ...] = (
-    "wins",
-    "ties",
-    "losses",
-    "clicked",
-    "first_control",
-    "first_treatment",
-)
-
-
 @dataclasses.dataclass(frozen=True)
 class InterleavedScores:
     """What the comparisons and the readout read of an interleaved log.
 
-    ``unit_counts[(pair, credit)]``: per unit (index, in order of its first impression by
-    impression id) the impressions the pair's treatment won, tied and lost, those with any
+    ``evidence``: per pair, per unit (in order of its first impression by impression id)
+    the impressions the pair's treatment won, tied and lost by each credit, those with any
     click, and those whose first result came from the control's and from the treatment's
-    team (:data:`COUNT_COLUMNS`); ``segment_counts[column][(pair, credit)]`` the same per
-    (segment value as text, unit), values in text order. ``outcomes``: the per-impression
+    team, overall and per (segment value as text, unit), values in text order
+    (:mod:`abrank.designs.interleaved.evidence`); ``unit_counts[(pair, credit)]`` and
+    ``segment_counts[column][(pair, credit)]`` read one credit's counts
+    (:data:`COUNT_COLUMNS`) from it. ``outcomes``: the per-impression
     outcomes with the segment columns (empty frames of the same columns where the engine
     returns per-unit counts only). Also the log's totals, the first-team counts, the
     same-list check (None without source rankings)."""
@@ -102,9 +100,29 @@ class InterleavedScores:
     per_arm: dict[str, tuple[int, int]]  # arm -> (impressions, units) it contributed to
     first_team: dict[str, int]
     same_lists: SameLists | None
-    unit_counts: dict[tuple[str, str], pd.DataFrame]
-    segment_counts: dict[str, dict[tuple[str, str], pd.DataFrame]]
+    evidence: Evidence
     fixed_lists: Any = None  # abrank.interleaving.FixedLists, None without a query column
+
+    @property
+    def unit_counts(self) -> dict[tuple[str, str], pd.DataFrame]:
+        """Per (pair, credit), the per-unit counts (:data:`COUNT_COLUMNS`)."""
+        return {
+            (pair, credit): credit_counts(table, credit)
+            for pair, table in self.evidence.sums.items()
+            for credit in credits_of(self.evidence)
+        }
+
+    @property
+    def segment_counts(self) -> dict[str, dict[tuple[str, str], pd.DataFrame]]:
+        """Per segment column and (pair, credit), the counts per (value, unit)."""
+        return {
+            column: {
+                (pair, credit): credit_counts(table, credit)
+                for pair, table in by_pair.items()
+                for credit in credits_of(self.evidence)
+            }
+            for column, by_pair in self.evidence.segment_sums.items()
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """The totals and checks, JSON-safe (not the tables)."""
@@ -289,14 +307,17 @@ def score_interleaved(experiment: Experiment, data: InterleavedData) -> Interlea
         first_team={arm.name: int(counts.get(arm.name, 0)) for arm in experiment.arms},
         same_lists=same_lists(log, heads, data.rankings, experiment) if data.rankings else None,
         fixed_lists=fixed_lists(log, query="query") if "query" in log.columns else None,
-        unit_counts={key: unit_counts(t, unit, *teams[key]) for key, t in outcomes.items()},
-        segment_counts={
-            column: {
-                key: segment_unit_counts(t, column, unit, *teams[key])
-                for key, t in outcomes.items()
-            }
-            for column in experiment.segments.columns
-        },
+        evidence=counts_evidence(
+            unit,
+            {key: unit_counts(t, unit, *teams[key]) for key, t in outcomes.items()},
+            {
+                column: {
+                    key: segment_unit_counts(t, column, unit, *teams[key])
+                    for key, t in outcomes.items()
+                }
+                for column in experiment.segments.columns
+            },
+        ),
     )
 
 
@@ -465,36 +486,32 @@ def compare_interleaved_arms(
 
 
 class CountSamples:
-    """The interleaved design's samples for the comparison loop: a pair's per-unit counts
-    of wins, ties, losses and first teams under a credit (the design's "metrics"), overall
-    and per segment value."""
+    """The interleaved design's samples for the comparison loop: from the evidence, a
+    pair's per-unit counts of wins, ties, losses and first teams under a credit (the
+    design's "metrics"), overall and per segment value."""
 
     def __init__(self, experiment: Experiment, scores: InterleavedScores):
         self.experiment = experiment
-        self.scores = scores
+        self.evidence = scores.evidence
 
     def metrics(self) -> list[str]:
-        return list(dict.fromkeys(credit for _, credit in self.scores.unit_counts))
+        return credits_of(self.evidence)
 
     def overall(self, pair: ArmPair, credit: str) -> pd.DataFrame:
-        return self.scores.unit_counts[(pair.name, credit)]
+        return credit_counts(self.evidence.sums[pair.name], credit)
 
     def segments(self, pair: ArmPair) -> list[tuple[str, Any]]:
         found = []
         for column in self.experiment.segments.columns:
-            values: set = set()
-            for credit in self.metrics():
-                table = self.scores.segment_counts[column][(pair.name, credit)]
-                values |= set(pd.unique(table.index.get_level_values(0)))
-            found += [
-                (f"{column}={value}", (column, value)) for value in sorted(values, key=str)
-            ]
+            table = self.evidence.segment_sums[column][pair.name]
+            values = set(pd.unique(table.index.get_level_values(0)))
+            found += [(f"{column}={value}", (column, value)) for value in sorted(values, key=str)]
         return found
 
     def in_segment(self, pair: ArmPair, credit: str, key: Any) -> pd.DataFrame:
         column, value = key
-        by_value = self.scores.segment_counts[column][(pair.name, credit)]
-        return by_value.loc[by_value.index.get_level_values(0) == value]
+        by_value = self.evidence.segment_sums[column][pair.name]
+        return credit_counts(by_value.loc[by_value.index.get_level_values(0) == value], credit)
 
     def size(self, samples: pd.DataFrame) -> int:
         return len(samples)

@@ -25,6 +25,7 @@ from abrank.analysis.comparisons import arm_pairs
 from abrank.analysis.engine import EngineChoice, sql_log_files
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
+from abrank.designs.interleaved.evidence import counts_evidence
 from abrank.designs.interleaved.outcomes import (
     InterleavedData,
     InterleavedScores,
@@ -107,11 +108,14 @@ def score_interleaved_sql(
         first_team=result.first_team,
         same_lists=same,
         fixed_lists=None if result.fixed_lists is None else FixedLists(*result.fixed_lists),
-        unit_counts={keys[key]: table for key, table in result.counts.items()},
-        segment_counts={
-            column: {keys[key]: table for key, table in by.items()}
-            for column, by in result.segment_counts.items()
-        },
+        evidence=counts_evidence(
+            unit,
+            {keys[key]: table for key, table in result.counts.items()},
+            {
+                column: {keys[key]: table for key, table in by.items()}
+                for column, by in result.segment_counts.items()
+            },
+        ),
     )
     return data, scores
 

@@ -32,6 +32,7 @@ from abrank.analysis.summarise import (
 from abrank.analysis.window import peeking_warnings
 from abrank.config import Experiment
 from abrank.designs.interleaved.outcomes import InterleavedData, InterleavedScores
+from abrank.evidence import ROWS
 from abrank.readout import Readout
 from abrank.readout.model import (
     DiagnosticsSummary,
@@ -123,8 +124,8 @@ def log_concentration(scores: InterleavedScores, comparisons: list) -> UnitConce
     verdict the jackknife gave on other units (a segment's)."""
     from abrank.stats.concentration import CONCENTRATED_SHARE, concentration
 
-    table = next(iter(scores.unit_counts.values()))
-    impressions = table[["wins", "ties", "losses"]].to_numpy(dtype=np.float64).sum(axis=1)
+    table = next(iter(scores.evidence.sums.values()))
+    impressions = table[ROWS].to_numpy(dtype=np.float64)
     figures = concentration(impressions).to_dict()
     listed = [
         {
@@ -192,12 +193,7 @@ def unit_preferences(scores: InterleavedScores, credit: str, unit: str) -> pd.Da
     """Each unit's preference for the treatment by ``credit``: the mean over its impressions
     of 1 (win), 1/2 (tie) or 0 (loss), minus 1/2; columns ``arm`` (the pair) and ``value``."""
     frames = []
-    for (pair, name), table in scores.unit_counts.items():
-        if name != credit:
-            continue
-        wins, ties, losses = (
-            table[c].to_numpy(dtype=np.float64) for c in ("wins", "ties", "losses")
-        )
-        means = (wins + ties / 2) / (wins + ties + losses) - 0.5
+    for pair, table in scores.evidence.sums.items():
+        means = table[credit].to_numpy(dtype=np.float64) / table[ROWS].to_numpy(np.float64) - 0.5
         frames.append(pd.DataFrame({"arm": pair, "value": means}))
     return pd.concat(frames, ignore_index=True)
