@@ -5,8 +5,15 @@ values over the unit's rows, and D_u, how many of its rows have a value; overall
 segment value. These are sufficient statistics: the delta method, the unit bootstrap and
 the permutation test need nothing else, so one test serves every engine, which returns
 these few numbers per unit however large its logs. A design may add named extras (the
-online design's click-through rate by rank, the interleaving design's per-impression
-outcomes).
+online design's click-through rate by rank, the interleaving design's credits).
+
+Every design's statistics read it: online logs per user or session
+(:func:`abrank.designs.online.logs.online_evidence`); an offline replay per query, D_u = 1
+where the value is defined, the queries aligned across arms for pairing
+(:meth:`abrank.analysis.score.ScoredArms.evidence`); an interleaving log per unit and team
+pair, M_u = wins + ties / 2 and D_u = impressions (:mod:`abrank.designs.interleaved.evidence`);
+a design added from outside abrank from the engines' column sums
+(:func:`abrank.engines.column_sums.column_sums`).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ ROWS = "impressions"
 class Evidence:
     """Per-unit sums of every arm, overall and per segment value.
 
-    ``sums[arm]`` is indexed by unit (text, in byte order) with the columns ``impressions``
+    ``sums[arm]`` is indexed by unit (text; in byte order unless the design says otherwise)
+    with the columns ``impressions``
     (the unit's rows), one per metric holding M_u, and ``<metric>:n`` holding D_u for a
     metric that some rows lack (else D_u is the unit's rows). ``segment_sums[column][arm]``
     has the same columns, indexed by (segment value, unit). ``inputs`` are the files read

@@ -21,6 +21,7 @@ from abrank.analysis.comparisons import ArmPair, compare_all, test_settings
 from abrank.analysis.score import ScoredArms
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.evidence import Evidence
 from abrank.inputs import display_path
 
 
@@ -38,12 +39,13 @@ def compare_arms(
 
 
 class QuerySamples:
-    """The offline designs' samples for the comparison loop: each arm's per-query values
-    of a metric on the pair's queries, and their subsets per segment value."""
+    """The offline designs' samples for the comparison loop, read from the evidence
+    (:meth:`ScoredArms.evidence`): each arm's per-query values of a metric on the pair's
+    queries, and their subsets per segment value."""
 
     def __init__(self, experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame):
         self.experiment = experiment
-        self.scored = scored
+        self.evidence = scored.evidence()
         self.design = experiment.analysis.design
         self.options = dict(design=self.design, settings=test_settings(experiment))
         self.groups = [
@@ -85,21 +87,22 @@ class QuerySamples:
         """Every metric's (control, treatment) values on the pair's queries (kept for the
         pair's segments)."""
         if self._pair is None or self._pair[0] != pair:
-            queries = _pair_queries(self.experiment, self.scored, pair)
+            queries = _pair_queries(self.experiment, self.evidence.extras["present"], pair)
             self._pair = (
                 pair,
-                {m: _pair_values(self.scored, pair, m, queries) for m in self.experiment.metrics},
+                {m: _pair_values(self.evidence, pair, m, queries) for m in self.experiment.metrics},
             )
         return self._pair[1]
 
 
-def _pair_queries(experiment: Experiment, scored: ScoredArms, arms: ArmPair) -> tuple:
-    """The queries of one comparison of two arms, by the missing-query policy.
+def _pair_queries(experiment: Experiment, present: Mapping[str, pd.Index], arms: ArmPair) -> tuple:
+    """The queries of one comparison of two arms (``present``: the queries each arm's log
+    holds), by the missing-query policy.
 
     Paired design: one index shared by both arms. Independent design: each arm's own.
     """
     control, treatment = arms.control, arms.treatment
-    mine, theirs = scored.present[control], scored.present[treatment]
+    mine, theirs = present[control], present[treatment]
     if experiment.analysis.design != "paired":
         return mine, theirs
     policy = experiment.analysis.missing_queries
@@ -124,14 +127,19 @@ def _pair_queries(experiment: Experiment, scored: ScoredArms, arms: ArmPair) -> 
 
 
 def _pair_values(
-    scored: ScoredArms, arms: ArmPair, metric: str, queries: tuple
+    evidence: Evidence, arms: ArmPair, metric: str, queries: tuple
 ) -> tuple[pd.Series, pd.Series]:
-    """One metric's (control, treatment) values on the comparison's queries."""
-    control_queries, treatment_queries = queries
-    return (
-        scored.values[arms.control][metric].reindex(control_queries),
-        scored.values[arms.treatment][metric].reindex(treatment_queries),
+    """One metric's (control, treatment) values on the comparison's queries: M_u where
+    D_u = 1, NaN where the value is undefined."""
+    return tuple(  # type: ignore[return-value]
+        _query_values(evidence.sums[arm], metric).reindex(index)
+        for arm, index in zip((arms.control, arms.treatment), queries, strict=True)
     )
+
+
+def _query_values(sums: pd.DataFrame, metric: str) -> pd.Series:
+    """An arm's per-query values of ``metric`` from its evidence (NaN where undefined)."""
+    return sums[metric].where(sums[f"{metric}:n"] > 0).rename(metric)
 
 
 def _pair_size(pair: tuple[pd.Series, pd.Series], design: str) -> int:

@@ -19,6 +19,7 @@ import pandas as pd
 from abrank.analysis.load import LoadedData
 from abrank.config import Experiment
 from abrank.errors import DataError
+from abrank.evidence import ROWS, Evidence
 
 if TYPE_CHECKING:
     from abrank.engines.evaluate import ArmScores
@@ -50,6 +51,22 @@ class ScoredArms:
     undefined: dict[str, int]  # metric -> analysed queries on which it is undefined
     unjudged_queries: dict[str, int]
     judged_queries: int
+
+    def evidence(self) -> Evidence:
+        """The statistics' view of the values (DESIGN.md "The spine"): the unit is the
+        query, and ``sums[arm]`` holds every analysed query (aligned across arms, for
+        pairing) with ``impressions`` 1, per metric M_u (the value; 0 where undefined) and
+        ``<metric>:n`` D_u (1 where the value is defined, else 0); ``extras["present"]``
+        the queries each arm's log holds (the missing-query policy reads them)."""
+        sums = {}
+        for arm, values in self.values.items():
+            defined = values.notna()
+            columns: dict[str, Any] = {ROWS: np.ones(len(values), dtype=np.int64)}
+            for metric in values.columns:
+                columns[metric] = values[metric].fillna(0.0)
+                columns[f"{metric}:n"] = defined[metric].astype(np.int64)
+            sums[arm] = pd.DataFrame(columns, index=values.index)
+        return Evidence(unit="query", sums=sums, extras={"present": dict(self.present)})
 
 
 def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
