@@ -13,8 +13,10 @@ imports): the workers inherit those modules, import matplotlib on the other core
 this process loads and compares, and sit ready when the readout is written.
 :func:`render_charts` shares a readout's charts among them and stores the PNG bytes in
 the charts, so the reports embed exactly what the workers drew (the same bytes as drawing
-here: same code, same fonts). Without workers (not started, a single core, not Linux, or
-a worker that died) charts are drawn in this process, as before.
+here: same code, same fonts); :func:`start_charts` returns while they draw, so that this
+process writes the readout's other files meanwhile. Without workers (not started, a
+single core, not Linux, or a worker that died) charts are drawn in this process, as
+before.
 """
 
 from __future__ import annotations
@@ -163,12 +165,44 @@ def render_charts(readout: Any, charts: Sequence[Any]) -> None:
     """Draw every chart of ``charts`` not drawn yet (``readout``'s, from ``plan_charts``),
     shared among the chart workers by their weight; what no worker delivers is drawn here.
     """
+    start_charts(readout, charts).wait()
+
+
+class ChartDrawing:
+    """Charts sent to the chart workers by :func:`start_charts`, being drawn there.
+
+    :meth:`wait` stores what the workers drew and draws here what they did not deliver;
+    :meth:`discard` only reads the workers' replies (when the readout failed meanwhile), so
+    that a later readout's charts are never answered with these. Call one of them once.
+    """
+
+    def __init__(self, pending: list[Any], sent: list[tuple[Any, list[Any]]]):
+        self.pending = pending
+        self.sent = sent
+
+    def wait(self) -> None:
+        """Every chart drawn: by the workers, else here."""
+        self.discard()
+        for chart in self.pending:
+            chart.png  # noqa: B018 -- draws here what the workers did not deliver
+
+    def discard(self) -> None:
+        """Read the workers' replies (their PNG bytes kept in the charts)."""
+        sent, self.sent = self.sent, []
+        for conn, share in sent:
+            _receive(conn, share)
+
+
+def start_charts(readout: Any, charts: Sequence[Any]) -> ChartDrawing:
+    """:func:`render_charts`, started: the charts are sent to the chart workers at once,
+    and ``.wait()`` waits for them, so that this process can write the readout's other
+    files while the workers draw."""
     pending = [chart for chart in charts if "png" not in vars(chart)]
     workers = list(_chart_conns)
+    sent = []
     if len(pending) > 1 and workers:
         blob = pickle.dumps(readout, protocol=pickle.HIGHEST_PROTOCOL)
         shares = _shares(pending, len(workers))
-        sent = []
         for conn, share in zip(workers, shares, strict=True):
             if share:
                 try:
@@ -176,21 +210,24 @@ def render_charts(readout: Any, charts: Sequence[Any]) -> None:
                     sent.append((conn, share))
                 except OSError:
                     _drop(conn)
-        for conn, share in sent:
-            status: str
-            payload: Any  # the worker's reply: PNG bytes per chart when the status is "ok"
-            try:  # a worker that dies or hangs is dropped, and its charts drawn here
-                ready = conn.poll(_CHART_TIMEOUT + _CHART_TIMEOUT * len(share))
-                status, payload = conn.recv() if ready else ("late", None)
-            except (EOFError, OSError):
-                status, payload = "lost", None
-            if status == "ok":
-                for chart, png in zip(share, payload, strict=True):
-                    vars(chart)["png"] = png  # what the cached property would hold
-            elif status != "error":  # an error is drawn (and raised) here; the worker lives
-                _drop(conn)
-    for chart in pending:
-        chart.png  # noqa: B018 -- draws here what the workers did not deliver
+    return ChartDrawing(pending, sent)
+
+
+def _receive(conn: Any, share: list[Any]) -> None:
+    """Store the PNG bytes a worker drew for ``share``; a worker that dies or hangs is
+    dropped (its charts are then drawn here)."""
+    status: str
+    payload: Any  # the worker's reply: PNG bytes per chart when the status is "ok"
+    try:
+        ready = conn.poll(_CHART_TIMEOUT + _CHART_TIMEOUT * len(share))
+        status, payload = conn.recv() if ready else ("late", None)
+    except (EOFError, OSError):
+        status, payload = "lost", None
+    if status == "ok":
+        for chart, png in zip(share, payload, strict=True):
+            vars(chart)["png"] = png  # what the cached property would hold
+    elif status != "error":  # an error is drawn (and raised) here; the worker lives
+        _drop(conn)
 
 
 def _shares(charts: Sequence[Any], count: int) -> list[list[Any]]:
