@@ -63,6 +63,25 @@ def test_results_keep_the_order_and_raise_the_first_failure() -> None:
         workers.results(futures)
 
 
+def test_a_free_thread_takes_the_costliest_waiting_comparison_first() -> None:
+    pool = workers.CostliestFirst(1, "test-costliest")
+    started, gate = threading.Event(), threading.Event()
+    ran: list[str] = []
+    first = pool.submit(0, lambda: (started.set(), gate.wait()))  # holds the one thread
+    assert started.wait(10)  # the others queue behind it
+    jobs = {
+        name: pool.submit(cost, ran.append, name)
+        for name, cost in [("small", 1), ("large", 9), ("tie-a", 5), ("tie-b", 5), ("dropped", 7)]
+    }
+    assert jobs["dropped"].cancel()
+    gate.set()
+    workers.results([first, *(job for name, job in jobs.items() if name != "dropped")])
+    assert ran == ["large", "tie-a", "tie-b", "small"]
+    failing = pool.submit(1, lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.result(timeout=10)
+
+
 # --------------------------------------------------------------------------- charts
 
 

@@ -180,6 +180,7 @@ def _compare_pairs(
         compare_metrics,
         controls,
         treatments,
+        cost=sum(len(values) for values in controls.values()),  # the largest first
         treatment_name=treatment,
         segment=segment,
         **options,
