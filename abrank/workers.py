@@ -98,6 +98,16 @@ def _comparison_pool() -> CostliestFirst | None:
         return _pool
 
 
+def _forget_pool() -> None:
+    """In a forked child: the pool's threads did not come along, so start afresh."""
+    global _pool, _cores, _lock
+    _pool, _cores, _lock = None, None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 class CostliestFirst:
     """A pool of threads that runs the costliest waiting job first.
 
