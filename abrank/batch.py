@@ -312,6 +312,7 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     from abrank.analysis import write_readout
     from abrank.analysis.alerts import fired_alerts
     from abrank.analysis.record import attach_history, store_run
+    from abrank.readout.typed import readout_summary
     from abrank.render import alarms, headline_lines
 
     name, folder = step.experiment.name, step.folder
@@ -332,15 +333,16 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
         return _failed(step.config, name, step.date, exc)
     summary = readout.summary
     if not options.quiet and not batch:
+        typed = readout_summary(readout)  # the reports' typed summary, not converted again
         print(f"{summary['experiment']['title']}")
-        for alarm in alarms(summary):
+        for alarm in alarms(typed):
             print(f"ALARM: {alarm}")
-        for line in headline_lines(summary):
+        for line in headline_lines(typed):
             print(line)
         print(f"readout written to {folder}/")
         if stored is not None:
             print(f"history: {stored}")
-        shown = set(alarms(summary))
+        shown = set(alarms(typed))
         for warning in summary["diagnostics"]["warnings"]:
             if warning not in shown:
                 print(f"note: {warning}", file=sys.stderr)

@@ -55,7 +55,7 @@ class Record:
         errors (``summary.comparisons[3]``)."""
         if not isinstance(data, dict):
             raise DataError(f"{where}: expected an object, got {_kind(data)}")
-        hints = typing.get_type_hints(cls)
+        hints = field_hints(cls)
         values: dict[str, Any] = {}
         named = set()
         for field in dataclasses.fields(cls):  # type: ignore[arg-type]
@@ -72,6 +72,18 @@ class Record:
         if any(f.name == "extra" for f in dataclasses.fields(cls)):  # type: ignore[arg-type]
             values["extra"] = {k: v for k, v in data.items() if k not in named}
         return cls(**values)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def field_hints(cls: type) -> dict[str, Any]:
+    """The types of a record class's fields, resolved once per class: ``get_type_hints``
+    evaluates every annotation's text, which cost more than reading a comparison."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 def _has_default(field: dataclasses.Field) -> bool:

@@ -311,3 +311,41 @@ def test_shared_sign_flips_match_the_exact_distribution_and_ignore_other_columns
     # mean 0, variance sum(a^2)
     assert abs(both[0].mean()) < 5 * math.sqrt((a**2).sum() / draws)
     assert both[0].std() == pytest.approx(math.sqrt((a**2).sum()), rel=0.08)
+
+
+def _whole_chunk_shared_sums(blocks, draws: int, rng: np.random.Generator):
+    """The shared bootstrap and sign-flip sums as first written: each chunk's counts and
+    signs made whole, as fresh arrays, then multiplied into every column."""
+    n = blocks[0].shape[0]
+    chunk = rs._rows_per_chunk(n)
+    boot = [np.zeros((draws, block.shape[1])) for block in blocks]
+    for start in range(0, draws, chunk):
+        b = min(chunk, draws - start)
+        idx = rng.integers(0, n, size=(b, n), dtype=rs.index_dtype(n)).astype(np.intp)
+        idx += np.arange(b, dtype=np.intp)[:, None] * n
+        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        for block, out in zip(blocks, boot, strict=True):
+            out[start : start + b] = counts @ block
+    flips = [np.zeros(draws) for _ in blocks]
+    for start in range(0, draws, chunk):
+        b = min(chunk, draws - start)
+        packed = rng.integers(0, 256, size=(b, (n + 7) // 8), dtype=np.uint8)
+        positive = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
+        for block, out in zip(blocks, flips, strict=True):
+            out[start : start + b] = 2.0 * (positive @ block[:, 0]) - float(block[:, 0].sum())
+    return boot, flips
+
+
+@pytest.mark.parametrize("n", [2, 161, 1910, 2500, 70_000])
+def test_shared_sums_are_the_whole_chunk_products_to_the_last_bit(n: int) -> None:
+    rng = np.random.default_rng(n)
+    blocks = [rng.standard_normal((n, 3)), rng.integers(0, 4, (n, 3)) / 3.0]
+    draws = 10_000 if n < 10_000 else 130
+    expected_boot, expected_flips = _whole_chunk_shared_sums(
+        blocks, draws, np.random.default_rng(7)
+    )
+    replay = np.random.default_rng(7)
+    boot = rs.shared_bootstrap_sums(blocks, draws, replay)
+    flips = rs.shared_signflip_sums([block[:, 0] for block in blocks], draws, replay)
+    for got, expected in zip([*boot, *flips], [*expected_boot, *expected_flips], strict=True):
+        np.testing.assert_array_equal(got, expected)

@@ -63,6 +63,25 @@ def test_results_keep_the_order_and_raise_the_first_failure() -> None:
         workers.results(futures)
 
 
+def test_a_free_thread_takes_the_costliest_waiting_comparison_first() -> None:
+    pool = workers.CostliestFirst(1, "test-costliest")
+    started, gate = threading.Event(), threading.Event()
+    ran: list[str] = []
+    first = pool.submit(0, lambda: (started.set(), gate.wait()))  # holds the one thread
+    assert started.wait(10)  # the others queue behind it
+    jobs = {
+        name: pool.submit(cost, ran.append, name)
+        for name, cost in [("small", 1), ("large", 9), ("tie-a", 5), ("tie-b", 5), ("dropped", 7)]
+    }
+    assert jobs["dropped"].cancel()
+    gate.set()
+    workers.results([first, *(job for name, job in jobs.items() if name != "dropped")])
+    assert ran == ["large", "tie-a", "tie-b", "small"]
+    failing = pool.submit(1, lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.result(timeout=10)
+
+
 # --------------------------------------------------------------------------- charts
 
 
@@ -125,3 +144,26 @@ def test_charts_a_worker_cannot_plan_are_drawn_here_and_the_worker_stays(chart_w
     workers.render_charts(readout, odd)  # the workers know no such charts
     assert workers.chart_workers() == 2
     assert [c.png for c in odd] == [c.png for c in reference[:3]]
+
+
+def test_a_failed_readout_s_drawing_is_discarded_and_the_next_one_gets_its_own(
+    chart_workers, tmp_path, monkeypatch
+) -> None:
+    from abrank.analysis import write as write_module
+    from abrank.analysis import write_readout
+    from abrank.render.charts import plan_charts
+
+    readout = _demo_readout()
+
+    def fail(*args):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:  # fails while the workers draw its charts
+        patch.setattr(write_module, "_write_csv", fail)
+        with pytest.raises(OSError, match="disk full"):
+            write_readout(readout, tmp_path / "failed")
+    assert not (tmp_path / "failed").exists() and workers.chart_workers() == 2
+    # the workers' replies for the failed readout were read: these charts are this one's
+    other = plan_charts(readout)[3:]
+    workers.render_charts(readout, other)
+    assert [c.png for c in other] == [c.png for c in plan_charts(readout)[3:]]

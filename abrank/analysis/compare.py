@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from abrank import workers
-from abrank.analysis.comparisons import ArmPair, compare_all, test_settings
+from abrank.analysis.comparisons import ArmPair, PendingComparisons, start_all, test_settings
 from abrank.analysis.score import ScoredArms
 from abrank.config import Experiment
 from abrank.errors import DataError
@@ -35,7 +35,14 @@ def compare_arms(
     Each comparison depends on its own two arms only: its queries are those both arms hold
     (under ``missing_queries: drop``) or either holds (``zero``), never those of another arm.
     """
-    return compare_all(experiment, QuerySamples(experiment, scored, segments))
+    return start_comparing_arms(experiment, scored, segments).result()
+
+
+def start_comparing_arms(
+    experiment: Experiment, scored: ScoredArms, segments: pd.DataFrame
+) -> PendingComparisons:
+    """:func:`compare_arms`, started in the comparison threads: ``.result()`` waits for it."""
+    return start_all(experiment, QuerySamples(experiment, scored, segments))
 
 
 class QuerySamples:
@@ -181,6 +188,7 @@ def _compare_pairs(
         compare_metrics,
         controls,
         treatments,
+        cost=sum(len(values) for values in controls.values()),  # the largest first
         treatment_name=treatment,
         segment=segment,
         **options,

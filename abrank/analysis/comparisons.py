@@ -18,8 +18,9 @@ way; only its samples and its test differ, and those it hands the loop as a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
@@ -111,52 +112,109 @@ def compare_all(experiment: Experiment, design: DesignSamples) -> tuple[list, li
     p-values adjusted per family (the overall ones one family, the segment ones another)
     and verdicts oriented; and the segment comparisons left out for having fewer than
     ``segments.min_queries`` units (``{"segment", "treatment", "metric", "n"}``)."""
-    from abrank.stats import adjust
+    return start_all(experiment, design).result()
 
-    analysis = experiment.analysis
+
+class PendingComparisons:
+    """The comparisons :func:`start_all` started, running in the comparison threads.
+
+    :meth:`result` waits for them and returns what :func:`compare_all` returns;
+    :meth:`cancel` drops those not started yet (when the run fails meanwhile).
+    """
+
+    def __init__(
+        self,
+        experiment: Experiment,
+        design: DesignSamples,
+        overall: list[Future],
+        breakdown: list[tuple[tuple[int, int], Future]],
+        too_small: list[tuple[tuple[int, int, int], dict]],
+    ):
+        self.experiment = experiment
+        self.design = design
+        self.overall = overall
+        self.breakdown = breakdown
+        self.too_small = too_small
+
+    def cancel(self) -> None:
+        """Drop the comparisons not started yet (those running finish unread)."""
+        for future in [*self.overall, *(future for _, future in self.breakdown)]:
+            future.cancel()
+
+    def result(self) -> tuple[list, list[dict]]:
+        """The comparisons, adjusted per family and oriented, and those too small."""
+        from abrank.stats import adjust
+
+        analysis = self.experiment.analysis
+        metric_order = {metric: i for i, metric in enumerate(self.design.metrics())}
+        primary = [c for found in workers.results(self.overall) for c in found]
+        ranked = sorted(
+            (
+                ((t_index, metric_order[c.metric], s_index), c)
+                for (t_index, s_index), found in zip(
+                    [order for order, _ in self.breakdown],
+                    workers.results([future for _, future in self.breakdown]),
+                    strict=True,
+                )
+                for c in found
+            ),
+            key=lambda item: item[0],
+        )
+        adjusted = [
+            *adjust(primary, method=analysis.correction),
+            *adjust([c for _, c in ranked], method=analysis.segment_correction),
+        ]
+        swap = {"win": "loss", "loss": "win"}
+        oriented = [
+            dataclasses.replace(c, verdict=swap[c.verdict])
+            if c.verdict in swap and self.design.lower_is_better(c.metric)
+            else c
+            for c in adjusted
+        ]
+        return oriented, [entry for _, entry in sorted(self.too_small, key=lambda e: e[0])]
+
+
+def start_all(experiment: Experiment, design: DesignSamples) -> PendingComparisons:
+    """Start every comparison of :func:`compare_all` (in the comparison threads where that
+    is safe) and return at once, so that the caller can prepare more work meanwhile (an
+    offline run scores its judged-only values); read them with ``.result()``. When they
+    run changes no number: each comparison draws from its own seeded generators."""
     minimum = experiment.segments.min_queries
     metrics = design.metrics()
     metric_order = {metric: i for i, metric in enumerate(metrics)}
     overall: list[Future] = []
     breakdown: list[tuple[tuple[int, int], Future]] = []
     too_small: list[tuple[tuple[int, int, int], dict]] = []
-    for t_index, pair in enumerate(arm_pairs(experiment)):
-        samples = {metric: design.overall(pair, metric) for metric in metrics}
-        overall.append(design.start(samples, pair, None))
-        for s_index, (label, key) in enumerate(design.segments(pair)):
-            subset = {}
-            for metric in metrics:
-                found = design.in_segment(pair, metric, key)
-                n = design.size(found)
-                if n < minimum:
-                    entry = {"segment": label, "treatment": pair.name, "metric": metric, "n": n}
-                    too_small.append(((t_index, metric_order[metric], s_index), entry))
-                else:
-                    subset[metric] = found
-            if subset:
-                breakdown.append(((t_index, s_index), design.start(subset, pair, label)))
-    primary = [c for found in workers.results(overall) for c in found]
-    ranked = sorted(
-        (
-            ((t_index, metric_order[c.metric], s_index), c)
-            for (t_index, s_index), found in zip(
-                [order for order, _ in breakdown],
-                workers.results([future for _, future in breakdown]),
-                strict=True,
-            )
-            for c in found
-        ),
-        key=lambda item: item[0],
-    )
-    adjusted = [
-        *adjust(primary, method=analysis.correction),
-        *adjust([c for _, c in ranked], method=analysis.segment_correction),
-    ]
-    swap = {"win": "loss", "loss": "win"}
-    oriented = [
-        dataclasses.replace(c, verdict=swap[c.verdict])
-        if c.verdict in swap and design.lower_is_better(c.metric)
-        else c
-        for c in adjusted
-    ]
-    return oriented, [entry for _, entry in sorted(too_small, key=lambda e: e[0])]
+    pending = PendingComparisons(experiment, design, overall, breakdown, too_small)
+    try:
+        for t_index, pair in enumerate(arm_pairs(experiment)):
+            samples = {metric: design.overall(pair, metric) for metric in metrics}
+            overall.append(design.start(samples, pair, None))
+            for s_index, (label, key) in enumerate(design.segments(pair)):
+                subset = {}
+                for metric in metrics:
+                    found = design.in_segment(pair, metric, key)
+                    n = design.size(found)
+                    if n < minimum:
+                        entry = dict(segment=label, treatment=pair.name, metric=metric, n=n)
+                        too_small.append(((t_index, metric_order[metric], s_index), entry))
+                    else:
+                        subset[metric] = found
+                if subset:
+                    breakdown.append(((t_index, s_index), design.start(subset, pair, label)))
+    except BaseException:
+        pending.cancel()
+        raise
+    return pending
+
+
+@contextlib.contextmanager
+def cancelled_on_error(started: list[PendingComparisons]) -> Iterator[None]:
+    """When the block fails, drop the comparisons of ``started`` not started yet (the list
+    may grow inside the block), so that no thread goes on with a failed run's work."""
+    try:
+        yield
+    except BaseException:
+        for pending in started:
+            pending.cancel()
+        raise

@@ -238,7 +238,7 @@ def _first_relevant_table(scored: ScoredArms) -> pd.DataFrame:
 def _is_method_note(note: str) -> bool:
     """Whether a comparison's note says how a number was made (the CUPED adjustment), not
     that something is wrong: it goes to the methods note, not to the warnings."""
-    from abrank.stats.clustered_result import NOTE_CUPED  # loaded once a comparison exists
+    from abrank.stats.estimation import NOTE_CUPED
 
     return note == NOTE_CUPED
 

@@ -17,7 +17,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from abrank.analysis.compare import compare_arms
+from abrank.analysis.compare import start_comparing_arms
+from abrank.analysis.comparisons import PendingComparisons
 from abrank.analysis.load import LoadedData
 from abrank.analysis.score import JUDGED_K, ScoredArms, score_arms
 from abrank.config import Experiment
@@ -33,6 +34,8 @@ __all__ = [
     "check_reason",
     "judged_only_comparisons",
     "judged_only_names",
+    "judged_only_result",
+    "start_judged_only",
     "unjudged_check",
     "verdicts_changed",
 ]
@@ -88,14 +91,31 @@ def judged_only_comparisons(
     """The overall comparisons of the experiment repeated on judged-only values: the same
     arms, queries, tests, seed and correction (one family of their own), no segments.
     ``score`` is the engine's scorer of the inputs (the memory engine's by default)."""
+    return judged_only_result(start_judged_only(experiment, data, score))
+
+
+def start_judged_only(
+    experiment: Experiment,
+    data: LoadedData,
+    score: Callable[[Experiment, LoadedData], ScoredArms] = score_arms,
+) -> PendingComparisons | None:
+    """:func:`judged_only_comparisons` scored here and started in the comparison threads
+    (None when no metric has a judged-only twin); read it with :func:`judged_only_result`."""
     names = judged_only_names(experiment.metrics)
     if not names:
-        return []
+        return None
     condensed = experiment.model_copy(
         update={"metrics": list(names.values()), "primary_metric": None}
     )
     scored = score(condensed, data)
-    comparisons, _ = compare_arms(condensed, scored, data.segments.iloc[:, :0])
+    return start_comparing_arms(condensed, scored, data.segments.iloc[:, :0])
+
+
+def judged_only_result(pending: PendingComparisons | None) -> list[Comparison]:
+    """What :func:`judged_only_comparisons` returns, from :func:`start_judged_only`'s."""
+    if pending is None:
+        return []
+    comparisons, _ = pending.result()
     return [c for c in comparisons if c.segment is None]
 
 

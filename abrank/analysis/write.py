@@ -111,18 +111,37 @@ def write_readout(
         )
 
     def fill(staging: Path) -> None:
+        _fill(readout, staging, formats)
+
+    return write_folder(folder, readout.summary.get("experiment", {}).get("name"), fill)
+
+
+def _fill(readout: Readout, staging: Path, formats: Collection[str]) -> None:
+    """Write the readout's files of ``formats`` into ``staging``.
+
+    The charts are sent to the chart workers first, and summary.json, per_query.csv and
+    the chart data are written while they draw (when the run fails meanwhile, their
+    drawing is dropped); then the reports and charts.
+    """
+    rendered = tuple(f for f in ("html", "md") if f in formats)
+    report = None
+    if rendered:
+        from abrank.render.files import start_report
+
+        report = start_report(readout, staging, formats=rendered)
+    try:
         if "json" in formats:
             (staging / "summary.json").write_text(summary_json(readout.summary), encoding="utf-8")
         if "csv" in formats:
             _write_csv(readout.per_query, staging / "per_query.csv")
-        rendered = [f for f in ("html", "md") if f in formats]
-        if rendered:
-            from abrank.render import write_report
-
-            write_report(readout, staging, formats=tuple(rendered))
+        if report is not None:
             write_chart_data(readout, staging)  # so that the folder can be rendered again
-
-    return write_folder(folder, readout.summary.get("experiment", {}).get("name"), fill)
+    except BaseException:
+        if report is not None:
+            report.discard()
+        raise
+    if report is not None:
+        report.write()
 
 
 def write_folder(folder: str | Path, name: str | None, fill: Callable[[Path], None]) -> list[Path]:

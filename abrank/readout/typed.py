@@ -24,7 +24,7 @@ from typing import Any, TypeVar, Union
 from abrank.errors import DataError
 from abrank.readout.core import Readout
 from abrank.readout.model import ComparisonSummary, Summary
-from abrank.records import Record
+from abrank.records import Record, field_hints
 
 _Record = TypeVar("_Record", bound=Record)
 
@@ -63,7 +63,7 @@ def readout_summary(readout: Readout) -> Summary:
 def lenient_record(cls: type[_Record], data: Any) -> _Record:
     """The record ``data`` describes, without type checks and with missing keys filled."""
     data = data if isinstance(data, dict) else {}
-    hints = typing.get_type_hints(cls)
+    hints = field_hints(cls)
     values: dict[str, Any] = {}
     named = set()
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ from abrank.stats.clustered_resampling import unit_bootstrap, unit_permutation_t
 from abrank.stats.clustered_sample import ClusteredSample, sample_of
 from abrank.stats.cuped import cuped_adjustment
 from abrank.stats.estimation import (
+    NOTE_CUPED,
     NOTE_LIFT,
     DesignTests,
     TestOutcome,
@@ -42,11 +43,6 @@ from abrank.stats.unit_jackknife import JACKKNIFE, t_test_mde
 from abrank.stats.unit_sums import ArmEstimate, UnitSums, linearized
 
 NOTE_FEW_UNITS = "fewer than 2 units in an arm: no test or interval is possible"
-NOTE_CUPED = (
-    "CUPED: the delta, interval, p-value and relative lift are adjusted by the pre-period "
-    "covariate (delta method); the permutation and bootstrap tests are not adjusted and "
-    "are reported, with the unadjusted comparison, under cuped.unadjusted"
-)
 NOTE_NO_COVARIATE = (
     "CUPED: the pre-period covariate has no variance (no unit has pre-period data, or every "
     "unit's is the same value), so nothing was adjusted (theta 0, variance reduction 0)"

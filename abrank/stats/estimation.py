@@ -49,6 +49,11 @@ NOTE_CONSTANT = (
     "p-value and interval are the exact sign-flip test's (p = 2^(1 - n))"
 )
 NOTE_ONE = "fewer than 2 queries: no test or interval is possible"
+NOTE_CUPED = (
+    "CUPED: the delta, interval, p-value and relative lift are adjusted by the pre-period "
+    "covariate (delta method); the permutation and bootstrap tests are not adjusted and "
+    "are reported, with the unadjusted comparison, under cuped.unadjusted"
+)
 NOTE_LIFT = (
     f"the control mean is under {MIN_LIFT_SHARE:.0%} of the treatment's: no relative lift "
     "is reported (it would say only that the control scores about 0)"

@@ -265,15 +265,37 @@ def shared_bootstrap_sums(
     if n == 0:
         return outs
     chunk = _rows_per_chunk(n)
-    offsets = np.arange(chunk, dtype=np.intp)[:, None] * n
+    counts = np.empty((min(chunk, n_resamples), n))  # one buffer for every chunk
     for start in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n), dtype=index_dtype(n)).astype(np.intp)
-        idx += offsets[:b]
-        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        idx = rng.integers(0, n, size=(b, n), dtype=index_dtype(n))
+        _count_rows(idx, counts[:b])
         for part, out in zip(parts, outs, strict=True):
-            out[start : start + b] = counts @ part
+            out[start : start + b] = counts[:b] @ part
     return outs
+
+
+_COUNT_ELEMENTS = 1 << 17
+"""Most draws counted at once (1 MiB of indices and as much of counts: stays in cache)."""
+
+
+def _count_rows(idx: np.ndarray, out: np.ndarray) -> None:
+    """``out[r, j]`` = how often ``j`` occurs in ``idx[r]``, for draws ``idx`` (b, n) < n.
+
+    A few rows at a time, through reused buffers: counting a whole chunk at once made
+    three fresh chunk-sized arrays (the indices widened, their counts, the counts as
+    floats), whose pages the kernel had to map and zero again for every chunk, and which
+    were read back from memory rather than from cache. The counts are the same integers.
+    """
+    b, n = idx.shape
+    step = max(1, min(b, _COUNT_ELEMENTS // max(n, 1)))
+    offsets = np.arange(step, dtype=np.intp)[:, None] * n
+    flat = np.empty((step, n), dtype=np.intp)
+    for start in range(0, b, step):
+        rows = min(step, b - start)
+        np.add(idx[start : start + rows], offsets[:rows], out=flat[:rows])
+        counted = np.bincount(flat[:rows].ravel(), minlength=rows * n)
+        out[start : start + rows] = counted.reshape(rows, n)
 
 
 def shared_signflip_sums(
@@ -296,12 +318,16 @@ def shared_signflip_sums(
     totals = [float(a.sum()) for a in parts]
     chunk = _rows_per_chunk(n)
     width = (n + 7) // 8
+    positive = np.empty((min(chunk, n_resamples), n))  # one buffer for every chunk
+    step = max(1, _COUNT_ELEMENTS // n)
     for start in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - start)
         packed = rng.integers(0, 256, size=(b, width), dtype=np.uint8)
-        positive = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
+        for row in range(0, b, step):  # a cache-sized block of signs at a time, as floats
+            stop = min(b, row + step)
+            positive[row:stop] = np.unpackbits(packed[row:stop], axis=1, count=n)
         for a, total, out in zip(parts, totals, outs, strict=True):
-            out[start : start + b] = 2.0 * (positive @ a) - total
+            out[start : start + b] = 2.0 * (positive[:b] @ a) - total
     return outs
 
 

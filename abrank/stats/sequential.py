@@ -51,7 +51,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri, stdtrit
 
 from abrank.errors import ConfigError
@@ -233,6 +232,10 @@ def detectable_delta(n: int, variance: float, alpha: float, tuning: SequenceTuni
         return 0.0
     # at h + (z_POWER + 1) se the first term alone is above POWER
     upper = h + (float(ndtri(POWER)) + 1.0) * se
+    # imported here: scipy.optimize takes 0.2 s to import, which every paired comparison
+    # module would pay on import for the sequential test alone
+    from scipy.optimize import brentq
+
     return float(brentq(shortfall, 0.0, upper, xtol=1e-12 * (h + se)))
 
 

@@ -63,21 +63,33 @@ class OfflineDesign:
         check_supported(engine, "offline")
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
-        """Rankings and judgments, per-query metrics, paired comparisons, the readout."""
-        from abrank.analysis.compare import compare_arms
+        """Rankings and judgments, per-query metrics, paired comparisons, the readout.
+
+        The judged-only repetition is scored and started while the comparisons run, so
+        that the comparison threads never wait for it (its numbers are the same whenever
+        it runs).
+        """
+        from abrank.analysis.compare import start_comparing_arms
+        from abrank.analysis.comparisons import cancelled_on_error
         from abrank.analysis.summarise import build_readout
-        from abrank.analysis.unjudged import check_reason, judged_only_comparisons
+        from abrank.analysis.unjudged import check_reason, judged_only_result, start_judged_only
         from abrank.designs.offline.sql import offline_inputs
 
         with offline_inputs(experiment, engine, say, inputs=inputs) as (data, score):
             say("scoring queries")
             scored = score(experiment, data)
             say("comparing arms")
-            comparisons, too_small = compare_arms(experiment, scored, data.segments)
-            condensed = None
-            if check_reason(scored.judged_at_k) is not None:
-                say("repeating the comparisons on judged documents only")
-                condensed = judged_only_comparisons(experiment, data, score)
+            started = [start_comparing_arms(experiment, scored, data.segments)]
+            repeated = check_reason(scored.judged_at_k) is not None
+            judged_only = None
+            with cancelled_on_error(started):
+                if repeated:
+                    say("repeating the comparisons on judged documents only")
+                    judged_only = start_judged_only(experiment, data, score)
+                    if judged_only is not None:
+                        started.append(judged_only)
+                comparisons, too_small = started[0].result()
+                condensed = judged_only_result(judged_only) if repeated else None
         say("summarising")
         return build_readout(experiment, data, scored, comparisons, too_small, condensed)
 
