@@ -138,9 +138,10 @@ def _pair_values(
 ) -> tuple[pd.Series, pd.Series]:
     """One metric's (control, treatment) values on the comparison's queries: M_u where
     D_u = 1, NaN where the value is undefined."""
-    return tuple(  # type: ignore[return-value]
-        _query_values(evidence.sums[arm], metric).reindex(index)
-        for arm, index in zip((arms.control, arms.treatment), queries, strict=True)
+    control_queries, treatment_queries = queries
+    return (
+        _query_values(evidence.sums[arms.control], metric).reindex(control_queries),
+        _query_values(evidence.sums[arms.treatment], metric).reindex(treatment_queries),
     )
 
 

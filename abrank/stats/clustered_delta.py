@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
 from scipy.special import stdtrit
 
 from abrank.stats.clustered_sample import ClusteredSample
@@ -21,16 +20,16 @@ from abrank.stats.estimation import UNBOUNDED, TestOutcome, lift, t_interval
 from abrank.stats.results import Interval
 from abrank.stats.sequential import lift_of_log, log_ratio_sequence, mean_sequence
 from abrank.stats.unit_sums import ArmEstimate
-from abrank.stats.unit_t import difference_test
+from abrank.stats.unit_t import difference_test, welch_degrees
 
 DELTA_METHOD_TESTS = ("t", "sequential")
 """The tests of the delta-method estimate: the only ones a CUPED adjustment applies to."""
 
 
 def welch_df(v_c: float, v_t: float, n_c: int, n_t: int) -> float:
-    """Welch-Satterthwaite degrees of freedom of the sum of two variances of means."""
-    denominator = v_c**2 / (n_c - 1) + v_t**2 / (n_t - 1)
-    return (v_c + v_t) ** 2 / denominator if denominator > 0 else math.inf
+    """Welch-Satterthwaite degrees of freedom of the sum of two variances of means
+    (:func:`abrank.stats.unit_t.welch_degrees` on n - 1 each)."""
+    return float(welch_degrees(v_c, v_t, n_c - 1, n_t - 1))
 
 
 def delta_method_test(s: ClusteredSample) -> TestOutcome:
@@ -43,9 +42,7 @@ def delta_method_test(s: ClusteredSample) -> TestOutcome:
     if not s.enough:
         return TestOutcome(math.nan, lambda level: UNBOUNDED, "t")
     c, t, obs = s.control, s.treatment, s.obs
-    found = difference_test(
-        np.float64(obs), np.float64(c.variance), np.float64(t.variance), c.n, t.n, s.tol
-    )
+    found = difference_test(obs, c.variance, t.variance, c.n, t.n, s.tol)
     se, df, p = (float(value) for value in found)
     if se <= s.tol:
         if abs(obs) <= s.tol:

@@ -285,7 +285,7 @@ def preference_variance(counts: PreferenceCounts) -> float:
 
 def _t_test(s: InterleavedSample) -> TestOutcome:
     g, obs = s.n_units, s.delta
-    found = preference_p(np.float64(obs), np.float64(s.variance), g, s.all_ties)
+    found = preference_p(obs, s.variance, g, s.all_ties)
     se, p = (float(value) for value in found)
     if s.all_ties:
         return TestOutcome(p, lambda level: (0.0, 0.0), "t", notes=(NOTE_ALL_TIES,))

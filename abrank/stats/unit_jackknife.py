@@ -71,18 +71,10 @@ def jackknife_regime(
     }
 
 
-def jackknife_values(arm: ArmEstimate, denominator: np.ndarray) -> np.ndarray:
-    """Each unit's leave-one-out change, R - R_(-u) = L_u / (n (1 - h_u)), from the
-    linearized deviations L_u = (M_u - R D_u) / mean(D) and the leverages h_u = D_u / sum D
-    (exactly the leave-one-unit-out ratios for an unadjusted arm)."""
-    d = np.asarray(denominator, dtype=np.float64)
-    n = arm.n
-    return arm.deviations / (n * (1.0 - d / float(d.sum())))
-
-
 def jackknife_variance(arm: ArmEstimate, denominator: np.ndarray) -> float:
-    """Var_J = (n - 1) / n * sum (a_u - mean a)^2 over :func:`jackknife_values` (NaN below 2
-    units): :func:`abrank.stats.unit_t.jackknife_variance_rows` of this one arm."""
+    """Var_J = (n - 1) / n * sum (a_u - mean a)^2 over each unit's leave-one-out change
+    a_u = R - R_(-u) (NaN below 2 units): :func:`abrank.stats.unit_t.jackknife_variance_rows`
+    of this one arm."""
     if arm.n < 2:
         return math.nan
     every = np.ones((1, arm.n), dtype=bool)
@@ -110,13 +102,7 @@ def jackknife_test(
     v_t = jackknife_variance(treatment, d_treatment)
     if not math.isfinite(v_c + v_t) or not v_c + v_t > 0:
         return None
-    found = welch_t(
-        np.float64(obs),
-        np.float64(v_c),
-        np.float64(v_t),
-        np.float64(arm_degrees(d_control)),
-        np.float64(arm_degrees(d_treatment)),
-    )
+    found = welch_t(obs, v_c, v_t, arm_degrees(d_control), arm_degrees(d_treatment))
     se, df, p = (float(value) for value in found)
     relative = fieller_lift(control.estimate, treatment.estimate, v_c, v_t, df)
     outcome = TestOutcome(

@@ -78,17 +78,25 @@ def jackknife_degrees(d: Rows, mask: Rows) -> np.ndarray:
         return np.where(n >= 2, effective_units_rows(d, mask) * (n - 1) / n, np.nan)
 
 
+def welch_degrees(v_c: ArrayLike, v_t: ArrayLike, df_c: ArrayLike, df_t: ArrayLike) -> np.ndarray:
+    """The Welch-Satterthwaite degrees of freedom of v_c + v_t, each on its own degrees of
+    freedom (infinite where neither varies)."""
+    v_c, v_t = np.asarray(v_c, dtype=np.float64), np.asarray(v_t, dtype=np.float64)
+    df_c, df_t = np.asarray(df_c, dtype=np.float64), np.asarray(df_t, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = v_c**2 / df_c + v_t**2 / df_t
+        return np.where(spread > 0, (v_c + v_t) ** 2 / spread, np.inf)
+
+
 def welch_t(
     delta: ArrayLike, v_c: ArrayLike, v_t: ArrayLike, df_c: ArrayLike, df_t: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(se, df, p) of ``delta`` with the variance v_c + v_t, each arm's on its own degrees
     of freedom: the Welch-Satterthwaite df and the two-sided t p-value (capped at 1)."""
     delta, v_c, v_t = (np.asarray(a, dtype=np.float64) for a in (delta, v_c, v_t))
-    df_c, df_t = np.asarray(df_c, dtype=np.float64), np.asarray(df_t, dtype=np.float64)
+    df = welch_degrees(v_c, v_t, df_c, df_t)
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt(v_c + v_t)
-        spread = v_c**2 / df_c + v_t**2 / df_t
-        df = np.where(spread > 0, (v_c + v_t) ** 2 / spread, np.inf)
         p = np.minimum(1.0, 2.0 * stdtr(df, -np.abs(delta) / se))
     return se, df, p
 

@@ -133,7 +133,11 @@ class InterleavedScores:
             "per_arm": {arm: list(n) for arm, n in self.per_arm.items()},
             "first_team": dict(self.first_team),
             "same_lists": None if self.same_lists is None else self.same_lists.to_dict(),
-            "pairs": [list(key) for key in self.unit_counts],
+            "pairs": [
+                [pair, credit]
+                for pair in self.evidence.sums
+                for credit in credits_of(self.evidence)
+            ],
         }
 
 
