@@ -124,7 +124,11 @@ class DesignTable(Mapping[str, Design]):
     def add(self, design: Design) -> Design:
         """Add ``design`` (replacing a registered one of the same name); a ValueError for
         an object that is not a design or takes a built-in design's name."""
-        missing = [name for name in ("name", "statistics", "large_logs", *_HOOKS) if not hasattr(design, name)]
+        missing = [
+            name
+            for name in ("name", "statistics", "large_logs", *_HOOKS)
+            if not hasattr(design, name)
+        ]
         if missing:
             raise ValueError(
                 f"register: expected a design (abrank.designs.Design), got "

@@ -98,15 +98,19 @@ def run_experiment(
         )
     say = _timed(progress)
     readout = DESIGNS.of(experiment).run(experiment, inputs, say, choice)
-    return _with_engine(readout, choice.name)
+    return _completed(readout, choice.name, experiment)
 
 
-def _with_engine(readout: Readout, engine: str) -> Readout:
+def _completed(readout: Readout, engine: str, experiment: Experiment) -> Readout:
     """The readout with summary.json's ``engine``: the engine that ran (memory, duckdb or
-    spark), whose numbers agree with the others' but whose cost and limits do not."""
+    spark), whose numbers agree with the others' but whose cost and limits do not; and
+    with metric roles its ``decision`` (:func:`abrank.decision.rule.decide`)."""
     import dataclasses
 
+    from abrank.decision.rule import decide
+
     model = dataclasses.replace(readout.model, engine=engine)
+    model = dataclasses.replace(model, decision=decide(model, experiment))
     out = dataclasses.replace(readout, summary=model.to_dict())
     vars(out)["model"] = model  # what the cached property would compute
     return out

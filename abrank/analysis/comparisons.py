@@ -12,8 +12,12 @@ way; only its samples and its test differ, and those it hands the loop as a
   ``segments.min_queries`` units is not tested, and is listed (``too_small``) instead;
 - the families of the multiple-testing correction: the overall comparisons one
   (``analysis.correction``), the segment ones another (``analysis.segment_correction``);
-- the orientation of verdicts: for a metric where lower is better, a significant decrease
-  is the treatment's win.
+  with metric roles, the overall success metrics one, the secondary ones another, the
+  guardrails none (:func:`overall_families`);
+- the orientation of verdicts: for a metric where lower is better (the registry's
+  direction, or the role's ``direction``), a significant decrease is the treatment's win;
+- with roles, what each overall comparison says for the decision rule
+  (:mod:`abrank.decision.checks`).
 """
 
 from __future__ import annotations
@@ -161,17 +165,69 @@ class PendingComparisons:
             key=lambda item: item[0],
         )
         adjusted = [
-            *adjust(primary, method=analysis.correction),
+            *overall_families(self.experiment, primary),
             *adjust([c for _, c in ranked], method=analysis.segment_correction),
         ]
         swap = {"win": "loss", "loss": "win"}
         oriented = [
             dataclasses.replace(c, verdict=swap[c.verdict])
-            if c.verdict in swap and self.design.lower_is_better(c.metric)
+            if c.verdict in swap and self.lower_is_better(c.metric)
             else c
             for c in adjusted
         ]
-        return oriented, [entry for _, entry in sorted(self.too_small, key=lambda e: e[0])]
+        return self.with_roles(oriented), [
+            entry for _, entry in sorted(self.too_small, key=lambda e: e[0])
+        ]
+
+    def lower_is_better(self, metric: str) -> bool:
+        """The metric's direction: its role's ``direction`` where the config gives one,
+        else the design's (the metric registry's)."""
+        role = self.experiment.metric_roles.get(metric)
+        if role is not None and role.direction is not None:
+            return role.direction == "lower"
+        return self.design.lower_is_better(metric)
+
+    def with_roles(self, comparisons: list) -> list:
+        """The overall comparisons with their role and decision checks, when the metrics
+        have roles (:func:`abrank.decision.checks.annotate`)."""
+        roles = self.experiment.metric_roles
+        if not roles:
+            return comparisons
+        from abrank.decision.checks import annotate
+
+        decision = self.experiment.decision
+        alpha = self.experiment.analysis.alpha
+        worse = decision.deterioration_alpha if decision is not None else None
+        return [
+            annotate(c, roles[c.metric], self.lower_is_better(c.metric), worse or alpha)
+            if c.segment is None and c.metric in roles
+            else c
+            for c in comparisons
+        ]
+
+
+def _role(roles: Mapping[str, Any], metric: str) -> str:
+    found = roles.get(metric)
+    return found.role if found is not None else "secondary"
+
+
+def overall_families(experiment: Experiment, comparisons: list) -> list:
+    """The overall comparisons adjusted for multiple testing, in their order: one family
+    (``analysis.correction``) without roles; with roles the success metrics form the
+    family, the secondary metrics another, and the guardrails none (each must hold on its
+    own, so correcting them would make shipping easier, not safer)."""
+    from abrank.stats import adjust
+
+    method = experiment.analysis.correction
+    roles = experiment.metric_roles
+    if not roles:
+        return adjust(comparisons, method=method)
+    adjusted: dict[int, Any] = {}
+    for role, family_method in (("success", method), ("guardrail", "none"), ("secondary", method)):
+        members = [i for i, c in enumerate(comparisons) if _role(roles, c.metric) == role]
+        found = adjust([comparisons[i] for i in members], method=family_method)
+        adjusted.update(zip(members, found, strict=True))
+    return [adjusted[i] for i in range(len(comparisons))]
 
 
 def start_all(experiment: Experiment, design: DesignSamples) -> PendingComparisons:

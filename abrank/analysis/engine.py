@@ -122,7 +122,9 @@ def sql_log_files(source: InputFiles, path: str, engine: str) -> tuple[list[str]
     return files, fmt
 
 
-def log_sources(experiment: Experiment, inputs: Inputs, engine: str) -> list[tuple[Any, InputFiles]]:
+def log_sources(
+    experiment: Experiment, inputs: Inputs, engine: str
+) -> list[tuple[Any, InputFiles]]:
     """The experiment's logs as engine ``engine`` reads them: a
     :class:`~abrank.engines.sql.sources.LogSource` per path of each date of the window
     (the one ``log:``, whose arm column names each row's arm, or each arm's log), with the

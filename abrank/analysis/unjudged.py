@@ -104,8 +104,13 @@ def start_judged_only(
     names = judged_only_names(experiment.metrics)
     if not names:
         return None
+    roles = experiment.metric_roles
     condensed = experiment.model_copy(
-        update={"metrics": list(names.values()), "primary_metric": None}
+        update={
+            "metrics": list(names.values()),
+            "primary_metric": None,
+            "metric_roles": {twin: roles[m] for m, twin in names.items() if m in roles},
+        }
     )
     scored = score(condensed, data)
     return start_comparing_arms(condensed, scored, data.segments.iloc[:, :0])

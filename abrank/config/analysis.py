@@ -41,7 +41,6 @@ class StatisticsKeys(Strict):
     segment_correction: str = "fdr_bh"
     seed: int = Field(default=0, ge=0)
 
-
     @field_validator("design")
     @classmethod
     def _known_design(cls, value: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from abrank.config.checks import check_semantics
+from abrank.config.decision import split_metric_entries
 from abrank.config.experiment import SOURCE_FIELDS, Experiment
 from abrank.config.problems import Problem, follows_from, line_of, problem_at
 from abrank.errors import ConfigError
@@ -51,11 +52,12 @@ def build_experiment(
         errors.append(problem_at(source, lines, (key,), "unknown key (reserved)"))
         del data[key]
         aside.append((key,))
+    data, entries = split_metric_entries(data)
     experiment, more, pruned = validated(data, source, text, lines)
     errors.extend(more)
     aside.extend(pruned)
     if experiment is not None:
-        experiment, found = check_semantics(experiment, source, lines, base_dir)
+        experiment, found = check_semantics(experiment, source, lines, base_dir, entries)
         errors.extend(p for p in found if not follows_from(p, aside))
     if errors:
         errors = sorted(errors, key=line_of)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from abrank.config.analysis import checked_analysis
 from abrank.config.arms import named_arms
+from abrank.config.decision import checked_roles
 from abrank.config.experiment import Experiment
 from abrank.config.metrics import checked_metrics
 from abrank.config.offline import resolved_judgments
@@ -26,10 +27,11 @@ from abrank.design_registry import DESIGNS
 
 
 def check_semantics(
-    exp: Experiment, source: str, lines: dict, base_dir: Path
+    exp: Experiment, source: str, lines: dict, base_dir: Path, entries: dict | None = None
 ) -> tuple[Experiment, list[str]]:
-    """Cross-field checks, arm names, metric names and file paths; returns a resolved copy
-    and the problems found."""
+    """Cross-field checks, arm names, metric names and roles (``entries``: the mappings of
+    ``metrics`` by index, :func:`abrank.config.decision.split_metric_entries`) and file
+    paths; returns a resolved copy and the problems found."""
     checks = Checks(source, lines, base_dir)
     check_name(checks, exp.name)
     design = DESIGNS.of(exp)
@@ -39,6 +41,12 @@ def check_semantics(
     judgments = resolved_judgments(checks, exp.judgments)
     segments = resolved_segments(checks, exp.segments)
     metrics, primary = checked_metrics(checks, exp.metrics, exp.primary_metric, design.metric_name)
+    named = len(metrics) == len(exp.metrics)  # else a name failed: its problem is reported
+    roles, decision = checked_roles(
+        checks, entries or {} if named else {}, metrics, exp.decision, design.metric_name
+    )
+    if roles and exp.primary_metric is None:  # the first success metric leads the readout
+        primary = next((m for m, r in roles.items() if r.role == "success"), primary)
     analysis = checked_analysis(checks, exp.analysis, design.statistics)
     analysis = design.check(checks, exp, analysis)
     output = checked_output(checks, exp.output)
@@ -53,9 +61,10 @@ def check_semantics(
             "segments": segments,
             "metrics": metrics,
             "primary_metric": primary,
+            "metric_roles": roles,
+            "decision": decision,
             "analysis": analysis,
             "output": output,
         }
     )
     return resolved, checks.problems
-

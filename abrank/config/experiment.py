@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 from abrank.config.analysis import AnalysisConfig
 from abrank.config.arms import ArmConfig, with_arm_names
 from abrank.config.dates import date_range, is_dated, parse_date
+from abrank.config.decision import DecisionConfig, MetricRole
 from abrank.config.engine import Engine, EngineConfig
 from abrank.config.keys import Slug, Strict
 from abrank.config.offline import Duplicates, Gain, JudgmentsConfig, NoRelevant
@@ -28,7 +29,7 @@ from abrank.errors import ConfigError
 from abrank.stats.registry import INTERLEAVED
 
 #: Fields that abrank sets on a validated experiment, never a config.
-SOURCE_FIELDS = {"source", "text", "date"}
+SOURCE_FIELDS = {"source", "text", "date", "metric_roles"}
 
 
 class Experiment(Strict):
@@ -44,6 +45,8 @@ class Experiment(Strict):
     judgments: JudgmentsConfig | None = None
     metrics: list[str] = Field(min_length=1)
     primary_metric: str | None = None
+    #: the decision rule over the metrics' roles (abrank.config.decision); None: no decision
+    decision: DecisionConfig | None = None
     relevance_threshold: float = 1.0
     no_relevant: NoRelevant = "drop"
     gain: Gain = "linear"
@@ -64,6 +67,8 @@ class Experiment(Strict):
     text: str = ""  # the config as written
     #: the date of this run (set by :meth:`for_date`; None for an undated run)
     date: dt.date | None = None
+    #: each metric's role by canonical name (set from ``metrics`` mappings; empty: no roles)
+    metric_roles: dict[str, MetricRole] = {}
 
     @model_validator(mode="before")
     @classmethod

@@ -86,6 +86,7 @@ def _memory_rows(
             missing = [log for log in wanted.values() if log not in frame.columns]
             if missing:
                 raise DataError(_missing_column(file, missing[0], list(frame.columns)))
+
             def where(row: int, column: str, file: str = file, first: int = first) -> str:
                 # text formats count lines (the header is line 1), Parquet rows
                 place = f"row {row + 1}" if first <= 1 else f"line {row + first}"
@@ -93,7 +94,9 @@ def _memory_rows(
 
             part = {}
             for canon in _keys(source, request):
-                part[canon] = _text_cells(frame[wanted[canon]], functools.partial(where, column=canon))
+                part[canon] = _text_cells(
+                    frame[wanted[canon]], functools.partial(where, column=canon)
+                )
             for column in request.columns:
                 part[column] = parse_numbers(
                     frame[wanted[column]],
@@ -156,7 +159,9 @@ def _sql_rows(
             for log in wanted.values():
                 if log not in described:
                     raise DataError(
-                        _missing_column(source.label, log, [c for c in described if not c.startswith("abrank_")])
+                        _missing_column(
+                            source.label, log, [c for c in described if not c.startswith("abrank_")]
+                        )
                     )
             cells = {}
             for canon in _keys(source, request):
@@ -172,9 +177,7 @@ def _sql_rows(
             if source.arm is None:
                 _check_sql_arms(backend, relation, source, arm, request)
             listed = ", ".join(f"{sql} AS {quote(name)}" for name, sql in cells.items())
-            selects.append(
-                f"SELECT {arm} AS abrank_arm, abrank_file, {listed} FROM {relation}"
-            )
+            selects.append(f"SELECT {arm} AS abrank_arm, abrank_file, {listed} FROM {relation}")
         union = " UNION ALL ".join(selects)
         keys = [quote(c) for c in (request.unit, *request.segments)]
         sums = ", ".join(
@@ -231,7 +234,9 @@ def _check_present(backend: Any, relation: str, source: LogSource, cell: str, co
     )
     found = backend.run(compile_sql(sql, backend.dialect)).to_pylist()
     if found:
-        raise DataError(f"{_place(source, found[0])}: {column}: expected a value, got an empty cell")
+        raise DataError(
+            f"{_place(source, found[0])}: {column}: expected a value, got an empty cell"
+        )
 
 
 def _check_sql_arms(
@@ -341,7 +346,11 @@ def _per_unit(
             present = ~np.isnan(numbers)
             values[column] = np.where(present, numbers, 0.0)
             values[f"{column}:n"] = present.astype(np.int64)
-        frame = pd.DataFrame(values, index=rows.index).groupby([rows[k] for k in keys], sort=False).sum()
+        frame = (
+            pd.DataFrame(values, index=rows.index)
+            .groupby([rows[k] for k in keys], sort=False)
+            .sum()
+        )
     frame = frame.sort_index(key=lambda level: level.astype(str))
     frame.index = frame.index.set_names(keys if len(keys) > 1 else keys[0])
     out = {ROWS: frame[ROWS].to_numpy(dtype=np.int64)}

@@ -601,9 +601,7 @@ def equal_pairs(
     return first, later
 
 
-def _take(
-    docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array], items: np.ndarray
-) -> pa.Array:
+def _take(docs: pa.ChunkedArray | Callable[[np.ndarray], pa.Array], items: np.ndarray) -> pa.Array:
     """The doc ids of some items: ``docs`` is the ids in item order, or a function."""
     return docs(items) if callable(docs) else take_rows(docs, items)
 

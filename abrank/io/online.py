@@ -262,9 +262,7 @@ def _in_column(where: Callable[[int], str], column: str) -> Callable[[int], str]
     return lambda row: f"{where(row)}: {column}"
 
 
-def _check_teams(
-    team: pd.Categorical, arms: Collection[str], where: Callable[[int], str]
-) -> None:
+def _check_teams(team: pd.Categorical, arms: Collection[str], where: Callable[[int], str]) -> None:
     """Every team value names one of ``arms``: else a DataError naming the first row (in
     the file's order) of a value that names none, with the count of the others."""
     categories = [str(c) for c in team.categories]

@@ -129,7 +129,9 @@ class Metric:
                 or not isinstance(self.k, (int, np.integer))
                 or not 1 <= self.k <= MAX_CUTOFF
             ):
-                raise ConfigError(f"metric {family}: cutoff: expected {_CUTOFF_RANGE}, got {self.k!r}")
+                raise ConfigError(
+                    f"metric {family}: cutoff: expected {_CUTOFF_RANGE}, got {self.k!r}"
+                )
             object.__setattr__(self, "k", int(self.k))
         elif spec.cutoff == "required":
             raise ConfigError(

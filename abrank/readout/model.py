@@ -17,12 +17,12 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
+from abrank.decision.result import Decision
 from abrank.records import Record
 from abrank.stats.results import Comparison
 
 #: How summary.json is written (json.dumps options): indented, no NaN (None instead).
 JSON_OPTIONS: dict[str, Any] = {"indent": 2, "allow_nan": False}
-
 
 
 def summary_json(summary: dict[str, Any]) -> str:
@@ -405,10 +405,11 @@ class Summary(Record):
     sat_dwell: float | None = None  # online: dwell (s) of a satisfied click
     schedule: Schedule | None = None  # dated readouts: the date and the window
     engine: str | None = None  # the engine that ran: memory, duckdb or spark
+    decision: Decision | None = None  # with metric roles: ship, no-ship, keep-running, ...
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"family", "diagnostics", "unit", "sat_dwell", "schedule", "engine"}
+        {"family", "diagnostics", "unit", "sat_dwell", "schedule", "engine", "decision"}
     )
 
     @property

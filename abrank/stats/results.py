@@ -92,6 +92,11 @@ class Comparison(Record):
     ``interleaving`` (units, impressions with a click and their share, the first-team
     check); it is None, and left out of :meth:`to_dict`, for the other designs.
 
+    With metric roles (:mod:`abrank.config.decision`), an overall comparison also has its
+    ``role`` (success, guardrail or secondary) and ``decision_checks``: the metric's
+    direction, whether it deteriorated significantly, and for a guardrail its
+    non-inferiority test (:mod:`abrank.decision.checks`); both are left out otherwise.
+
     In a readout, ``treatment`` may read ``"B vs A"`` when two treatments are compared
     (``comparisons: all-pairs``); ``control`` and ``treatment_arm`` then name the two arms
     (written only then). ``extra`` keeps the keys of a saved comparison that these fields
@@ -143,10 +148,12 @@ class Comparison(Record):
     interleaving: dict[str, Any] | None = None
     relative_ci_bootstrap: tuple[float, float] | None = None
     regime: dict[str, Any] | None = None
+    role: str | None = None
+    decision_checks: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"control", "treatment_arm", "interleaving"}
+        {"control", "treatment_arm", "interleaving", "role", "decision_checks"}
     )
     NULL_AS_NAN: ClassVar[bool] = True
 

@@ -15,7 +15,9 @@ from abrank.designs.online.logs import OnlineData
 __all__ = ["compare_online"]
 
 
-def compare_online(experiment: Experiment, data: OnlineData, evidence: Any) -> tuple[list, list[dict]]:
+def compare_online(
+    experiment: Experiment, data: OnlineData, evidence: Any
+) -> tuple[list, list[dict]]:
     """Every metric x pair comparison of an online experiment (:func:`compare_units`),
     the overall ones CUPED-adjusted when ``analysis.covariates`` is given."""
 

@@ -550,8 +550,7 @@ def _raise_bad_impression(
         impressions = _impressions_sql(rows, request, False, [], 0.0)
         shared = backend.run(
             compile_sql(
-                f"SELECT COUNT(*) AS n FROM ({impressions}) AS per_impression "
-                "WHERE arm <> arm_max",
+                f"SELECT COUNT(*) AS n FROM ({impressions}) AS per_impression WHERE arm <> arm_max",
                 backend.dialect,
             )
         ).to_pylist()[0]["n"]

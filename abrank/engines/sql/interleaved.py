@@ -319,7 +319,9 @@ def _row_checks(
         ),
     ]
     if _own_user(request):
-        teams.insert(0, CellCheck("user_id", missing_id("user_key", native, "user_id"), "a non-empty id"))
+        teams.insert(
+            0, CellCheck("user_id", missing_id("user_key", native, "user_id"), "a non-empty id")
+        )
     checks[2:2] = teams
     checks += [
         CellCheck(column, f"segment_{i} IS NULL", "a segment value")

@@ -271,7 +271,9 @@ def number_kind(
         f"WHEN {value} > {LARGEST} OR {value} < -{LARGEST} THEN {INFINITE}",
     ]
     if bounded:
-        parts.append(f"WHEN {value} > {LARGEST_WHOLE} OR {value} < -{LARGEST_WHOLE} THEN {TOO_LARGE}")
+        parts.append(
+            f"WHEN {value} > {LARGEST_WHOLE} OR {value} < -{LARGEST_WHOLE} THEN {TOO_LARGE}"
+        )
     if whole:  # % rather than FLOOR: Spark's FLOOR gives a BIGINT, which 1e20 overflows
         parts += [f"WHEN {value} % 1 <> 0 THEN {NOT_WHOLE}", f"WHEN {value} < 1 THEN {BELOW_ONE}"]
     return f"CASE {' '.join(parts)} ELSE 0 END"
@@ -465,7 +467,9 @@ def raise_bad_cell(
             counting = f"SELECT COUNT(*) AS n FROM ({rows}) AS log_rows WHERE {chosen}"
             count = int(backend.run(compile_sql(counting, backend.dialect)).to_pylist()[0]["n"])
         row = backend.run(
-            compile_sql(f"{base} WHERE {chosen} ORDER BY log_file, log_row LIMIT 1", backend.dialect)
+            compile_sql(
+                f"{base} WHERE {chosen} ORDER BY log_file, log_row LIMIT 1", backend.dialect
+            )
         ).to_pylist()[0]
         text = None if check.text is None else row[check.text]
         got = shown_cell(text, check.cell_kind)
@@ -481,14 +485,18 @@ def row_place(layouts: Sequence[Layout]) -> Any:
     file and its line (CSV and TSV under their header line, JSON Lines) or its 1-based row
     (Parquet); its file and impression where the engine numbers no rows (Spark's CSV and
     JSON readers)."""
-    formats = {str(file): layout.source.format for layout in layouts for file in layout.source.files}
+    formats = {
+        str(file): layout.source.format for layout in layouts for file in layout.source.files
+    }
 
     def where(row: Mapping[str, Any]) -> str:
         file = row["log_file"]
         if row.get("log_row") is None:
             return f"{file}: impression {str(row['impression_id'])!r}"
         fmt = formats.get(str(file), "parquet")
-        word, first = ("row", 1) if fmt == "parquet" else ("line", 2 if fmt in ("csv", "tsv") else 1)
+        word, first = (
+            ("row", 1) if fmt == "parquet" else ("line", 2 if fmt in ("csv", "tsv") else 1)
+        )
         return f"{file}: {word} {int(row['log_row']) + first}"
 
     return where

@@ -1,0 +1,100 @@
+"""How likely the rule is to ship at a sample size, and the units it needs for a power.
+
+The rule ships when a success metric wins, every guardrail is shown non-inferior and no
+metric deteriorates. With n units each metric's change is about normal with standard
+error se * sqrt(n_now / n), so (treating the metrics as independent):
+
+    P(ship) = P(some success metric wins)
+              x product over guardrails of P(shown non-inferior, not deteriorated)
+              x product over the other metrics of P(not deteriorated)
+
+where a success metric that truly moves by its MDE d wins with probability
+Phi(d / se - z(1 - alpha / (2 S))) (S success metrics: the correction's first step), a
+guardrail that truly holds (no change) passes with 1 - Phi(max(z(1 - alpha) - m / se,
+-z(1 - alpha_d / 2))) (m its margin), and a metric that truly does not move escapes the
+deterioration check with 1 - alpha_d / 2. The product of the last factors bounds P(ship)
+whatever n: many metrics checked for deterioration cost power.
+
+:func:`units_for_power` finds the smallest n whose P(ship) reaches the planned power; the
+planner (``abrank simulate``) and a ``keep-running`` decision both use it, so they agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.special import ndtr, ndtri
+
+_MAX_SCALE = 1e9
+
+
+@dataclass(frozen=True)
+class MetricPlan:
+    """One metric as the sizing sees it: its role, the standard error of its change at
+    ``n`` units, the true change assumed (the good way; 0 where it does not move) and, for
+    a guardrail, its margin on the change's scale."""
+
+    role: str
+    se: float
+    n: int
+    effect: float = 0.0
+    margin: float | None = None
+
+
+def ship_probability(
+    plans: Sequence[MetricPlan], scale: float, alpha: float, deterioration_alpha: float
+) -> float:
+    """P(ship) (module text) with every metric's sample ``scale`` times its plan's ``n``."""
+    success = [p for p in plans if p.role == "success"]
+    z_win = float(ndtri(1.0 - alpha / (2.0 * max(len(success), 1))))
+    z_ni = float(ndtri(1.0 - alpha))
+    z_det = float(ndtri(1.0 - deterioration_alpha / 2.0))
+    miss_all = 1.0
+    others = 1.0
+    for plan in plans:
+        se = plan.se / math.sqrt(scale)
+        if plan.role == "success":
+            shift = plan.effect / se if se > 0 else (math.inf if plan.effect > 0 else 0.0)
+            miss_all *= 1.0 - float(ndtr(shift - z_win))
+            others *= 1.0 - float(ndtr(-shift - z_det))
+        elif plan.role == "guardrail" and plan.margin is not None:
+            reach = plan.margin / se if se > 0 else math.inf
+            shift = plan.effect / se if se > 0 else 0.0
+            others *= 1.0 - float(ndtr(max(z_ni - reach, -z_det) - shift))
+        else:
+            shift = plan.effect / se if se > 0 else 0.0
+            others *= 1.0 - float(ndtr(-shift - z_det))
+    return (1.0 - miss_all) * others
+
+
+def units_for_power(
+    plans: Sequence[MetricPlan], power: float, alpha: float, deterioration_alpha: float
+) -> float | None:
+    """The smallest scale (a multiple of the plans' ``n``) at which :func:`ship_probability`
+    reaches ``power``; None when no success metric moves or no scale reaches it."""
+    if not any(p.role == "success" and p.effect > 0 for p in plans):
+        return None
+    if any(not (math.isfinite(p.se) and p.se >= 0) for p in plans):
+        return None
+
+    def reaches(scale: float) -> bool:
+        return ship_probability(plans, scale, alpha, deterioration_alpha) >= power
+
+    low, high = 1e-9, 1.0
+    while not reaches(high):
+        low, high = high, high * 2.0
+        if high > _MAX_SCALE:
+            return None
+    if reaches(low):
+        return low
+    for _ in range(100):
+        mid = math.sqrt(low * high)
+        if reaches(mid):
+            high = mid
+        else:
+            low = mid
+        if high / low < 1.0 + 1e-9:
+            break
+    return high
