@@ -335,6 +335,8 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     if not options.quiet and not batch:
         typed = readout_summary(readout)  # the reports' typed summary, not converted again
         print(f"{summary['experiment']['title']}")
+        if typed.decision is not None:
+            print(typed.decision.headline)
         for alarm in alarms(typed):
             print(f"ALARM: {alarm}")
         for line in headline_lines(typed):
@@ -352,7 +354,9 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     fired = fired_alerts(summary, options.fail_on)
     for reason in fired:
         print(f"abrank: alert: {name}: {reason}", file=sys.stderr)
+    decided = (summary.get("decision") or {}).get("status")
     detail = f"{verdict_counts(summary)}; readout {folder}/"
+    detail = f"{decided}; {detail}" if decided else detail
     if stored is not None:
         detail += f"; history {stored}"
     code, status = (EXIT_ALERT, "alert") if fired else (EXIT_OK, "ok")

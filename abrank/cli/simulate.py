@@ -10,7 +10,8 @@ from abrank.cli.exits import EXIT_OK
 NAME = "simulate"
 SUMMARY = (
     "Plan an online test from an offline experiment: the users an A/B test and a "
-    "team-draft interleaving test need for 80% power, from simulated clicks."
+    "team-draft interleaving test need for 80% power, from simulated clicks; with metric "
+    "roles, the units the decision rule needs to ship with its planned power."
 )
 EXAMPLE = "abrank simulate experiments/demo-reranker.yaml --click-model pbm --users 50 100 200"
 
@@ -38,7 +39,8 @@ def handle(args: argparse.Namespace) -> int:
     from abrank.errors import ConfigError
     from abrank.planner import simulate_power, write_simulation
     from abrank.planner.output import simulation_folder, table_text
-    from abrank.planner.simulate import check_click_model
+    from abrank.planner.rule import plan_for_rule
+    from abrank.planner.simulate import can_simulate_clicks, check_click_model
 
     if args.users is not None:
         try:
@@ -55,14 +57,20 @@ def handle(args: argparse.Namespace) -> int:
     check_output_folder(folder)
     if args.click_model is not None:
         check_click_model(args.click_model, "--click-model")
-    result = simulate_power(
-        experiment,
-        click_model=args.click_model,
-        users=args.users,
-        simulations=args.simulations,
-        seed=args.seed,
-    )
-    write_simulation(result, folder)
-    print(table_text(result))
+    rule = plan_for_rule(experiment, seed=args.seed) if experiment.metric_roles else None
+    result = None
+    if rule is None or can_simulate_clicks(experiment):
+        result = simulate_power(
+            experiment,
+            click_model=args.click_model,
+            users=args.users,
+            simulations=args.simulations,
+            seed=args.seed,
+        )
+    write_simulation(result, folder, rule)
+    if rule is not None:
+        print(rule.text())
+    if result is not None:
+        print(table_text(result))
     print(f"written: {folder}")
     return EXIT_OK

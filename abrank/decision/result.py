@@ -45,6 +45,11 @@ class Decision(Record):
         return self.reasons[0] if self.reasons else STATUS_TEXT[self.status]
 
 
+def units_text(unit: str | None) -> str:
+    """What the units are called in a sentence: ``queries``, or ``units (user_id)``."""
+    return "queries" if unit in (None, "queries") else f"units ({unit})"
+
+
 STATUS_TEXT: dict[str, str] = {
     "ship": "Ship",
     "no-ship": "No-ship",

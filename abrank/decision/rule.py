@@ -29,7 +29,7 @@ from scipy.special import ndtri
 
 from abrank.config import Experiment
 from abrank.decision.health import health_problems
-from abrank.decision.result import Decision
+from abrank.decision.result import Decision, units_text
 from abrank.decision.sizing import MetricPlan, units_for_power
 from abrank.readout.model import ComparisonSummary, Summary
 
@@ -160,8 +160,10 @@ def _treatment_status(
     guards = [c for c in comparisons if c.role == "guardrail"]
     open_guards = [c for c in guards if not _checks(c).get("non_inferior")]
     if wins and not open_guards:
-        won = " and ".join(f"{name(c)} ({_signed(c.delta)})" for c in wins)
-        won = f"{won} {'wins' if len(wins) == 1 else 'win'}"
+        if len(wins) == 1:
+            won = f"{name(wins[0])} wins ({_signed(wins[0].delta)})"
+        else:
+            won = " and ".join(f"{name(c)} ({_signed(c.delta)})" for c in wins) + " win"
         held = [f"{name(c)} stays within its {_margin(c)} margin" for c in guards]
         tail = ", ".join(held) if held else "no metric deteriorates"
         return "ship", [f"Ship{prefix}: {won} and {tail}"], None
@@ -181,7 +183,9 @@ def _treatment_status(
     needed = units_needed(comparisons, settings)
     reasons = [f"Keep running{prefix}: {waiting[0]}", *waiting[1:]]
     if needed is not None:
-        reasons.append(f"about {needed:,} more {unit} for {settings.power:.0%} power to ship")
+        reasons.append(
+            f"about {needed:,} more {units_text(unit)} for {settings.power:.0%} power to ship"
+        )
     return "keep-running", reasons, needed
 
 

@@ -43,29 +43,46 @@ class MetricPlan:
     margin: float | None = None
 
 
+def metric_probabilities(
+    plans: Sequence[MetricPlan], scale: float, alpha: float, deterioration_alpha: float
+) -> list[float]:
+    """Each metric's chance of doing its part at ``scale`` times its ``n`` (module text): a
+    success metric's of winning, a guardrail's of being shown non-inferior without
+    deteriorating, any other metric's of not deteriorating."""
+    success = sum(1 for p in plans if p.role == "success")
+    z_win = float(ndtri(1.0 - alpha / (2.0 * max(success, 1))))
+    z_ni = float(ndtri(1.0 - alpha))
+    z_det = float(ndtri(1.0 - deterioration_alpha / 2.0))
+    found = []
+    for plan in plans:
+        se = plan.se / math.sqrt(scale)
+        shift = plan.effect / se if se > 0 else (math.inf if plan.effect > 0 else 0.0)
+        if plan.role == "success":
+            found.append(float(ndtr(shift - z_win)))
+        elif plan.role == "guardrail" and plan.margin is not None:
+            reach = plan.margin / se if se > 0 else math.inf
+            found.append(1.0 - float(ndtr(max(z_ni - reach, -z_det) - shift)))
+        else:
+            found.append(1.0 - float(ndtr(-shift - z_det)))
+    return found
+
+
 def ship_probability(
     plans: Sequence[MetricPlan], scale: float, alpha: float, deterioration_alpha: float
 ) -> float:
     """P(ship) (module text) with every metric's sample ``scale`` times its plan's ``n``."""
-    success = [p for p in plans if p.role == "success"]
-    z_win = float(ndtri(1.0 - alpha / (2.0 * max(len(success), 1))))
-    z_ni = float(ndtri(1.0 - alpha))
+    chances = metric_probabilities(plans, scale, alpha, deterioration_alpha)
     z_det = float(ndtri(1.0 - deterioration_alpha / 2.0))
     miss_all = 1.0
     others = 1.0
-    for plan in plans:
-        se = plan.se / math.sqrt(scale)
+    for plan, chance in zip(plans, chances, strict=True):
         if plan.role == "success":
+            miss_all *= 1.0 - chance
+            se = plan.se / math.sqrt(scale)
             shift = plan.effect / se if se > 0 else (math.inf if plan.effect > 0 else 0.0)
-            miss_all *= 1.0 - float(ndtr(shift - z_win))
             others *= 1.0 - float(ndtr(-shift - z_det))
-        elif plan.role == "guardrail" and plan.margin is not None:
-            reach = plan.margin / se if se > 0 else math.inf
-            shift = plan.effect / se if se > 0 else 0.0
-            others *= 1.0 - float(ndtr(max(z_ni - reach, -z_det) - shift))
         else:
-            shift = plan.effect / se if se > 0 else 0.0
-            others *= 1.0 - float(ndtr(-shift - z_det))
+            others *= chance
     return (1.0 - miss_all) * others
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from abrank.analysis.write import default_folder, write_folder
 from abrank.planner.result import PlannerResult
+from abrank.planner.rule import RulePlan
 from abrank.render.chart_panels import chart_title, finish_one_panel
 from abrank.render.chart_style import ARM_COLOURS, GREY, WIDTH, Chart, mpl_classes
 
@@ -217,11 +218,24 @@ def what_was_simulated(result: PlannerResult) -> list[str]:
     ]
 
 
-def write_simulation(result: PlannerResult, folder: str | Path) -> list[Path]:
-    """Write the simulation folder atomically (module text); returns the files written."""
+def write_simulation(
+    result: PlannerResult | None, folder: str | Path, rule: RulePlan | None = None
+) -> list[Path]:
+    """Write the simulation folder atomically (module text), with ``rule_plan.json`` when
+    the experiment plans for its decision rule (:mod:`abrank.planner.rule`; then the
+    click simulation may be absent); returns the files written."""
+    if result is None:
+        assert rule is not None
+
+        def plan_only(staging: Path) -> None:
+            _write_rule_plan(staging, rule)
+
+        return write_folder(folder, rule.experiment, plan_only)
     chart = power_chart(result)
 
     def fill(staging: Path) -> None:
+        if rule is not None:
+            _write_rule_plan(staging, rule)
         text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
         (staging / "simulation.json").write_text(text + "\n", encoding="utf-8")
         buffer = io.StringIO()
@@ -235,6 +249,11 @@ def write_simulation(result: PlannerResult, folder: str | Path) -> list[Path]:
         (staging / "simulation.html").write_text(html_report(result, png), encoding="utf-8")
 
     return write_folder(folder, result.experiment["name"], fill)
+
+
+def _write_rule_plan(staging: Path, rule: RulePlan) -> None:
+    text = json.dumps(rule.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
+    (staging / "rule_plan.json").write_text(text + "\n", encoding="utf-8")
 
 
 def _capital(text: str) -> str:

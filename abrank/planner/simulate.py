@@ -196,6 +196,12 @@ def click_model_of(options: SimulationConfig, name: str) -> ClickModel:
     return PositionBased(examination=examination, attractiveness=attractiveness, eta=options.eta)
 
 
+def can_simulate_clicks(experiment: Experiment) -> bool:
+    """Whether users can be simulated on the experiment: it holds rankings and judgments
+    (an offline experiment), not logs of clicks already made."""
+    return not (experiment.online or experiment.interleaved)
+
+
 def check_click_model(name: object, field: str = "click_model") -> str:
     """The click model's name, normalised (``pbm`` or ``cascade``); a ConfigError naming
     ``field`` (the argument as the caller names it: ``--click-model`` on the command line)

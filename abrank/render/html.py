@@ -67,6 +67,11 @@ ol.headline code { white-space: pre-wrap; font: 13px/1.45 ui-monospace, SFMono-R
 .badge.win { background: var(--win); }
 .badge.loss { background: var(--loss); }
 .opening { font-size: 1.12rem; margin: 10px 0 6px; max-width: 95ch; }
+.decision { border-left: 6px solid var(--neutral); background: #f6f6f6; padding: 6px 12px; }
+.decision.ship { border-color: var(--win); background: #e8f5f0; }
+.decision.no-ship { border-color: var(--loss); background: #fcefe6; }
+.decision.keep-running { border-color: #b88600; background: #fdf6e0; }
+.decision.unhealthy { border-color: var(--alarm); background: #fde7ea; }
 .figures { display: flex; flex-wrap: wrap; gap: 10px 28px; margin: 12px 0 6px; }
 .figure { border-left: 5px solid var(--neutral); padding: 2px 0 2px 12px; }
 .figure.win { border-color: var(--win); }
@@ -142,6 +147,10 @@ footer { margin-top: 40px; color: #777; font-size: 0.8rem; border-top: 1px solid
 _TAGS = {"strong": "strong", "em": "em", "code": "code"}
 _PARAGRAPH_CLASSES = {
     "opening": "opening",
+    "decision-ship": "opening decision ship",
+    "decision-no-ship": "opening decision no-ship",
+    "decision-keep-running": "opening decision keep-running",
+    "decision-unhealthy": "opening decision unhealthy",
     "gloss": "gloss",
     "stamp": "stamp",
     "note": "note",

@@ -47,6 +47,7 @@ from abrank.render.blocks import (
     spans,
 )
 from abrank.render.chart_style import Chart
+from abrank.render.decision_section import decision_opening, decision_section
 from abrank.render.headline import (
     alarms,
     caveats,
@@ -91,6 +92,7 @@ def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
     summary = readout_summary(readout)
     kind = kind_sections(summary)
     sections = [
+        decision_section(summary),
         _headline_section(summary),
         results_section(summary, charts),
         trend_section(readout, charts),
@@ -120,7 +122,9 @@ def _or_blank(value: Any) -> Any:
 
 def _title_block(summary: Summary) -> TitleBlock:
     comps = primary_comparisons(summary)
-    opening: list[Block] = [Alert(text, alarm=True) for text in alarms(summary)]
+    decision = decision_opening(summary)
+    opening: list[Block] = [decision] if decision is not None else []
+    opening += [Alert(text, alarm=True) for text in alarms(summary)]
     opening += [Alert(text) for text in notices(summary)]
     for comp in comps:
         parts = [
