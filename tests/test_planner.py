@@ -394,10 +394,21 @@ def test_cli_writes_the_folder_and_prints_the_table(tmp_path, capsys):
         ".abrank-readout",
         "power.csv",
         "power.png",
+        "rule_plan.json",  # the demo's metrics have roles: the units the decision rule needs
         "simulation.html",
         "simulation.json",
         "simulation.md",
     ]
+    plan = json.loads((out_dir / "rule_plan.json").read_text())
+    assert [(m["metric"], m["role"]) for m in plan["metrics"]] == [
+        ("mrr@10", "success"),
+        ("ndcg@10", "secondary"),
+        ("recall@20", "guardrail"),
+        ("hit@3", "secondary"),
+    ]
+    assert plan["unit"] == "queries" and plan["pilot_units"] == 1910
+    assert plan["planned_power"] == pytest.approx(0.8, abs=1e-6) and plan["units"] > 1910
+    assert "units for the decision rule" in out
     saved = json.loads((out_dir / "simulation.json").read_text())
     assert saved["users"] == [40, 80, 160] and saved["simulations"] == 40
     assert [d["name"] for d in saved["designs"]] == ["ab_click_rr", "ab_ctr", "interleaving"]
