@@ -256,6 +256,13 @@ def test_keep_running_with_the_units_of_the_closed_form():
         == f"about {decision.units_needed:,} more queries for 80% power to ship"
     )
     assert units_needed([s], settings) == decision.units_needed
+    assert decision.days_needed is None  # an undated readout has no rate
+    # a week of data: the same units at s.n / 7 a day
+    weekly = decide_comparisons([s], settings, days=7)
+    assert weekly.days_needed == math.ceil(weekly.units_needed / (s.n / 7))
+    assert weekly.reasons[-1].endswith(
+        f"(about {weekly.days_needed:,} more days at the current rate)"
+    )
 
 
 def test_unhealthy_wins_over_everything():
@@ -333,6 +340,8 @@ def demo_with_roles(tmp_path_factory):
 
 
 def test_the_demo_with_roles_decides_no_ship(demo_with_roles):
+    assert demo_with_roles.decision.status == "no-ship"
+    assert repr(demo_with_roles).startswith("<Readout 'demo-reranker': decision no-ship; arms")
     summary = demo_with_roles.summary
     decision = summary["decision"]
     assert decision["status"] == "no-ship"
@@ -438,3 +447,18 @@ def test_every_design_decides(tmp_path, name, metrics):
         assert checks["direction"] == "lower"  # abandonment: lower is better
         assert checks["scale"] == "relative" and checks["margin"] == pytest.approx(0.02)
         assert decision["unit"] == "user_id"
+
+
+def test_duckdb_decides_as_the_memory_engine(demo_with_roles, tmp_path):
+    pytest.importorskip("duckdb")
+    path = _config(
+        tmp_path,
+        [
+            {"name": "mrr@10", "role": "success"},
+            "ndcg@10",
+            {"name": "recall@20", "role": "guardrail", "nim": 0.005},
+            "hit@3",
+        ],
+    )
+    on_duckdb = abrank.run_experiment(path, engine="duckdb").summary["decision"]
+    assert on_duckdb == demo_with_roles.summary["decision"]

@@ -21,7 +21,8 @@ class Decision(Record):
     (metric, treatment and what the rule read of it); ``units_needed`` the units (queries,
     or the randomized units of an online design, both arms together) still needed at the
     current sample's variance for the planned power, for ``keep-running`` (None otherwise
-    or where it cannot be worked out); ``planned_power`` the power it is planned for;
+    or where it cannot be worked out), and for a dated readout ``days_needed``, the days
+    of traffic they take at the rate of its window; ``planned_power`` the power it is planned for;
     ``treatments`` the status of each treatment against the control when there are
     several (the decision then ships when one of them does).
     """
@@ -33,6 +34,7 @@ class Decision(Record):
     guardrails: tuple[dict[str, Any], ...] = ()
     deteriorations: tuple[dict[str, Any], ...] = ()
     units_needed: int | None = None
+    days_needed: int | None = None
     planned_power: float | None = None
     unit: str | None = None
     treatments: dict[str, str] | None = None

@@ -79,6 +79,7 @@ def decide(summary: Summary, experiment: Experiment) -> Decision | None:
         problems=health_problems(summary),
         labels=summary.metric_labels,
         unit=summary.unit or "queries",
+        days=summary.schedule.dates if summary.schedule is not None else None,
     )
 
 
@@ -89,10 +90,13 @@ def decide_comparisons(
     problems: Sequence[str] = (),
     labels: Mapping[str, str] | None = None,
     unit: str = "queries",
+    days: int | None = None,
 ) -> Decision:
     """The rule over overall comparisons of treatments against the control, each with its
     ``role`` and ``decision_checks`` (:func:`abrank.decision.checks.annotate`), and the
-    readout's health ``problems`` (module text)."""
+    readout's health ``problems`` (module text). ``days``: how many days of data the
+    comparisons hold (a dated readout's window), for the days a ``keep-running`` experiment
+    still needs at its current rate."""
     labels = labels or {}
     treatments = list(dict.fromkeys(c.treatment for c in compared))
     success = tuple(_success_entry(c) for c in compared if c.role == "success")
@@ -115,12 +119,17 @@ def decide_comparisons(
     verdicts = {}
     for treatment in treatments:
         own = [c for c in compared if c.treatment == treatment]
-        verdicts[treatment] = _treatment_status(own, labels, settings, unit, several)
+        verdicts[treatment] = _treatment_status(own, labels, settings, unit, several, days)
     if not verdicts:
-        status, reasons, needed = "keep-running", ["Keep running: nothing was compared"], None
+        status, reasons, needed, more_days = (
+            "keep-running",
+            ["Keep running: nothing compared"],
+            None,
+            None,
+        )
     else:
         best = min(treatments, key=lambda t: (_ORDER[verdicts[t][0]], treatments.index(t)))
-        status, reasons, needed = verdicts[best]
+        status, reasons, needed, more_days = verdicts[best]
     return Decision(
         status=status,
         rule=RULE,
@@ -129,6 +138,7 @@ def decide_comparisons(
         guardrails=guardrails,
         deteriorations=deteriorations,
         units_needed=needed,
+        days_needed=more_days,
         planned_power=settings.power,
         unit=unit,
         treatments={t: v[0] for t, v in verdicts.items()} if several else None,
@@ -141,8 +151,9 @@ def _treatment_status(
     settings: RuleSettings,
     unit: str,
     several: bool,
-) -> tuple[str, list[str], int | None]:
-    """(status, reasons, units still needed) of one treatment against the control."""
+    days: int | None = None,
+) -> tuple[str, list[str], int | None, int | None]:
+    """(status, reasons, units and days still needed) of one treatment against the control."""
     prefix = f" ({comparisons[0].treatment})" if several and comparisons else ""
     name = lambda c: labels.get(c.metric, c.metric)  # noqa: E731 -- a short local reader
     harms = [
@@ -156,7 +167,7 @@ def _treatment_status(
         if wins:
             won = ", ".join(f"{name(c)} ({_signed(c.delta)})" for c in wins)
             reasons.append(f"the win on {won} does not outweigh a harm")
-        return "no-ship", reasons, None
+        return "no-ship", reasons, None, None
     guards = [c for c in comparisons if c.role == "guardrail"]
     open_guards = [c for c in guards if not _checks(c).get("non_inferior")]
     if wins and not open_guards:
@@ -166,7 +177,7 @@ def _treatment_status(
             won = " and ".join(f"{name(c)} ({_signed(c.delta)})" for c in wins) + " win"
         held = [f"{name(c)} stays within its {_margin(c)} margin" for c in guards]
         tail = ", ".join(held) if held else "no metric deteriorates"
-        return "ship", [f"Ship{prefix}: {won} and {tail}"], None
+        return "ship", [f"Ship{prefix}: {won} and {tail}"], None, None
     waiting = []
     if not wins:
         tried = ", ".join(
@@ -182,11 +193,15 @@ def _treatment_status(
         waiting.append(f"{name(c)} is not yet shown within its {_margin(c)} margin ({shown})")
     needed = units_needed(comparisons, settings)
     reasons = [f"Keep running{prefix}: {waiting[0]}", *waiting[1:]]
+    more_days = None
     if needed is not None:
-        reasons.append(
-            f"about {needed:,} more {units_text(unit)} for {settings.power:.0%} power to ship"
-        )
-    return "keep-running", reasons, needed
+        text = f"about {needed:,} more {units_text(unit)} for {settings.power:.0%} power to ship"
+        now = max(c.n for c in comparisons)
+        if days and now > 0:
+            more_days = math.ceil(needed / (now / days))
+            text += f" (about {more_days:,} more days at the current rate)"
+        reasons.append(text)
+    return "keep-running", reasons, needed, more_days
 
 
 def units_needed(comparisons: Sequence[ComparisonSummary], settings: RuleSettings) -> int | None:

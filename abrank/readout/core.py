@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from abrank.decision.result import Decision
 from abrank.readout.model import ComparisonSummary, Summary
 
 
@@ -101,6 +102,12 @@ class Readout:
         return Summary.from_dict(self.summary)
 
     @property
+    def decision(self) -> Decision | None:
+        """The launch decision (summary.json's ``decision``: ship, no-ship, keep-running or
+        unhealthy, and why); None when the experiment's metrics have no roles."""
+        return self.model.decision
+
+    @property
     def comparisons(self) -> pd.DataFrame:
         """One row per comparison (overall ones first, then per segment), the fields saved in
         summary.json as columns; intervals are (low, high) tuples."""
@@ -123,8 +130,11 @@ class Readout:
         for c in overall:
             verdicts[c.get("verdict", "?")] = verdicts.get(c.get("verdict", "?"), 0) + 1
         shown = ", ".join(f"{count} {verdict}" for verdict, count in verdicts.items())
+        decided = (self.summary.get("decision") or {}).get("status")
         return (
-            f"<Readout {experiment.get('name', '?')!r}: arms {', '.join(arms)}; "
+            f"<Readout {experiment.get('name', '?')!r}: "
+            + (f"decision {decided}; " if decided else "")
+            + f"arms {', '.join(arms)}; "
             f"{len(overall)} comparisons ({shown or 'none'}), "
             f"{len(comparisons) - len(overall)} per segment>"
         )
