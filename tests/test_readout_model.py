@@ -3,7 +3,11 @@
 ``tests/golden/demo-summary.json`` is the demo's summary.json as written before the summary
 was built through the records: the demo must still write the same keys, in the same order,
 and the same values (numbers to 1e-10: the resampling's sums may differ in their last
-digits between NumPy and SciPy releases).
+digits between NumPy and SciPy releases). It was written again when the demo's metrics
+gained roles: against the earlier file, only what follows from the new correction families
+changed (MRR@10 alone in the success family, NDCG@10 and Hit@3 in the secondary one,
+Recall@20 uncorrected: their p_adjusted, ci, ci_level, relative intervals and mde), and
+the roles, decision checks and the decision were added; every other value held to 1e-10.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def _expected_headline(comp: dict, label: str, width: int) -> str:
         f"{label:<{width}}  {comp['control_mean']:.3f} → {comp['treatment_mean']:.3f}  "
         f"{comp['delta']:+.3f} ({100 * comp['relative_lift']:+.1f}%)  "
         f"{level} [{low:+.3f}, {high:+.3f}] / [{100 * rlow:+.1f}%, {100 * rhigh:+.1f}%]  "
-        f"{p_text} (t, Holm)  n = {comp['n']:,}  "
+        f"{p_text} (t{', Holm' if comp['correction'] else ''})  n = {comp['n']:,}  "
         f"W/T/L {comp['wins']:,}/{comp['ties']:,}/{comp['losses']:,}  → {verdict}"
     )
 
@@ -113,16 +113,28 @@ def test_golden_opens_with_the_primary_metric_in_plain_words(demo):
         f"The first relevant result moved from about position {1 / c:.1f} to about "
         f"{1 / t:.1f} (1/MRR is the harmonic mean of its position): first for most queries."
     )
+    # the decision comes first: Recall@20, the guardrail, deteriorates (p < alpha, delta < 0)
+    guard = next(
+        c
+        for c in readout.summary["comparisons"]
+        if c["segment"] is None and c["metric"] == "recall@20"
+    )
+    assert guard["p_value"] < 0.05 and guard["delta"] < -0.005  # beyond its margin too
+    decision = (
+        f"**No-ship:** Recall@20 deteriorates ({guard['delta']:+.3f}, p = {guard['p_value']:.3g}) "
+        "and is not shown within its -0.005 margin"
+    )
     paragraphs = GOLDEN.split("\n\n")
-    assert paragraphs[:4] == [
+    assert paragraphs[:5] == [
         "# Cross-encoder reranker vs BM25",
+        decision,
         sentence,
         reading,
         "offline replay · abrank 0.1.0 · seed 7",
     ]
     assert sentence == (
-        "Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98.3% CI "
-        "[+0.221, +0.271]): a win."
+        "Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 95% CI "
+        "[+0.226, +0.266]): a win."
     )
 
 
@@ -239,7 +251,9 @@ def test_golden_largest_moves_match_a_plain_reference(demo):
 GOLDEN = r"""
 # Cross-encoder reranker vs BM25
 
-Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 98.3% CI [+0.221, +0.271]): a win.
+**No-ship:** Recall@20 deteriorates (-0.009, p = 0.0017) and is not shown within its -0.005 margin
+
+Cross-encoder reranker raises MRR@10 from 0.539 to 0.785 (+45.6%, 95% CI [+0.226, +0.266]): a win.
 
 The first relevant result moved from about position 1.9 to about 1.3 (1/MRR is the harmonic mean of its position): first for most queries.
 
@@ -249,13 +263,28 @@ Offline replay of 2,000 product-search queries through the production BM25 ranke
 
 experiment demo-reranker · owner search-relevance · paired design · control BM25 (production)
 
+## Decision
+
+No-ship: Recall@20 deteriorates (-0.009, p = 0.0017) and is not shown within its -0.005 margin; the win on MRR@10 (+0.246) does not outweigh a harm.
+
+| role | metric | change | what the rule tested | outcome |
+|---|---|--:|---|---|
+| success | MRR@10 | +0.246 (+45.6%) | p < 0.001 (Holm over success metrics) | wins |
+| guardrail | Recall@20 | -0.009 (-0.9%) | margin -0.005; one-sided 95% lower bound -0.013, p = 0.905 | not shown within its margin; deteriorates |
+| secondary | NDCG@10 | +0.235 (+45.8%) | p < 0.001 (deterioration check) | no decision |
+| secondary | Hit@3 | +0.226 (+35.8%) | p < 0.001 (deterioration check) | no decision |
+
+- status: no-ship
+- rule: ship-if-success-and-no-harm: ship when at least one success metric wins (corrected over the success metrics only), every guardrail is shown non-inferior within its margin (one-sided test at alpha, no correction across guardrails) and no metric deteriorates significantly; no-ship when a metric deteriorates or a guardrail is shown worse than its margin; keep running otherwise; unhealthy when the split or pairing checks fail
+- planned power: 80%
+
 ## Headline
 
 ```text
-MRR@10     0.539 → 0.785  +0.246 (+45.6%)  98.3% CI (Holm) [+0.221, +0.271] / [+39.9%, +51.8%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 976/667/267  → Cross-encoder reranker wins
-NDCG@10    0.513 → 0.748  +0.235 (+45.8%)  98.8% CI (Holm) [+0.215, +0.255] / [+40.9%, +50.9%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 1,364/166/380  → Cross-encoder reranker wins
-Recall@20  0.959 → 0.951  -0.009 (-0.9%)  95% CI [-0.014, -0.003] / [-1.4%, -0.3%]  p = 0.0017 (t, Holm)  n = 1,910  W/T/L 16/1,861/33  → Cross-encoder reranker loses
-Hit@3      0.630 → 0.855  +0.226 (+35.8%)  97.5% CI (Holm) [+0.198, +0.253] / [+30.5%, +41.6%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 540/1,261/109  → Cross-encoder reranker wins
+MRR@10     0.539 → 0.785  +0.246 (+45.6%)  95% CI [+0.226, +0.266] / [+40.9%, +50.7%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 976/667/267  → Cross-encoder reranker wins
+NDCG@10    0.513 → 0.748  +0.235 (+45.8%)  97.5% CI (Holm) [+0.217, +0.253] / [+41.3%, +50.4%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 1,364/166/380  → Cross-encoder reranker wins
+Recall@20  0.959 → 0.951  -0.009 (-0.9%)  95% CI [-0.014, -0.003] / [-1.4%, -0.3%]  p = 0.0017 (t)  n = 1,910  W/T/L 16/1,861/33  → Cross-encoder reranker loses
+Hit@3      0.630 → 0.855  +0.226 (+35.8%)  95% CI [+0.202, +0.250] / [+31.1%, +40.8%]  p < 0.001 (t, Holm)  n = 1,910  W/T/L 540/1,261/109  → Cross-encoder reranker wins
 ```
 
 > **Warning:** reranker: 20 analysed queries are missing from its log (scored 0)
@@ -268,10 +297,10 @@ Hit@3      0.630 → 0.855  +0.226 (+35.8%)  97.5% CI (Holm) [+0.198, +0.253] / 
 
 | metric | control mean | treatment mean | Δ | CI (level) | relative | relative CI | p (t) | p (perm.) | p (boot.) | p adj. (Holm) | effect size | MDE | n | W / T / L | verdict |
 |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|
-| MRR@10 | 0.539 | 0.785 | +0.246 | [+0.221, +0.271] (98.3%) | +45.6% | [+39.9%, +51.8%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.54 | 0.033 | 1,910 | 976 / 667 / 267 | win |
-| NDCG@10 | 0.513 | 0.748 | +0.235 | [+0.215, +0.255] (98.8%) | +45.8% | [+40.9%, +50.9%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.66 | 0.027 | 1,910 | 1,364 / 166 / 380 | win |
+| MRR@10 | 0.539 | 0.785 | +0.246 | [+0.226, +0.266] | +45.6% | [+40.9%, +50.7%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.54 | 0.029 | 1,910 | 976 / 667 / 267 | win |
+| NDCG@10 | 0.513 | 0.748 | +0.235 | [+0.217, +0.253] (97.5%) | +45.8% | [+41.3%, +50.4%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.66 | 0.025 | 1,910 | 1,364 / 166 / 380 | win |
 | Recall@20 | 0.959 | 0.951 | -0.009 | [-0.014, -0.003] | -0.9% | [-1.4%, -0.3%] | 0.0017 | 0.0014 | < 0.001 | 0.0017 | -0.07 | 0.008 | 1,910 | 16 / 1,861 / 33 | loss |
-| Hit@3 | 0.630 | 0.855 | +0.226 | [+0.198, +0.253] (97.5%) | +35.8% | [+30.5%, +41.6%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.42 | 0.038 | 1,910 | 540 / 1,261 / 109 | win |
+| Hit@3 | 0.630 | 0.855 | +0.226 | [+0.202, +0.250] | +35.8% | [+31.1%, +40.8%] | < 0.001 | < 0.001 | < 0.001 | < 0.001 | +0.42 | 0.034 | 1,910 | 540 / 1,261 / 109 | win |
 
 p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05). Δ is treatment − control; the relative CI is a bootstrap interval of the ratio.
 
@@ -290,7 +319,7 @@ p-values are two-sided; the adjusted p-value decides the verdict (alpha = 0.05).
 
 ![Deltas with confidence intervals](charts/forest.png)
 
-*Each metric's delta (treatment − control) with its Holm-adjusted 95% confidence interval (drawn at 95%–98.8%), coloured by verdict; the dashed line marks no change. The multiple-testing correction widens each interval by the same factor as its p-value, so an interval crosses the line exactly when the verdict is inconclusive.*
+*Each metric's delta (treatment − control) with its Holm-adjusted 95% confidence interval (drawn at 95%–97.5%), coloured by verdict; the dashed line marks no change. The multiple-testing correction widens each interval by the same factor as its p-value, so an interval crosses the line exactly when the verdict is inconclusive.*
 
 ![Per-query deltas: wins, ties and losses](charts/deltas.png)
 
@@ -306,10 +335,10 @@ Judged@10 differs by 2.6 points between arms (bm25 0.937, reranker 0.911). Unjud
 
 | metric | Δ (as judged) | CI (as judged) | p adj. (as judged) | verdict (as judged) | Δ (judged only) | CI (judged only) | p adj. (judged only) | verdict (judged only) |
 |---|--:|--:|--:|---|--:|--:|--:|---|
-| MRR@10 | +0.246 | [+0.221, +0.271] | < 0.001 | win | +0.260 | [+0.236, +0.285] | < 0.001 | win |
-| NDCG@10 | +0.235 | [+0.215, +0.255] | < 0.001 | win | +0.242 | [+0.222, +0.262] | < 0.001 | win |
+| MRR@10 | +0.246 | [+0.226, +0.266] | < 0.001 | win | +0.260 | [+0.241, +0.280] | < 0.001 | win |
+| NDCG@10 | +0.235 | [+0.217, +0.253] | < 0.001 | win | +0.242 | [+0.224, +0.260] | < 0.001 | win |
 | Recall@20 | -0.009 | [-0.014, -0.003] | 0.0017 | loss | -0.009 | [-0.014, -0.003] | 0.0017 | loss |
-| Hit@3 | +0.226 | [+0.198, +0.253] | < 0.001 | win | +0.226 | [+0.199, +0.253] | < 0.001 | win |
+| Hit@3 | +0.226 | [+0.202, +0.250] | < 0.001 | win | +0.226 | [+0.203, +0.250] | < 0.001 | win |
 
 Every verdict holds on judged documents only (MRR@10, NDCG@10, Recall@20 and Hit@3): none of them comes from unjudged documents counted as not relevant (whether those documents are relevant, only judging them can tell).
 
@@ -484,7 +513,11 @@ treatments:
 judgments:
   path: data/demo-judgments.tsv           # query_id, doc_id, grade (0-3)
 
-metrics: [mrr@10, ndcg@10, recall@20, hit@3]
+metrics:                                  # each with its role in the launch decision
+  - {name: mrr@10, role: success}         # what the reranker is meant to move
+  - ndcg@10                               # secondary: reported, no decision
+  - {name: recall@20, role: guardrail, nim: 0.005}   # may not lose more than 0.005
+  - hit@3
 primary_metric: mrr@10
 relevance_threshold: 1                    # grade >= 1 counts as relevant for MRR, recall, hit
 gain: linear                              # NDCG gain = grade (exp: 2^grade - 1)

@@ -294,10 +294,12 @@ def comparison_family(experiment: Experiment, pairs: dict[str, ArmPair]) -> Fami
     None for the default family (each treatment against the control), which is not written."""
     if experiment.comparisons != "all-pairs":
         return None
+    # with metric roles the family is the success metrics' (abrank.analysis.comparisons)
+    success = [m for m, role in experiment.metric_roles.items() if role.role == "success"]
     return Family(
         comparisons=experiment.comparisons,
         pairs=tuple(ComparedPair(treatment=p.treatment, control=p.control) for p in pairs.values()),
-        size=len(pairs) * len(experiment.metrics),
+        size=len(pairs) * len(success or experiment.metrics),
     )
 
 
