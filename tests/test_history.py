@@ -1268,3 +1268,22 @@ def test_a_file_of_no_versions_schema_is_skipped(tmp_path):
     assert len(skipped) == 1
     assert skipped[0].startswith(f"{path}: skipped: expected a history file (columns ")
 
+
+def test_cli_text_shows_each_dates_decision_after_the_date(tmp_path):
+    _first_version_store(tmp_path, ["2026-11-29"])
+    write_history(tmp_path, NAME, "2026-11-30", _rows("2026-11-30", _decided_summary()))
+    done = _cli(NAME, "--root", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == [
+        "date", "decision", "treatment", "metric", "segment", "control_mean",
+        "treatment_mean", "delta", "ci", "p_adjusted", "verdict", "n",
+    ]  # fmt: skip
+    assert len(lines) == 1 + 64 and len({len(line) for line in lines}) == 1
+    cells = [re.split(r"\s{2,}", line.strip()) for line in lines[1:]]
+    assert {(c[0], c[1]) for c in cells} == {("2026-11-29", "-"), ("2026-11-30", "no-ship")}
+    assert cells[32][:5] == ["2026-11-30", "no-ship", "reranker", "mrr@10", "overall"]
+    done = _cli(NAME, "--json", "--root", str(tmp_path))
+    printed = json.loads(done.stdout)
+    assert [row["decision"] for row in printed] == [None] * 32 + ["no-ship"] * 32
+    assert printed[32]["decision_reason"] == NO_SHIP and printed[32]["role"] == "success"
