@@ -24,6 +24,8 @@ READOUT_COLUMNS = {
     "sequential",
     "srm_p_value",
     "srm_alarm",
+    "decision",
+    "decision_reason",
     "window",
     "window_start",
     "stale",

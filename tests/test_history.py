@@ -171,6 +171,78 @@ def test_rows_of_a_summary_without_its_keys():
         _rows("2026-11-30", summary)
 
 
+NO_SHIP = (
+    "No-ship: Recall@20 deteriorates (-0.009, p = 0.0017) and is not shown within its -0.005 margin"
+)
+
+
+def _decided_summary(status: str = "no-ship", reasons: list | None = None) -> dict:
+    """The golden summary as a config with metric roles makes it: each overall comparison
+    with its role, and the readout's decision."""
+    summary = copy.deepcopy(GOLDEN)
+    roles = {"mrr@10": "success", "recall@20": "guardrail"}
+    for comparison in summary["comparisons"]:
+        if comparison["segment"] is None:
+            comparison["role"] = roles.get(comparison["metric"], "secondary")
+    reasons = (
+        [NO_SHIP, "the win on MRR@10 (+0.246) does not outweigh a harm"]
+        if reasons is None
+        else reasons
+    )
+    summary["decision"] = {
+        "status": status,
+        "rule": "ship-if-success-and-no-harm",
+        "reasons": reasons,
+    }
+    return summary
+
+
+def test_rows_carry_the_decision_on_every_row_and_each_overall_comparisons_role():
+    rows = _rows("2026-11-30", _decided_summary())
+    assert rows["decision"].eq("no-ship").all() and len(rows) == 32
+    assert rows["decision_reason"].eq(NO_SHIP).all()
+    overall = rows[rows["segment"].isna()]
+    assert dict(zip(overall["metric"], overall["role"])) == {
+        "mrr@10": "success",
+        "ndcg@10": "secondary",
+        "recall@20": "guardrail",
+        "hit@3": "secondary",
+    }
+    assert rows.loc[rows["segment"].notna(), "role"].isna().all()  # segments have no role
+    # a decision without reasons: the status's own word
+    rows = _rows("2026-11-30", _decided_summary("keep-running", reasons=[]))
+    assert rows["decision_reason"].eq("Keep running").all()
+
+
+def test_rows_without_metric_roles_have_no_decision_nor_role():
+    rows = _rows("2026-11-30")
+    assert rows[["role", "decision", "decision_reason"]].isna().all().all()
+
+
+@pytest.mark.parametrize(
+    ("decision", "message"),
+    [
+        (
+            {"status": "maybe", "reasons": []},
+            "summary: decision.status: expected one of ship, no-ship, keep-running, "
+            "unhealthy, got 'maybe'",
+        ),
+        ({"reasons": []}, "summary: decision.status: expected one of ship, no-ship, "),
+        (
+            {"status": "ship", "reasons": "Ship"},
+            "summary: decision.reasons: expected a list of texts, got 'Ship'",
+        ),
+        ("ship", "summary: decision: expected an object, got 'ship'"),
+    ],
+)
+def test_rows_of_a_malformed_decision_name_the_key(decision, message):
+    summary = _decided_summary()
+    summary["decision"] = decision
+    with pytest.raises(DataError) as caught:
+        _rows("2026-11-30", summary)
+    assert str(caught.value).startswith(message)
+
+
 # --------------------------------------------------------------------------- store
 
 
@@ -777,7 +849,7 @@ def test_readme_schema_table_is_the_schemas_docs():
     )
     assert match is not None, "README.md: the history schema markers are missing"
     assert match.group(1) == schema_table()
-    assert len(match.group(1).splitlines()) == 2 + len(HISTORY_SCHEMA) == 36
+    assert len(match.group(1).splitlines()) == 2 + len(HISTORY_SCHEMA) == 39
 
 
 def test_schema_is_the_shared_one():
@@ -1094,3 +1166,124 @@ def test_only_dead_writers_temporary_copies_are_removed(tmp_path):
         path.write_bytes(b"partial")
     assert remove_abandoned_files(folder) == [gone]
     assert mine.exists() and other.exists()
+
+
+# --------------------------------------------------------------------------- earlier versions
+
+#: The columns of the store's first version, as it wrote them (before role, decision and
+#: decision_reason)
+FIRST_VERSION = (
+    "experiment", "date", "metric", "treatment", "control", "segment", "primary", "design",
+    "primary_test", "unit", "control_mean", "treatment_mean", "delta", "ci", "ci_low",
+    "ci_high", "ci_level", "relative_lift", "p_value", "p_adjusted", "verdict", "n",
+    "n_control", "n_treatment", "sequential", "srm_p_value", "srm_alarm", "window",
+    "window_start", "stale", "config_sha256", "inputs_sha256", "abrank_version", "run_time",
+)  # fmt: skip
+ADDED = ("role", "decision", "decision_reason")
+
+
+def _first_version_store(root: Path, dates: list[str]) -> dict[str, bytes]:
+    """The demo's rows of ``dates`` as the store's first version wrote them: date files of
+    its schema, and its consolidated copy of them (its manifest up to date). Returns each
+    date file's bytes."""
+    schema = pa.schema([HISTORY_SCHEMA.field(name) for name in FIRST_VERSION])
+    folder = _folder(root)
+    folder.mkdir(parents=True)
+    tables, entries = [], []
+    for date in dates:
+        rows = _rows(date)[list(FIRST_VERSION)]
+        table = pa.Table.from_pandas(rows, schema=schema, preserve_index=False)
+        table = table.replace_schema_metadata(None)
+        path = folder / f"{date}.parquet"
+        pq.write_table(table, path, use_dictionary=False, write_statistics=False)
+        stat = path.stat()
+        tables.append(table)
+        entries.append([date, stat.st_ino, stat.st_size, stat.st_mtime_ns, table.num_rows])
+    _write_copy_like(folder, pa.concat_tables(tables), {"format": 1, "files": entries})
+    return {date: (folder / f"{date}.parquet").read_bytes() for date in dates}
+
+
+def test_the_first_versions_columns_are_the_schemas_less_those_added():
+    assert [name for name in HISTORY_COLUMNS if name not in ADDED] == list(FIRST_VERSION)
+    assert [field.type for field in HISTORY_SCHEMA if field.name in ADDED] == [pa.string()] * 3
+
+
+def test_a_store_of_the_first_version_is_read_with_the_new_columns_null(tmp_path):
+    old = _first_version_store(tmp_path, ["2026-11-28", "2026-11-29"])
+    skipped: list[str] = []
+    history = read_history(tmp_path, NAME, skipped=skipped)
+    assert skipped == [] and len(history) == 64
+    assert list(history.columns) == list(HISTORY_COLUMNS)
+    assert history[list(ADDED)].isna().all().all()
+    expected = _file_by_file(tmp_path, NAME)  # the first version's columns, as written
+    pd.testing.assert_frame_equal(history[list(FIRST_VERSION)], expected)
+    few = history_table(tmp_path, NAME, columns=["decision", "delta"])
+    assert few.column_names == ["experiment", "date", "delta", "decision"]
+    assert few.column("decision").null_count == 64
+    assert previous_inputs(tmp_path, NAME, "2026-11-30") == history["inputs_sha256"][0]
+    # the first version's copy holds none of the dates: read from the files, then rebuilt
+    manifest = copy_manifest(_folder(tmp_path))
+    assert manifest is not None and [e.date for e in manifest] == ["2026-11-28", "2026-11-29"]
+    assert pq.read_schema(_folder(tmp_path) / "_rows.parquet").equals(HISTORY_SCHEMA)
+    assert {date: (_folder(tmp_path) / f"{date}.parquet").read_bytes() for date in old} == old
+
+
+def test_a_store_of_the_first_version_is_appended_to(tmp_path):
+    old = _first_version_store(tmp_path, ["2026-11-28", "2026-11-29"])
+    write_history(tmp_path, NAME, "2026-11-30", _rows("2026-11-30", _decided_summary()))
+    history = read_history(tmp_path, NAME)
+    assert len(history) == 96
+    by_date = history.groupby("date")["decision"].agg(lambda s: set(s.dropna()))
+    assert by_date.to_dict() == {
+        "2026-11-28": set(),
+        "2026-11-29": set(),
+        "2026-11-30": {"no-ship"},
+    }
+    latest = history[history["date"] == "2026-11-30"]
+    assert latest["decision_reason"].eq(NO_SHIP).all()
+    assert list(latest.loc[latest["segment"].isna(), "role"]) == [
+        "success", "secondary", "guardrail", "secondary",
+    ]  # fmt: skip
+    # the earlier files are left as they are; the writer rebuilt the copy in this schema
+    assert {date: (_folder(tmp_path) / f"{date}.parquet").read_bytes() for date in old} == old
+    manifest = copy_manifest(_folder(tmp_path))
+    assert [e.date for e in manifest] == ["2026-11-28", "2026-11-29", "2026-11-30"]
+    # pandas' one call over files of both versions: with the schema, every column
+    whole = pd.read_parquet(tmp_path / "history", schema=HISTORY_SCHEMA)
+    assert list(whole.columns) == list(HISTORY_COLUMNS) and len(whole) == 96
+    assert whole.groupby("date")["decision"].count().to_dict() == {
+        "2026-11-28": 0,
+        "2026-11-29": 0,
+        "2026-11-30": 32,
+    }
+
+
+def test_a_file_of_no_versions_schema_is_skipped(tmp_path):
+    write_history(tmp_path, NAME, "2026-11-30", _rows("2026-11-30"))
+    path = _folder(tmp_path) / "2026-11-29.parquet"
+    table = pa.Table.from_pandas(_rows("2026-11-29"), schema=HISTORY_SCHEMA, preserve_index=False)
+    pq.write_table(table.drop_columns(["decision"]).replace_schema_metadata(None), path)
+    skipped: list[str] = []
+    assert list(read_history(tmp_path, NAME, skipped=skipped)["date"].unique()) == ["2026-11-30"]
+    assert len(skipped) == 1
+    assert skipped[0].startswith(f"{path}: skipped: expected a history file (columns ")
+
+
+def test_cli_text_shows_each_dates_decision_after_the_date(tmp_path):
+    _first_version_store(tmp_path, ["2026-11-29"])
+    write_history(tmp_path, NAME, "2026-11-30", _rows("2026-11-30", _decided_summary()))
+    done = _cli(NAME, "--root", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == [
+        "date", "decision", "treatment", "metric", "segment", "control_mean",
+        "treatment_mean", "delta", "ci", "p_adjusted", "verdict", "n",
+    ]  # fmt: skip
+    assert len(lines) == 1 + 64 and len({len(line) for line in lines}) == 1
+    cells = [re.split(r"\s{2,}", line.strip()) for line in lines[1:]]
+    assert {(c[0], c[1]) for c in cells} == {("2026-11-29", "-"), ("2026-11-30", "no-ship")}
+    assert cells[32][:5] == ["2026-11-30", "no-ship", "reranker", "mrr@10", "overall"]
+    done = _cli(NAME, "--json", "--root", str(tmp_path))
+    printed = json.loads(done.stdout)
+    assert [row["decision"] for row in printed] == [None] * 32 + ["no-ship"] * 32
+    assert printed[32]["decision_reason"] == NO_SHIP and printed[32]["role"] == "success"

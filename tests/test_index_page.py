@@ -210,6 +210,103 @@ def test_a_history_without_a_needed_column_is_a_data_error():
         render_index(history, {}, today=TODAY)
 
 
+# --------------------------------------------------------------------------- decisions
+
+REASONS = {
+    "ship": "Ship: MRR@10 (+0.246) wins and Recall@20 stays within its -0.005 margin",
+    "no-ship": "No-ship: Recall@20 deteriorates (-0.009, p = 0.0017) and is not shown "
+    "within its -0.005 margin",
+    "keep-running": "Keep running: no success metric wins yet (MRR@10 +0.389, p = 0.192)",
+    "unhealthy": "Unhealthy: sample ratio mismatch (p = 1e-06 < 0.001); explain it before deciding",
+}
+
+
+def _decision(card: str) -> tuple[str, str] | None:
+    """(status on the badge, the reason beside it) of a card, None without a badge."""
+    found = re.search(
+        r'<p class="decision"><span class="decision-badge ([\w-]+)"[^>]*>([^<]+)</span> '
+        r'<span class="reason">([^<]*)</span></p>',
+        card,
+    )
+    if found is None:
+        return None
+    assert found.group(1) == found.group(2)
+    return found.group(1), html.unescape(found.group(3))
+
+
+def _article_class(page: str, name: str = "demo-reranker") -> str:
+    return re.search(rf'<article class="([^"]*)" id="experiment-{name}">', page).group(1)
+
+
+@pytest.mark.parametrize("status", list(REASONS))
+def test_the_latest_decision_is_a_badge_with_its_reason_and_colours_the_card(status):
+    dates = dates_from("2026-11-28", 3)
+    history = history_with_latest(dates, decision=status, decision_reason=REASONS[status])
+    page = render_index(history, {}, today=TODAY)
+    card = _cards(page)["demo-reranker"]
+    assert _decision(card) == (status, REASONS[status])
+    # every verdict is a win: without the decision the card would be green
+    assert _article_class(page) == f"card {status}"
+    assert _badges(card) == ["ok"]  # the alarms are as they were
+    assert card.index('class="when"') < card.index('class="decision"') < card.index("<ul")
+
+
+def test_the_decision_rules_the_cards_colour_over_the_verdicts():
+    dates = dates_from("2026-11-28", 3)
+    lost = history_with_latest(dates, decision="ship", decision_reason=REASONS["ship"])
+    lost.loc[lost["date"] == dates[-1], "verdict"] = "loss"
+    page = render_index(lost, {}, today=TODAY)
+    assert _article_class(page) == "card ship"  # a loss of the primary metric, but ship
+    assert _badges(_cards(page)["demo-reranker"]) == ["loss", "secondary-loss"]
+    won = history_with_latest(dates, decision="no-ship", decision_reason=REASONS["no-ship"])
+    assert _article_class(render_index(won, {}, today=TODAY)) == "card no-ship"
+
+
+def test_only_the_latest_dates_decision_counts():
+    dates = dates_from("2026-11-28", 3)
+    history = history_with_latest(dates)  # the latest date without a decision (no roles)
+    history.loc[history["date"] == dates[0], ["decision", "decision_reason"]] = [
+        "no-ship",
+        REASONS["no-ship"],
+    ]
+    page = render_index(history, {}, today=TODAY)
+    assert _decision(_cards(page)["demo-reranker"]) is None
+    assert _article_class(page) == "card win"
+    assert 'class="decision"' not in page and "decision-badge" not in page.split("</style>")[1]
+
+
+def test_a_history_without_the_decision_columns_shows_no_decision():
+    history = _two_experiments().drop(columns=["decision", "decision_reason"])
+    page = render_index(history, {}, today=TODAY)
+    assert _article_class(page) in ("card win", "card loss", "card ")
+    assert 'class="decision"' not in page
+
+
+def test_the_decision_badges_colours_and_the_status_in_the_cards_record():
+    from abrank.render.index_page import experiment_status
+
+    page = render_index(_two_experiments(), {}, today=TODAY)
+    for rule in (
+        ".decision-badge.ship { background: var(--win); }",
+        ".decision-badge.no-ship { background: var(--loss); }",
+        ".decision-badge.keep-running { background: #9a6700; }",
+        ".decision-badge.unhealthy { background: #555; }",
+        ".card.ship { border-left-color: var(--win); }",
+        ".card.no-ship { border-left-color: var(--loss); }",
+        ".card.keep-running { border-left-color: #9a6700; }",
+        ".card.unhealthy { border-left-color: var(--alarm); }",
+    ):
+        assert rule in page
+    dates = dates_from("2026-11-28", 3)
+    history = history_with_latest(dates, decision="unhealthy", decision_reason=REASONS["unhealthy"])
+    status = experiment_status("demo-reranker", history, TODAY).to_dict()
+    assert (status["decision"], status["reason"], status["tone"]) == (
+        "unhealthy",
+        REASONS["unhealthy"],
+        "unhealthy",
+    )
+
+
 # --------------------------------------------------------------------------- writing
 
 

@@ -3,7 +3,9 @@
 ``abrank run --fail-on srm,loss`` writes the readout as usual and then exits 3 when one of
 the named alerts fires, so that cron or Airflow flags the run without parsing its output.
 Each alert is one entry of :data:`ALERTS`: its name, what it means, and a check of the
-summary that returns the reasons it fired (empty when it did not).
+summary that returns the reasons it fired (empty when it did not). ``no-ship`` and
+``unhealthy`` read the readout's decision (summary.json's ``decision``, made when the
+config gives its metrics roles): a readout without one never fires them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from abrank.errors import ConfigError
-from abrank.history.rows import split_check
+from abrank.history.rows import readout_decision, split_check
 
 #: The exit code of a run whose readout was written but an alert named by --fail-on fired.
 EXIT_ALERT = 3
@@ -68,6 +70,17 @@ def _stale(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _decided(status: str) -> Callable[[dict[str, Any]], list[str]]:
+    """The check of an alert that fires when the readout's decision is ``status``: its
+    reason is the decision's first (the readout's opening sentence)."""
+
+    def check(summary: dict[str, Any]) -> list[str]:
+        decided, reason = readout_decision(summary)
+        return [reason] if decided == status and reason is not None else []
+
+    return check
+
+
 def stale_warning(summary: dict[str, Any]) -> str | None:
     """The warning of a dated readout whose inputs are the previous date's very bytes, for
     ``diagnostics.warnings`` (None when they refreshed, or the summary has no schedule)."""
@@ -88,6 +101,12 @@ ALERTS: dict[str, Alert] = {
         Alert("loss", "an overall comparison is a significant loss", _loss),
         Alert("inconclusive", "the primary metric's comparison is inconclusive", _inconclusive),
         Alert("stale", "a dated run's inputs are those of the previous date", _stale),
+        Alert("no-ship", "the readout's decision is no-ship (metric roles)", _decided("no-ship")),
+        Alert(
+            "unhealthy",
+            "the readout's decision is unhealthy (metric roles)",
+            _decided("unhealthy"),
+        ),
     )
 }
 

@@ -13,8 +13,9 @@ SUMMARY = "Print an experiment's history: every dated readout's comparisons, by 
 EXAMPLE = (
     "abrank history demo-reranker --json --root reports\n\n"
     "Without --json or --csv: an aligned table of date, treatment, metric, segment, the\n"
-    "means, delta, interval, adjusted p-value, verdict and n. --json: a list of row\n"
-    "objects with every column of the history store; --csv: every column."
+    "means, delta, interval, adjusted p-value, verdict and n (and, after the date, the\n"
+    "readout's decision where its metrics have roles). --json: a list of row objects with\n"
+    "every column of the history store; --csv: every column."
 )
 
 
@@ -35,19 +36,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Print the history as a table, JSON or CSV; name the store's unreadable files."""
     from abrank import runtime
-    from abrank.history.output import TEXT_COLUMNS, csv_parts, json_parts, text_parts
+    from abrank.history.output import (
+        DECISION,
+        TEXT_COLUMNS,
+        csv_parts,
+        json_parts,
+        text_columns,
+        text_parts,
+    )
     from abrank.history.store import history_table
 
     if runtime.owns_process():
         runtime.small_buffers_pool()
     every = args.json or args.csv
     skipped: list[str] = []  # files of the store that could not be read: named, not fatal
-    columns = None if every else TEXT_COLUMNS
+    columns = None if every else (*TEXT_COLUMNS, DECISION)
     table = history_table(args.root, args.name, columns=columns, skipped=skipped)
-    parts = json_parts if args.json else csv_parts if args.csv else text_parts
+    if args.json:
+        parts = json_parts(table)
+    elif args.csv:
+        parts = csv_parts(table)
+    else:
+        parts = text_parts(table, text_columns(table))
     out = sys.stdout
     out.flush()
-    for part in parts(table):
+    for part in parts:
         out.buffer.write(part)
     out.buffer.flush()
     for message in skipped:

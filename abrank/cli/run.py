@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="ALERTS",
         help="exit 3, after writing the readout, when one of these alerts fires "
-        "(comma-separated: srm, loss, inconclusive, stale)",
+        "(comma-separated: srm, loss, inconclusive, stale; no-ship, unhealthy: the "
+        "decision of a config whose metrics have roles)",
     )
 
 

@@ -150,10 +150,14 @@ def refresh_copy(folder: Path, experiment: str, *, always: bool = False) -> bool
 
 def copy_manifest(folder: Path) -> tuple[ManifestEntry, ...] | None:
     """The manifest of the folder's copy (from its footer, without reading the rows); None
-    when there is no copy or it is not one of this format."""
+    when there is no copy or it is not one of this format and schema (a copy written by an
+    earlier version lacks columns: it holds none of the dates)."""
     try:
         with open(copy_path(folder), "rb") as handle:
-            return tuple(_manifest(pq.ParquetFile(handle).metadata.metadata or {}))
+            parquet = pq.ParquetFile(handle)
+            if not parquet.schema_arrow.equals(HISTORY_SCHEMA):
+                return None
+            return tuple(_manifest(parquet.metadata.metadata or {}))
     except (OSError, pa.ArrowException, ValueError, TypeError, KeyError):
         return None
 

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from abrank.errors import DataError
-from abrank.history.schema import HISTORY_COLUMNS, HISTORY_SCHEMA
+from abrank.history.schema import HISTORY_COLUMNS, missing_columns, with_missing_columns
 from abrank.history.values import int32s, strings
 
 COPY_NAME = "_rows.parquet"  # a leading underscore: Parquet dataset discovery skips it
@@ -126,22 +126,27 @@ def read_date_file(
 ) -> tuple[pa.Table, tuple[int, int, int]]:
     """One history file (its ``columns`` and the keys, or all) with its schema checked,
     and the (inode, size, mtime_ns) of the file read. DataError naming the file when it is
-    not a history file. Its keys are checked by :func:`check_keys`."""
-    if columns is not None:
-        columns = with_keys(columns)
+    not a history file. A file written by an earlier version reads with the columns it
+    lacks null (:func:`~abrank.history.schema.missing_columns`). Its keys are checked by
+    :func:`check_keys`."""
+    wanted = list(HISTORY_COLUMNS) if columns is None else with_keys(columns)
     try:
         with open(path, "rb") as handle:
             stat = os.fstat(handle.fileno())
             parquet = pq.ParquetFile(handle)
             schema = parquet.schema_arrow
-            if not schema.equals(HISTORY_SCHEMA):
+            lacking = missing_columns(schema)
+            if lacking is None:
                 raise DataError(
                     f"{path}: expected a history file (columns {', '.join(HISTORY_COLUMNS)} "
                     f"with their types), got columns {', '.join(schema.names)}"
                 )
-            table = parquet.read(columns=columns, use_threads=False)
+            held = [name for name in wanted if name not in lacking]
+            table = parquet.read(columns=held, use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{path}: expected a history file (Parquet), got {exc}") from None
+    if lacking:
+        table = with_missing_columns(table, wanted)
     return table, (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 

@@ -49,7 +49,9 @@ TEXT_COLUMNS = (
     "verdict",
     "n",
 )
-_LEFT = frozenset({"date", "treatment", "metric", "segment", "verdict"})
+#: the text table's column of the readout's decision, after ``date``: shown when a row has one
+DECISION = "decision"
+_LEFT = frozenset({"date", DECISION, "treatment", "metric", "segment", "verdict"})
 OVERALL = "overall"  # the text table's segment of an overall comparison
 MISSING = "-"  # the text table's missing value
 DIGITS = 4  # decimals of the text table's numbers
@@ -69,6 +71,15 @@ class _Cells:
     def map(self, function: Callable[[pa.Array], pa.Array]) -> _Cells:
         """The same cells with ``function`` applied to their texts."""
         return _Cells(function(self.texts), self.codes)
+
+
+def text_columns(table: pa.Table) -> tuple[str, ...]:
+    """The text table's columns for ``table``: :data:`TEXT_COLUMNS`, with the readout's
+    ``decision`` after ``date`` when ``table`` has that column and a row of it holds one
+    (experiments whose metrics have roles); the table is unchanged for the others."""
+    if DECISION not in table.column_names or table.column(DECISION).null_count == len(table):
+        return TEXT_COLUMNS
+    return (TEXT_COLUMNS[0], DECISION, *TEXT_COLUMNS[1:])
 
 
 def history_json(table: pa.Table) -> bytes:

@@ -2,8 +2,8 @@
 
 One row per entry of ``summary["comparisons"]`` (the overall comparisons and the
 segments'), in that order, with the readout's own facts beside them: the date and window,
-the config's and the inputs' fingerprints, the SRM test, the abrank version and the run
-time. The columns are :data:`abrank.history.schema.HISTORY_SCHEMA`'s.
+the config's and the inputs' fingerprints, the SRM test, the decision (its status and first
+reason), the abrank version and the run time. The columns are :data:`abrank.history.schema.HISTORY_SCHEMA`'s.
 """
 
 from __future__ import annotations
@@ -101,12 +101,15 @@ def history_rows(
         columns = _columns(summary)
         experiment = summary["experiment"]["name"]
         srm = split_check(summary["diagnostics"])
+        decision, reason = readout_decision(summary)
         constants = {
             "experiment": experiment,
             "date": date,
             "sequential": summary.get("sequential") is not None,
             "srm_p_value": None if srm is None else srm["p_value"],
             "srm_alarm": None if srm is None else bool(srm["alarm"]),
+            "decision": decision,
+            "decision_reason": reason,
             "window": window,
             "window_start": window_start,
             "stale": bool(stale),
@@ -151,6 +154,28 @@ def _columns(summary: Mapping[str, Any]) -> dict[str, list[Any]]:
         for c, u in zip(comparisons, units)
     ]
     return columns
+
+
+def readout_decision(summary: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The status of a readout's decision and its first reason (the readout's opening
+    sentence), from summary.json's ``decision``; (None, None) when it has none (its metrics
+    have no roles). DataError naming the key when the decision is malformed."""
+    from abrank.decision.result import STATUS_TEXT, STATUSES
+
+    decision = summary.get("decision")
+    if decision is None:
+        return None, None
+    if not isinstance(decision, Mapping):
+        raise DataError(f"summary: decision: expected an object, got {decision!r}")
+    status = decision.get("status")
+    if status not in STATUSES:
+        raise DataError(
+            f"summary: decision.status: expected one of {', '.join(STATUSES)}, got {status!r}"
+        )
+    reasons = decision.get("reasons") or []
+    if not isinstance(reasons, list | tuple) or not all(isinstance(r, str) for r in reasons):
+        raise DataError(f"summary: decision.reasons: expected a list of texts, got {reasons!r}")
+    return status, reasons[0] if reasons else STATUS_TEXT[status]
 
 
 def split_check(diagnostics: Mapping[str, Any]) -> Mapping[str, Any] | None:

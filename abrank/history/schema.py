@@ -5,9 +5,16 @@ so that ``pd.read_parquet("<root>/history")`` reads all of them in one call. A r
 comparison of one dated readout: (experiment, date, metric, treatment, segment), as the
 ``comparisons`` of that readout's summary.json hold it. The README's schema table is made
 from :data:`COLUMN_DOCS` (a test keeps the two in sync).
+
+The store outlives abrank's versions: a later version adds columns (:data:`ADDED_COLUMNS`),
+never removes or retypes one, so that a store written before keeps being read and appended
+to. A file of an earlier version has the schema without the columns added since; its rows
+read with those columns null (:func:`missing_columns`, :func:`with_missing_columns`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -28,6 +35,12 @@ _COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
     ("control", pa.string(), "the arm it is compared with"),
     ("segment", pa.string(), "the segment (`device=mobile`); null for the overall comparison"),
     ("primary", pa.bool_(), "true for the experiment's primary metric"),
+    (
+        "role",
+        pa.string(),
+        "the metric's role in the decision (success, guardrail or secondary) on an overall "
+        "comparison; null for segments and without metric roles",
+    ),
     ("design", pa.string(), "paired, independent or interleaved"),
     ("primary_test", pa.string(), "the test behind `p_value` (t, permutation, bootstrap, ...)"),
     ("unit", pa.string(), "the unit of randomisation of a clustered comparison; null offline"),
@@ -56,6 +69,17 @@ _COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
     ("sequential", pa.bool_(), "true when the p-values and intervals are always-valid"),
     ("srm_p_value", pa.float64(), "the sample-ratio-mismatch test's p-value; null without one"),
     ("srm_alarm", pa.bool_(), "true when that test raised its alarm; null without one"),
+    (
+        "decision",
+        pa.string(),
+        "the readout's decision (ship, no-ship, keep-running or unhealthy), on each of its "
+        "rows; null without metric roles",
+    ),
+    (
+        "decision_reason",
+        pa.string(),
+        "the decision's first reason (the readout's opening sentence); null without a decision",
+    ),
     ("window", pa.string(), "daily (the date's inputs) or cumulative (from window_start on)"),
     ("window_start", pa.string(), "the first date of a cumulative window; null for daily"),
     (
@@ -81,6 +105,47 @@ HISTORY_COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in _COLUMNS)
 
 COLUMN_DOCS: dict[str, str] = {name: doc for name, _, doc in _COLUMNS}
 """What each column holds, by name (the README's schema table)."""
+
+ADDED_COLUMNS: tuple[tuple[str, ...], ...] = (("role", "decision", "decision_reason"),)
+"""The columns each version of the store added after the first, oldest first: a file
+written by an earlier version lacks the columns of every later entry."""
+
+
+def _earlier_schemas() -> tuple[tuple[pa.Schema, tuple[str, ...]], ...]:
+    """Each earlier version's schema with the columns it lacks, the newest version first."""
+    versions = []
+    for first in reversed(range(len(ADDED_COLUMNS))):
+        lacking = tuple(name for added in ADDED_COLUMNS[first:] for name in added)
+        schema = pa.schema([field for field in HISTORY_SCHEMA if field.name not in lacking])
+        versions.append((schema, lacking))
+    return tuple(versions)
+
+
+_EARLIER_SCHEMAS = _earlier_schemas()
+
+
+def missing_columns(schema: pa.Schema) -> tuple[str, ...] | None:
+    """The columns a history file of ``schema`` lacks: none for this version's schema, the
+    columns added since for an earlier version's; None when it is no version's schema."""
+    if schema.equals(HISTORY_SCHEMA):
+        return ()
+    for earlier, lacking in _EARLIER_SCHEMAS:
+        if schema.equals(earlier):
+            return lacking
+    return None
+
+
+def with_missing_columns(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """``table`` (rows read from a file of an earlier version) as ``columns``, in that
+    order: its own columns, and a null one, of this version's type, for each it lacks."""
+    fields = [HISTORY_SCHEMA.field(name) for name in columns]
+    arrays = [
+        table.column(field.name)
+        if field.name in table.column_names
+        else pa.nulls(table.num_rows, field.type)
+        for field in fields
+    ]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def type_name(column: str) -> str:

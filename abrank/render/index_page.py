@@ -6,7 +6,10 @@ overall verdicts of that date (the primary metric first: ``MRR@10 +0.246 (+45.6%
 per treatment; an interleaving's preference as ``preference by clicks Δ_AB +0.058 win``),
 alarm badges, a link to the latest readout's report.html and a sparkline of the primary
 metric's delta. The card's colour is the primary metric's verdict (a loss of any
-treatment's primary metric makes it a loss). The alarms:
+treatment's primary metric makes it a loss), unless the latest readout has a decision (its
+metrics have roles): then the card shows the decision's status as a badge with its first
+reason, and the status colours the card (ship green, no-ship the loss colour, keep-running
+amber, unhealthy red, its badge grey), whatever the verdicts. The alarms:
 
 - **SRM**: a sample ratio mismatch alarm (``srm_alarm``) at the latest date;
 - **loss**: the primary metric lost at the latest date;
@@ -34,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from abrank.decision.result import STATUSES
 from abrank.errors import ConfigError
 from abrank.readout.charts.trends import check_history_columns, parse_dates
 from abrank.render.chart_style import VERDICT_COLOURS
@@ -59,6 +63,8 @@ INDEX_COLUMNS = (
     "srm_alarm",
     "stale",
 )
+#: The history columns of the readout's decision, read when the history has them.
+DECISION_COLUMNS = ("decision", "decision_reason")
 
 _INDEX_CSS = """
 .cards { display: grid; gap: 14px; margin: 18px 0; }
@@ -66,6 +72,18 @@ _INDEX_CSS = """
   padding: 10px 14px; display: grid; grid-template-columns: 1fr auto; gap: 4px 18px; }
 .card.win { border-left-color: var(--win); }
 .card.loss { border-left-color: var(--loss); }
+.card.ship { border-left-color: var(--win); }
+.card.no-ship { border-left-color: var(--loss); }
+.card.keep-running { border-left-color: #9a6700; }
+.card.unhealthy { border-left-color: var(--alarm); }
+.card .decision { margin: 4px 0 0; font-size: 0.92rem; }
+.decision-badge { display: inline-block; font-size: 0.74rem; font-weight: 700;
+  letter-spacing: 0.04em; text-transform: uppercase; color: #fff; border-radius: 3px;
+  padding: 2px 7px; margin-right: 6px; background: var(--neutral); }
+.decision-badge.ship { background: var(--win); }
+.decision-badge.no-ship { background: var(--loss); }
+.decision-badge.keep-running { background: #9a6700; }
+.decision-badge.unhealthy { background: #555; }
 .card h2 { margin: 0; padding: 0; border: 0; font-size: 1.15rem; }
 .card h2 a { color: inherit; }
 .card .when { color: #555; font-size: 0.9rem; margin: 0; }
@@ -121,16 +139,20 @@ def _flag(values: pd.Series) -> bool:
 @dataclass(frozen=True)
 class ExperimentStatus:
     """What an experiment's card shows: its latest date, that date's overall rows of the
-    history (each treatment's primary metric first), the primary metric's verdict that
-    colours the card (``tone``: ``win``, ``loss`` or ``""``) and the alarms (``srm``,
-    ``loss`` of the primary metric, ``secondary_loss`` of another metric, ``stale``:
-    whether each fires)."""
+    history (each treatment's primary metric first), what colours the card (``tone``: the
+    decision's status when the latest readout has one, else the primary metric's verdict,
+    ``win``, ``loss`` or ``""``), the alarms (``srm``, ``loss`` of the primary metric,
+    ``secondary_loss`` of another metric, ``stale``: whether each fires) and the latest
+    readout's decision (``decision``: its status, ``reason``: its first reason; None
+    without one)."""
 
     name: str
     latest: date
     overall: pd.DataFrame
     alarms: dict[str, bool]
     tone: str = ""
+    decision: str | None = None
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The status as JSON-safe builtins: the overall rows as (treatment, metric,
@@ -149,6 +171,8 @@ class ExperimentStatus:
             ],
             "tone": self.tone,
             "alarms": dict(self.alarms),
+            "decision": self.decision,
+            "reason": self.reason,
         }
 
 
@@ -184,7 +208,24 @@ def experiment_status(name: str, rows: pd.DataFrame, today: date) -> ExperimentS
         "secondary_loss": "loss" in others,
         "stale": stale,
     }
-    return ExperimentStatus(name, latest, overall, alarms, tone)
+    decision, reason = _latest_decision(at_latest)
+    if decision is not None:
+        tone = decision
+    return ExperimentStatus(name, latest, overall, alarms, tone, decision, reason)
+
+
+def _latest_decision(at_latest: pd.DataFrame) -> tuple[str | None, str | None]:
+    """The decision's status and first reason of the latest date's readout (the same on
+    each of its rows); (None, None) when it has none, or the history has no such columns.
+    A status abrank does not know is not shown (nor does it colour the card)."""
+    if "decision" not in at_latest.columns:
+        return None, None
+    decided = at_latest[at_latest["decision"].isin(STATUSES)]
+    if decided.empty:
+        return None, None
+    row = decided.iloc[0]
+    reason = row.get("decision_reason")
+    return str(row["decision"]), str(reason) if isinstance(reason, str) and reason else None
 
 
 def _verdict_line(row: pd.Series) -> str:
@@ -260,6 +301,13 @@ def _card(name: str, rows: pd.DataFrame, link: str | None, today: date) -> str:
     ] or ['<span class="alarm-badge ok" title="no alarm at the latest date">ok</span>']
     lines = [_verdict_line(row) for _, row in overall.iterrows()]
     report = f' · <a href="{_e(link)}">latest report</a>' if link else ""
+    decision = []
+    if status.decision is not None:
+        reason = f' <span class="reason">{_e(status.reason)}</span>' if status.reason else ""
+        decision = [
+            f'<p class="decision"><span class="decision-badge {_e(status.decision)}" '
+            f'title="the latest readout\'s decision">{_e(status.decision)}</span>{reason}</p>'
+        ]
     return "\n".join(
         [
             f'<article class="card {tone}" id="experiment-{_e(name)}">',
@@ -267,6 +315,7 @@ def _card(name: str, rows: pd.DataFrame, link: str | None, today: date) -> str:
             f"<h2>{title}</h2>",
             f'<p class="when">latest {_e(latest.isoformat())} ({_e(_ago(latest, today))}){report}'
             "</p>",
+            *decision,
             '<ul class="verdicts">',
             *(lines or ["<li>no overall comparison</li>"]),
             "</ul>",
