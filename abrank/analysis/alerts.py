@@ -76,7 +76,10 @@ def _decided(status: str) -> Callable[[dict[str, Any]], list[str]]:
 
     def check(summary: dict[str, Any]) -> list[str]:
         decided, reason = readout_decision(summary)
-        return [reason] if decided == status and reason is not None else []
+        if decided != status or reason is None:
+            return []
+        head, _, rest = reason.partition(": ")  # the alert names the status already
+        return [rest if rest and head.lower().replace(" ", "-") == status else reason]
 
     return check
 
