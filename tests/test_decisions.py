@@ -321,6 +321,23 @@ def test_units_for_power_reaches_the_power_and_no_less():
     assert units_for_power([MetricPlan("success", 0.01, 1000, effect=0.0)], 0.8, 0.05, 0.05) is None
 
 
+def test_each_guardrail_gets_power_one_minus_beta_over_g():
+    # one tight guardrail beside two loose ones: P(ship) alone would reach 80% with the tight
+    # one at about 82%; the power correction asks 1 - 0.2 / 3 of each guardrail
+    plans = [
+        MetricPlan("success", se=0.001, n=1000, effect=0.05),
+        MetricPlan("guardrail", se=0.01, n=1000, margin=0.01),
+        MetricPlan("guardrail", se=0.001, n=1000, margin=0.05),
+        MetricPlan("guardrail", se=0.001, n=1000, margin=0.05),
+    ]
+    scale = units_for_power(plans, 0.8, 0.05, 0.05)
+    z = sps.norm.ppf
+    # the tight guardrail passes with 1 - Phi(z(0.95) - 0.01 / (0.01 / sqrt(scale)))
+    expected = ((z(0.95) - z(0.2 / 3)) * 0.01 / 0.01) ** 2
+    assert scale == pytest.approx(expected, rel=1e-6)
+    assert ship_probability(plans, scale, 0.05, 0.05) > 0.85
+
+
 # --------------------------------------------------------------------------- whole readouts
 
 

@@ -15,7 +15,10 @@ guardrail that truly holds (no change) passes with 1 - Phi(max(z(1 - alpha) - m 
 deterioration check with 1 - alpha_d / 2. The product of the last factors bounds P(ship)
 whatever n: many metrics checked for deterioration cost power.
 
-:func:`units_for_power` finds the smallest n whose P(ship) reaches the planned power; the
+:func:`units_for_power` finds the smallest n at which P(ship) reaches the planned power
+1 - beta and, as Schultzberg, Kjellin & Rydberg (2024) size a test for this rule, the
+success metrics win with probability 1 - beta and each of the G guardrails is shown
+non-inferior with probability 1 - beta / G (the power correction over guardrails). The
 planner (``abrank simulate``) and a ``keep-running`` decision both use it, so they agree.
 """
 
@@ -90,13 +93,27 @@ def units_for_power(
     plans: Sequence[MetricPlan], power: float, alpha: float, deterioration_alpha: float
 ) -> float | None:
     """The smallest scale (a multiple of the plans' ``n``) at which :func:`ship_probability`
-    reaches ``power``; None when no success metric moves or no scale reaches it."""
+    reaches ``power``, some success metric wins with ``power`` and every guardrail holds
+    with 1 - (1 - power) / G (module text); None when no success metric moves or no scale
+    reaches it."""
     if not any(p.role == "success" and p.effect > 0 for p in plans):
         return None
     if any(not (math.isfinite(p.se) and p.se >= 0) for p in plans):
         return None
 
+    guardrails = sum(1 for p in plans if p.role == "guardrail" and p.margin is not None)
+    each = 1.0 - (1.0 - power) / max(guardrails, 1)
+
     def reaches(scale: float) -> bool:
+        chances = metric_probabilities(plans, scale, alpha, deterioration_alpha)
+        missed = 1.0
+        for plan, chance in zip(plans, chances, strict=True):
+            if plan.role == "success":
+                missed *= 1.0 - chance
+            elif plan.role == "guardrail" and plan.margin is not None and chance < each:
+                return False
+        if 1.0 - missed < power:
+            return False
         return ship_probability(plans, scale, alpha, deterioration_alpha) >= power
 
     low, high = 1e-9, 1.0
