@@ -340,19 +340,19 @@ def test_each_guardrail_gets_power_one_minus_beta_over_g():
 
 # --------------------------------------------------------------------------- whole readouts
 
+#: the roles the bundled demo gives its metrics
+DEMO_ROLES = [
+    {"name": "mrr@10", "role": "success"},
+    "ndcg@10",
+    {"name": "recall@20", "role": "guardrail", "nim": 0.005},
+    "hit@3",
+]
+
 
 @pytest.fixture(scope="module")
 def demo_with_roles(tmp_path_factory):
     folder = tmp_path_factory.mktemp("roles")
-    path = _config(
-        folder,
-        [
-            {"name": "mrr@10", "role": "success"},
-            "ndcg@10",
-            {"name": "recall@20", "role": "guardrail", "nim": 0.005},
-            "hit@3",
-        ],
-    )
+    path = _config(folder, DEMO_ROLES)
     return abrank.run_experiment(path)
 
 
@@ -468,14 +468,6 @@ def test_every_design_decides(tmp_path, name, metrics):
 
 def test_duckdb_decides_as_the_memory_engine(demo_with_roles, tmp_path):
     pytest.importorskip("duckdb")
-    path = _config(
-        tmp_path,
-        [
-            {"name": "mrr@10", "role": "success"},
-            "ndcg@10",
-            {"name": "recall@20", "role": "guardrail", "nim": 0.005},
-            "hit@3",
-        ],
-    )
+    path = _config(tmp_path, DEMO_ROLES)
     on_duckdb = abrank.run_experiment(path, engine="duckdb").summary["decision"]
     assert on_duckdb == demo_with_roles.summary["decision"]

@@ -11,5 +11,5 @@ per-metric verdicts, one decision per readout: ``ship``, ``no-ship``, ``keep-run
   and the units it needs for the planned power (``keep-running``, ``abrank simulate``);
 - :mod:`abrank.decision.health`: the checks that make a readout ``unhealthy``;
 - :mod:`abrank.decision.rule`: the rule itself, over the comparison records and the
-  health checks, giving the :class:`~abrank.decision.result.Decision` of summary.json.
+  health checks, giving the :class:`~abrank.readout.model.Decision` of summary.json.
 """

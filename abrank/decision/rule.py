@@ -29,11 +29,15 @@ from scipy.special import ndtri
 
 from abrank.config import Experiment
 from abrank.decision.health import health_problems
-from abrank.decision.result import Decision, units_text
 from abrank.decision.sizing import MetricPlan, units_for_power
-from abrank.readout.model import ComparisonSummary, Summary
+from abrank.readout.model import ComparisonSummary, Decision, Summary
 
 RULE = "ship-if-success-and-no-harm"
+
+
+def units_text(unit: str | None) -> str:
+    """What the units are called in a sentence: ``queries``, or ``units (user_id)``."""
+    return "queries" if unit in (None, "queries") else f"units ({unit})"
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def readout_decision(summary: Mapping[str, Any]) -> tuple[str | None, str | None
     """The status of a readout's decision and its first reason (the readout's opening
     sentence), from summary.json's ``decision``; (None, None) when it has none (its metrics
     have no roles). DataError naming the key when the decision is malformed."""
-    from abrank.decision.result import STATUS_TEXT, STATUSES
+    from abrank.readout.model import STATUS_TEXT, STATUSES
 
     decision = summary.get("decision")
     if decision is None:

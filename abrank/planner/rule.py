@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from abrank.config import Experiment, load_experiment
-from abrank.decision.result import units_text
-from abrank.decision.rule import RuleSettings, metric_plan
+from abrank.decision.rule import RuleSettings, metric_plan, units_text
 from abrank.decision.sizing import metric_probabilities, ship_probability, units_for_power
 from abrank.errors import ConfigError
 

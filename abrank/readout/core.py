@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abrank.decision.result import Decision
-from abrank.readout.model import ComparisonSummary, Summary
+from abrank.readout.model import ComparisonSummary, Decision, Summary
 
 
 @dataclass(frozen=True)

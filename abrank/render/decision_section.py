@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from abrank.decision.result import Decision, units_text
-from abrank.readout.model import ComparisonSummary, Summary
+from abrank.decision.rule import units_text
+from abrank.readout.model import ComparisonSummary, Decision, Summary
 from abrank.render.blocks import Block, Cell, Column, Facts, Paragraph, Section, Table, own, spans
 from abrank.render.text import (
     comparison_subject,

@@ -37,9 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from abrank.decision.result import STATUSES
 from abrank.errors import ConfigError
 from abrank.readout.charts.trends import check_history_columns, parse_dates
+from abrank.readout.model import STATUSES
 from abrank.render.chart_style import VERDICT_COLOURS
 from abrank.render.html import REPORT_CSS
 from abrank.render.text import fmt_percent, fmt_signed, is_number, metric_display
