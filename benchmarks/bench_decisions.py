@@ -293,8 +293,9 @@ def metric_plans(setup: Setup, changes: Mapping[str, float], n: int) -> list[Met
 
 
 def planned_units(setup: Setup, reference: int = 10_000) -> int:
-    """The planner's n: the fewest units (online: an even number, both arms) at which
-    ``ship_probability`` reaches POWER with the first success metric at its MDE."""
+    """The planner's n: the fewest units (online: an even number, both arms) that
+    ``units_for_power`` gives with the first success metric at its MDE (P(ship) reaches
+    POWER, the success metrics win with POWER and each guardrail holds with 1 - beta/G)."""
     plans = metric_plans(setup, {setup.moved: setup.mde}, reference)
     scale = units_for_power(plans, POWER, ALPHA, ALPHA)
     if scale is None:

@@ -161,7 +161,7 @@ def test_the_rule_keeps_its_bounds_at_the_planners_n(bench, design, name) -> Non
         assert ship >= 0.8 - three_se(0.8, runs), counts
     else:
         planned = bench.planned_power(setup, {setup.moved: setup.mde}, n)
-        assert planned == pytest.approx(0.8, abs=0.002)
+        assert planned >= 0.8 - 1e-9  # P(ship) reaches 80% at the planner's n, or passes it
         assert ship < planned - three_se(planned, runs), counts
 
 
@@ -174,7 +174,7 @@ def test_ship_probability_agrees_with_the_simulation_for_independent_metrics(ben
     n = bench.planned_units(setup)
     changes = {setup.moved: setup.mde}
     planned = ship_probability(bench.metric_plans(setup.independent(), changes, n), 1.0, 0.05, 0.05)
-    assert planned == pytest.approx(0.8, abs=0.002)
+    assert planned >= 0.8 - 1e-9  # where a guardrail's 1 - beta/G binds, above 80%
     case = next(c for c in bench.cases(setup, n) if c.independent)
     runs = AGREEMENT_RUNS[design]
     counts = bench.run_case(setup, case, n, runs, seed=0)
