@@ -1,0 +1,9 @@
+"""Why did a metric move: per-query and per-document explanations (DESIGN.md
+"Explanations and the explorer").
+
+- :mod:`abrank.explain.lists`: each arm's ranked lists as the metrics read them (trec_eval's
+  order, the depth cut), one row per (query, document, rank);
+- :mod:`abrank.explain.rbo`: rank-biased overlap between two arms' lists, per query;
+- :mod:`abrank.explain.dcg`: the exact per-document decomposition of each query's change of
+  DCG@k and NDCG@k.
+"""

@@ -1,0 +1,188 @@
+"""Explanations: ranked lists in trec_eval's order, RBO against a slow reference, and the
+per-document decomposition of ΔDCG@k / ΔNDCG@k against the metric engine on TREC runs."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from abrank import evaluate
+from abrank.explain.dcg import dcg_contributions, ideal_dcg, query_changes
+from abrank.explain.lists import ranked_lists
+from abrank.explain.rbo import rbo
+from abrank.io.trec import read_trec_qrels, read_trec_run
+
+
+def _lists(rows: dict[str, list[str]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"query_id": q, "doc_id": d, "rank": i + 1}
+            for q, docs in rows.items()
+            for i, d in enumerate(docs)
+        ],
+        columns=["query_id", "doc_id", "rank"],
+    )
+
+
+# --------------------------------------------------------------------------- lists
+
+
+def test_ranked_lists_follow_trec_evals_order_and_cut():
+    frame = pd.DataFrame(
+        {
+            "query_id": ["q2", "q1", "q1", "q1", "q2"],
+            "doc_id": ["x", "a", "c", "b", "y"],
+            "score": [1.0, 2.0, 2.0, 3.0, 5.0],
+        }
+    )
+    lists = ranked_lists(frame)
+    # q1: b (3.0), then a and c tied at 2.0: doc id descending, c before a
+    assert lists.values.tolist() == [
+        ["q1", "b", 1],
+        ["q1", "c", 2],
+        ["q1", "a", 3],
+        ["q2", "y", 1],
+        ["q2", "x", 2],
+    ]
+    assert ranked_lists(frame, depth=1)["doc_id"].tolist() == ["b", "y"]
+
+
+# --------------------------------------------------------------------------- RBO
+
+
+def _rbo_reference(s: list[str], other: list[str], p: float) -> float:
+    """Webber et al.'s equation 32, term by term with sets (s the shorter list)."""
+    if len(s) > len(other):
+        s, other = other, s
+    if not s:
+        return 0.0 if other else math.nan
+    short, long = len(s), len(other)
+
+    def x(d: int) -> int:
+        return len(set(s[: min(d, short)]) & set(other[:d]))
+
+    first = sum(x(d) / d * p**d for d in range(1, long + 1))
+    second = sum(x(short) * (d - short) / (short * d) * p**d for d in range(short + 1, long + 1))
+    last = ((x(long) - x(short)) / long + x(short) / short) * p**long
+    return (1 - p) / p * (first + second) + last
+
+
+def test_rbo_by_hand():
+    control = _lists({"q1": ["a", "b"], "q2": ["a", "b", "c"], "q3": ["a"], "q5": ["z"]})
+    treatment = _lists({"q1": ["b", "a"], "q2": ["a", "b", "c"], "q3": ["b"], "q4": ["a"]})
+    got = rbo(control, treatment, p=0.9)
+    # q1: X_1 = 0, X_2 = 2: 0.1 / 0.9 * (2 / 2 * 0.81) + (2 / 2) * 0.81 = 0.09 + 0.81
+    assert got["q1"] == pytest.approx(0.9, abs=1e-15)
+    assert got["q2"] == pytest.approx(1.0, abs=1e-15)  # identical lists
+    assert got["q3"] == 0.0  # disjoint
+    assert got["q4"] == 0.0 and got["q5"] == 0.0  # one arm did not rank the query
+    assert list(got.index) == ["q1", "q2", "q3", "q4", "q5"]
+
+
+def test_rbo_equals_the_reference_on_generated_lists():
+    rng = np.random.default_rng(11)
+    pool = [f"d{i}" for i in range(40)]
+    control_rows, treatment_rows = {}, {}
+    for query in range(300):
+        kind = query % 5
+        a = list(rng.choice(pool, size=int(rng.integers(1, 30)), replace=False))
+        if kind == 0:  # disjoint
+            b = [d for d in pool if d not in a][: int(rng.integers(1, 10))]
+        elif kind == 1:  # the same documents, shuffled and cut
+            b = list(rng.permutation(a))[: int(rng.integers(1, len(a) + 1))]
+        else:
+            b = list(rng.choice(pool, size=int(rng.integers(1, 35)), replace=False))
+        control_rows[f"q{query:03d}"], treatment_rows[f"q{query:03d}"] = a, b
+    for p in (0.9, 0.5, 0.98):
+        got = rbo(_lists(control_rows), _lists(treatment_rows), p=p)
+        for query, a in control_rows.items():
+            expected = _rbo_reference(a, treatment_rows[query], p)
+            assert got[query] == pytest.approx(expected, abs=1e-12), (query, p)
+
+
+def test_rbo_reads_ties_in_trec_evals_order():
+    # tied scores: the lists RBO compares are trec_eval's (doc id descending within a tie)
+    control = pd.DataFrame(
+        {"query_id": ["q"] * 4, "doc_id": ["a", "b", "c", "d"], "score": [1.0, 1.0, 1.0, 0.5]}
+    )
+    treatment = pd.DataFrame(
+        {"query_id": ["q"] * 3, "doc_id": ["d", "a", "b"], "score": [3.0, 2.0, 2.0]}
+    )
+    got = rbo(ranked_lists(control), ranked_lists(treatment))
+    expected = _rbo_reference(["c", "b", "a", "d"], ["d", "b", "a"], 0.9)
+    assert got["q"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_rbo_refuses_a_persistence_outside_0_1():
+    lists = _lists({"q": ["a"]})
+    for p in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="persistence"):
+            rbo(lists, lists, p=p)
+
+
+# --------------------------------------------------------------------------- ΔDCG
+
+
+def test_contributions_by_hand():
+    control = _lists({"q": ["a", "b", "c"]})
+    treatment = _lists({"q": ["c", "a", "x"]})
+    judgments = pd.DataFrame(
+        {"query_id": ["q", "q", "q"], "doc_id": ["a", "b", "c"], "relevance": [1.0, 2.0, 3.0]}
+    )
+    rows = dcg_contributions(control, treatment, judgments, k=3).set_index("doc_id")
+    log2 = math.log2
+    assert rows.loc["a", "contribution"] == pytest.approx(1 * (1 / log2(3) - 1 / log2(2)))
+    assert rows.loc["b", "contribution"] == pytest.approx(2 * (0 - 1 / log2(3)))  # dropped
+    assert rows.loc["c", "contribution"] == pytest.approx(3 * (1 / log2(2) - 1 / log2(4)))
+    assert rows.loc["x", "contribution"] == 0.0 and math.isnan(rows.loc["x", "grade"])
+    ideal = 3 + 2 / log2(3) + 1 / log2(4)
+    assert rows["ideal"].tolist() == pytest.approx([ideal] * 4)
+    dcg_c = 1 + 2 / log2(3) + 3 / log2(4)
+    dcg_t = 3 + 1 / log2(3)
+    changes = query_changes(rows.reset_index())
+    assert changes.loc["q", "delta_dcg"] == pytest.approx(dcg_t - dcg_c, abs=1e-15)
+    assert changes.loc["q", "delta_ndcg"] == pytest.approx((dcg_t - dcg_c) / ideal, abs=1e-15)
+
+
+def test_ideal_dcg_with_exp_gain():
+    judgments = pd.DataFrame(
+        {"query_id": ["q"] * 3 + ["r"], "doc_id": list("abcd"), "relevance": [1, 3, 0, 0.0]}
+    )
+    ideal = ideal_dcg(judgments, 2, "exp")
+    assert ideal["q"] == pytest.approx(7 + 1 / math.log2(3))
+    assert math.isnan(ideal["r"])  # no gain to be had
+
+
+def _run(path) -> pd.DataFrame:
+    return read_trec_run(path).drop(columns=["rank"])  # scored as trec_eval does: by score
+
+
+def test_contributions_sum_to_the_engines_deltas_on_trec_runs(shared_data):
+    folder = shared_data / "trec-dl-passage"
+    qrels = read_trec_qrels(folder / "qrels.dl19-passage.txt")
+    runs = sorted((folder / "runs").glob("dl19.*.txt"))
+    assert len(runs) >= 2
+    metrics = ["dcg@10", "ndcg@10"]
+    for gain in ("linear", "exp"):
+        scored = {
+            run.name: evaluate(_run(run), qrels, metrics, gain=gain, depth=None) for run in runs
+        }
+        for first, second in itertools.combinations(runs, 2):
+            control, treatment = _run(first), _run(second)
+            rows = dcg_contributions(
+                ranked_lists(control), ranked_lists(treatment), qrels, 10, gain
+            )
+            changes = query_changes(rows)
+            before, after = scored[first.name], scored[second.name]
+            both = before.index.intersection(after.index).intersection(changes.index)
+            assert len(both) >= 40
+            for metric, column in (("dcg@10", "delta_dcg"), ("ndcg@10", "delta_ndcg")):
+                want = (after.loc[both, metric] - before.loc[both, metric]).to_numpy()
+                got = changes.loc[both, column].to_numpy()
+                defined = ~np.isnan(want)
+                assert defined.sum() >= 40
+                np.testing.assert_allclose(got[defined], want[defined], rtol=0, atol=1e-12)
