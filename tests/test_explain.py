@@ -186,3 +186,50 @@ def test_contributions_sum_to_the_engines_deltas_on_trec_runs(shared_data):
                 defined = ~np.isnan(want)
                 assert defined.sum() >= 40
                 np.testing.assert_allclose(got[defined], want[defined], rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- moves
+
+
+def test_moves_tags_and_their_parts_of_the_change():
+    from abrank.explain.moves import by_move, document_moves, query_tags
+
+    control = _lists({"q": ["a", "b", "c", "e"], "r": ["a"]})
+    treatment = _lists({"q": ["c", "a", "u", "f"], "r": ["a"]})
+    judgments = pd.DataFrame(
+        {
+            "query_id": ["q"] * 5 + ["r"],
+            "doc_id": ["a", "b", "c", "e", "f", "a"],
+            "relevance": [1.0, 2.0, 3.0, 0.0, 1.0, 1.0],
+        }
+    )
+    rows = dcg_contributions(control, treatment, judgments, k=4)
+    moves = dict(zip(rows["query_id"] + ":" + rows["doc_id"], document_moves(rows), strict=True))
+    assert moves == {
+        "q:a": "relevant_demoted",  # 1 -> 2
+        "q:b": "relevant_dropped",
+        "q:c": "relevant_promoted",  # 3 -> 1
+        "q:e": "other",  # judged not relevant, dropped
+        "q:f": "relevant_entered",
+        "q:u": "unjudged_entered",
+        "r:a": "unchanged",
+    }
+    missing = pd.Series({"q": "", "r": "reranker", "s": "reranker"})
+    tags = query_tags(rows, missing=missing)
+    assert tags["q"] == [
+        "relevant_promoted",
+        "relevant_demoted",
+        "relevant_entered",
+        "relevant_dropped",
+        "unjudged_entered",
+    ]
+    assert tags["r"] == ["missing_log"] and tags["s"] == ["missing_log"]
+    parts = by_move(rows)
+    changes = query_changes(rows)
+    assert parts.sum() == pytest.approx(changes["delta_dcg"].mean(), abs=1e-15)
+    log2 = math.log2
+    assert parts["relevant_promoted"] == pytest.approx(3 * (1 - 1 / log2(4)) / 2)
+    assert parts["relevant_entered"] == pytest.approx(1 / log2(5) / 2)
+    assert parts["unjudged_entered"] == 0.0
+    normalised = by_move(rows, normalise=True)
+    assert normalised.sum() == pytest.approx(changes["delta_ndcg"].mean(), abs=1e-15)

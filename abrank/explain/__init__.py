@@ -5,5 +5,7 @@
   order, the depth cut), one row per (query, document, rank);
 - :mod:`abrank.explain.rbo`: rank-biased overlap between two arms' lists, per query;
 - :mod:`abrank.explain.dcg`: the exact per-document decomposition of each query's change of
-  DCG@k and NDCG@k.
+  DCG@k and NDCG@k;
+- :mod:`abrank.explain.moves`: what each document did (promoted, demoted, entered,
+  dropped, unjudged entering), each query's tags, and the parts of the change per move.
 """
