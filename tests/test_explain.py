@@ -233,3 +233,37 @@ def test_moves_tags_and_their_parts_of_the_change():
     assert parts["unjudged_entered"] == 0.0
     normalised = by_move(rows, normalise=True)
     assert normalised.sum() == pytest.approx(changes["delta_ndcg"].mean(), abs=1e-15)
+
+
+# --------------------------------------------------------------------------- other metrics
+
+
+@pytest.mark.parametrize("metric", ["mrr@10", "hit@3", "recall@20", "precision@5", "ndcg@10", "dcg@5"])
+def test_every_split_metric_sums_to_the_engines_delta_on_trec_runs(shared_data, metric):
+    from abrank.explain.contributions import metric_contributions
+
+    folder = shared_data / "trec-dl-passage"
+    qrels = read_trec_qrels(folder / "qrels.dl19-passage.txt")
+    first, second = sorted((folder / "runs").glob("dl19.bm25*.txt"))[:2]
+    control, treatment = _run(first), _run(second)
+    before = evaluate(control, qrels, [metric], rel_level=2, depth=None)[metric]
+    after = evaluate(treatment, qrels, [metric], rel_level=2, depth=None)[metric]
+    rows = metric_contributions(
+        metric, ranked_lists(control), ranked_lists(treatment), qrels, threshold=2
+    )
+    got = rows.groupby("query_id")["contribution"].sum()
+    both = before.dropna().index.intersection(after.dropna().index)
+    assert len(both) >= 40
+    want = after[both] - before[both]
+    # a query whose top k holds nothing relevant in either arm has no rows: its change is 0
+    np.testing.assert_allclose(got.reindex(both, fill_value=0.0), want, rtol=0, atol=1e-12)
+    assert (want != 0).sum() >= 5  # the two runs differ on many queries
+
+
+def test_a_metric_that_does_not_split_is_refused():
+    from abrank.explain.contributions import metric_contributions
+
+    lists = _lists({"q": ["a"]})
+    judgments = pd.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [1.0]})
+    with pytest.raises(ValueError, match="map"):
+        metric_contributions("map", lists, lists, judgments)

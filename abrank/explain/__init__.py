@@ -6,6 +6,7 @@
 - :mod:`abrank.explain.rbo`: rank-biased overlap between two arms' lists, per query;
 - :mod:`abrank.explain.dcg`: the exact per-document decomposition of each query's change of
   DCG@k and NDCG@k;
+- :mod:`abrank.explain.contributions`: the same split for MRR, hit, recall and precision;
 - :mod:`abrank.explain.moves`: what each document did (promoted, demoted, entered,
   dropped, unjudged entering), each query's tags, and the parts of the change per move.
 """
