@@ -75,6 +75,8 @@ def test_run_writes_the_readout_folder(experiment, tmp_path, capsys):
     assert sorted(p.name for p in out_dir.iterdir() if p.is_file()) == [
         ".abrank-readout",
         "per_query.csv",
+        "queries.parquet",  # the explanation tables (abrank.explain)
+        "rankings.parquet",
         "report.html",
         "report.md",
         "summary.json",
@@ -234,6 +236,8 @@ def test_format_option_limits_the_outputs(experiment, tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [
         ".abrank-readout",
         "per_query.csv",
+        "queries.parquet",
+        "rankings.parquet",
         "summary.json",
     ]
 

@@ -238,7 +238,9 @@ def test_moves_tags_and_their_parts_of_the_change():
 # --------------------------------------------------------------------------- other metrics
 
 
-@pytest.mark.parametrize("metric", ["mrr@10", "hit@3", "recall@20", "precision@5", "ndcg@10", "dcg@5"])
+@pytest.mark.parametrize(
+    "metric", ["mrr@10", "hit@3", "recall@20", "precision@5", "ndcg@10", "dcg@5"]
+)
 def test_every_split_metric_sums_to_the_engines_delta_on_trec_runs(shared_data, metric):
     from abrank.explain.contributions import metric_contributions
 
@@ -267,3 +269,75 @@ def test_a_metric_that_does_not_split_is_refused():
     judgments = pd.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [1.0]})
     with pytest.raises(ValueError, match="map"):
         metric_contributions("map", lists, lists, judgments)
+
+
+# --------------------------------------------------------------------------- the readout
+
+
+@pytest.fixture(scope="module")
+def demo_readout(tmp_path_factory):
+    from pathlib import Path
+
+    import abrank
+    from abrank.analysis import write_readout
+    from abrank.readout import load_readout
+
+    root = Path(__file__).resolve().parent.parent
+    readout = abrank.run_experiment(root / "experiments" / "demo-reranker.yaml")
+    folder = tmp_path_factory.mktemp("explained") / "demo"
+    write_readout(readout, folder, formats=("json", "csv"))
+    return readout, load_readout(folder), folder
+
+
+def test_the_demo_keeps_its_explanation_tables(demo_readout):
+    readout, loaded, folder = demo_readout
+    queries, rankings = readout.queries, readout.rankings
+    assert len(queries) == 2000 and queries["query_id"].is_unique
+    # the lists are the top 20 (recall@20 is the deepest cutoff), with the judgments' grades
+    assert rankings.groupby(["arm", "query_id"]).size().max() == 20
+    assert set(rankings["arm"]) == {"bm25", "reranker"}
+    per_query = readout.per_query.set_index(["arm", "query_id"])
+    for arm in ("bm25", "reranker"):
+        mine = queries.set_index("query_id")[f"{arm}:mrr@10"]
+        theirs = per_query.loc[arm, "mrr@10"].reindex(mine.index)
+        np.testing.assert_array_equal(mine.to_numpy(), theirs.to_numpy())
+    lacked = queries.loc[queries["missing_in"] != "", "tags:reranker"]
+    assert len(lacked) == 20 and all("missing_log" in tags for tags in lacked)
+    # read back from the folder: the same tables
+    pd.testing.assert_frame_equal(loaded.rankings, rankings)
+    assert loaded.queries["query_id"].tolist() == queries["query_id"].tolist()
+    size = sum((folder / name).stat().st_size for name in ("queries.parquet", "rankings.parquet"))
+    assert size < 2 * (folder / "per_query.csv").stat().st_size
+
+
+@pytest.mark.parametrize("metric", ["mrr@10", "ndcg@10", "recall@20", "hit@3"])
+def test_query_lists_sum_to_each_querys_change(demo_readout, metric):
+    readout, loaded, _ = demo_readout
+    queries = readout.queries.set_index("query_id")
+    deltas = queries[f"delta:reranker:{metric}"].dropna()
+    moved = deltas[deltas != 0]
+    for query in [*moved.index[:15], moved.idxmin(), moved.idxmax()]:
+        table = loaded.query(query, metric)
+        assert table["contribution"].sum() == pytest.approx(deltas[query], abs=1e-12)
+        assert list(table.columns) == [
+            "doc_id",
+            "grade",
+            "rank_bm25",
+            "rank_reranker",
+            "contribution",
+        ]
+    # the mean change over the compared queries, split by move: the parts sum to it
+    parts = readout.explain(metric)
+    assert parts.sum() == pytest.approx(deltas.mean(), abs=1e-12)
+
+
+def test_query_and_explain_name_what_they_refuse(demo_readout):
+    from abrank.errors import ConfigError
+
+    readout, _, _ = demo_readout
+    with pytest.raises(ConfigError, match="expected a query of the readout"):
+        readout.query("no-such-query")
+    with pytest.raises(ConfigError, match="expected one of"):
+        readout.query(readout.queries["query_id"][0], "map")
+    with pytest.raises(ConfigError, match="treatment: expected one of"):
+        readout.explain("mrr@10", treatment="bm25")

@@ -19,6 +19,8 @@ from abrank.errors import ConfigError
 READOUT_FILES = {
     READOUT_MARKER,
     "per_query.csv",
+    "queries.parquet",
+    "rankings.parquet",
     "report.html",
     "report.md",
     "summary.json",

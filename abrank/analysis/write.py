@@ -134,6 +134,7 @@ def _fill(readout: Readout, staging: Path, formats: Collection[str]) -> None:
             (staging / "summary.json").write_text(summary_json(readout.summary), encoding="utf-8")
         if "csv" in formats:
             _write_csv(readout.per_query, staging / "per_query.csv")
+            write_explanation(readout, staging)
         if report is not None:
             write_chart_data(readout, staging)  # so that the folder can be rendered again
     except BaseException:
@@ -142,6 +143,18 @@ def _fill(readout: Readout, staging: Path, formats: Collection[str]) -> None:
         raise
     if report is not None:
         report.write()
+
+
+EXPLANATION_FILES = ("queries.parquet", "rankings.parquet")
+"""The explanation tables a readout holds when its design makes them (abrank.explain)."""
+
+
+def write_explanation(readout: Readout, staging: Path) -> None:
+    """queries.parquet and rankings.parquet, when the readout has them."""
+    if readout.queries is None or readout.rankings is None:
+        return
+    for name, frame in zip(EXPLANATION_FILES, (readout.queries, readout.rankings), strict=True):
+        frame.to_parquet(staging / name, index=False, compression="zstd")  # a third smaller
 
 
 def write_folder(folder: str | Path, name: str | None, fill: Callable[[Path], None]) -> list[Path]:

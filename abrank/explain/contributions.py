@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from abrank.explain.dcg import dcg_contributions
+from abrank.explain.dcg import dcg_contributions, ideal_dcg
 from abrank.metrics.names import Metric, parse_metric
 
 SPLIT_FAMILIES: tuple[str, ...] = ("dcg", "ndcg", "mrr", "hit", "recall", "precision")
@@ -38,11 +38,15 @@ def metric_contributions(
     *,
     threshold: float = 1.0,
     gain: str = "linear",
+    normaliser: pd.Series | None = None,
 ) -> pd.DataFrame:
     """One row per (query, document) in either arm's top k: ``query_id``, ``doc_id``,
     ``grade``, ``rank_control``, ``rank_treatment`` and ``contribution`` to the query's
     change of ``metric`` (module text), plus ``ideal`` (the ideal DCG@k, for the moves of
-    :mod:`abrank.explain.moves`). ValueError for a metric that does not split."""
+    :mod:`abrank.explain.moves`). ``normaliser`` (per query id) stands in for what the
+    judgments would give, where they are not all at hand: NDCG's ideal DCG@k, recall's
+    number of relevant judgments (:func:`normaliser`). ValueError for a metric that does
+    not split."""
     spec = metric if isinstance(metric, Metric) else parse_metric(metric)
     if spec.family not in SPLIT_FAMILIES or spec.k is None:
         raise ValueError(
@@ -54,6 +58,8 @@ def metric_contributions(
     if spec.family == "dcg":
         return rows
     if spec.family == "ndcg":
+        if normaliser is not None:
+            rows["ideal"] = rows["query_id"].map(normaliser).to_numpy(dtype=np.float64)
         ideal = rows["ideal"].to_numpy(dtype=np.float64)
         rows["contribution"] = np.where(ideal > 0, rows["contribution"] / ideal, 0.0)
         return rows
@@ -78,7 +84,7 @@ def metric_contributions(
     if spec.family == "precision":
         rows["contribution"] = moved / k
         return rows
-    total = (judgments["relevance"] >= level).groupby(judgments["query_id"]).sum()
+    total = normaliser if normaliser is not None else _relevant(judgments, level)
     count = rows["query_id"].map(total).to_numpy(dtype=np.float64)
     rows["contribution"] = np.where(count > 0, moved / np.where(count > 0, count, 1.0), 0.0)
     return rows
@@ -89,3 +95,21 @@ def _first(rows: pd.DataFrame, shown: np.ndarray, rank: np.ndarray) -> np.ndarra
     keyed = pd.Series(np.where(shown, rank, np.inf), index=rows.index)
     best = keyed.groupby(rows["query_id"]).transform("min").to_numpy()
     return shown & (keyed.to_numpy() == best)
+
+
+def normaliser(
+    metric: str | Metric, judgments: pd.DataFrame, *, threshold: float = 1.0, gain: str = "linear"
+) -> pd.Series | None:
+    """Per judged query, what ``metric``'s change is divided by and only the whole
+    judgments know: NDCG's ideal DCG@k, recall's number of relevant judgments (None for the
+    other families)."""
+    spec = metric if isinstance(metric, Metric) else parse_metric(metric)
+    if spec.family == "ndcg" and spec.k is not None:
+        return ideal_dcg(judgments, spec.k, spec.gain or gain)
+    if spec.family == "recall":
+        return _relevant(judgments, float(spec.rel) if spec.rel is not None else threshold)
+    return None
+
+
+def _relevant(judgments: pd.DataFrame, level: float) -> pd.Series:
+    return (judgments["relevance"] >= level).groupby(judgments["query_id"]).sum().astype(float)

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from abrank.errors import DataError
-from abrank.io.arrow import order_rows, positions, query_codes
+from abrank.io.arrow import as_arrow, order_rows, positions, query_codes
 
 
 def ranked_lists(rankings: pd.DataFrame, depth: int | None = None) -> pd.DataFrame:
@@ -27,8 +27,8 @@ def ranked_lists(rankings: pd.DataFrame, depth: int | None = None) -> pd.DataFra
         raise DataError(
             f"rankings: columns: expected a rank or a score column, got {list(rankings.columns)}"
         )
-    queries = pa.chunked_array([pa.array(rankings["query_id"].astype(str), pa.large_string())])
-    docs = pa.chunked_array([pa.array(rankings["doc_id"].astype(str), pa.large_string())])
+    queries = as_arrow(rankings["query_id"], "rankings: query_id")
+    docs = as_arrow(rankings["doc_id"], "rankings: doc_id")
     codes, ids = query_codes(queries)
     order, within_ties = order_rows(codes, key, docs)
     rows = np.arange(codes.size) if order is None else order
@@ -38,7 +38,7 @@ def ranked_lists(rankings: pd.DataFrame, depth: int | None = None) -> pd.DataFra
     taken = rows[keep]
     return pd.DataFrame(
         {
-            "query_id": np.asarray(ids.to_pylist(), dtype=object)[ordered[keep]],
+            "query_id": ids.take(pa.array(ordered[keep])).to_numpy(zero_copy_only=False),
             "doc_id": docs.take(pa.array(taken)).to_numpy(zero_copy_only=False),
             "rank": rank[keep],
         }

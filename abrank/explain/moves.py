@@ -63,24 +63,24 @@ def query_tags(
     """Per query, its tags: the moves of :data:`MOVES` its documents made, in that order,
     then ``missing_log`` where ``missing`` (per query id: the arms whose log lacked it,
     empty when none) says so."""
-    moves = document_moves(contributions, threshold)
-    found = pd.DataFrame({"query_id": contributions["query_id"], "move": moves})
-    found = found[found["move"].isin(MOVES)]
-    order = {move: i for i, move in enumerate(MOVES)}
-    per_query = found.drop_duplicates().assign(order=lambda f: f["move"].map(order))
-    per_query = per_query.sort_values(["query_id", "order"])
-    tags = per_query.groupby("query_id", sort=True)["move"].agg(list)
+    moves = document_moves(contributions, threshold).to_numpy()
     queries = pd.Index(contributions["query_id"].unique()).sort_values()
     if missing is not None:
         queries = queries.union(pd.Index(missing.index))
-    tags = tags.reindex(queries)
-    tags = tags.apply(lambda value: value if isinstance(value, list) else [])
+    code = queries.get_indexer(contributions["query_id"])
+    mask = np.zeros(len(queries), dtype=np.int64)
+    for bit, move in enumerate(MOVES):  # one bit per move a query's documents made
+        hit = np.bincount(code[moves == move], minlength=len(queries)) > 0
+        mask |= hit.astype(np.int64) << bit
     if missing is not None:
-        lacked = missing.reindex(queries).fillna("").astype(str) != ""
-        tags = pd.Series(
-            [[*t, MISSING_LOG] if flag else t for t, flag in zip(tags, lacked, strict=True)],
-            index=queries,
-        )
+        lacked = missing.reindex(queries).fillna("").astype(str).to_numpy() != ""
+        mask |= lacked.astype(np.int64) << len(MOVES)
+    names = [*MOVES, MISSING_LOG]
+    lists = {
+        value: [name for bit, name in enumerate(names) if value >> bit & 1]
+        for value in np.unique(mask).tolist()
+    }
+    tags = pd.Series([lists[value] for value in mask.tolist()], index=queries, dtype=object)
     tags.index.name = "query_id"
     return tags.rename("tags")
 

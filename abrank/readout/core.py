@@ -61,6 +61,8 @@ class Readout:
     ctr_by_rank: pd.DataFrame | None = None
     unit_values: pd.DataFrame | None = None
     history: pd.DataFrame | None = None
+    queries: pd.DataFrame | None = None
+    rankings: pd.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable readout (what ``summary.json`` holds)."""
@@ -79,6 +81,8 @@ class Readout:
         ctr_by_rank: pd.DataFrame | None = None,
         unit_values: pd.DataFrame | None = None,
         history: pd.DataFrame | None = None,
+        queries: pd.DataFrame | None = None,
+        rankings: pd.DataFrame | None = None,
     ) -> Readout:
         """A readout whose ``summary`` is the typed ``summary``'s dict."""
         readout = cls(
@@ -91,6 +95,8 @@ class Readout:
             ctr_by_rank,
             unit_values,
             history,
+            queries,
+            rankings,
         )
         vars(readout)["model"] = summary  # what the cached property would compute
         return readout
@@ -99,6 +105,25 @@ class Readout:
     def model(self) -> Summary:
         """The summary as typed records (:class:`abrank.readout.model.Summary`)."""
         return Summary.from_dict(self.summary)
+
+    def query(
+        self, query_id: Any, metric: str | None = None, treatment: str | None = None
+    ) -> pd.DataFrame:
+        """The arms' lists of one query side by side (:func:`abrank.explain.query_lists`):
+        one row per document any arm shows, its grade, its rank in each arm and its
+        contribution to the treatment - control change of ``metric`` (default: the primary
+        metric; the first treatment by default)."""
+        from abrank.explain.readout import query_lists
+
+        return query_lists(self, query_id, metric, treatment)
+
+    def explain(self, metric: str | None = None, treatment: str | None = None) -> pd.Series:
+        """The mean change of ``metric`` over the compared queries, split by what the
+        documents did (promoted, demoted, entered, dropped, ...):
+        :func:`abrank.explain.explain_change`."""
+        from abrank.explain.readout import explain_change
+
+        return explain_change(self, metric, treatment)
 
     @property
     def decision(self) -> Decision | None:

@@ -98,7 +98,8 @@ def load_readout(folder: str | Path) -> Readout:
 
     Reads summary.json (checked against the typed model: a missing or malformed key is a
     DataError naming it), per_query.csv (ids and segment values as text, metrics as
-    numbers) and, when present, :data:`CHART_DATA` and :data:`HISTORY_DATA`.
+    numbers) and, when present, :data:`CHART_DATA`, :data:`HISTORY_DATA` and the
+    explanation tables (queries.parquet, rankings.parquet).
     """
     folder = Path(folder)
     summary_path = folder / "summary.json"
@@ -119,9 +120,34 @@ def load_readout(folder: str | Path) -> Readout:
     per_query = _read_per_query(folder / "per_query.csv", summary)
     curves, first, deltas, config_text, online = _read_chart_data(folder / CHART_DATA)
     history = _read_history(folder / HISTORY_DATA)
+    queries, rankings = _read_explanation(folder)
     return Readout.from_summary(
-        summary, per_query, curves, first, deltas, config_text, **online, history=history
+        summary,
+        per_query,
+        curves,
+        first,
+        deltas,
+        config_text,
+        **online,
+        history=history,
+        queries=queries,
+        rankings=rankings,
     )
+
+
+def _read_explanation(folder: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """queries.parquet and rankings.parquet (abrank.explain.tables), when the folder has
+    both; DataError naming a file that is not a readable table."""
+    paths = [folder / "queries.parquet", folder / "rankings.parquet"]
+    if not all(path.is_file() for path in paths):
+        return None, None
+    frames = []
+    for path in paths:
+        try:
+            frames.append(pd.read_parquet(path))
+        except Exception as exc:  # pyarrow's errors for a damaged file vary by version
+            raise DataError(f"{path}: expected a Parquet table, got {exc}") from None
+    return frames[0], frames[1]
 
 
 def _read_per_query(path: Path, summary: Summary) -> pd.DataFrame:

@@ -1,0 +1,35 @@
+"""The offline readout's explanation tables (:mod:`abrank.explain.tables`), made where the
+arms' rankings are held in memory (the memory engine; an SQL engine leaves them where the
+files lie, and its readout has no such tables yet)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from abrank.config import Experiment
+
+
+def with_explanation(readout: Any, experiment: Experiment, data: Any, scored: Any) -> Any:
+    """``readout`` with its ``queries`` and ``rankings`` tables, when every arm's rankings
+    are in memory; as it is otherwise."""
+    from abrank.analysis.summarise import missing_in_column
+    from abrank.explain.tables import offline_explanation
+
+    if not data.rankings or any(len(frame) == 0 for frame in data.rankings.values()):
+        return readout
+    explanation = offline_explanation(
+        {arm.name: data.rankings[arm.name] for arm in experiment.arms},
+        data.judgments,
+        {arm.name: scored.values[arm.name] for arm in experiment.arms},
+        data.segments,
+        missing_in_column(experiment, scored),
+        control=experiment.control.name,
+        metrics=list(experiment.metrics),
+        threshold=experiment.relevance_threshold,
+        gain=experiment.gain,
+    )
+    model = readout.model
+    out = dataclasses.replace(readout, queries=explanation.queries, rankings=explanation.rankings)
+    vars(out)["model"] = model  # the summary did not change
+    return out
