@@ -341,3 +341,19 @@ def test_query_and_explain_name_what_they_refuse(demo_readout):
         readout.query(readout.queries["query_id"][0], "map")
     with pytest.raises(ConfigError, match="treatment: expected one of"):
         readout.explain("mrr@10", treatment="bm25")
+
+
+def test_a_readout_above_the_row_limit_goes_without_the_tables(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import abrank
+    from abrank.designs.offline import explain
+
+    monkeypatch.setattr(explain, "MAX_ROWS", 10)
+    said = []
+    root = Path(__file__).resolve().parent.parent
+    readout = abrank.run_experiment(
+        root / "experiments" / "demo-reranker.yaml", progress=said.append
+    )
+    assert readout.queries is None and readout.rankings is None
+    assert any("no explanation tables: 79," in line and "more than 10" in line for line in said)

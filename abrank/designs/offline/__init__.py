@@ -93,7 +93,7 @@ class OfflineDesign:
                 condensed = judged_only_result(judged_only) if repeated else None
         say("summarising")
         readout = build_readout(experiment, data, scored, comparisons, too_small, condensed)
-        return with_explanation(readout, experiment, data, scored)
+        return with_explanation(readout, experiment, data, scored, say)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """The queries of each arm's rankings and the judged queries (opened by the chosen
