@@ -328,7 +328,7 @@ def test_query_lists_sum_to_each_querys_change(demo_readout, metric):
         ]
     # the mean change over the compared queries, split by move: the parts sum to it
     parts = readout.explain(metric)
-    assert parts.sum() == pytest.approx(deltas.mean(), abs=1e-12)
+    assert parts["change"].sum() == pytest.approx(deltas.mean(), abs=1e-12)
 
 
 def test_query_and_explain_name_what_they_refuse(demo_readout):

@@ -4,7 +4,8 @@ The golden text below was read line by line, and the test does not trust it blin
 headline lines and results rows in it are rebuilt here from summary.json numbers with
 plain f-strings (the formatting rules of ``abrank.render``), the verdicts are re-derived
 from the adjusted p-values, the means from the per-query table, the data fingerprints
-from the files themselves (hashlib) and the config block from the config file.
+from the files themselves (hashlib) and the config block from the config file. The What
+moved section's numbers are counted the slow way in ``test_what_moved.py``.
 """
 
 from __future__ import annotations
@@ -404,6 +405,142 @@ Too small to compare: locale=ja-JP (n = 27).
 ![Hit@3 by segment](charts/segments-hit-3.png)
 
 *Hit@3: the delta and its BH-adjusted 95% confidence interval (drawn at 96.2%–98.9%) within each segment, coloured by verdict (after the segment family's correction).*
+
+## What moved
+
+MRR@10 changed by +0.246 on average over 1,910 queries. By what the documents did in the top 10, relevant documents: promoted +0.332, demoted -0.201, entering +0.159, leaving -0.037, kept their rank -0.007. Unjudged documents entering count for nothing (a document without a judgment is taken as not relevant): 1,086 entered the top 10 in 851 queries; the Unjudged documents section says how far that holds.
+
+| relevant documents | part of the change | documents | queries |
+|---|--:|--:|--:|
+| promoted | +0.332 | 1,497 | 1,140 |
+| demoted | -0.201 | 750 | 655 |
+| entering | +0.159 | 898 | 762 |
+| leaving | -0.037 | 275 | 251 |
+| unjudged entering | +0.000 | 1,086 | 851 |
+| kept their rank | -0.007 | 1,275 | 946 |
+| change | +0.246 |  | 1,910 |
+
+![What moved each metric](charts/what_moved.png)
+
+*The mean change per query split by what the documents did in the metric's top k: relevant documents promoted, demoted, entering and leaving, unjudged documents entering (0: they count as not relevant); the steps add up to the blue bar.*
+
+**Why Recall@20 lost**
+
+Recall@20 changed by -0.009 on average over 1,910 queries. By what the documents did in the top 20, relevant documents: entering +0.004, leaving -0.013. Unjudged documents entering count for nothing (a document without a judgment is taken as not relevant): 1,091 entered the top 20 in 872 queries; the Unjudged documents section says how far that holds.
+
+| relevant documents | part of the change | documents | queries |
+|---|--:|--:|--:|
+| entering | +0.004 | 16 | 16 |
+| leaving | -0.013 | 56 | 33 |
+| unjudged entering | +0.000 | 1,091 | 872 |
+| change | -0.009 |  | 1,910 |
+
+56 relevant documents left the top 20 in 33 queries; 42 of them in queries an arm's log lacked (its list is empty there: a logging gap, not a worse ranking). The 10 queries both logs hold that lost most by them:
+
+| query | document | grade | control rank | part |
+|---|---|--:|--:|--:|
+| q00700 | d4572734 | 1 | 5 | -1.000 |
+| q00838 | d3753977 | 1 | 13 | -1.000 |
+| q00790 | d4935116 | 1 | 11 | -0.500 |
+| q01432 | d0983767 | 1 | 17 | -0.500 |
+| q01772 | d3729143 | 1 | 16 | -0.500 |
+| q01269 | d6782729 | 1 | 17 | -0.333 |
+| q01558 | d6935376 | 1 | 7 | -0.333 |
+| q01906 | d4959753 | 1 | 9 | -0.333 |
+| q00762 | d6406425 | 1 | 3 | -0.250 |
+| q01206 | d4139229 | 1 | 6 | -0.250 |
+
+**Per locale** (MRR@10, mean per query of the segment)
+
+| locale | queries | promoted | demoted | entering | leaving | kept their rank | change |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| de-DE | 331 | +0.313 | -0.192 | +0.184 | -0.035 | -0.010 | +0.260 |
+| en-US | 1,057 | +0.336 | -0.195 | +0.147 | -0.039 | -0.006 | +0.243 |
+| es-ES | 223 | +0.324 | -0.195 | +0.162 | -0.057 | -0.009 | +0.225 |
+| fr-FR | 272 | +0.353 | -0.232 | +0.163 | -0.016 | -0.006 | +0.261 |
+| ja-JP | 27 | +0.247 | -0.273 | +0.241 | -0.005 | +0.000 | +0.209 |
+
+**Per device** (MRR@10, mean per query of the segment)
+
+| device | queries | promoted | demoted | entering | leaving | kept their rank | change |
+|---|--:|--:|--:|--:|--:|--:|--:|
+| desktop | 721 | +0.334 | -0.209 | +0.151 | -0.048 | -0.007 | +0.221 |
+| mobile | 1,028 | +0.335 | -0.194 | +0.163 | -0.030 | -0.007 | +0.267 |
+| tablet | 161 | +0.308 | -0.204 | +0.164 | -0.034 | -0.007 | +0.226 |
+
+**The query that lost most** (MRR@10 1.000 → 0.000 (-1.000))
+
+query `q00267`
+
+**BM25 (production)** (top 10)
+
+| rank | document | grade | now | part |
+|--:|---|--:|--:|--:|
+| 1 | d2084882 | 1 | 13 | -1.000 |
+| 2 | d2476811 | 0 | 2 |  |
+| 3 | d0277590 | 0 | 3 |  |
+| 4 | d8410404 | 0 | 9 |  |
+| 5 | d7958581 | 0 | 8 |  |
+| 6 | d6151289 | 0 | 6 |  |
+| 7 | d0729413 | 1 | 14 |  |
+| 8 | d8862227 | 0 | 18 |  |
+| 9 | d3892174 | 0 | 11 |  |
+| 10 | d1121342 | 0 | 16 |  |
+
+**Cross-encoder reranker** (top 10)
+
+| rank | document | grade | was | part |
+|--:|---|--:|--:|--:|
+| 1 | d1181236 | 0 | 14 |  |
+| 2 | d2476811 | 0 | 2 |  |
+| 3 | d0277590 | 0 | 3 |  |
+| 4 | d7054935 | 0 | 13 |  |
+| 5 | d1573165 | 0 | 20 |  |
+| 6 | d6151289 | 0 | 6 |  |
+| 7 | d5699466 | 0 | 17 |  |
+| 8 | d7958581 | 0 | 5 |  |
+| 9 | d8410404 | 0 | 4 |  |
+| 10 | d1633059 | 0 | 16 |  |
+
+**The query that won most** (MRR@10 0.000 → 1.000 (+1.000))
+
+query `q00028`
+
+**BM25 (production)** (top 10)
+
+| rank | document | grade | now | part |
+|--:|---|--:|--:|--:|
+| 1 | d4411067 | 0 | 2 |  |
+| 2 | d6584664 | 0 | 18 |  |
+| 3 | d5034542 | 0 | 11 |  |
+| 4 | d2860945 | 0 | 8 |  |
+| 5 | d8985640 | 0 | 17 |  |
+| 6 | d6660457 | 0 | 10 |  |
+| 7 | d9760701 | 0 | 4 |  |
+| 8 | d4259481 | 0 | 5 |  |
+| 9 | d7359725 | 0 | 19 |  |
+| 10 | d5809603 | 0 | 14 |  |
+
+**Cross-encoder reranker** (top 10)
+
+| rank | document | grade | was | part |
+|--:|---|--:|--:|--:|
+| 1 | d3636006 | 2 | 16 | +1.000 |
+| 2 | d4411067 | 0 | 1 |  |
+| 3 | d2785152 | unjudged | 14 |  |
+| 4 | d9760701 | 0 | 7 |  |
+| 5 | d4259481 | 0 | 8 |  |
+| 6 | d9684908 | 0 | 15 |  |
+| 7 | d8134786 | 0 | 17 |  |
+| 8 | d2860945 | 0 | 4 |  |
+| 9 | d0535762 | 0 | 19 |  |
+| 10 | d6660457 | 0 | 6 |  |
+
+How alike the lists are: rank-biased overlap (RBO, p = 0.9) between the arms' lists per query, median 0.467 (quartiles 0.397 to 0.560; 1 is the same list, 0 lists without a document in common). 0 of 2,000 queries (0.0%) have the same top 10 in both arms.
+
+![How alike the arms' lists are](charts/rbo.png)
+
+*Share of queries per rank-biased overlap (p = 0.9) between the treatment's list and the control's, over the explanation's depth.*
 
 ## Queries that moved most
 

@@ -4,6 +4,7 @@ metric split by what the documents did. Both read the readout's ``rankings`` tab
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 
 from abrank.errors import ConfigError
 from abrank.explain.contributions import SPLIT_FAMILIES, metric_contributions
-from abrank.explain.moves import by_move
+from abrank.explain.moves import MOVES, document_moves
 from abrank.metrics import parse_metric
 
 
@@ -27,7 +28,7 @@ def query_lists(
     rows = rankings[rankings["query_id"].astype(str) == query]
     if rows.empty:
         raise ConfigError(f"query {query_id!r}: expected a query of the readout, got none such")
-    arms = list(dict.fromkeys(rankings["arm"]))
+    arms = [str(arm) for arm in pd.unique(rankings["arm"])]
     grades = rows.drop_duplicates("doc_id").set_index("doc_id")["grade"]
     table = pd.DataFrame({"doc_id": grades.index, "grade": grades.to_numpy()})
     for arm in arms:
@@ -47,15 +48,75 @@ def query_lists(
 
 
 def explain_change(
-    readout: Any, metric: str | None = None, treatment: str | None = None
-) -> pd.Series:
+    readout: Any, metric: str | None = None, treatment: str | None = None, by: str | None = None
+) -> pd.DataFrame:
     """The mean change of ``metric`` over the queries where it is defined, split by move
-    (:func:`abrank.explain.moves.by_move`): the parts sum to that mean change exactly."""
+    (:mod:`abrank.explain.moves`): one row per move with ``change`` (its part of the mean
+    change: the parts sum to it exactly), ``documents`` (how many documents made that move)
+    and ``queries`` (in how many queries). ``by`` names a segment column: then one row per
+    (segment value, move), each segment's parts summing to its own mean change."""
+    return move_table(document_split(readout, metric, treatment), readout.queries, by)
+
+
+def move_table(split: DocumentSplit, queries: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """:func:`explain_change`'s table from a :class:`DocumentSplit` (``queries``: the
+    readout's queries table, for the segment column ``by``)."""
+    order = [*MOVES, "unchanged", "other"]
+    keys: list[Any] = ["move"]
+    rows = split.documents
+    counted: pd.Series = split.defined
+    if by is not None:
+        if by not in queries.columns or by.startswith(("delta:", "tags:", "rbo:")):
+            raise ConfigError(f"by: expected a segment column of the readout, got {by!r}")
+        values = queries.set_index(queries["query_id"].astype(str))[by]
+        rows = rows.assign(**{by: rows["query_id"].astype(str).map(values)})
+        counted = split.defined.groupby(split.defined.map(values)).size()
+        keys = [by, "move"]
+    grouped = rows.groupby(keys, observed=True, sort=False)
+    table = pd.DataFrame(
+        {
+            "change": grouped["contribution"].sum(),
+            "documents": grouped.size(),
+            "queries": grouped["query_id"].nunique(),
+        }
+    )
+    if by is None:
+        table = table.reindex(order, fill_value=0)
+        table["change"] = table["change"].astype(np.float64) / max(len(counted), 1)
+        table.index.name = "move"
+        return table
+    full = pd.MultiIndex.from_product([counted.index, order], names=[by, "move"])
+    table = table.reindex(full, fill_value=0)
+    size = table.index.get_level_values(by).map(counted).to_numpy(dtype=np.float64)
+    table["change"] = table["change"].astype(np.float64) / size
+    return table
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentSplit:
+    """The per-document split of one metric's change between two arms: ``documents`` has
+    one row per (query, document) either arm shows in the metric's top k, with ``grade``,
+    ``rank_control``, ``rank_treatment``, ``contribution`` and ``move``; ``defined`` the ids
+    of the queries the mean change is taken over."""
+
+    metric: str
+    control: str
+    treatment: str
+    documents: pd.DataFrame
+    defined: pd.Series
+
+
+def document_split(
+    readout: Any, metric: str | None = None, treatment: str | None = None
+) -> DocumentSplit:
+    """Every document's part in ``metric``'s change (treatment - control) and its move,
+    over the queries where the metric is defined."""
     rankings = _rankings(readout)
-    arms = list(dict.fromkeys(rankings["arm"]))
+    arms = [str(arm) for arm in pd.unique(rankings["arm"])]
     control, other = _pair(readout, arms, treatment)
     name = _metric(readout, metric)
-    if parse_metric(name).family not in SPLIT_FAMILIES:
+    spec = parse_metric(name)
+    if spec.family not in SPLIT_FAMILIES:
         raise ConfigError(
             f"metric {name}: expected a metric that splits over documents "
             f"({', '.join(f'{f}@k' for f in SPLIT_FAMILIES)})"
@@ -64,9 +125,15 @@ def explain_change(
     defined = queries.loc[queries[f"delta:{other}:{name}"].notna(), "query_id"].astype(str)
     kept = rankings[rankings["query_id"].astype(str).isin(set(defined))]
     split = _contributions(readout, kept, name, control, other)
-    # every compared query counts, those whose top k holds nothing relevant with a 0
-    parts = by_move(split.assign(ideal=1.0))
-    return parts * split["query_id"].nunique() / max(len(defined), 1)
+    threshold = float(spec.rel) if spec.rel is not None else _threshold(readout)
+    split["move"] = document_moves(split, threshold).to_numpy()
+    columns = ["query_id", "doc_id", "grade", "rank_control", "rank_treatment"]
+    documents = split[[*columns, "contribution", "move"]].reset_index(drop=True)
+    return DocumentSplit(name, control, other, documents, defined.reset_index(drop=True))
+
+
+def _threshold(readout: Any) -> float:
+    return float(readout.summary.get("relevance_threshold", 1.0))
 
 
 def _contributions(
@@ -91,7 +158,7 @@ def _contributions(
         lists[control],
         lists[other],
         judgments,
-        threshold=float(summary.get("relevance_threshold", 1.0)),
+        threshold=_threshold(readout),
         gain=str(summary.get("gain", "linear")),
         normaliser=divisor,
     )

@@ -117,13 +117,16 @@ class Readout:
 
         return query_lists(self, query_id, metric, treatment)
 
-    def explain(self, metric: str | None = None, treatment: str | None = None) -> pd.Series:
+    def explain(
+        self, metric: str | None = None, treatment: str | None = None, by: str | None = None
+    ) -> pd.DataFrame:
         """The mean change of ``metric`` over the compared queries, split by what the
-        documents did (promoted, demoted, entered, dropped, ...):
-        :func:`abrank.explain.explain_change`."""
+        documents did (promoted, demoted, entered, dropped, ...): one row per move with its
+        part of the change and how many documents and queries made it; ``by`` a segment
+        column, for each segment's split (:func:`abrank.explain.explain_change`)."""
         from abrank.explain.readout import explain_change
 
-        return explain_change(self, metric, treatment)
+        return explain_change(self, metric, treatment, by)
 
     @property
     def decision(self) -> Decision | None:

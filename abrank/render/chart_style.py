@@ -44,8 +44,9 @@ TIE_EDGE = "#555555"  # outline of the tie bar
 # The report sections that show charts: the overall results, where relevant documents
 # land (offline) or where clicks land and how units spread (online), the preference per
 # impression and per unit (interleaving), the segment breakdowns.
-# Dated readouts add the trend over the history's dates.
-SECTIONS = ("results", "trend", "positions", "clicks", "preference", "segments")
+# Dated readouts add the trend over the history's dates; offline readouts with explanation
+# tables, what moved the metrics.
+SECTIONS = ("results", "trend", "positions", "clicks", "preference", "segments", "moved")
 
 DPI = 100
 WIDTH = 9.0  # inches: 900 px, which fits a laptop screen and a printed page

@@ -10,7 +10,8 @@ Every chart only draws numbers the readout already holds, computed into plain da
 - :mod:`.position_charts` — where the first relevant document lands, metric@k curves;
 - :mod:`.online_charts` — click-through rate by position, the primary metric per unit;
 - :mod:`.interleaved_charts` — outcomes per impression, the preference per unit;
-- :mod:`.trend_charts` — a dated readout's deltas and units over the history's dates.
+- :mod:`.trend_charts` — a dated readout's deltas and units over the history's dates;
+- :mod:`.explain_charts` — what moved each metric (waterfall) and how alike the lists are.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from abrank.readout.core import Readout
 from abrank.readout.typed import readout_summary
 from abrank.render.chart_style import Chart, text_width
 from abrank.render.distribution_charts import bootstrap_chart, delta_distribution_chart
+from abrank.render.explain_charts import rbo_chart, waterfall_chart
 from abrank.render.forest_charts import forest_chart, segment_forest_charts
 from abrank.render.interleaved_charts import outcome_chart, preference_chart
 from abrank.render.online_charts import ctr_by_rank_chart, unit_distribution_chart
@@ -43,6 +45,8 @@ def plan_charts(readout: Readout) -> list[Chart]:
         outcome_chart(readout),
         preference_chart(readout),
         *segment_forest_charts(summary),
+        waterfall_chart(readout),
+        rbo_chart(readout),
         bootstrap_chart(readout),
         trend_chart(readout),
         units_chart(readout),

@@ -125,6 +125,9 @@ dl.facts dd { margin: 0; }
 pre.config { background: #f6f6f6; border: 1px solid var(--line); padding: 10px 12px;
   overflow-x: auto; font-size: 0.8rem; line-height: 1.4; white-space: pre-wrap; }
 .moves { display: grid; grid-template-columns: 1fr 1fr; gap: 0 28px; }
+td.missing { color: var(--loss); }
+table.lists td.relevant { color: var(--win); font-weight: 700; }
+table.lists td.unjudged { color: #777; font-style: italic; }
 footer { margin-top: 40px; color: #777; font-size: 0.8rem; border-top: 1px solid var(--line);
   padding-top: 8px; }
 @media (max-width: 800px) { main { padding: 16px; } .moves { grid-template-columns: 1fr; } }

@@ -70,13 +70,14 @@ class KindSections:
     """What a design adds to the sections every readout has: the section of its own
     charts, its per-arm diagnostics table and facts, and whether it compares queries (then
     it also has the Unjudged documents section, and ``moves``: the Queries that moved
-    most)."""
+    most), and ``moved``: the What moved section."""
 
     charts_section: Callable[[Sequence[Chart]], Section]
     diagnostics_table: Callable[[Summary], Table]
     diagnostic_facts: Callable[[Summary], list[tuple[str, str]]]
     per_query: bool = False
     moves: Callable[[Readout], Section | None] | None = None
+    moved: Callable[[Readout, Sequence[Chart]], Section | None] | None = None
 
 
 def kind_sections(summary: Summary) -> KindSections:
@@ -99,6 +100,7 @@ def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
         unjudged_section(summary) if kind.per_query else None,
         kind.charts_section(charts),
         segments_section(summary, charts),
+        kind.moved(readout, charts) if kind.moved is not None else None,
         kind.moves(readout) if kind.moves is not None else None,
         _diagnostics_section(summary, kind),
         _reproducibility_section(readout),

@@ -115,9 +115,15 @@ class OfflineDesign:
             positions_section,
         )
         from abrank.render.sections import KindSections
+        from abrank.render.what_moved_section import what_moved_section
 
         return KindSections(
-            positions_section, offline_table, offline_facts, per_query=True, moves=moves_section
+            positions_section,
+            offline_table,
+            offline_facts,
+            per_query=True,
+            moves=moves_section,
+            moved=what_moved_section,
         )
 
 
