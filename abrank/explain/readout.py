@@ -87,7 +87,7 @@ def move_table(split: DocumentSplit, queries: pd.DataFrame, by: str | None = Non
         return table
     full = pd.MultiIndex.from_product([counted.index, order], names=[by, "move"])
     table = table.reindex(full, fill_value=0)
-    size = table.index.get_level_values(by).map(counted).to_numpy(dtype=np.float64)
+    size = table.index.get_level_values(by).map(counted.to_dict()).to_numpy(dtype=np.float64)
     table["change"] = table["change"].astype(np.float64) / size
     return table
 

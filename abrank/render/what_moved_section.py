@@ -111,7 +111,7 @@ def _split_blocks(summary: Summary, split: MetricSplit, primary: bool) -> list[B
     )
     rows = [
         (
-            Cell(MOVE_NAMES[move], css="text"),
+            Cell(MOVE_NAMES[str(move)], css="text"),
             Cell(fmt_signed(row["change"]), own=True),
             Cell(fmt_count(row["documents"])),
             Cell(fmt_count(row["queries"])),
