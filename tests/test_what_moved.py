@@ -68,9 +68,7 @@ def test_recall_loss_by_the_relevant_documents_that_left(demo):
     assert parts.at["relevant_dropped", "documents"] == left
     assert parts.at["relevant_entered", "documents"] == entered
     assert parts.at["relevant_dropped", "change"] == pytest.approx(-lost / len(defined), abs=1e-12)
-    assert parts.at["relevant_entered", "change"] == pytest.approx(
-        gained / len(defined), abs=1e-12
-    )
+    assert parts.at["relevant_entered", "change"] == pytest.approx(gained / len(defined), abs=1e-12)
     from abrank.explain.what_moved import what_moved
 
     (moved,) = what_moved(readout)
@@ -165,3 +163,31 @@ def test_query_ids_are_escaped_in_the_section(tmp_path):
     section = page[page.index('<section id="moved">') :]
     assert hostile not in section
     assert html.escape(hostile, quote=False) in section
+
+
+def test_the_notebook_views_show_the_lists_and_escape_ids(demo):
+    readout, _ = demo
+    queries = readout.queries
+    worst = queries.loc[queries["delta:reranker:mrr@10"].idxmin(), "query_id"]
+    view = readout.query(worst)
+    shown = view._repr_html_()
+    assert shown.count("<table>") == 2  # the two lists side by side
+    # each document's part is shown once, and the parts sum to the query's change
+    parts = [float(x) for x in __import__("re").findall(r"<td>([+-]\d\.\d{3})</td>", shown)]
+    delta = queries.set_index("query_id").at[worst, "delta:reranker:mrr@10"]
+    assert sum(parts) == pytest.approx(delta, abs=1e-3)
+    assert view.caption.startswith(f"query {worst}: mrr@10, bm25 → reranker")
+    split = readout.explain("mrr@10")
+    assert f"{split['change'].sum():+.4f}" in split._repr_html_()
+    # derived tables are plain DataFrames
+    assert type(view[["doc_id"]]) is pd.DataFrame
+    from abrank.explain.views import query_view
+
+    hostile = query_view(
+        pd.DataFrame(
+            {"doc_id": ["<b>x</b>"], "grade": [1.0], "rank_a": [1.0], "contribution": [1.0]}
+        ),
+        "query <script>",
+    )._repr_html_()
+    assert "<script>" not in hostile and "<b>x</b>" not in hostile
+    assert "&lt;b&gt;x&lt;/b&gt;" in hostile

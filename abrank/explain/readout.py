@@ -13,6 +13,7 @@ import pandas as pd
 from abrank.errors import ConfigError
 from abrank.explain.contributions import SPLIT_FAMILIES, metric_contributions
 from abrank.explain.moves import MOVES, document_moves
+from abrank.explain.views import change_view, query_view
 from abrank.metrics import parse_metric
 
 
@@ -44,7 +45,14 @@ def query_lists(
     if parse_metric(name).family not in SPLIT_FAMILIES:
         table["contribution"] = np.nan
     order = [f"rank_{control}", f"rank_{other}"]
-    return table.sort_values(order, na_position="last", kind="stable", ignore_index=True)
+    table = table.sort_values(order, na_position="last", kind="stable", ignore_index=True)
+    caption = f"query {query}: {name}, {control} → {other}"
+    column = f"delta:{other}:{name}"
+    queries = readout.queries
+    change = queries.loc[queries["query_id"].astype(str) == query, column]
+    if len(change) and pd.notna(change.iloc[0]):
+        caption += f", change {float(change.iloc[0]):+.4f}"
+    return query_view(table, caption)
 
 
 def explain_change(
@@ -55,7 +63,17 @@ def explain_change(
     change: the parts sum to it exactly), ``documents`` (how many documents made that move)
     and ``queries`` (in how many queries). ``by`` names a segment column: then one row per
     (segment value, move), each segment's parts summing to its own mean change."""
-    return move_table(document_split(readout, metric, treatment), readout.queries, by)
+    split = document_split(readout, metric, treatment)
+    table = move_table(split, readout.queries, by)
+    pair = f"{split.metric}, {split.control} → {split.treatment}"
+    if by is None:
+        caption = (
+            f"{pair}: mean change {table['change'].sum():+.4f} over {len(split.defined):,} "
+            "queries, by what the documents did"
+        )
+    else:
+        caption = f"{pair}: each {by}'s mean change, by what the documents did"
+    return change_view(table, caption)
 
 
 def move_table(split: DocumentSplit, queries: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
