@@ -69,7 +69,8 @@ def load_online(
     resolved = inputs if inputs is not None else resolve_inputs(experiment)
     unit = experiment.analysis.unit or "user_id"
     names = [arm.name for arm in experiment.arms]
-    keep = needed_columns(experiment)
+    # doc_id and query besides: the explanation tables read them
+    keep = list(dict.fromkeys([*needed_columns(experiment), "doc_id", "query"]))
     read_files: list[dict[str, Any]] = []
 
     order = ("impression_id", "rank")
