@@ -395,3 +395,83 @@ def test_the_interleaving_demo_tables_add_up_to_the_comparison():
     assert readout.rankings["impressions"].sum() == len(log)
     per_team = log.groupby("team")["clicked"].sum()
     assert readout.rankings.groupby("arm")["clicks"].sum().to_dict() == per_team.to_dict()
+
+
+# --------------------------------------------------------------------------- variants
+
+
+def test_an_sql_engine_says_it_goes_without_the_tables(tmp_path):
+    pytest.importorskip("duckdb")
+    said: list[str] = []
+    readout = _run(tmp_path, _online_log(), ONLINE_CONFIG, engine="duckdb", progress=said.append)
+    assert readout.queries is None and readout.rankings is None
+    assert any("no explanation tables: the duckdb engine" in line for line in said)
+    with pytest.raises(ConfigError, match="expected its explanation tables"):
+        readout.query("cats")
+
+
+def test_per_arm_files_give_the_same_tables_as_one_log(tmp_path, online):
+    readout, _ = online
+    log = _online_log()
+    for arm in ("a", "b"):
+        log[log["arm"] == arm].drop(columns="arm").to_csv(tmp_path / f"{arm}.csv", index=False)
+    config = ONLINE_CONFIG.replace("log: {path: log.csv}\n", "").replace(
+        "control: {name: a}\ntreatments: [{name: b}]",
+        "control: {name: a, path: a.csv}\ntreatments: [{name: b, path: b.csv}]",
+    )
+    (tmp_path / "exp.yaml").write_text(config)
+    split = abrank.run_experiment(tmp_path / "exp.yaml")
+    pd.testing.assert_frame_equal(split.rankings, readout.rankings)
+    pd.testing.assert_frame_equal(split.queries, readout.queries)
+
+
+def test_interleaving_with_three_teams_and_a_segment(tmp_path):
+    # the log of the hand-made test, team c in impression 5 (birds) and a device per user
+    log = _interleaved_log()
+    log.loc[log["impression_id"] == 5, "team"] = "c"
+    log["device"] = log["user_id"].map({"u1": "mobile", "u2": "desktop", "u3": "mobile"})
+    config = INTERLEAVED_CONFIG.replace(
+        "treatments: [{name: b}]", "treatments: [{name: b}, {name: c}]\ncomparisons: all-pairs"
+    ).replace("metrics: [clicks]", "metrics: [clicks]\nsegments: {columns: [device]}")
+    readout = _run(tmp_path, log, config)
+    queries = readout.queries.set_index("query_id")
+    assert list(queries.columns[-1:]) == ["device"]
+    assert queries.loc["cats", "device"].tolist() == ["desktop", "mobile"]  # u2, then u1
+    # cats on desktop (u2): imp 2 won by b, imp 3 tied; on mobile (u1): imp 1 lost
+    desktop = queries[queries["device"] == "desktop"].loc["cats"]
+    assert (desktop["wins:b:clicks"], desktop["ties:b:clicks"], desktop["losses:b:clicks"]) == (
+        1,
+        1,
+        0,
+    )
+    assert desktop["delta:b:clicks"] == pytest.approx(0.25)
+    # against a, c (which showed nothing for cats) lost imp 2, whose click on x was a's
+    assert desktop["missing_in"] == "c" and list(desktop["tags:c"]) == ["lost", "missing_log"]
+    assert (desktop["wins:c:clicks"], desktop["losses:c:clicks"]) == (0, 1)
+    birds = queries.loc["birds"]
+    assert (birds["impressions:a"], birds["impressions:c"], birds["missing_in"]) == (0, 1, "a;b")
+    assert list(birds["tags:c vs b"]) == ["no_click", "missing_log"]
+    assert {"delta:c:clicks", "delta:c vs b:clicks", "c:clicks"} <= set(queries.columns)
+    assert list(dict.fromkeys(readout.rankings["arm"])) == ["a", "b", "c"]
+
+
+def test_an_interleaved_log_without_a_query_column_has_a_row_per_unit(tmp_path):
+    readout = _run(tmp_path, _interleaved_log().drop(columns="query"), INTERLEAVED_CONFIG)
+    queries = readout.queries.set_index("user_id")
+    assert list(queries.index) == ["u1", "u2", "u3"]
+    # u2: imp 2 won, imp 3 tied; u3: imp 4 won, imp 5 tied
+    assert queries["wins:b:clicks"].tolist() == [0, 1, 1]
+    assert queries["ties:b:clicks"].tolist() == [0, 1, 1]
+    assert queries["delta:b:clicks"].tolist() == [-0.5, 0.25, 0.25]
+    assert readout.rankings.columns[1] == "user_id"
+    assert readout.query("u3")["doc_id"].tolist() == ["k", "q", "p"]
+
+
+def test_the_interleaved_size_limit(tmp_path, monkeypatch):
+    from abrank.designs.interleaved import explain
+
+    monkeypatch.setattr(explain, "MAX_ROWS", 5)
+    said: list[str] = []
+    readout = _run(tmp_path, _interleaved_log(), INTERLEAVED_CONFIG, progress=said.append)
+    assert readout.queries is None and readout.rankings is None
+    assert any("no explanation tables: 11 log rows, more than 5" in line for line in said)
