@@ -85,6 +85,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from abrank.errors import ConfigError
 from abrank.metrics import parse_metric
 
 MAX_DEPTH = 100
@@ -126,7 +127,7 @@ def click_depth(metrics: Sequence[str]) -> int:
     for name in metrics:
         try:
             cutoffs.append(parse_metric(name).k)
-        except Exception:  # a credit (clicks, sat_clicks): the whole list
+        except ConfigError:  # a credit (sat_clicks): the whole list
             cutoffs.append(None)
     if not cutoffs or any(k is None for k in cutoffs):
         return MAX_DEPTH
@@ -368,8 +369,9 @@ def interleaved_explanation(
     by_query = has_queries([log])
     key = "query_id" if by_query else unit
     codes, impression_ids = pd.factorize(log["impression_id"], sort=False)
-    heads = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if codes.size else codes
     n = len(impression_ids)
+    heads = np.empty(n, dtype=np.int64)  # each impression's first row (code i: impression i)
+    heads[codes[::-1]] = np.arange(codes.size - 1, -1, -1)
     keyed = _text(log["query"].take(heads)) if by_query else _text(log[unit].take(heads))
     # which team contributed to each impression: one count per (impression, team) pair
     team_codes, teams = pd.factorize(log["team"].astype(str), sort=False)
@@ -397,6 +399,10 @@ def interleaved_explanation(
         done: set[str] = set()
         for pair in pairs:
             table = outcomes[(pair.name, credit)]
+            if not table["impression_id"].equals(first["impression_id"]):
+                raise ValueError(
+                    f"outcomes[{(pair.name, credit)!r}]: expected the impressions of the first"
+                )
             for arm, column in (
                 (pair.control, "control_credit"),
                 (pair.treatment, "treatment_credit"),
