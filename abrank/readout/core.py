@@ -112,7 +112,9 @@ class Readout:
         """The arms' lists of one query side by side (:func:`abrank.explain.query_lists`):
         one row per document any arm shows, its grade, its rank in each arm and its
         contribution to the treatment - control change of ``metric`` (default: the primary
-        metric; the first treatment by default)."""
+        metric; the first treatment by default). On an online or interleaving readout:
+        each document's mean rank, impressions, clicks and CTR per arm
+        (:func:`abrank.explain.readout.click_lists`)."""
         from abrank.explain.readout import query_lists
 
         return query_lists(self, query_id, metric, treatment)
@@ -120,7 +122,8 @@ class Readout:
     def explain(self, metric: str | None = None, treatment: str | None = None) -> pd.Series:
         """The mean change of ``metric`` over the compared queries, split by what the
         documents did (promoted, demoted, entered, dropped, ...):
-        :func:`abrank.explain.explain_change`."""
+        :func:`abrank.explain.explain_change`; offline readouts only (a ConfigError on
+        an online or interleaving readout)."""
         from abrank.explain.readout import explain_change
 
         return explain_change(self, metric, treatment)
