@@ -79,6 +79,19 @@ def online(tmp_path_factory):
 
 def test_online_queries_by_hand(online):
     readout, _ = online
+    metrics = ["click_rr@3", "ctr@2", "clicks@3"]
+    assert list(readout.queries.columns) == [
+        "query_id",
+        "impressions:a",
+        "units:a",
+        "impressions:b",
+        "units:b",
+        *[f"{arm}:{m}" for arm in ("a", "b") for m in metrics],
+        *[f"delta:b:{m}" for m in metrics],
+        "missing_in",
+        "undefined",
+        "tags:b",
+    ]
     queries = readout.queries.set_index("query_id")
     assert list(queries.index) == ["birds", "cats", "dogs"]
     cats, dogs, birds = queries.loc["cats"], queries.loc["dogs"], queries.loc["birds"]
@@ -284,6 +297,23 @@ def interleaved(tmp_path_factory):
 
 def test_interleaved_queries_by_hand(interleaved):
     readout, _ = interleaved
+    assert list(readout.queries.columns) == [
+        "query_id",
+        "impressions",
+        "units",
+        "clicked",
+        "impressions:a",
+        "impressions:b",
+        "a:clicks",
+        "b:clicks",
+        "wins:b:clicks",
+        "ties:b:clicks",
+        "losses:b:clicks",
+        "delta:b:clicks",
+        "missing_in",
+        "undefined",
+        "tags:b",
+    ]
     queries = readout.queries.set_index("query_id")
     assert list(queries.index) == ["birds", "cats", "dogs"]
     cats, dogs, birds = queries.loc["cats"], queries.loc["dogs"], queries.loc["birds"]

@@ -415,7 +415,8 @@ def interleaved_explanation(
                 frame[f"{name}:{pair.name}:{credit}"] = (outcome == value).astype(np.int64)
     rows = pd.DataFrame(frame).dropna(subset=[key])
     groups = [key, *[c for c in segments if c != key and c != unit]]
-    sums = [c for c in rows.columns if c.startswith(("impressions:", "wins:", "ties:", "losses:"))]
+    reach = [f"impressions:{arm}" for arm in arms]
+    counted = [c for c in rows.columns if c.startswith(("wins:", "ties:", "losses:"))]
     means = [f"{arm}:{credit}" for credit in credits for arm in arms if f"{arm}:{credit}" in rows]
     grouped = rows.groupby(groups, observed=True, sort=True)
     queries = pd.concat(
@@ -425,8 +426,9 @@ def interleaved_explanation(
                 units=("_unit", "nunique"),
                 clicked=("_clicked", "sum"),
             ),
-            grouped[sums].sum(),
+            grouped[reach].sum(),
             grouped[means].mean(),
+            grouped[counted].sum(),
         ],
         axis=1,
     )
