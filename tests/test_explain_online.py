@@ -505,3 +505,40 @@ def test_the_interleaved_size_limit(tmp_path, monkeypatch):
     readout = _run(tmp_path, _interleaved_log(), INTERLEAVED_CONFIG, progress=said.append)
     assert readout.queries is None and readout.rankings is None
     assert any("no explanation tables: 11 log rows, more than 5" in line for line in said)
+
+
+def test_per_unit_rows_equal_the_engines_per_unit_sums(tmp_path):
+    from abrank.engines.clicks import score_impressions, unit_sums
+    from abrank.io import read_impressions
+
+    rng = np.random.default_rng(4)
+    impressions, users = 400, 60
+    length = rng.integers(1, 6, impressions)
+    impression = np.repeat(np.arange(impressions), length)
+    rank = np.arange(impression.size) - np.repeat(np.cumsum(length) - length, length) + 1
+    user = rng.integers(0, users, impressions)
+    log = pd.DataFrame(
+        {
+            "impression_id": impression,
+            "user_id": user[impression],
+            "arm": np.where(user[impression] % 2 == 0, "a", "b"),
+            "rank": rank,
+            "doc_id": rng.integers(0, 30, impression.size),
+            "clicked": (rng.random(impression.size) < 0.3 / rank).astype(int),
+        }
+    )
+    readout = _run(tmp_path, log, ONLINE_CONFIG)
+    queries = readout.queries.set_index("user_id")
+    metrics = ["click_rr@3", "ctr@2", "clicks@3"]
+    for arm in ("a", "b"):
+        frame = read_impressions(tmp_path / "log.csv")
+        frame = frame[frame["arm"] == arm].drop(columns="arm").reset_index(drop=True)
+        sums = unit_sums(frame, score_impressions(frame, metrics), unit="user_id")
+        mine = queries[queries[f"impressions:{arm}"] > 0]
+        assert sorted(mine.index) == sorted(sums.index)
+        for metric in metrics:
+            expected = (sums[metric] / sums["impressions"]).reindex(mine.index)
+            np.testing.assert_allclose(mine[f"{arm}:{metric}"], expected, rtol=1e-15, atol=0)
+        assert (
+            mine[f"impressions:{arm}"].tolist() == sums["impressions"].reindex(mine.index).tolist()
+        )
