@@ -1,6 +1,11 @@
 """A readout's explanations in Python: one query's lists side by side, and the change of a
 metric split by what the documents did. Both read the readout's ``rankings`` table
-(:mod:`abrank.explain.tables`) and its judgments' grades as that table holds them."""
+(:mod:`abrank.explain.tables`) and its judgments' grades as that table holds them.
+
+A click readout (online and interleaving designs, :mod:`abrank.explain.online_tables`)
+has per-document impressions and clicks instead: its ``query`` lays them side by side
+(:func:`click_lists`); ``explain`` is a ConfigError there (clicks do not split a metric's
+change over documents)."""
 
 from __future__ import annotations
 
@@ -23,8 +28,19 @@ def query_lists(
     """One row per document any arm shows for ``query_id``: ``doc_id``, ``grade``,
     ``rank_<arm>`` per arm (NaN where not shown), and ``contribution`` to the treatment -
     control change of ``metric`` (default: the primary; NaN for a metric that does not
-    split over documents), rows by the control's rank, then the treatment's."""
+    split over documents), rows by the control's rank, then the treatment's.
+
+    On a click readout (its rankings have ``clicks``): :func:`click_lists`, and a
+    ``metric`` is a ConfigError (no per-document contribution)."""
     rankings = _rankings(readout)
+    if is_click(rankings):
+        if metric is not None:
+            raise ConfigError(
+                f"metric {metric!r}: expected none: the query view of a click readout shows "
+                "each document's impressions and clicks per arm, no per-document "
+                "contribution to a metric (call query(query_id) without a metric)"
+            )
+        return click_lists(readout, query_id, treatment)
     query = str(query_id)
     rows = rankings[rankings["query_id"].astype(str) == query]
     if rows.empty:
@@ -130,6 +146,14 @@ def document_split(
     """Every document's part in ``metric``'s change (treatment - control) and its move,
     over the queries where the metric is defined."""
     rankings = _rankings(readout)
+    if is_click(rankings):
+        design = readout.summary.get("design", "online")
+        raise ConfigError(
+            f"explain: expected an offline readout of judged metrics, got a click readout "
+            f"(design {design}): clicks do not split a metric's change over documents; "
+            "readout.queries holds each query's change and tags, readout.query(query_id) "
+            "its documents' clicks per arm"
+        )
     arms = [str(arm) for arm in pd.unique(rankings["arm"])]
     control, other = _pair(readout, arms, treatment)
     name = _metric(readout, metric)
@@ -152,6 +176,38 @@ def document_split(
 
 def _threshold(readout: Any) -> float:
     return float(readout.summary.get("relevance_threshold", 1.0))
+
+
+def click_lists(readout: Any, key: Any, treatment: str | None = None) -> pd.DataFrame:
+    """A click readout's documents of one query (or unit, where the rankings are per
+    unit): one row per document any arm (team) showed for it, columns ``doc_id``,
+    ``grade``, then per arm ``rank_<arm>`` (its mean rank there, NaN where not shown),
+    ``impressions_<arm>``, ``clicks_<arm>`` (0 where not shown) and ``ctr_<arm>`` (NaN
+    where not shown); rows by the control's rank, then the treatment's (the first one by
+    default)."""
+    rankings: pd.DataFrame = readout.rankings
+    column = str(rankings.columns[1])  # the key: query_id, or the unit
+    rows = rankings[rankings[column].astype(str) == str(key)]
+    what = "query" if column == "query_id" else f"unit ({column})"
+    if rows.empty:
+        raise ConfigError(f"{what} {key!r}: expected a {what} of the readout, got none such")
+    arms = [str(arm) for arm in pd.unique(rankings["arm"])]
+    control, other = _pair(readout, arms, treatment)
+    grades = rows.groupby("doc_id", sort=False)["grade"].first()
+    table = pd.DataFrame({"doc_id": grades.index.astype(str), "grade": grades.to_numpy()})
+    for arm in arms:
+        mine = rows[rows["arm"] == arm].set_index("doc_id")
+        table[f"rank_{arm}"] = table["doc_id"].map(mine["rank"]).astype(np.float64)
+        for name in ("impressions", "clicks"):
+            table[f"{name}_{arm}"] = table["doc_id"].map(mine[name]).fillna(0).astype(np.int64)
+        table[f"ctr_{arm}"] = table["doc_id"].map(mine["ctr"]).astype(np.float64)
+    order = [f"rank_{control}", f"rank_{other}"]
+    return table.sort_values(order, na_position="last", kind="stable", ignore_index=True)
+
+
+def is_click(rankings: pd.DataFrame) -> bool:
+    """Whether ``rankings`` is a click readout's (:mod:`abrank.explain.online_tables`)."""
+    return "clicks" in rankings.columns
 
 
 def _contributions(
@@ -186,7 +242,7 @@ def _rankings(readout: Any) -> pd.DataFrame:
     if readout.rankings is None or readout.queries is None:
         raise ConfigError(
             "readout: expected its explanation tables (rankings, queries), got none: they "
-            "are made by offline readouts on the memory engine"
+            "are made on the memory engine (and for logs up to a size limit)"
         )
     rankings: pd.DataFrame = readout.rankings
     return rankings

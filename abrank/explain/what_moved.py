@@ -19,7 +19,13 @@ import numpy as np
 import pandas as pd
 
 from abrank.explain.contributions import SPLIT_FAMILIES
-from abrank.explain.readout import DocumentSplit, document_split, move_table, query_lists
+from abrank.explain.readout import (
+    DocumentSplit,
+    document_split,
+    is_click,
+    move_table,
+    query_lists,
+)
 from abrank.metrics import parse_metric
 
 SHOWN_QUERIES = 10
@@ -182,8 +188,9 @@ class WhatMoved:
 
 def what_moved(readout: Any) -> list[WhatMoved]:
     """Per treatment, what moved its metrics (module text); empty for a readout without
-    explanation tables or whose primary metric does not split over documents."""
-    if readout.queries is None or readout.rankings is None:
+    explanation tables of judged rankings (a click readout has none such) or whose primary
+    metric does not split over documents."""
+    if readout.queries is None or readout.rankings is None or is_click(readout.rankings):
         return []
     summary = readout.summary
     primary = summary.get("primary_metric")

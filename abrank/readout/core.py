@@ -112,7 +112,9 @@ class Readout:
         """The arms' lists of one query side by side (:func:`abrank.explain.query_lists`):
         one row per document any arm shows, its grade, its rank in each arm and its
         contribution to the treatment - control change of ``metric`` (default: the primary
-        metric; the first treatment by default)."""
+        metric; the first treatment by default). On an online or interleaving readout:
+        each document's mean rank, impressions, clicks and CTR per arm
+        (:func:`abrank.explain.readout.click_lists`)."""
         from abrank.explain.readout import query_lists
 
         return query_lists(self, query_id, metric, treatment)
@@ -123,7 +125,8 @@ class Readout:
         """The mean change of ``metric`` over the compared queries, split by what the
         documents did (promoted, demoted, entered, dropped, ...): one row per move with its
         part of the change and how many documents and queries made it; ``by`` a segment
-        column, for each segment's split (:func:`abrank.explain.explain_change`)."""
+        column, for each segment's split (:func:`abrank.explain.explain_change`). Offline
+        readouts only (a ConfigError on an online or interleaving readout)."""
         from abrank.explain.readout import explain_change
 
         return explain_change(self, metric, treatment, by)

@@ -64,7 +64,9 @@ class InterleavedDesign:
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """The interleaved log, per-unit credits (from the chosen engine), the preference
-        test, the readout."""
+        test, the readout (with its explanation tables on the memory engine:
+        :mod:`abrank.designs.interleaved.explain`)."""
+        from abrank.designs.interleaved.explain import with_explanation
         from abrank.designs.interleaved.outcomes import (
             compare_interleaved_arms,
             load_interleaved,
@@ -72,6 +74,7 @@ class InterleavedDesign:
         )
         from abrank.designs.interleaved.sql import score_interleaved_sql
         from abrank.designs.interleaved.summary import build_interleaved_readout
+        from abrank.designs.online.explain import skipped
 
         if engine.name == "memory":
             data = load_interleaved(experiment, say, inputs=inputs)
@@ -82,7 +85,11 @@ class InterleavedDesign:
         say("comparing the preference on per-unit sums")
         comparisons, too_small = compare_interleaved_arms(experiment, scores)
         say("summarising")
-        return build_interleaved_readout(experiment, data, scores, comparisons, too_small)
+        readout = build_interleaved_readout(experiment, data, scores, comparisons, too_small)
+        if engine.name != "memory":
+            skipped(engine, say)
+            return readout
+        return with_explanation(readout, experiment, data, scores, say)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """The log's impressions and units, and the impressions each team contributed

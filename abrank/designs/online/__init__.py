@@ -72,10 +72,12 @@ class OnlineDesign:
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
-        the sample-ratio check, the readout."""
+        the sample-ratio check, the readout (with its explanation tables on the memory
+        engine: :mod:`abrank.designs.online.explain`)."""
         from abrank.analysis.unit_readout import build_unit_readout
         from abrank.analysis.units import sample_ratio
         from abrank.designs.online.compare import compare_online
+        from abrank.designs.online.explain import skipped, with_explanation
         from abrank.designs.online.logs import load_online, online_evidence, score_online
         from abrank.designs.online.sql import score_online_sql
 
@@ -90,7 +92,11 @@ class OnlineDesign:
         comparisons, too_small = compare_online(experiment, data, evidence)
         say("summarising")
         srm = sample_ratio(experiment, evidence)
-        return build_unit_readout(experiment, evidence, comparisons, too_small, srm)
+        readout = build_unit_readout(experiment, evidence, comparisons, too_small, srm)
+        if engine.name != "memory":
+            skipped(engine, say)
+            return readout
+        return with_explanation(readout, experiment, data, scores, say)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """Impressions and units per arm (read by the chosen engine: on an SQL engine, from

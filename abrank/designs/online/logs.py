@@ -62,14 +62,16 @@ def load_online(
     the judgments and the covariates of the run's ``inputs`` (resolved from
     ``experiment`` when not given); check the arms; drop mixed units if asked. Of the
     logs, only the columns that the metrics, the unit and the segments read are loaded
-    (:func:`needed_columns`)."""
+    (:func:`needed_columns`), and ``doc_id`` and ``query`` (when the log has it) for the
+    explanation tables (:mod:`abrank.designs.online.explain`)."""
     from abrank.io import check_arms, drop_units, split_log
 
     say = say or (lambda message: None)
     resolved = inputs if inputs is not None else resolve_inputs(experiment)
     unit = experiment.analysis.unit or "user_id"
     names = [arm.name for arm in experiment.arms]
-    keep = needed_columns(experiment)
+    # doc_id and query besides: the explanation tables read them
+    keep = list(dict.fromkeys([*needed_columns(experiment), "doc_id", "query"]))
     read_files: list[dict[str, Any]] = []
 
     order = ("impression_id", "rank")

@@ -1,0 +1,56 @@
+"""The online readout's explanation tables (:func:`abrank.explain.online_tables.
+online_explanation`), made where the impressions are held in memory (the memory engine; an
+SQL engine leaves the log where it lies, and its readout has no such tables yet) and the
+log holds at most :data:`MAX_ROWS` rows (the progress line says when a readout goes
+without them)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from abrank.config import Experiment
+
+MAX_ROWS = 5_000_000
+"""The most log rows (all arms together) an online readout makes explanation tables of."""
+
+
+def with_explanation(
+    readout: Any, experiment: Experiment, data: Any, scores: Any, say: Any = None
+) -> Any:
+    """``readout`` with its ``queries`` and ``rankings`` tables, when every arm's
+    impressions are in memory and they hold at most :data:`MAX_ROWS` rows; as it is
+    otherwise."""
+    from abrank.explain.online_tables import online_explanation
+
+    say = say or (lambda message: None)
+    frames = {arm.name: data.impressions.get(arm.name) for arm in experiment.arms}
+    if any(frame is None or len(frame) == 0 for frame in frames.values()):
+        return readout
+    rows = sum(len(frame) for frame in frames.values())
+    if rows > MAX_ROWS:
+        say(f"no explanation tables: {rows:,} log rows, more than {MAX_ROWS:,}")
+        return readout
+    explanation = online_explanation(
+        frames,
+        {name: scores.values[name] for name in frames},
+        control=experiment.control.name,
+        metrics=list(experiment.metrics),
+        unit=experiment.analysis.unit or "user_id",
+        segments=list(experiment.segments.columns),
+        judgments=data.judgments,
+    )
+    return replaced(readout, explanation.queries, explanation.rankings)
+
+
+def replaced(readout: Any, queries: Any, rankings: Any) -> Any:
+    """``readout`` with the two tables (its summary, and so its typed model, unchanged)."""
+    model = readout.model
+    out = dataclasses.replace(readout, queries=queries, rankings=rankings)
+    vars(out)["model"] = model
+    return out
+
+
+def skipped(engine: Any, say: Any) -> None:
+    """The progress line of a readout that an SQL engine made: no explanation tables."""
+    say(f"no explanation tables: the {engine.name} engine leaves the log where it lies")
