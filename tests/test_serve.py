@@ -60,7 +60,10 @@ def test_the_experiments_list_names_every_readout_with_its_decision(served):
     assert [r["key"] for r in demo["readouts"]] == [NAME, f"{NAME}@{DATED}"]
     history = pd.read_parquet(root / "history" / NAME)
     assert demo["history_dates"] == sorted(set(history["date"].astype(str)))
-    assert RECORDED_ONLY in demo["history_only_dates"]
+    # the undated readout is the run that recorded the latest date; the other date has
+    # only its recorded rows
+    assert demo["readouts"][0]["recorded"] == history["date"].astype(str).max() != RECORDED_ONLY
+    assert demo["history_only_dates"] == [RECORDED_ONLY]
     primary = [
         c for c in summary["comparisons"] if c["segment"] is None and c["metric"] == "mrr@10"
     ]

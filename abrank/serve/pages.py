@@ -137,12 +137,18 @@ def index_page(experiments: Sequence[Mapping[str, Any]]) -> bytes:
     date, each a link."""
     rows = []
     dash, no_history = '<span class="muted">–</span>', '<span class="muted">no history</span>'
+    one_date = '<span class="muted">one date: no trend yet</span>'
     for item in experiments:
         name = str(item["name"])
         main = item.get("main")
         title = f'<a href="{e(url("e", main))}">{e(name)}</a>' if main else e(name)
         readouts = " ".join(
             f'<a href="{e(url("e", r["key"]))}">{e(r["date"] or "undated")}</a>'
+            + (
+                f' <span class="muted">({e(r["recorded"])})</span>'
+                if not r["date"] and r.get("recorded")
+                else ""
+            )
             for r in item["readouts"]
         )
         recorded = " ".join(
@@ -161,7 +167,7 @@ def index_page(experiments: Sequence[Mapping[str, Any]]) -> bytes:
             f'<td><strong>{title}</strong><br><span class="muted">{e(item.get("title") or "")}</span></td>'
             f"<td>{status_badge(item.get('status'))}</td>"
             f"<td>{verdicts or dash}</td>"
-            f"<td>{item.get('trend') or no_history}</td>"
+            f"<td>{item.get('trend') or (one_date if item['history_dates'] else no_history)}</td>"
             f"<td>{dated}</td>"
             "</tr>"
         )

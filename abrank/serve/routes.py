@@ -205,6 +205,8 @@ class App:
             ]
             kept = {entry.date for entry in experiment.readouts}
             rows = by_name.get(experiment.name)
+            undated = _undated_date(experiment.readouts, rows)
+            kept.add(undated)
             trend = ""
             if rows is not None:
                 try:
@@ -218,7 +220,13 @@ class App:
                     "main": main.key if main is not None else None,
                     "status": (summary.get("decision") or {}).get("status"),
                     "verdicts": verdicts,
-                    "readouts": [entry.to_dict() for entry in experiment.readouts],
+                    "readouts": [
+                        {
+                            **entry.to_dict(),
+                            "recorded": undated if entry.date is None else entry.date,
+                        }
+                        for entry in experiment.readouts
+                    ],
                     "history_dates": list(experiment.history_dates),
                     "history_only_dates": [d for d in experiment.history_dates if d not in kept],
                     "latest": experiment.history_dates[-1] if experiment.history_dates else None,
@@ -285,3 +293,20 @@ def _one(params: dict[str, list[str]], name: str) -> str | None:
     if len(values) > 1:
         raise ParameterError(name, "one value", values)
     return values[0] if values else None
+
+
+def _undated_date(readouts: tuple[ReadoutEntry, ...], rows: Any) -> str | None:
+    """The history date the undated readout recorded: the latest date whose inputs'
+    fingerprint is that of the readout's summary (an undated run records the day it ran);
+    None without an undated readout or such a date."""
+    from abrank.history import inputs_fingerprint
+
+    undated = [entry for entry in readouts if entry.date is None]
+    if not undated or rows is None or "inputs_sha256" not in rows.columns:
+        return None
+    try:
+        fingerprint = inputs_fingerprint(undated[0].summary().get("inputs", []))
+    except (TypeError, KeyError, AttributeError, ValueError):
+        return None
+    dates = rows.loc[rows["inputs_sha256"] == fingerprint, "date"].astype(str)
+    return str(dates.max()) if len(dates) else None
