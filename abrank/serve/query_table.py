@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from abrank.errors import AbrankError
@@ -147,8 +148,11 @@ class QueryDetail:
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """``frame``'s rows as dicts of builtins, NaN as None (JSON has no NaN)."""
-    records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
-    return [{str(k): _plain(v) for k, v in row.items()} for row in records]
+    names = [str(name) for name in frame.columns]
+    return [
+        {name: _plain(value) for name, value in zip(names, row, strict=True)}
+        for row in frame.itertuples(index=False, name=None)
+    ]
 
 
 def _plain(value: Any) -> Any:
@@ -377,33 +381,29 @@ class QueryTable:
         if other not in self.treatments:
             raise ParameterError("treatment", f"one of {', '.join(self.treatments)}", other)
         self._load_rankings()
+        listed = "SELECT arm, query_id, doc_id, rank, grade FROM r"
         cursor = self.cursor()
         try:
-            queries = cursor.execute("SELECT * FROM q WHERE query_id = ?", [query_id]).df()
+            queries = _frame(cursor.execute("SELECT * FROM q WHERE query_id = ?", [query_id]))
             if queries.empty:
                 return None
-            rankings = cursor.execute(
-                "SELECT arm, query_id, doc_id, rank, grade FROM r WHERE query_id = ? ORDER BY _row",
-                [query_id],
-            ).df()
-            absent = [arm for arm in self.arms if arm not in set(rankings["arm"])]
-            if absent:  # query_lists takes the arms from the table: one row of each other arm
-                anchors = cursor.execute(
-                    "SELECT arm, query_id, doc_id, rank, grade FROM r WHERE arm = ANY(?) "
-                    "AND query_id <> ? QUALIFY row_number() OVER (PARTITION BY arm) = 1",
-                    [absent, query_id],
-                ).df()
-                rankings = pd.concat([rankings, anchors], ignore_index=True)
+            rankings = _frame(
+                cursor.execute(
+                    f"{listed} WHERE query_id = ? ORDER BY list_position(?, arm), _row",
+                    [query_id, list(self.arms)],
+                )
+            )
+            for arm in self.arms:
+                if arm in set(rankings["arm"]):
+                    continue
+                # query_lists takes the arms from the table: one row of an arm that did
+                # not rank this query, from another query (never among this query's rows)
+                anchor = cursor.execute(
+                    f"{listed} WHERE arm = ? AND query_id <> ? LIMIT 1", [arm, query_id]
+                )
+                rankings = pd.concat([rankings, _frame(anchor)], ignore_index=True)
         finally:
             cursor.close()
-        # Python strings: pandas' merges and maps over a few rows of Arrow-backed text
-        # cost more than the work itself (about half the time of query_lists)
-        rankings = rankings.astype({"arm": object, "query_id": object, "doc_id": object})
-        queries = queries.astype({"query_id": object})
-        order = {arm: i for i, arm in enumerate(self.arms)}
-        rankings = rankings.sort_values(
-            "arm", key=lambda s: s.map(order), kind="stable", ignore_index=True
-        )
         view = _OneQuery(self.summary, self.model, queries, rankings)
         if rankings[rankings["query_id"] == query_id].empty:
             lists = pd.DataFrame(
@@ -413,6 +413,19 @@ class QueryTable:
             lists = query_lists(view, query_id, name, other)
         rows = tuple(frame_records(queries))
         return QueryDetail(query_id, name, other, self.control, self.arms, rows, lists)
+
+
+def _frame(result: Any) -> pd.DataFrame:
+    """A DuckDB result as a DataFrame of Python objects (text as ``str`` objects, DOUBLE
+    columns as float64 with NaN for NULL): for a few rows, cheaper than ``.df()`` and what
+    pandas' merges and maps over a few rows handle fastest (Arrow-backed text costs them
+    about half the time of :func:`abrank.explain.readout.query_lists`)."""
+    names = [str(d[0]) for d in result.description]
+    kinds = {str(d[0]): str(d[1]) for d in result.description}
+    frame = pd.DataFrame.from_records(result.fetchall(), columns=names)
+    doubles = {name: np.float64 for name in names if kinds[name] in ("DOUBLE", "FLOAT")}
+    integers = {name: np.int64 for name in names if kinds[name] in ("INTEGER", "BIGINT")}
+    return frame.astype({**doubles, **integers}) if len(frame) else frame.astype(doubles)
 
 
 def _single(params: Mapping[str, Sequence[str]], name: str) -> str | None:
@@ -444,14 +457,15 @@ class TableCache:
         self._tables: dict[Path, tuple[tuple[int, ...], QueryTable]] = {}
         self._lock = threading.Lock()
 
-    def get(self, folder: Path, summary: Mapping[str, Any]) -> QueryTable:
-        """The table of ``folder`` (its summary as read by the caller)."""
+    def get(self, folder: Path, summary: Callable[[], Mapping[str, Any]]) -> QueryTable:
+        """The table of ``folder``; ``summary`` reads its summary.json, when the table is
+        made."""
         stamp = _stamp(folder)
         with self._lock:
             held = self._tables.get(folder)
             if held is not None and held[0] == stamp:
                 return held[1]
-            table = QueryTable(folder, summary)
+            table = QueryTable(folder, summary())
             self._tables[folder] = (stamp, table)
             return table
 

@@ -159,13 +159,19 @@ class App:
     def _table(self, entry: ReadoutEntry) -> QueryTable:
         if not entry.has_queries:
             raise NotFound(f"readout {entry.key!r}: expected its queries.parquet, got none")
-        return self.tables.get(entry.folder, entry.summary())
+        return self.tables.get(entry.folder, entry.summary)
 
-    def _detail(self, entry: ReadoutEntry, qid: str, params: dict[str, list[str]]) -> Any:
+    def _detail(
+        self,
+        entry: ReadoutEntry,
+        qid: str,
+        params: dict[str, list[str]],
+        table: QueryTable | None = None,
+    ) -> Any:
         unknown = sorted(set(params) - {"metric", "treatment"})
         if unknown:
             raise ParameterError(unknown[0], "metric or treatment", unknown[0])
-        table = self._table(entry)
+        table = table or self._table(entry)
         metric = _one(params, "metric")
         treatment = _one(params, "treatment")
         detail = table.detail(qid, metric, treatment)
@@ -257,8 +263,9 @@ class App:
         return _html(pages.readout_page(entry.key, summary, report, table, page))
 
     def _query_page(self, entry: ReadoutEntry, qid: str, params: dict[str, list[str]]) -> Response:
-        detail = self._detail(entry, qid, params)
-        return _html(pages.query_page(entry.key, self._table(entry), detail))
+        table = self._table(entry)
+        detail = self._detail(entry, qid, params, table)
+        return _html(pages.query_page(entry.key, table, detail))
 
     def _file(self, entry: ReadoutEntry, rest: list[str]) -> Response:
         if any(part in ("", ".", "..") or "/" in part or "\\" in part for part in rest):
