@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import shutil
 import subprocess
 import sys
@@ -102,6 +103,8 @@ def main() -> int:
     page_p50, page_p95 = np.percentile(pages, [50, 95])
     ratio = extra / per_query
     print()
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"machine: {os.cpu_count()} cores, load average {load} (1, 5, 15 min) at the end")
     print(
         f"readout: {n_rows:,} queries; first table request {first_table:.0f} ms, first query page "
         f"{first_page:.0f} ms (each loads its table into DuckDB once)"

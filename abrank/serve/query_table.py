@@ -201,6 +201,7 @@ class QueryTable:
         self._lock = threading.Lock()
         self._rankings_loaded = False
         self._con = duckdb.connect(":memory:")
+        self._con.execute("SET enable_progress_bar = false")  # a server prints nothing
         self._con.execute(
             "CREATE TABLE q AS SELECT * FROM read_parquet(?) ORDER BY query_id",
             [str(folder / "queries.parquet")],
@@ -421,11 +422,18 @@ def _frame(result: Any) -> pd.DataFrame:
     pandas' merges and maps over a few rows handle fastest (Arrow-backed text costs them
     about half the time of :func:`abrank.explain.readout.query_lists`)."""
     names = [str(d[0]) for d in result.description]
-    kinds = {str(d[0]): str(d[1]) for d in result.description}
-    frame = pd.DataFrame.from_records(result.fetchall(), columns=names)
-    doubles = {name: np.float64 for name in names if kinds[name] in ("DOUBLE", "FLOAT")}
-    integers = {name: np.int64 for name in names if kinds[name] in ("INTEGER", "BIGINT")}
-    return frame.astype({**doubles, **integers}) if len(frame) else frame.astype(doubles)
+    kinds = [str(d[1]) for d in result.description]
+    rows = result.fetchall()
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    data: dict[str, Any] = {}
+    for name, kind, values in zip(names, kinds, columns, strict=True):
+        if kind in ("DOUBLE", "FLOAT"):
+            data[name] = np.array(values, dtype=np.float64)  # NULL (None) as NaN
+        elif kind in ("INTEGER", "BIGINT", "SMALLINT", "TINYINT") and None not in values:
+            data[name] = np.array(values, dtype=np.int64)
+        else:
+            data[name] = pd.Series(list(values), dtype=object)
+    return pd.DataFrame(data, columns=names)
 
 
 def _single(params: Mapping[str, Sequence[str]], name: str) -> str | None:
