@@ -7,6 +7,7 @@ import html
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -204,6 +205,8 @@ def test_the_index_lists_readouts_dates_and_recorded_rows(served):
     assert status == 200
     assert f'href="/e/{NAME}"' in page and f'href="/e/{NAME}%40{DATED}"' in page
     assert f'href="/h/{NAME}/{RECORDED_ONLY}"' in page
+    assert page.count('<svg class="spark"') == 1  # two recorded dates: a trend
+    assert '<span class="status no-ship">no-ship</span>' in page
     status, _, dated = request(base, f"/e/{NAME}@{DATED}")
     assert status == 200 and "queries match" in dated.decode()
     status, _, recorded = request(base, f"/h/{NAME}/{RECORDED_ONLY}")
@@ -337,3 +340,17 @@ def test_the_command_serves_until_stopped(served):
         process.terminate()
         process.wait(30)
         process.stderr.close()
+
+
+def test_a_damaged_query_table_is_a_500_naming_the_file(served, tmp_path):
+    root, _ = served
+    damaged = tmp_path / "reports"
+    shutil.copytree(root / NAME, damaged / "damaged", ignore=shutil.ignore_patterns("20*"))
+    (damaged / "damaged" / "queries.parquet").write_bytes(b"PAR1 not really parquet")
+    with running(damaged) as base:
+        status, body = get_json(base, "/api/experiments/damaged/queries")
+        assert status == 500
+        assert body["error"].startswith(f"{damaged / 'damaged' / 'queries.parquet'}: expected ")
+        status, _, page = request(base, "/e/damaged")
+        assert status == 500 and b"queries.parquet: expected the query table" in page
+        assert request(base, "/")[0] == 200  # the index still lists it

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abrank.errors import AbrankError
+from abrank.errors import AbrankError, DataError
 from abrank.metrics import parse_metric
 
 #: What a page of the query table holds at most, and by default.
@@ -202,10 +202,13 @@ class QueryTable:
         self._rankings_loaded = False
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET enable_progress_bar = false")  # a server prints nothing
-        self._con.execute(
-            "CREATE TABLE q AS SELECT * FROM read_parquet(?) ORDER BY query_id",
-            [str(folder / "queries.parquet")],
-        )
+        path = folder / "queries.parquet"
+        try:
+            self._con.execute(
+                "CREATE TABLE q AS SELECT * FROM read_parquet(?) ORDER BY query_id", [str(path)]
+            )
+        except duckdb.Error as exc:
+            raise DataError(f"{path}: expected the query table abrank wrote, got {exc}") from None
         self.columns = tuple(str(row[0]) for row in self._con.execute("DESCRIBE q").fetchall())
         arm_prefixes = tuple(f"{arm}:" for arm in self.arms)
         self.segment_columns = tuple(
@@ -359,14 +362,20 @@ class QueryTable:
         return QueryPage(request, total, rows, self.arms, self.segment_columns)
 
     def _load_rankings(self) -> None:
+        import duckdb
+
         with self._lock:
             if self._rankings_loaded:
                 return
-            self._con.execute(
-                "CREATE TABLE r AS SELECT * FROM (SELECT row_number() OVER () AS _row, * "
-                "FROM read_parquet(?)) ORDER BY query_id, _row",
-                [str(self.folder / "rankings.parquet")],
-            )
+            path = self.folder / "rankings.parquet"
+            try:
+                self._con.execute(
+                    "CREATE TABLE r AS SELECT * FROM (SELECT row_number() OVER () AS _row, * "
+                    "FROM read_parquet(?)) ORDER BY query_id, _row",
+                    [str(path)],
+                )
+            except duckdb.Error as exc:
+                raise DataError(f"{path}: expected the rankings abrank wrote, got {exc}") from None
             self._rankings_loaded = True
 
     def detail(

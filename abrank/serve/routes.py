@@ -112,6 +112,10 @@ class App:
                 if api_call
                 else _html(pages.error_page(500, str(exc)), 500)
             )
+        except Exception as exc:  # a bug or a readout replaced mid-request: no traceback out
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            body = api.error_body(500, message) if api_call else pages.error_page(500, message)
+            return _json(body, 500) if api_call else _html(body, 500)
 
     def _route(self, target: str) -> Response:
         split = urlsplit(target)
