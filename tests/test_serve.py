@@ -354,3 +354,36 @@ def test_a_damaged_query_table_is_a_500_naming_the_file(served, tmp_path):
         status, _, page = request(base, "/e/damaged")
         assert status == 500 and b"queries.parquet: expected the query table" in page
         assert request(base, "/")[0] == 200  # the index still lists it
+
+
+def test_the_catalog_names_only_readout_folders_and_opens_the_latest_dated_one(tmp_path):
+    from abrank.serve.catalog import Catalog
+
+    root = tmp_path / "reports"
+    for folder in (
+        "daily/2026-01-01",
+        "daily/2026-01-03",
+        "daily/2026-01-02",
+        "plain",
+        "history/x",
+    ):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "summary.json").write_text("{}")
+    (root / "daily" / "notes").mkdir()  # not a date: not a readout
+    (root / "empty").mkdir()  # no summary.json anywhere: not an experiment
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "summary.json").write_text("{}")
+    (root / "linked").symlink_to(root / "plain")  # a link to a folder is not followed
+    catalog = Catalog(root)
+    keys = sorted(catalog.readouts())
+    assert keys == [
+        "daily",
+        "daily@2026-01-01",
+        "daily@2026-01-02",
+        "daily@2026-01-03",
+        "plain",
+    ]
+    assert catalog.find("daily").folder == root / "daily" / "2026-01-03"
+    assert catalog.find("plain").date is None
+    for name in ("history", "linked", ".hidden", "empty", "daily/2026-01-01", "../reports/plain"):
+        assert catalog.find(name) is None, name
