@@ -125,39 +125,48 @@ class Catalog:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
+    def _names(self) -> list[str]:
+        """The folders directly under the root that may be experiments (a name a config
+        may give, not abrank's own, not a link), by name."""
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return []
+        return sorted(
+            entry.name
+            for entry in entries
+            if _NAME.match(entry.name)
+            and entry.name.casefold() not in _RESERVED
+            and entry.is_dir(follow_symlinks=False)
+        )
+
+    def _readouts_of(self, name: str) -> list[ReadoutEntry]:
+        """The readouts of experiment ``name`` (one of :meth:`_names`): the undated one,
+        then the dated ones by date."""
+        folder = self.root / name
+        readouts = []
+        if (folder / "summary.json").is_file():
+            readouts.append(ReadoutEntry(name, name, None, folder))
+        try:
+            dated = sorted(
+                sub.name
+                for sub in os.scandir(folder)
+                if _DATE.match(sub.name) and sub.is_dir(follow_symlinks=False)
+            )
+        except OSError:
+            dated = []
+        for day in dated:
+            if (folder / day / "summary.json").is_file():
+                readouts.append(ReadoutEntry(f"{name}@{day}", name, day, folder / day))
+        return readouts
+
     def experiments(
         self, history_dates: dict[str, tuple[str, ...]] | None = None
     ) -> list[Experiment]:
         """Every experiment with a readout folder (or, given ``history_dates``, a history),
         by name."""
-        found: dict[str, list[ReadoutEntry]] = {}
-        try:
-            entries = sorted(os.scandir(self.root), key=lambda entry: entry.name)
-        except OSError:
-            entries = []
-        for entry in entries:
-            name = entry.name
-            if not _NAME.match(name) or name.casefold() in _RESERVED:
-                continue
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            folder = Path(entry.path)
-            readouts = []
-            if (folder / "summary.json").is_file():
-                readouts.append(ReadoutEntry(name, name, None, folder))
-            try:
-                dated = sorted(
-                    sub.name
-                    for sub in os.scandir(folder)
-                    if _DATE.match(sub.name) and sub.is_dir(follow_symlinks=False)
-                )
-            except OSError:
-                dated = []
-            for day in dated:
-                if (folder / day / "summary.json").is_file():
-                    readouts.append(ReadoutEntry(f"{name}@{day}", name, day, folder / day))
-            if readouts:
-                found[name] = readouts
+        found = {name: self._readouts_of(name) for name in self._names()}
+        found = {name: readouts for name, readouts in found.items() if readouts}
         dates = history_dates or {}
         names = sorted(set(found) | set(dates))
         return [Experiment(name, tuple(found.get(name, [])), dates.get(name, ())) for name in names]
@@ -174,5 +183,15 @@ class Catalog:
         return keyed
 
     def find(self, key: str) -> ReadoutEntry | None:
-        """The readout of ``key`` (compared as a string with the scanned keys), or None."""
-        return self.readouts().get(key)
+        """The readout of ``key``, or None: its experiment's name is compared, as a string,
+        with the folders the root lists, and the key with that experiment's readouts'
+        keys (one folder scanned, however many experiments the root holds)."""
+        name = key.partition("@")[0]
+        if name not in self._names():
+            return None
+        readouts = self._readouts_of(name)
+        if not readouts:
+            return None
+        if key == name:
+            return Experiment(name, tuple(readouts)).main
+        return next((entry for entry in readouts if entry.key == key), None)
