@@ -174,6 +174,10 @@ def test_the_readout_page_shows_headline_report_link_and_filtered_rows(served, q
     assert links == list(fr["query_id"].head(25))
     assert f"{len(fr):,} queries match" in page
     assert 'rel="next"' in page and 'rel="prev"' not in page
+    # the queries missing from the treatment's log carry the flag in the table
+    missing = int((queries["missing_in"] == "reranker").sum())
+    _, _, body = request(base, f"/e/{NAME}?tag=missing_log&limit=100")
+    assert html.unescape(body.decode()).count("missing from reranker's log") == missing > 0
     status, _, report = request(base, f"/e/{NAME}/files/report.html")
     assert status == 200 and report == (root / NAME / "report.html").read_bytes()
 

@@ -324,7 +324,11 @@ def readout_page(
             + "".join(f'<td class="num">{e(number(row.get(arm)))}</td>' for arm in page.arms)
             + f'<td class="num">{e(number(row.get("rbo"), 3))}</td>'
             + f"<td>{''.join(f'<span class=tag>{e(t)}</span>' for t in row.get('tags') or [])}</td>"
-            + (f'<td><span class="flag">{e(missing)}</span></td>' if missing else "<td></td>")
+            + (
+                "<td>"
+                + "".join(f'<span class="flag">{e(text)}</span>' for text in _missing_text(missing))
+                + "</td>"
+            )
             + "".join(
                 f"<td>{e(row.get(c) if row.get(c) is not None else '')}</td>"
                 for c in page.segment_columns
