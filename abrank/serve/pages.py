@@ -84,7 +84,7 @@ def signed(value: Any, digits: int = 4) -> str:
     """A change as signed text, in a span coloured by its sign."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    value = value + 0.0  # -0.0 (a zero gain times a move) reads as 0
+    value = round(float(value), digits) + 0.0  # what rounds to 0 (and -0.0) reads +0
     tone = "pos" if value > 0 else "neg" if value < 0 else "muted"
     return f'<span class="{tone}">{e(fmt_signed(value, digits))}</span>'
 
