@@ -391,3 +391,15 @@ def test_the_catalog_names_only_readout_folders_and_opens_the_latest_dated_one(t
     assert catalog.find("plain").date is None
     for name in ("history", "linked", ".hidden", "empty", "daily/2026-01-01", "../reports/plain"):
         assert catalog.find(name) is None, name
+
+
+def test_the_serve_verb_adds_no_import_to_the_other_verbs():
+    script = (
+        "import sys; from abrank.cli.parser import build_parser; build_parser(); "
+        "print(sorted(m for m in ('pandas', 'duckdb', 'abrank.serve.server') if m in sys.modules))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.stdout.strip() == "[]", done.stderr

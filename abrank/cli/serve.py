@@ -32,7 +32,7 @@ def _port(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``abrank serve``."""
-    from abrank.serve.server import DEFAULT_HOST, DEFAULT_PORT
+    from abrank.serve import DEFAULT_HOST, DEFAULT_PORT
 
     parser.add_argument(
         "root",

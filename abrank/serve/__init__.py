@@ -13,3 +13,6 @@ anything from the network, every page is server-rendered HTML with GET forms.
 - :mod:`abrank.serve.pages` (HTML) and :mod:`abrank.serve.api` (JSON);
 - :mod:`abrank.serve.server`: binding (loopback unless told otherwise) and the handler.
 """
+
+# here, beside nothing heavy: the command's parser reads them for every verb's help
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765

@@ -15,9 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+from abrank.serve import DEFAULT_HOST, DEFAULT_PORT
 from abrank.serve.routes import App, Response
-
-DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 
 
 def is_loopback(host: str) -> bool:
