@@ -2,7 +2,8 @@
 
 One module per verb (:mod:`~abrank.cli.run`, :mod:`~abrank.cli.validate`,
 :mod:`~abrank.cli.metrics`, :mod:`~abrank.cli.compare`, :mod:`~abrank.cli.history`,
-:mod:`~abrank.cli.interleave`, :mod:`~abrank.cli.simulate`, :mod:`~abrank.cli.demo_data`),
+:mod:`~abrank.cli.serve`, :mod:`~abrank.cli.interleave`, :mod:`~abrank.cli.simulate`,
+:mod:`~abrank.cli.demo_data`),
 each parsing its arguments and calling the library; :mod:`~abrank.cli.parser` builds the
 parser from them, :mod:`~abrank.cli.options` holds the options several verbs share, and
 :mod:`~abrank.cli.command` runs a verb and maps its errors to exit codes.

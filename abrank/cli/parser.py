@@ -12,7 +12,17 @@ import textwrap
 from collections.abc import Sequence
 from types import ModuleType
 
-from abrank.cli import compare, demo_data, history, interleave, metrics, run, simulate, validate
+from abrank.cli import (
+    compare,
+    demo_data,
+    history,
+    interleave,
+    metrics,
+    run,
+    serve,
+    simulate,
+    validate,
+)
 from abrank.cli.options import regroup_metric_values
 
 #: the verbs' modules, in the order of the help
@@ -22,6 +32,7 @@ VERBS: tuple[ModuleType, ...] = (
     metrics,
     compare,
     history,
+    serve,
     interleave,
     simulate,
     demo_data,
