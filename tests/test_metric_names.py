@@ -112,8 +112,14 @@ def test_unknown_name_without_close_match_has_no_suggestion():
     ("text", "message"),
     [
         ("ndcg@0", "metric 'ndcg@0': cutoff: expected a whole number from 1 to 1000000, got '0'"),
-        ("ndcg@2.5", "metric 'ndcg@2.5': cutoff: expected a whole number from 1 to 1000000, got '2.5'"),
-        ("ndcg@ten", "metric 'ndcg@ten': cutoff: expected a whole number from 1 to 1000000, got 'ten'"),
+        (
+            "ndcg@2.5",
+            "metric 'ndcg@2.5': cutoff: expected a whole number from 1 to 1000000, got '2.5'",
+        ),
+        (
+            "ndcg@ten",
+            "metric 'ndcg@ten': cutoff: expected a whole number from 1 to 1000000, got 'ten'",
+        ),
         (
             "precision",
             "metric 'precision': cutoff: expected precision@k (e.g. precision@10), got no cutoff",
@@ -174,7 +180,8 @@ def test_direct_construction_is_validated():
     with pytest.raises(ConfigError) as info:
         Metric("ndcgg", 10)
     assert str(info.value) == (
-        "metric: family: expected one of mrr, ndcg, dcg, recall, precision, hit, map, ap, bpref, "
+        "metric: family: expected one of mrr, ndcg, dcg, err, recall, precision, hit, map, ap, "
+        "bpref, "
         "judged, got 'ndcgg'"
     )
     with pytest.raises(ConfigError):

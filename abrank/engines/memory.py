@@ -389,6 +389,38 @@ def _discounted(s: _Shared, metric: Metric) -> np.ndarray:
     return np.where(ideal[None] > 0, dcg / ideal[metric.k], np.nan)
 
 
+#: ERR's largest grade (gdeval's MAX_JUDGMENT): a document of this grade stops a user
+#: with probability (2^4 - 1) / 2^4; a higher grade counts as it.
+ERR_MAX_GRADE = 4.0
+
+
+def err_stop(grade: np.ndarray) -> np.ndarray:
+    """ERR's stopping probability of a grade: (2^g - 1) / 2^4, g clipped to [0, 4]."""
+    clipped = np.clip(grade, 0.0, ERR_MAX_GRADE)
+    return (np.exp2(clipped) - 1.0) / np.exp2(ERR_MAX_GRADE)
+
+
+def _err(s: _Shared, metric: Metric) -> np.ndarray:
+    """Expected reciprocal rank: sum over the ranked documents of R_i / rank_i times the
+    chance that no document above stopped the user, prod_{j<i} (1 - R_j); unjudged
+    documents stop no one, so only the judged rows (in rank order) count. Undefined where
+    no judgment has a grade above 0 (gdeval scores no such query)."""
+    stop = err_stop(s.g)
+    log_go_on = np.log1p(-stop)  # finite: a stop is at most 15/16
+    running = np.cumsum(log_go_on)
+    first = np.ones(s.q.size, dtype=bool)
+    first[1:] = s.q[1:] != s.q[:-1]
+    starts = np.flatnonzero(first)
+    before = np.repeat(running[starts] - log_go_on[starts], np.diff(np.append(starts, s.q.size)))
+    reached = np.exp(running - log_go_on - before)  # prod over the judged rows above
+    terms = stop * reached / (s.p + 1.0)
+    sel = slice(None) if metric.k is None else s.p < metric.k
+    values = np.bincount(s.q[sel], weights=terms[sel], minlength=s.nq)
+    gainful = s.prep.judged_code[s.prep.judged_grade > 0]
+    defined = np.bincount(gainful, minlength=s.nq) > 0
+    return np.where(defined, values, np.nan)
+
+
 def _judged(s: _Shared, metric: Metric) -> np.ndarray:
     k = metric.k
     hits = s.count(s.q, s.p, k)
@@ -470,6 +502,7 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "mrr": _binary(_mrr),
     "ndcg": _discounted,
     "dcg": _discounted,
+    "err": _err,
     "recall": _binary(_recall),
     "precision": _binary(_precision),
     "hit": _binary(_hit),

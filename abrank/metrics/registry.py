@@ -52,7 +52,8 @@ class MetricSpec:
     left out where it needs one (``map`` and ``ap@k``). Other tools' spellings are written
     as those tools write them, ``@k`` / ``.k`` standing for a cutoff. ``lower_is_better``
     marks a family whose decrease is the improvement (abandonment): its verdicts read
-    ``win`` when it falls significantly.
+    ``win`` when it falls significantly. ``fixed_gain`` marks a graded family whose gain is
+    part of its definition (ERR): it takes no ``gain=``.
     """
 
     family: str
@@ -65,6 +66,7 @@ class MetricSpec:
     trec_eval: tuple[str, ...] = ()
     twin: str | None = None
     lower_is_better: bool = False
+    fixed_gain: bool = False
 
     @property
     def binary(self) -> bool:
@@ -73,8 +75,8 @@ class MetricSpec:
 
     @property
     def graded(self) -> bool:
-        """The family uses grades as gains (linear or exponential)."""
-        return self.relevance == "graded"
+        """The family uses grades as gains (linear or exponential, ``gain=``)."""
+        return self.relevance == "graded" and not self.fixed_gain
 
     @property
     def click(self) -> bool:
@@ -121,6 +123,18 @@ FAMILIES: dict[str, MetricSpec] = {
             "graded",
             "optional",
             "sum of gain(grade) / log2(rank + 1) over the top k",
+        ),
+        MetricSpec(
+            "err",
+            "ERR",
+            "graded",
+            "optional",
+            "expected reciprocal rank (Chapelle et al. 2009): the chance that a user scanning "
+            "down stops at each rank, stopping at a document with probability "
+            "(2^grade - 1) / 16 (gdeval's gain, grades up to 4; a higher grade counts as 4), "
+            "times 1 / rank; 0 for an unjudged document",
+            ir_measures=("ERR@k",),
+            fixed_gain=True,
         ),
         MetricSpec(
             "recall",

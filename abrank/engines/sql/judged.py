@@ -62,6 +62,13 @@ def _gain(kind: str, grade: str = "grade") -> str:
     return f"CASE WHEN {grade} > 0 THEN {grade} ELSE 0 END"
 
 
+def _err_stop(grade: str = "grade") -> str:
+    """ERR's stopping probability of a grade: (2^g - 1) / 16, g clipped to [0, 4]
+    (:func:`abrank.engines.memory.err_stop`); 0 for an unjudged row."""
+    clipped = f"LEAST(GREATEST(COALESCE({grade}, 0), 0), 4)"
+    return f"(POWER(2, {clipped}) - 1) / 16"
+
+
 def _within(k: int | None, pos: str) -> str:
     return "TRUE" if k is None else f"{pos} < {int(k)}"
 
@@ -95,6 +102,11 @@ class _Plan:
         )
 
     @property
+    def err(self) -> bool:
+        """Whether a metric is ERR (the rows then carry the chance of reaching them)."""
+        return any(m.family == "err" for m in self.metrics)
+
+    @property
     def kinds(self) -> list[str]:
         return sorted({self.kind(m) for m in self.metrics if m.family in ("ndcg", "dcg")})
 
@@ -122,7 +134,7 @@ def _judgments_sql(judgments: str) -> str:
 
 def _query_stats_sql(plan: _Plan) -> str:
     """Per judged query: relevant and judged nonrelevant counts per threshold."""
-    parts = ["query_id"]
+    parts = ["query_id", "SUM(CASE WHEN grade > 0 THEN 1 ELSE 0 END) AS ngain"]
     for i, t in enumerate(plan.thresholds):
         lit = _number(t)
         parts.append(f"SUM(CASE WHEN grade >= {lit} THEN 1 ELSE 0 END) AS nrel_{i}")
@@ -175,6 +187,9 @@ def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) 
         f"ROW_NUMBER() {window} - 1 AS pos",
         f"SUM(CASE WHEN j.grade IS NULL THEN 0 ELSE 1 END) {window} - 1 AS cpos",
     ]
+    if plan.err:  # log of prod (1 - stop) over the rows above: ERR's chance of reaching it
+        above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
+        parts.append(f"COALESCE(SUM(LN(1 - {_err_stop('j.grade')})) {above}, 0) AS err_reach")
     for t in plan.running:
         i, lit = plan.t(t), _number(t)
         nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
@@ -240,6 +255,14 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
                 values[out] = (
                     f"CASE WHEN {defined} THEN CAST({dcg} AS DOUBLE) / i{g}.idcg_{g}_{cut} END"
                 )
+            continue
+        if family == "err":
+            err = agg(
+                f"err_{cut}_{view}",
+                f"SUM(CASE WHEN {kept}grade > 0 AND {_within(k, pos)} THEN {_err_stop()} * "
+                f"EXP(err_reach) / ({pos} + 1) ELSE 0 END)",
+            )
+            values[out] = f"CASE WHEN COALESCE(s.ngain, 0) > 0 THEN CAST({err} AS DOUBLE) END"
             continue
         t = plan.threshold(m)
         i, lit = plan.t(t), _number(t)
