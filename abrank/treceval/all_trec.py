@@ -404,7 +404,8 @@ def rbp(prep: Prepared, levels: Mapping[int, float], p: float = RBP_PERSISTENCE)
         low, high = np.minimum(low, gain), np.maximum(high, gain)
     gains = _row_gains(prep, levels)
     q = prep.row_code
-    rescale = (low[q] < 0) | (high[q] > 1)
+    # a document in the pool but unjudged has no gain, rescaled or not
+    rescale = ((low[q] < 0) | (high[q] > 1)) & (prep.row_grade >= 0)
     span = high[q] - low[q]
     with np.errstate(divide="ignore", invalid="ignore"):
         gains = np.where(rescale, (gains - low[q]) / span, gains)
