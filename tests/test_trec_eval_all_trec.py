@@ -5,6 +5,7 @@ trec_eval's own test suite are compared in test_trec_eval_default_set.py)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -262,3 +263,96 @@ def test_vectorised_measures_equal_slow_loops(seed, levels, t, p):
         }
         for name, value in expected.items():
             assert got[name][code] == pytest.approx(value, abs=1e-12), (name, query)
+
+
+# --------------------------------------------------------------------------- rprec, infap
+
+TEST = "trec_eval-tests/test"
+
+
+def _per_query(path, name: str) -> dict[str, str]:
+    rows = [line.split("\t") for line in path.read_text().splitlines()]
+    return {q: v for n, q, v in rows if n.strip() == name and q != "all"}
+
+
+@pytest.mark.parametrize(
+    ("expected", "qrels", "rel"),
+    [("out.test.aq", "qrels.test", 1), ("out.test.aql", "qrels.rel_level", 2)],
+)
+def test_rprec_and_infap_families_equal_trec_eval_per_query(shared_data, expected, qrels, rel):
+    from abrank.engines.evaluate import evaluate
+    from abrank.io import read_judgments, read_rankings
+
+    folder = shared_data / TEST
+    table = evaluate(
+        read_rankings(folder / "results.test"),
+        read_judgments(folder / qrels),
+        [f"rprec(rel={rel})", f"infap(rel={rel})", "Rprec", "infAP"],
+        rel_level=rel,
+        depth=None,
+    )
+    for ours, theirs in (("rprec", "Rprec"), ("infap", "infAP")):
+        wanted = _per_query(folder / expected, theirs)
+        assert len(wanted) == 3
+        for query, value in wanted.items():
+            assert f"{table.loc[query, f'{ours}(rel={rel})']:6.4f}" == value, (ours, query)
+            assert table.loc[query, ours] == table.loc[query, f"{ours}(rel={rel})"]
+
+
+def test_rprec_and_infap_by_hand_and_undefined_without_relevant(hand):
+    from abrank.engines.evaluate import evaluate
+    from abrank.io import read_judgments, read_rankings
+
+    qrels, run = hand
+    judgments = read_judgments(qrels)
+    judgments.loc[len(judgments)] = ["q2", "x", 0.0]  # judged, nothing relevant
+    table = evaluate(read_rankings(run), judgments, ["rprec", "infap"], complete=True)
+    assert table.loc["q1", "rprec"] == pytest.approx(1 / 3)  # a among b, a, d
+    assert table.loc["q1", "infap"] == pytest.approx(BY_HAND["infAP"])
+    assert np.isnan(table.loc["q2", "rprec"]) and np.isnan(table.loc["q2", "infap"])
+
+
+def test_rprec_and_infap_in_a_comparison(shared_data, capsys):
+    import json
+
+    folder = shared_data / TEST
+    code = main(
+        [
+            "compare",
+            str(folder / "qrels.test"),
+            str(folder / "results.test"),
+            str(folder / "results.trunc"),
+            "-m",
+            "rprec",
+            "infap",
+            "--json",
+            "--resamples",
+            "200",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    results = {r["metric"]: r for r in json.loads(out)}
+    assert set(results) == {"rprec", "infap"}
+    # trec_eval's means over the 3 topics: Rprec 0.2174, infAP 0.1785 (out.test.a)
+    assert f"{results['rprec']['control_mean']:6.4f}" == "0.2174"
+    assert f"{results['infap']['control_mean']:6.4f}" == "0.1785"
+
+
+def test_a_config_naming_infap_on_duckdb_is_refused_before_any_work(tmp_path, capsys):
+    pytest.importorskip("duckdb")
+    data = Path(__file__).resolve().parent.parent / "experiments" / "data"
+    (tmp_path / "exp.yaml").write_text(
+        "name: infap-sql\n"
+        f"control: {{name: a, path: {data / 'demo-control.csv.gz'}}}\n"
+        "treatments:\n"
+        f"  - {{name: b, path: {data / 'demo-treatment.jsonl.gz'}, "
+        "columns: {query_id: qid, doc_id: doc, rank: pos}}\n"
+        f"judgments: {{path: {data / 'demo-judgments.tsv'}}}\n"
+        "metrics: [rprec, infap]\n"
+    )
+    code = main(["validate", str(tmp_path / "exp.yaml"), "--engine", "duckdb"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "metric infap: expected a metric engine duckdb computes, got infap" in err
+    assert main(["validate", str(tmp_path / "exp.yaml")]) == 0
