@@ -356,3 +356,47 @@ def test_a_config_naming_infap_on_duckdb_is_refused_before_any_work(tmp_path, ca
     assert code == 2
     assert "metric infap: expected a metric engine duckdb computes, got infap" in err
     assert main(["validate", str(tmp_path / "exp.yaml")]) == 0
+
+
+# --------------------------------------------------------------------------- comments
+
+# comments of 4 and 6 fields (a qrels' and a run's number): the readers' fast path parses
+# them as lines; the trailing one would otherwise give runid
+COMMENTED_QRELS = "#judged by NIST\n" + QRELS.replace("q1 0 c 1\n", "q1 0 c 1\n#x 0 y 1\n")
+COMMENTED_RUN = "#q1 Q0 zz 1 9 other\n" + RUN + "#end of run, 6 fields here\n"
+
+
+def test_comment_lines_are_left_out_as_trec_eval_10_does(hand, tmp_path, capsys):
+    (tmp_path / "c.qrels").write_text(COMMENTED_QRELS)
+    (tmp_path / "c.run").write_text(COMMENTED_RUN)
+    options = ["-q", "-m", "all_trec"]
+    code, plain, err = run_cli(capsys, *options, *hand)
+    assert code == 0, err
+    code, commented, err = run_cli(capsys, *options, tmp_path / "c.qrels", tmp_path / "c.run")
+    assert code == 0, err
+    assert commented == plain  # runid too: the tag of the last line that is not a comment
+    assert "runid                 \tall\ts\n" in commented
+
+
+def test_the_shared_qrels_with_comments_give_out_test(shared_data, tmp_path, capsys):
+    folder = shared_data / TEST
+    # (abrank tells formats by extension: the file is copied under a .qrels name)
+    qrels = tmp_path / "with-comments.qrels"
+    qrels.write_bytes((folder / "qrels.test.with-comments").read_bytes())
+    assert qrels.read_text().startswith("#")
+    code, out, err = run_cli(capsys, qrels, folder / "results.test")
+    assert code == 0, err
+    assert out == (folder / "out.test").read_text()
+
+
+def test_comment_lines_on_duckdb(hand, tmp_path, capsys):
+    pytest.importorskip("duckdb")
+    (tmp_path / "c.qrels").write_text(COMMENTED_QRELS)
+    (tmp_path / "c.run").write_text(COMMENTED_RUN)
+    names = ["-m", "ndcg@10", "map", "rprec", "--per-query"]
+    code, memory, err = run_cli(capsys, *names, *hand)
+    assert code == 0, err
+    files = [tmp_path / "c.qrels", tmp_path / "c.run"]
+    code, duck, err = run_cli(capsys, "--engine", "duckdb", *names, *files)
+    assert code == 0, err
+    assert duck == memory
