@@ -338,20 +338,42 @@ def test_whole_trec_eval_files_byte_for_byte(shared_data, capsys, expected, opti
 
 # --------------------------------------------------------------------------- shared lines
 
-ALL_TREC = [  # the measures of trec_eval's all_trec set that abrank computes
+# trec_eval 9's all_trec set but iprec_at_recall and 11pt_avg, which trec_eval 10 changed
+# (and abrank follows 10); 10 adds rbp, rbp_resid and unj (compared with 10's own files in
+# test_trec_eval_default_set.py)
+ALL_TREC = [
     "runid",
     "num_q",
     "num_ret",
     "num_rel",
     "num_rel_ret",
     "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
     "recip_rank",
     "P",
+    "relstring",
     "recall",
+    "infAP",
+    "gm_bpref",
+    "Rprec_mult",
+    "utility",
+    "binG",
+    "G",
     "ndcg",
+    "ndcg_rel",
+    "Rndcg",
     "ndcg_cut",
     "map_cut",
+    "relative_P",
     "success",
+    "set_P",
+    "set_relative_P",
+    "set_recall",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
 ]
 OFFICIAL = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "recip_rank", "P"]
 
@@ -393,7 +415,7 @@ def shared_line_cases() -> list[tuple[str, list[str], str, str]]:
         ),
         (
             f"{v9}/out.test.aql",
-            ["-q", "-l2", *m_options(ALL_TREC)],
+            ["-q", "-l2", *m_options(ALL_TREC), "-mrelstring.20"],  # as trec_eval's Makefile
             f"{test}/qrels.rel_level",
             f"{test}/results.test",
         ),
