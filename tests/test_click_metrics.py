@@ -46,7 +46,8 @@ def test_every_click_spelling_resolves(text, family, k, name, label):
 def test_click_families_are_a_kind_of_the_one_registry():
     assert click_families() == ["click_rr", "ctr", "clicks", "abandonment", "sat_ctr"]
     assert judged_families() == [
-        "mrr", "ndcg", "dcg", "err", "recall", "precision", "hit", "map", "ap", "bpref", "judged"
+        "mrr", "ndcg", "dcg", "err", "recall", "precision", "hit", "map", "ap", "bpref", "rprec",
+        "infap", "judged"
     ]  # fmt: skip
     assert all(FAMILIES[f].relevance == "click" for f in click_families())
     assert not any(parse_metric(name).is_click for name in ("mrr@10", "ndcg", "map", "judged@5"))
@@ -63,7 +64,7 @@ BAD = [
     ("click_rr@x", "metric 'click_rr@x': cutoff: expected a whole number from 1 to 1000000, got 'x'"),
     ("clicks@2.5", "metric 'clicks@2.5': cutoff: expected a whole number from 1 to 1000000, got '2.5'"),
     ("ctr(rel=2)@3", "metric 'ctr(rel=2)@3': rel: expected no relevance threshold (it applies "
-     "to mrr, recall, precision, hit, map, ap and bpref), got one"),
+     "to mrr, recall, precision, hit, map, ap, bpref, rprec and infap), got one"),
     ("sat_ctr(gain=exp)", "metric 'sat_ctr(gain=exp)': gain: expected no gain (it applies to "
      "ndcg and dcg), got one"),
 ]  # fmt: skip

@@ -93,6 +93,9 @@ METRICS = [
     "bpref(judged)",
     "precision@5(judged)",
     "recall@100(judged)",
+    "rprec",
+    "rprec(rel=2)",
+    "rprec(judged)",
 ]
 
 
@@ -327,6 +330,37 @@ def test_generated_cases_score_as_on_the_memory_engine(backend, seed, ranked_by,
     )
     assert_same_scores(memory, sql)
     assert memory.values.isna().any().any()  # undefined values are part of the check
+
+
+@pytest.mark.parametrize("name", ["infap", "infAP", "infap(rel=2)", "infap(judged)"])
+def test_infap_is_refused_with_the_engine_that_computes_it(backend, name):
+    rankings, judgments = generated(0)
+    with pytest.raises(ConfigError) as info:
+        score_arm_sql(
+            backend,
+            relation(backend, rankings),
+            relation(backend, judgments),
+            ["map", name],
+        )
+    assert str(info.value).startswith(f"metric {name.lower().replace('(judged)', '')}")
+    assert (
+        f"expected a metric engine {backend.dialect} computes, got infap, which only "
+        "engine memory computes" in str(info.value)
+    )
+
+
+def test_abrank_metrics_on_duckdb_refuses_infap_and_computes_rprec(tmp_path, capsys):
+    """R-precision by hand: q1 has 2 relevant judgments (a, c); its top 2 are a, b."""
+    (tmp_path / "qrels").write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 1\n")
+    (tmp_path / "run").write_text("q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\n")
+    files = [str(tmp_path / "qrels"), str(tmp_path / "run")]
+    code = main(["metrics", "--engine", "duckdb", "-m", "rprec", *files])
+    out, err = capsys.readouterr()
+    assert (code, out) == (0, "rprec\tall\t0.5\n"), err
+    code = main(["metrics", "--engine", "duckdb", "-m", "infap", *files])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "metric infap: expected a metric engine duckdb computes" in err
 
 
 def test_values_by_hand(backend):

@@ -127,7 +127,7 @@ def test_unknown_name_without_close_match_has_no_suggestion():
         (
             "ndcg(rel=2)@10",
             "metric 'ndcg(rel=2)@10': rel: expected no relevance threshold (it "
-            "applies to mrr, recall, precision, hit, map, ap and bpref), got one",
+            "applies to mrr, recall, precision, hit, map, ap, bpref, rprec and infap), got one",
         ),
         (
             "mrr(gain=exp)",
@@ -181,8 +181,7 @@ def test_direct_construction_is_validated():
         Metric("ndcgg", 10)
     assert str(info.value) == (
         "metric: family: expected one of mrr, ndcg, dcg, err, recall, precision, hit, map, ap, "
-        "bpref, "
-        "judged, got 'ndcgg'"
+        "bpref, rprec, infap, judged, got 'ndcgg'"
     )
     with pytest.raises(ConfigError):
         Metric("ndcg", 0)

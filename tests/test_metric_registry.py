@@ -33,7 +33,7 @@ def test_readme_metric_table_is_the_registry_rendered():
 
 def test_readme_table_has_one_row_per_family():
     rows = _readme_table().splitlines()[2:]
-    assert len(rows) == len(FAMILIES) == 16  # 11 judged families and 5 click ones
+    assert len(rows) == len(FAMILIES) == 18  # 13 judged families and 5 click ones
     assert rows[0].startswith("| `mrr`, `mrr@k` | MRR | binary |")
     assert rows[3].startswith("| `err`, `err@k` | ERR | graded |")
     assert rows[5].startswith("| `precision@k` | P | binary |")
@@ -76,6 +76,8 @@ def test_spellings_cover_the_ones_of_other_tools():
         "map_cut": "ap",
         "ap": "map",
         "judged": "judged",
+        "rprec": "rprec",
+        "infap": "infap",
     }
     assert {name: table[name] for name in expected} == expected
 
@@ -89,8 +91,9 @@ def test_a_spelling_claimed_by_two_families_is_refused(monkeypatch):
 
 def test_known_names_list_every_family_in_registry_order():
     assert known_names().startswith(
-        "mrr, mrr@k, ndcg, ndcg@k, dcg, dcg@k, err, err@k, recall, recall@k, precision@k, hit, hit@k, "
-        "map, ap@k, bpref, judged, judged@k; ir_measures spellings RR@k, nDCG@k,"
+        "mrr, mrr@k, ndcg, ndcg@k, dcg, dcg@k, err, err@k, recall, recall@k, precision@k, hit, "
+        "hit@k, map, ap@k, bpref, rprec, infap, judged, judged@k; ir_measures spellings RR@k, "
+        "nDCG@k,"
     )
     with pytest.raises(ConfigError) as info:
         parse_metric("ndgc@10")

@@ -25,13 +25,14 @@ EXAMPLE = (
     "abrank metrics qrels.txt run.txt -m ndcg@10 mrr@10 map --per-query\n"
     "  abrank metrics -q -c -l 2 -m ndcg_cut.10,20 -m recip_rank qrels.txt run.txt\n\n"
     "With trec_eval's measure names only (recip_rank, map, ndcg, P.5,10, recall.100,\n"
-    "ndcg_cut.10, map_cut.100, success.1, num_q, num_ret, num_rel, num_rel_ret, runid,\n"
-    "or a bare family P, recall, ndcg_cut, map_cut, success for trec_eval's default\n"
-    "cutoffs) it takes trec_eval's own command line and prints exactly what trec_eval 9\n"
-    "prints (names, order, layout, 4 decimals; -M unlimited unless given). With abrank's\n"
-    "names (ndcg@10, mrr@10, ...) it prints measure<TAB>query<TAB>value at full precision.\n"
-    "Without -m it prints trec_eval's default measures (-m official); -m all_trec prints\n"
-    "every trec_eval measure abrank computes and names the others on stderr."
+    "ndcg_cut.10, map_cut.100, success.1, infAP, Rprec_mult.0.5, utility.2,-1,0,0,\n"
+    "ndcg.1=3,2=9, rbp.p=0.8, unj, num_q, runid..., or a bare family P, recall, ndcg_cut,\n"
+    "map_cut, success for trec_eval's default cutoffs) it takes trec_eval's own command\n"
+    "line and prints exactly what trec_eval 10 prints (names, order, layout, 4 decimals;\n"
+    "-M unlimited unless given). With abrank's names (ndcg@10, mrr@10, ...) it prints\n"
+    "measure<TAB>query<TAB>value at full precision. Without -m it prints trec_eval's\n"
+    "default measures (-m official); -m all_trec prints every measure of trec_eval 10's\n"
+    "all_trec set (the prefs_* measures and yaap, outside that set, are not computed)."
 )
 #: the file arguments (QRELS, RUN), which may stand anywhere among the -m values
 FILES = 2

@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Iterable
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from abrank.errors import ConfigError
+
+if TYPE_CHECKING:
+    from abrank.metrics import Metric
 
 #: Engine name -> the module that implements it. An engine module provides
 #: ``score_arm(rankings, judgments, metrics, *, rel_level, gain, depth, complete, judged_k)``
@@ -44,6 +49,14 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "memory": ("offline", "online", "interleaved"),
     "duckdb": ("offline", "online", "interleaved"),
     "spark": ("offline", "online", "interleaved"),
+}
+
+#: Judged metric families an engine does not compute (the memory engine computes every one
+#: of the registry: :func:`abrank.engines.memory.missing_kernels`). infAP's estimate reads
+#: three running counts per relevant row that the SQL definitions do not carry.
+UNSUPPORTED_FAMILIES: dict[str, tuple[str, ...]] = {
+    "duckdb": ("infap",),
+    "spark": ("infap",),
 }
 
 #: The words of each kind in messages.
@@ -73,3 +86,21 @@ def check_supported(name: str, kind: str) -> None:
         f"engine: {name}: expected {' or '.join(KINDS[k] for k in SUPPORTED[name])}, got "
         f"{KINDS[kind]} (engines now: {now})"
     )
+
+
+def check_metrics(name: str, metrics: Iterable[str | Metric]) -> None:
+    """ConfigError when engine ``name`` does not compute a family of ``metrics`` (names or
+    :class:`abrank.metrics.Metric`), naming the metric and the engine that does."""
+    from abrank.metrics import parse_metric
+
+    left_out = UNSUPPORTED_FAMILIES.get(name, ())
+    if not left_out:
+        return
+    for metric in metrics:
+        parsed = parse_metric(metric)
+        if parsed.family in left_out:
+            raise ConfigError(
+                f"metric {parsed.name}: expected a metric engine {name} computes, got "
+                f"{parsed.family}, which only engine memory computes (engine: memory, or "
+                "--engine memory)"
+            )

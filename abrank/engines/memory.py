@@ -497,6 +497,19 @@ def _bpref(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndar
     return np.bincount(rq, weights=terms, minlength=s.nq) / nrel
 
 
+def _rprec(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    """R-precision (trec_eval's Rprec): the relevant documents among the first R, over R."""
+    rq, rp, _ = rows
+    return np.bincount(rq[rp < nrel[rq]], minlength=s.nq) / nrel
+
+
+def _infap(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    """infAP as trec_eval estimates it (:func:`abrank.treceval.all_trec.inferred_ap`)."""
+    from abrank.treceval.all_trec import inferred_ap
+
+    return inferred_ap(s.prep, s.threshold(metric))
+
+
 #: The kernel of each judged metric family of the registry (:data:`abrank.metrics.FAMILIES`).
 KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "mrr": _binary(_mrr),
@@ -509,6 +522,8 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "map": _binary(_average_precision),
     "ap": _binary(_average_precision),
     "bpref": _binary(_bpref),
+    "rprec": _binary(_rprec),
+    "infap": _binary(_infap),
     "judged": _judged,
 }
 

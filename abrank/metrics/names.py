@@ -89,11 +89,11 @@ class Metric:
     """One ranking metric: family, cutoff and optional per-metric parameters.
 
     ``rel`` overrides the relevance threshold of binary metrics (mrr, recall, precision,
-    hit, map, ap, bpref); ``gain`` ("linear" or "exp") overrides the gain of ndcg and dcg. The
-    canonical :attr:`name` is what columns, summary keys and CLI output use. With
-    ``judged_only`` the metric scores each ranking with its unjudged documents removed
-    (name ``ndcg@10(judged)``); ``judged``, which counts unjudged documents, has no such
-    variant.
+    hit, map, ap, bpref, rprec, infap); ``gain`` ("linear" or "exp") overrides the gain of
+    ndcg and dcg. The canonical :attr:`name` is what columns, summary keys and CLI output
+    use. With ``judged_only`` the metric scores each ranking with its unjudged documents
+    removed (name ``ndcg@10(judged)``); ``judged``, which counts unjudged documents, has no
+    such variant.
     """
 
     family: str

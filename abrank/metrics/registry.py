@@ -195,6 +195,28 @@ FAMILIES: dict[str, MetricSpec] = {
             trec_eval=("bpref",),
         ),
         MetricSpec(
+            "rprec",
+            "R-Prec",
+            "binary",
+            "none",
+            "precision at R, the number of relevant judgments of the query: the share of the "
+            "top R that is relevant (R-precision)",
+            aliases=("r_precision",),
+            ir_measures=("Rprec",),
+            trec_eval=("Rprec",),
+        ),
+        MetricSpec(
+            "infap",
+            "infAP",
+            "binary",
+            "none",
+            "inferred AP (Yilmaz & Aslam 2006): AP estimated from a sampled pool, where a "
+            "negative grade marks a pooled document left unjudged; equals AP when the pool "
+            "is fully judged (memory engine only)",
+            ir_measures=("infAP",),
+            trec_eval=("infAP",),
+        ),
+        MetricSpec(
             "judged",
             "Judged",
             "judged",
@@ -327,7 +349,8 @@ def markdown_table() -> str:
     ]
     for spec in FAMILIES.values():
         names = ", ".join(f"`{form}`" for form in spec.usage)
-        others = ", ".join(f"`{s}`" for s in spec.spellings if s != spec.family) or "—"
+        spelt = _distinct([s for s in spec.spellings if s != spec.family])
+        others = ", ".join(f"`{s}`" for s in spelt) or "—"
         rows.append(
             f"| {names} | {spec.label} | {spec.relevance} | {others} | {spec.description} |"
         )

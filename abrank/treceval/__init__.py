@@ -1,38 +1,49 @@
 """trec_eval's own dialect: its measure names and cutoffs, and its output, byte for byte.
 
-``abrank metrics`` answers as trec_eval 9 does when every ``-m`` names one of trec_eval's
+``abrank metrics`` answers as trec_eval 10 does when every ``-m`` names one of trec_eval's
 measures spelled as trec_eval spells them (``recip_rank``, ``ndcg_cut.10``, ``P.5,10``,
-``map``, a bare family such as ``P`` for its default cutoffs...), so that a script can
-switch from ``trec_eval`` to ``abrank metrics`` by renaming the command. The rules below
-are trec_eval's (``trec_eval.c``, ``measures.c``, ``meas_init.c``, ``m_*.c`` of
-usnistgov/trec_eval v9.0.8):
+``map``, ``Rprec_mult.0.5,1.0``, ``ndcg.1=3,2=9``, a bare family such as ``P`` for its
+default cutoffs...), so that a script can switch from ``trec_eval`` to ``abrank metrics``
+by renaming the command. The rules below are trec_eval's (``trec_eval.c``, ``measures.c``,
+``meas_init.c``, ``m_*.c`` of usnistgov/trec_eval 10.0):
 
 - measures print in trec_eval's table order, not in command-line order, each family's
   cutoffs ascending; per query (``-q``) all measures of a query, then the next query
   (byte order of query ids), then the ``all`` rows;
 - a line is ``%-22s\\t%s\\t%6.4f`` (name padded to 22, tab, query, tab, value); counts
   (``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_q``) print as integers and ``runid`` as
-  the tag of the run file's last line; ``runid`` and ``num_q`` have ``all`` rows only;
+  the tag of the run file's last line; ``runid``, ``num_q``, ``gm_map`` and ``gm_bpref``
+  have ``all`` rows only, ``relstring`` per-query rows only (quoted);
+- parameters follow trec_eval's syntax: whole-number cutoffs (``P.5,10``; a decimal one is
+  cut as C's atol cuts it, ``ndcg_cut.23.4`` is 23), fractional ones printed with two
+  decimals (``iprec_at_recall``, ``Rprec_mult``), lists of numbers printed as given
+  (``utility.2,-1,0,0``, ``11pt_avg``, ``set_F``, ``relstring``), and ``level=gain`` pairs
+  (``ndcg``, ``ndcg_rel``, ``Rndcg``, ``G``, ``rbp``, ``rbp_resid``; rbp's persistence is
+  ``p=0.8``);
 - means divide by the number of queries evaluated, with ``-c`` by the number of judged
-  queries (missing ones score 0); like trec_eval 9, ``-c`` adds no per-query rows for
-  them; counts sum over queries, except that ``num_rel``'s ``all`` row under ``-c`` counts
-  every judgment with a grade above 0 whatever ``-l`` says, as trec_eval does;
-- a family named twice with different cutoffs keeps the first list given (trec_eval reads
+  queries: missing ones score 0 and, as in trec_eval 10, ``-q`` prints their rows; counts
+  sum over queries, except that ``num_rel``'s ``all`` row under ``-c`` counts every
+  judgment with a grade above 0 whatever ``-l`` says, as trec_eval does;
+- a measure named twice with different parameters keeps the first given (trec_eval reads
   only that one); abrank says so on stderr rather than dropping it silently;
 - no measure named means trec_eval's default set (:data:`OFFICIAL`, also ``-m official``);
-  ``-m all_trec`` means every measure of trec_eval's all_trec set that abrank computes, and
-  a note names the others. ``gm_map`` and ``gm_bpref`` have ``all`` rows only;
-  ``iprec_at_recall`` and ``11pt_avg`` follow trec_eval 10 (``m_iprec_at_recall.c``: a
-  recall level c needs round(c x R) relevant documents, where 9 took c x R + 0.9 rounded
-  down), so that the output equals trec_eval 10's test outputs ``out.test`` and
-  ``out.comment.test``.
+  ``-m all_trec`` means every measure of trec_eval 10's all_trec set (all are computed;
+  the measures outside it that abrank lacks, the ``prefs_*`` family, ``yaap``, ``dcg``,
+  ``ideal_dcg``, ``num_nonjudged_ret`` and the ``*_avgjg`` ones, are refused by name);
+  ``iprec_at_recall`` and ``11pt_avg`` follow trec_eval 10 (a recall level c needs
+  round(c x R) relevant documents, where 9 took c x R + 0.9 rounded down), so that the
+  output equals trec_eval 10's test outputs byte for byte (``out.test.a``, ``.aq``,
+  ``.aqc``, ``.aqcM``, ``.aql``, ``.meas_params``).
+
+The measures without an abrank metric family of their own are computed in
+:mod:`abrank.treceval.default_set` and :mod:`abrank.treceval.all_trec`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,8 +65,9 @@ __all__ = [
     "split_metric_lists",
 ]
 
-# the measures abrank computes, in trec_eval's table order (measures.c), which is the
-# order trec_eval prints them in; value: abrank's metric family (None: a count or the id)
+# every measure of trec_eval's table (measures.c) that abrank computes, in that order, which
+# is the order trec_eval prints them in; value: abrank's metric family when one computes it
+# as trec_eval does (None: computed here, in default_set or all_trec)
 _MEASURES: dict[str, str | None] = {
     "runid": None,
     "num_q": None,
@@ -69,35 +81,64 @@ _MEASURES: dict[str, str | None] = {
     "recip_rank": "mrr",
     "iprec_at_recall": None,
     "P": "precision",
+    "relstring": None,
     "recall": "recall",
+    "infAP": None,
     "gm_bpref": None,
+    "Rprec_mult": None,
+    "utility": None,
     "11pt_avg": None,
+    "binG": None,
+    "G": None,
     "ndcg": "ndcg",
+    "ndcg_rel": None,
+    "Rndcg": None,
     "ndcg_cut": "ndcg",
     "map_cut": "ap",
+    "relative_P": None,
     "success": "hit",
     "set_P": None,
+    "set_relative_P": None,
     "set_recall": None,
+    "set_map": None,
+    "set_F": None,
     "num_nonrel_judged_ret": None,
+    "rbp": None,
+    "rbp_resid": None,
+    "unj": None,
 }
 _LONG_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-# families with cutoffs and trec_eval's default cutoffs (m_P.c, m_recall.c, ...)
+# families with whole-number cutoffs and trec_eval's default cutoffs (m_P.c, m_unjudged.c...)
 DEFAULT_CUTOFFS: dict[str, tuple[int, ...]] = {
     "P": _LONG_CUTOFFS,
     "recall": _LONG_CUTOFFS,
     "ndcg_cut": _LONG_CUTOFFS,
     "map_cut": _LONG_CUTOFFS,
+    "relative_P": _LONG_CUTOFFS,
     "success": (1, 5, 10),
+    "unj": (5, 10, 20),
 }
-# trec_eval's other measures and nicknames (not abrank's dcg): named in errors, not computed
+# families with fractional cutoffs, one value each, printed name_%3.2f (m_Rprec_mult.c...)
+DOUBLE_CUTOFFS: dict[str, tuple[float, ...]] = {
+    "iprec_at_recall": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    "Rprec_mult": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+}
+# one value with a list of numbers as parameters, printed name_<the list as given>
+DOUBLE_PARAMS: dict[str, tuple[float, ...]] = {
+    "relstring": (10.0,),
+    "utility": (1.0, -1.0, 0.0, 0.0),
+    "11pt_avg": DOUBLE_CUTOFFS["iprec_at_recall"],
+    "set_F": (1.0,),
+}
+# one value with name=value parameters (gains per level; rbp's p), printed name_<as given>
+PAIR_PARAMS = frozenset({"G", "ndcg", "ndcg_rel", "Rndcg", "rbp", "rbp_resid"})
+# trec_eval's other measures and nicknames: named in errors, not computed
 _OTHER_NAMES = (
-    "relstring infAP Rprec_mult utility "
-    "binG G ndcg_rel Rndcg relative_P set_relative_P set_map "
-    "set_F prefs_num_prefs_poss prefs_num_prefs_ful "
+    "dcg ideal_dcg num_nonjudged_ret prefs_num_prefs_poss prefs_num_prefs_ful "
     "prefs_num_prefs_ful_ret prefs_simp prefs_pair prefs_avgjg prefs_avgjg_Rnonrel "
     "prefs_simp_ret prefs_pair_ret prefs_avgjg_ret prefs_avgjg_Rnonrel_ret prefs_simp_imp "
-    "prefs_pair_imp prefs_avgjg_imp map_avgjg P_avgjg Rprec_mult_avgjg yaap rbp rbp_resid "
-    "ideal_dcg set all_prefs prefs qrels_jg unj"
+    "prefs_pair_imp prefs_avgjg_imp map_avgjg P_avgjg Rprec_mult_avgjg yaap "
+    "set all_prefs prefs qrels_jg"
 )
 _OTHERS = frozenset(_OTHER_NAMES.split())
 #: trec_eval's default set (``official``), printed when no measure is named.
@@ -115,47 +156,82 @@ OFFICIAL = (
     "iprec_at_recall",
     "P",
 )
-# trec_eval's all_trec set (trec_eval 10, -m all_trec), in its printing order
+# trec_eval 10's all_trec set (measures.c, trec_names); printed in table order all the same
 _ALL_TREC_NAMES = (
     "runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall "
-    "P recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G ndcg ndcg_rel Rndcg ndcg_cut "
-    "map_cut relative_P success set_P set_relative_P set_recall set_map set_F "
-    "num_nonrel_judged_ret rbp unj"
+    "P relstring recall unj rbp rbp_resid infAP gm_bpref utility 11pt_avg ndcg relative_P "
+    "Rprec_mult success map_cut ndcg_cut ndcg_rel Rndcg binG G set_P set_recall "
+    "set_relative_P set_map set_F num_nonrel_judged_ret"
 )
 #: trec_eval's measure sets and what they stand for.
 SETS: dict[str, tuple[str, ...]] = {
     "official": OFFICIAL,
     "all_trec": tuple(_ALL_TREC_NAMES.split()),
 }
-_CUTOFF = re.compile(r"^[0-9]+$")
+_CUTOFF = re.compile(r"^[0-9]+(\.[0-9]*)?$")
+_NUMBER = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+_LEVEL = re.compile(r"^[+-]?[0-9]+$")
 
 
 @dataclass(frozen=True)
 class TrecMeasures:
     """The measures of a trec_eval command line, in trec_eval's printing order.
 
-    ``cutoffs`` maps each measure name to its cutoffs (ascending) or None for a measure
-    without any; ``notes`` says which parameter lists were ignored, as trec_eval ignores
-    them.
+    ``cutoffs`` maps each measure name to its whole-number cutoffs (ascending) or None for
+    a measure without any; ``params`` holds the parameters given to the other measures
+    that take some (``Rprec_mult``, ``utility``, ``ndcg``...), as written after the dot;
+    ``notes`` says which parameter lists were ignored, as trec_eval ignores them.
     """
 
     cutoffs: dict[str, tuple[int, ...] | None]
     notes: tuple[str, ...] = ()
+    params: dict[str, str] = field(default_factory=dict)
 
     def metrics(self) -> list[tuple[str, Metric]]:
-        """(printed name, abrank metric) of every value measure, in printing order."""
+        """(printed name, abrank metric) of every measure that an abrank metric family
+        computes as trec_eval does, in printing order."""
         from abrank.metrics import Metric
 
         out = []
         for name, cutoffs in self.cutoffs.items():
             family = _MEASURES[name]
-            if family is None:
+            if family is None or name in self.params:
                 continue
             if cutoffs is None:
                 out.append((name, Metric(family, None)))
             else:
                 out += [(f"{name}_{k}", Metric(family, k)) for k in cutoffs]
         return out
+
+    def printed(self, name: str) -> str:
+        """The name trec_eval prints for a one-value measure: with its parameters as given
+        (``utility_2,-1,0,0``, ``ndcg_1=3,2=9``), or bare with the defaults."""
+        return f"{name}_{self.params[name]}" if name in self.params else name
+
+    def fractions(self, name: str) -> tuple[float, ...]:
+        """The fractional cutoffs of iprec_at_recall or Rprec_mult, ascending."""
+        if name not in self.params:
+            return DOUBLE_CUTOFFS[name]
+        return tuple(sorted(float(p) for p in self.params[name].split(",")))
+
+    def numbers(self, name: str) -> tuple[float, ...]:
+        """The numbers given to utility, 11pt_avg, set_F or relstring, in order."""
+        if name not in self.params:
+            return DOUBLE_PARAMS[name]
+        return tuple(float(p) for p in self.params[name].split(","))
+
+    def pairs(self, name: str) -> tuple[dict[int, float], dict[str, float]]:
+        """The ``name=value`` parameters of a gain measure: the gains of the levels named
+        by whole numbers, and the others (rbp's ``p``)."""
+        levels: dict[int, float] = {}
+        others: dict[str, float] = {}
+        for item in self.params.get(name, "").split(",") if name in self.params else ():
+            key, _, value = item.partition("=")
+            if _LEVEL.match(key):
+                levels.setdefault(int(key), float(value))
+            else:
+                others[key] = float(value)
+        return levels, others
 
 
 def split_metric_lists(tokens: Sequence[str]) -> list[str]:
@@ -212,24 +288,32 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
             f"({known}), got {head!r}, which it does not"
         )
     explicit: dict[str, tuple[str, tuple[int, ...]]] = {}
+    given: dict[str, tuple[str, str]] = {}
     named: set[str] = set()
     for token, head in zip(tokens, heads, strict=True):
         named.add(head)
         if "." not in token:
             continue
         params = token.partition(".")[2]
-        if head not in DEFAULT_CUTOFFS:
+        if head in DEFAULT_CUTOFFS:
+            value: tuple[int, ...] | str = _cutoffs(token, params)
+        elif head in DOUBLE_CUTOFFS or head in DOUBLE_PARAMS or head in PAIR_PARAMS:
+            value = _parameters(token, head, params)
+        else:
             raise ConfigError(f"-m {token}: expected {head} without parameters, got {params!r}")
-        cutoffs = _cutoffs(token, params)
-        if head in explicit:
-            first = explicit[head][0]
-            if explicit[head][1] != cutoffs:
+        first = explicit.get(head) or given.get(head)
+        if first is not None:
+            if first[1] != value:
+                what = "cutoffs" if head in DEFAULT_CUTOFFS else "parameters"
                 notes.append(
-                    f"-m {token} ignored: trec_eval keeps the first cutoffs given for "
-                    f"{head} (-m {first})"
+                    f"-m {token} ignored: trec_eval keeps the first {what} given for "
+                    f"{head} (-m {first[0]})"
                 )
             continue
-        explicit[head] = (token, cutoffs)
+        if isinstance(value, tuple):
+            explicit[head] = (token, value)
+        else:
+            given[head] = (token, value)
     cutoffs_of: dict[str, tuple[int, ...] | None] = {}
     for name in _MEASURES:
         if name in named:
@@ -237,7 +321,47 @@ def parse_trec_measures(tokens: Sequence[str]) -> TrecMeasures | None:
                 cutoffs_of[name] = explicit[name][1] if name in explicit else DEFAULT_CUTOFFS[name]
             else:
                 cutoffs_of[name] = None
-    return TrecMeasures(cutoffs_of, tuple(notes))
+    return TrecMeasures(
+        cutoffs_of, tuple(notes), {name: params for name, (_, params) in given.items()}
+    )
+
+
+def _parameters(token: str, head: str, params: str) -> str:
+    """The parameters of a measure that takes numbers or name=value pairs, checked as
+    trec_eval needs them (``meas_init.c``), and returned as written."""
+    pieces = params.split(",")
+    if head in PAIR_PARAMS:
+        for piece in pieces:
+            key, sep, value = piece.partition("=")
+            if not sep or not key or not _NUMBER.match(value):
+                raise ConfigError(
+                    f"-m {token}: parameters: expected name=number pairs separated by commas "
+                    f"(level=gain, as in {head}.1=3,2=9; rbp's p=0.8), got {piece!r}"
+                )
+            if _LEVEL.match(key) and int(key) < 0:
+                raise ConfigError(
+                    f"-m {token}: parameters: expected gains of grades 0 and above, got {piece!r}"
+                )
+        return params
+    bad = [p for p in pieces if not _NUMBER.match(p)]
+    if bad:
+        raise ConfigError(
+            f"-m {token}: parameters: expected numbers separated by commas, got {bad[0]!r}"
+        )
+    numbers = [float(p) for p in pieces]
+    if head in DOUBLE_CUTOFFS:
+        ordered = sorted(numbers)
+        repeated = sorted({v for v, w in zip(ordered, ordered[1:]) if v == w})
+        if repeated:
+            raise ConfigError(f"-m {token}: cutoffs: expected each cutoff once, got {repeated[0]}")
+    if head == "utility" and len(numbers) != 4:
+        raise ConfigError(
+            f"-m {token}: parameters: expected 4 weights (relevant retrieved, nonrelevant "
+            f"retrieved, relevant missed, nonrelevant missed), got {len(numbers)}"
+        )
+    if head in ("set_F", "relstring") and len(numbers) != 1:
+        raise ConfigError(f"-m {token}: parameters: expected one number, got {len(numbers)}")
+    return params
 
 
 def _expand_sets(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -264,13 +388,15 @@ def _cutoffs(token: str, params: str) -> tuple[int, ...]:
     from abrank.metrics.registry import MAX_CUTOFF
 
     pieces = params.split(",")
-    bad = [p for p in pieces if not _CUTOFF.match(p) or not 1 <= int(p) <= MAX_CUTOFF]
+    bad = [
+        p for p in pieces if not _CUTOFF.match(p) or not 1 <= int(p.partition(".")[0]) <= MAX_CUTOFF
+    ]
     if bad:
         raise ConfigError(
             f"-m {token}: cutoffs: expected whole numbers from 1 to {MAX_CUTOFF} separated by "
             f"commas, got {bad[0]!r}"
         )
-    values = sorted(int(p) for p in pieces)
+    values = sorted(int(p.partition(".")[0]) for p in pieces)  # as C's atol: 23.4 -> 23
     repeated = sorted({v for v, w in zip(values, values[1:]) if v == w})
     if repeated:
         raise ConfigError(
@@ -296,16 +422,11 @@ def format_report(
     """
     from abrank.engines.memory import compute, scored_queries
     from abrank.metrics import Metric
-    from abrank.treceval.default_set import (
-        eleven_point_average,
-        geometric_mean,
-        interpolated_precision,
-        r_precision,
-    )
+    from abrank.treceval.all_trec import relstrings
+    from abrank.treceval.default_set import geometric_mean
 
     nq = len(prep.ids)
     scored = scored_queries(prep, complete)
-    evaluated = prep.in_run & prep.in_judgments  # the queries trec_eval prints
     threshold = float(rel_level)
     named = measures.metrics()
     values = compute(prep, [m for _, m in named], threshold, "linear") if named else {}
@@ -320,8 +441,8 @@ def format_report(
 
     number = f"{{:6.{digits}f}}"
     value_of = {printed: values[metric.name] for printed, metric in named}
-    # (name, per-query values or None, how a value prints, the all row's text)
-    columns: list[tuple[str, list | None, str, str]] = []
+    # (name, per-query values or None, how a value prints, the all row's text or None)
+    columns: list[tuple[str, list | None, str, str | None]] = []
     for name, cutoffs in measures.cutoffs.items():
         if name == "runid":
             columns.append(("runid", None, "", "" if runid is None else runid))
@@ -332,26 +453,20 @@ def format_report(
             per = compute(prep, [Metric(family, None)], threshold, "linear")[family]
             total = number.format(geometric_mean(np.nan_to_num(per)[scored]))
             columns.append((name, None, "", total))
-        elif name in ("Rprec", "iprec_at_recall", "11pt_avg", "set_P", "set_recall"):
-            if name == "iprec_at_recall":
-                levels = interpolated_precision(prep, threshold)
-                derived = {f"{name}_{level:3.2f}": v for level, v in levels.items()}
-            elif name == "11pt_avg":
-                derived = {name: eleven_point_average(prep, threshold)}
-            elif name == "Rprec":
-                derived = {name: r_precision(prep, threshold)}
-            else:
-                found = counts["num_rel_ret"].astype(np.float64)
-                base = counts["num_ret" if name == "set_P" else "num_rel"].astype(np.float64)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    derived = {name: np.where(base > 0, found / base, 0.0)}
-            for printed, column in derived.items():
+        elif name == "relstring":  # per query only, quoted (m_relstring.c)
+            length = int(measures.numbers(name)[0])  # C's (long) cast of the parameter
+            strings = relstrings(prep, length)
+            per = [strings[i] if prep.in_run[i] else "" for i in np.flatnonzero(scored)]
+            columns.append((measures.printed(name), per if per_query else None, "'{}'", None))
+        elif name not in counts and (_MEASURES[name] is None or name in measures.params):
+            for printed, column in _derived(prep, measures, name, threshold).items():
+                column = np.where(prep.in_run, column, 0.0)  # trec_eval -c: missing score 0
                 shown = column[scored]
                 mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
-                per = column[evaluated].tolist() if per_query else None
+                per = column[scored].tolist() if per_query else None
                 columns.append((printed, per, number, number.format(mean)))
         elif name in counts:
-            per = counts[name][evaluated]
+            per = counts[name][scored]
             count = int(per.sum())
             if name == "num_rel" and complete:
                 count = int(np.count_nonzero(prep.judged_grade > 0))
@@ -362,7 +477,7 @@ def format_report(
                 # trec_eval adds the queries' values one by one in query order, then divides
                 shown = column[scored]
                 mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
-                per = column[evaluated].tolist() if per_query else None
+                per = column[scored].tolist() if per_query else None
                 columns.append((printed, per, number, number.format(mean)))
     text = ""
     if per_query:
@@ -373,6 +488,72 @@ def format_report(
                 f"{name:<22}\t{{0}}\t{style.replace('{', '{' + str(i + 1), 1)}\n"
                 for i, (name, _, style, _) in enumerate(shown)
             )
-            qids = prep.ids.filter(pa.array(evaluated)).to_pylist()
+            qids = prep.ids.filter(pa.array(scored)).to_pylist()
             text = "".join(map(template.format, qids, *(c[1] for c in shown)))
-    return text + "".join(f"{name:<22}\tall\t{total}\n" for name, _, _, total in columns)
+    # relstring has per-query rows only (no "all" text)
+    return text + "".join(
+        f"{name:<22}\tall\t{total}\n" for name, _, _, total in columns if total is not None
+    )
+
+
+def _derived(
+    prep: Prepared, measures: TrecMeasures, name: str, threshold: float
+) -> dict[str, np.ndarray]:
+    """The per-query columns (by query code) of a measure that no abrank metric family
+    computes as trec_eval does, keyed by the names trec_eval prints."""
+    from abrank.treceval import all_trec
+    from abrank.treceval.default_set import interpolated_precision, r_precision
+
+    nq = len(prep.ids)
+    cutoffs = measures.cutoffs.get(name) or ()
+    printed = measures.printed(name)
+    if name == "iprec_at_recall":
+        at = interpolated_precision(prep, threshold, measures.fractions(name))
+        return {f"{name}_{level:3.2f}": v for level, v in at.items()}
+    if name == "11pt_avg":
+        given = measures.numbers(name)
+        at = interpolated_precision(prep, threshold, tuple(dict.fromkeys(given)))
+        return {printed: all_trec.eleven_point_average_at(at, given)}
+    if name == "Rprec":
+        return {name: r_precision(prep, threshold)}
+    if name == "Rprec_mult":
+        fractions = all_trec.rprec_mult(prep, threshold, measures.fractions(name))
+        return {f"{name}_{f:3.2f}": v for f, v in fractions.items()}
+    if name == "relative_P":
+        found = all_trec.relative_precision(prep, threshold, cutoffs)
+        return {f"{name}_{k}": v for k, v in found.items()}
+    if name == "unj":
+        return {f"{name}_{k}": v for k, v in all_trec.unjudged_at(prep, cutoffs).items()}
+    if name == "infAP":
+        return {name: all_trec.inferred_ap(prep, threshold)}
+    if name == "utility":
+        return {printed: all_trec.utility(prep, threshold, measures.numbers(name))}
+    if name == "binG":
+        return {name: all_trec.binary_gain(prep, threshold)}
+    if name in ("set_P", "set_recall"):
+        hits = np.bincount(prep.row_code[prep.row_grade >= threshold], minlength=nq)
+        if name == "set_P":
+            base = prep.retrieved.astype(np.float64)
+        else:
+            relevant = prep.judged_code[prep.judged_grade >= threshold]
+            base = np.bincount(relevant, minlength=nq).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return {name: np.where(base > 0, hits / base, 0.0)}
+    if name in ("set_relative_P", "set_map", "set_F"):
+        beta = measures.numbers("set_F")[0] if name == "set_F" else 1.0
+        return {printed: all_trec.set_measures(prep, threshold, beta)[name]}
+    levels, others = measures.pairs(name)
+    if name == "ndcg":
+        return {printed: all_trec.ndcg_gains(prep, levels)}
+    if name == "G":
+        return {printed: all_trec.gain_ratio(prep, levels)}
+    if name == "ndcg_rel":
+        return {printed: all_trec.ndcg_rel(prep, levels)}
+    if name == "Rndcg":
+        return {printed: all_trec.rndcg(prep, threshold, levels)}
+    p = others.get("p", all_trec.RBP_PERSISTENCE)
+    if name == "rbp":
+        return {printed: all_trec.rbp(prep, levels, p)}
+    if name == "rbp_resid":
+        return {printed: all_trec.rbp_residual(prep, p)}
+    raise NotImplementedError(f"trec_eval measure {name!r} has no computation here")

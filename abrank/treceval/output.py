@@ -214,10 +214,15 @@ def run_tag(path: str | Path) -> str:
             while True:
                 handle.seek(max(size - window, 0))
                 lines = handle.read().splitlines()
-                if window >= size or any(line.strip() for line in lines[1:]):
+                if window >= size or any(
+                    line.strip() and not line.startswith(b"#") for line in lines[1:]
+                ):
                     break
                 window *= 4
-    last = next((line for line in reversed(lines) if line.strip()), b"")
+    # the last line that is neither blank nor a comment (trec_eval 10: '#' first)
+    last = next(
+        (line for line in reversed(lines) if line.strip() and not line.startswith(b"#")), b""
+    )
     fields = last.split()
     if len(fields) < len(RUN_FIELDS):
         raise DataError(

@@ -57,10 +57,12 @@ class OfflineDesign:
         return "rankings", True
 
     def check_engine(self, experiment: Experiment, engine: str) -> None:
-        """Every engine runs offline experiments on judged metrics."""
-        from abrank.engines import check_supported
+        """Every engine runs offline experiments on judged metrics; the SQL engines all
+        families but those :data:`abrank.engines.UNSUPPORTED_FAMILIES` names."""
+        from abrank.engines import check_metrics, check_supported
 
         check_supported(engine, "offline")
+        check_metrics(engine, experiment.metrics)
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Rankings and judgments, per-query metrics, paired comparisons, the readout.

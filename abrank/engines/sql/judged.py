@@ -96,9 +96,10 @@ class _Plan:
 
     @property
     def running(self) -> list[float]:
-        """Thresholds that need running counts (average precision, bpref)."""
+        """Thresholds that need running counts or R on each row (average precision,
+        bpref, R-precision)."""
         return sorted(
-            {self.threshold(m) for m in self.metrics if m.family in ("map", "ap", "bpref")}
+            {self.threshold(m) for m in self.metrics if m.family in ("map", "ap", "bpref", "rprec")}
         )
 
     @property
@@ -196,7 +197,7 @@ def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) 
         parts.append(f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}")
         parts.append(f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}")
     joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
-    if with_stats:  # bpref reads R and N of the query on each row
+    if with_stats:  # bpref reads R and N of the query on each row, R-precision R
         for t in plan.running:
             i = plan.t(t)
             parts += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
@@ -299,7 +300,13 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
                 f"ELSE {_ONE} END) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
-        else:  # pragma: no cover - every judged family of the registry is handled above
+        elif family == "rprec":
+            count = agg(
+                f"rprec_{i}_{view}",
+                f"SUM(CASE WHEN {kept}{relevant} AND {pos} < big_r_{i} THEN 1 ELSE 0 END)",
+            )
+            value = f"CAST({count} AS DOUBLE) / {nrel}"
+        else:  # families of UNSUPPORTED_FAMILIES are refused before (score_arm_sql)
             raise NotImplementedError(f"judged metrics: family {family!r} has no SQL definition")
         values[out] = f"CASE WHEN {nrel} > 0 THEN {value} END"
     aggs.setdefault(
@@ -332,8 +339,9 @@ def judged_sql(
     """
     plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
     aggs, values = _aggregates(plan, depth)
-    bpref = any(m.family == "bpref" for m in plan.metrics)
-    numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=bpref)
+    # bpref and R-precision read R (and N) of the query on each row
+    stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
+    numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=stats)
     ctes = [
         f"judged AS ({_judgments_sql(judgments)})",
         f"query_stats AS ({_query_stats_sql(plan)})",
@@ -380,7 +388,10 @@ def score_arm_sql(
     query), NaN where undefined; judged@``judged_k`` averaged and the first relevant rank
     over the ranked and judged queries.
     """
+    from abrank.engines import check_metrics
+
     parsed = judged_metrics(metrics)
+    check_metrics(backend.dialect, parsed)
     if judged_only:
         parsed = as_judged_only(parsed)
     check_options(rel_level, gain, depth)

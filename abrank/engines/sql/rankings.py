@@ -201,11 +201,17 @@ def _trec_rows(
         "CASE WHEN STRPOS(trimmed, '  ') > 0 THEN REGEXP_SPLIT(trimmed, ' +') "
         "ELSE SPLIT(trimmed, ' ') END"
     )
-    trimmed = f"SELECT abrank_file, abrank_row, {_blank_to_space('line')} AS trimmed FROM {name}"
-    parts_of = f"SELECT abrank_file, abrank_row, trimmed, {fields} AS f FROM ({trimmed}) AS lines"
+    # a comment line ('#' as its first character, trec_eval 10) counts as blank
+    trimmed = (
+        f"SELECT abrank_file, abrank_row, {_blank_to_space('line')} AS trimmed, "
+        f"CASE WHEN line LIKE '#%' THEN 1 ELSE 0 END AS comment FROM {name}"
+    )
+    parts_of = (
+        f"SELECT abrank_file, abrank_row, trimmed, comment, {fields} AS f FROM ({trimmed}) AS lines"
+    )
     split = (
-        "SELECT abrank_file, abrank_row, f, CASE WHEN trimmed IS NULL OR trimmed = '' THEN 0 "
-        f"ELSE ARRAY_SIZE(f) END AS n FROM ({parts_of}) AS parts"
+        "SELECT abrank_file, abrank_row, f, CASE WHEN trimmed IS NULL OR trimmed = '' "
+        f"OR comment = 1 THEN 0 ELSE ARRAY_SIZE(f) END AS n FROM ({parts_of}) AS parts"
     )
     enough = f"n >= {width}"
     text = f"CASE WHEN {enough} THEN f[{number_field}] END"
