@@ -357,3 +357,74 @@ def test_a_readout_above_the_row_limit_goes_without_the_tables(tmp_path, monkeyp
     )
     assert readout.queries is None and readout.rankings is None
     assert any("no explanation tables: 79," in line and "more than 10" in line for line in said)
+
+
+# --------------------------------------------------------------------------- integer joins
+
+
+def _side_frames(rng, n, prefix):
+    queries = rng.integers(0, 50, size=n)
+    docs = rng.integers(0, 400, size=n)
+    frame = pd.DataFrame({"query_id": [f"q{q}" for q in queries], "doc_id": docs})
+    frame["doc_id"] = prefix + frame["doc_id"].astype(str)
+    return frame.drop_duplicates(["query_id", "doc_id"], ignore_index=True)
+
+
+@pytest.mark.parametrize("prefix", ["d", "a-document-id-longer-than-sixteen-bytes/"])
+def test_pair_lookups_equal_a_merge_on_the_id_strings(prefix):
+    import pyarrow as pa
+
+    from abrank.explain.pairs import _lookup_sorted, lookup, sides
+    from abrank.io.arrow import as_arrow, query_codes
+
+    rng = np.random.default_rng(3)
+    left, right = _side_frames(rng, 6000, prefix), _side_frames(rng, 4000, prefix)
+    (codes_l, codes_r), _ = query_codes(as_arrow(left["query_id"]), as_arrow(right["query_id"]))
+    side_l, side_r = sides(
+        [
+            (codes_l, as_arrow(left["doc_id"]), np.arange(len(left))),
+            (codes_r, as_arrow(right["doc_id"]), np.arange(len(right))),
+        ]
+    )
+    assert side_l.keys.exact == (prefix == "d")
+    merged = left.merge(right.reset_index(), on=["query_id", "doc_id"], how="left")
+    want = merged["index"].fillna(-1).to_numpy(dtype=np.int64)
+    assert (want >= 0).sum() > 100
+    np.testing.assert_array_equal(lookup(side_l, side_r), want)
+    np.testing.assert_array_equal(_lookup_sorted(side_l, side_r), want)
+    # a right side holding a pair twice is joined by the sort, to the first of the two
+    twice = side_r.take(np.concatenate([np.arange(len(right)), [0]]))
+    np.testing.assert_array_equal(lookup(side_l, twice), want)
+    assert isinstance(side_l.docs, pa.ChunkedArray)
+
+
+def test_the_tables_do_not_depend_on_how_long_the_ids_are(demo_readout):
+    from abrank.explain.tables import offline_explanation
+
+    readout, _, _ = demo_readout
+    rankings = readout.rankings
+    lists = {
+        arm: rankings[rankings["arm"] == arm].drop(columns=["arm"]) for arm in ("bm25", "reranker")
+    }
+    judged = rankings.dropna(subset=["grade"]).drop_duplicates(["query_id", "doc_id"])
+    judgments = judged[["query_id", "doc_id", "grade"]].rename(columns={"grade": "relevance"})
+    queries = readout.queries.set_index("query_id")
+    metrics = ["mrr@10", "hit@3", "recall@20"]
+    values = {
+        arm: queries[[f"{arm}:{m}" for m in metrics]].set_axis(metrics, axis=1)
+        for arm in ("bm25", "reranker")
+    }
+    args = (values, queries[[]], queries["missing_in"])
+    options = {"control": "bm25", "metrics": metrics, "threshold": 1.0}
+    short = offline_explanation(lists, judgments, *args, **options)
+    long_prefix = "https://example.org/a/long/document/path/"
+    lengthened = {
+        arm: frame.assign(doc_id=long_prefix + frame["doc_id"]) for arm, frame in lists.items()
+    }
+    long = offline_explanation(
+        lengthened, judgments.assign(doc_id=long_prefix + judgments["doc_id"]), *args, **options
+    )
+    pd.testing.assert_frame_equal(long.queries, short.queries, check_exact=True)
+    unprefixed = long.rankings.assign(doc_id=long.rankings["doc_id"].str.removeprefix(long_prefix))
+    pd.testing.assert_frame_equal(unprefixed, short.rankings, check_exact=True)
+    assert short.rankings["grade"].notna().sum() > 1000

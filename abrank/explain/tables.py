@@ -12,19 +12,28 @@ unjudged).
 relevant judgments: what the change is divided by), and per treatment the RBO (p = 0.9) of its list against the control's
 (``rbo:<treatment>``) and the tags of what moved in the top ``depth``
 (``tags:<treatment>``, :mod:`abrank.explain.moves`).
+
+The ids are encoded once: query codes shared by every arm, the judgments and the analysed
+queries (:func:`abrank.io.arrow.query_codes`), document keys from the ids' bytes
+(:mod:`abrank.explain.pairs`); the arms' lists are joined to each other and to the
+judgments on those integer keys, and every per-query figure is a segmented reduction over
+the codes. No Python code runs per row or per query.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from abrank.explain.contributions import normaliser
-from abrank.explain.dcg import dcg_contributions
-from abrank.explain.lists import ranked_lists
-from abrank.explain.moves import query_tags
-from abrank.explain.rbo import rbo
+from abrank.explain.dcg import ideal_dcg_codes
+from abrank.explain.lists import ranked_rows
+from abrank.explain.moves import MOVES, move_kinds, tag_lists, tag_masks
+from abrank.explain.pairs import Side, lookup, sides
+from abrank.explain.rbo import rbo_codes
+from abrank.io.arrow import as_arrow, query_codes, take_rows
 from abrank.metrics import parse_metric
 
 MAX_DEPTH = 100
@@ -48,6 +57,15 @@ def explanation_depth(metrics: list[str]) -> int:
     return min(MAX_DEPTH, max(k for k in cutoffs if k is not None))
 
 
+@dataclass(frozen=True)
+class _List:
+    """An arm's list over the analysed queries, as a join side, with ranks and grades."""
+
+    side: Side
+    rank: np.ndarray
+    grade: np.ndarray  # NaN: unjudged
+
+
 def offline_explanation(
     rankings: dict[str, pd.DataFrame],
     judgments: pd.DataFrame,
@@ -59,22 +77,46 @@ def offline_explanation(
     metrics: list[str],
     threshold: float,
     gain: str = "linear",
+    normalisers: dict[str, pd.Series] | None = None,
 ) -> Explanation:
     """The tables of the module text for an offline readout: ``rankings`` and ``values``
     per arm (control first; the per-query metric values over the analysed queries),
-    ``missing_in`` per analysed query."""
+    ``missing_in`` per analysed query. ``normalisers`` (per metric, per query id) give the
+    ``normaliser:<metric>`` columns in place of the judgments, which then need to hold only
+    the judgments of the ranked documents (what an SQL engine brings back)."""
     depth = explanation_depth(metrics)
     universe = values[control].index
-    lists = {}
-    for arm, frame in rankings.items():
-        ranked = ranked_lists(frame, depth)
-        lists[arm] = ranked[ranked["query_id"].isin(universe)].reset_index(drop=True)
-    graded = judgments[["query_id", "doc_id", "relevance"]].rename(columns={"relevance": "grade"})
-    table = pd.concat([lists[arm].assign(arm=arm) for arm in rankings], ignore_index=True).merge(
-        graded, on=["query_id", "doc_id"], how="left"
+    arms = list(rankings)
+    codes, ids = query_codes(
+        *(as_arrow(rankings[arm]["query_id"], "rankings: query_id") for arm in arms),
+        as_arrow(judgments["query_id"], "judgments: query_id"),
+        as_arrow(pd.Series(universe, dtype=object), "queries: query_id"),
     )
-    table = table[["arm", "query_id", "doc_id", "rank", "grade"]].astype({"rank": "int32"})
-    columns: dict[str, pd.Series] = {}
+    *arm_codes, judged_codes, analysed = codes
+    n = len(ids)
+    wanted = np.zeros(n, dtype=bool)
+    wanted[analysed] = True
+
+    # each arm's list, cut at the depth and kept to the analysed queries, and its grades
+    parts = []
+    ranks = []
+    for arm, arm_code in zip(arms, arm_codes, strict=True):
+        ranked = ranked_rows(rankings[arm], depth, arm_code)
+        keep = wanted[ranked.codes]
+        parts.append((ranked.codes[keep], ranked.docs, ranked.rows[keep]))
+        ranks.append(ranked.rank[keep])
+    judged_docs = as_arrow(judgments["doc_id"], "judgments: doc_id")
+    parts.append((judged_codes, judged_docs, np.arange(len(judgments))))
+    *arm_sides, judged = sides(parts)
+    relevance = judgments["relevance"].to_numpy(dtype=np.float64)
+    lists = {}
+    for arm, side, rank in zip(arms, arm_sides, ranks, strict=True):
+        at = lookup(side, judged)
+        grade = np.where(at >= 0, relevance[np.maximum(at, 0)], np.nan)
+        lists[arm] = _List(side, rank, grade)
+    table = _rankings_table(lists, ids)
+
+    columns: dict[str, pd.Series | np.ndarray] = {}
     for arm, frame in values.items():
         for metric in metrics:
             columns[f"{arm}:{metric}"] = frame[metric]
@@ -84,27 +126,97 @@ def offline_explanation(
         for metric in metrics:
             columns[f"delta:{arm}:{metric}"] = values[arm][metric] - values[control][metric]
     for metric in metrics:  # what a metric's change is divided by, from every judgment
-        divisor = normaliser(metric, judgments, threshold=threshold, gain=gain)
+        if normalisers is not None:
+            if metric in normalisers:
+                columns[f"normaliser:{metric}"] = normalisers[metric].reindex(universe)
+            continue
+        divisor = _normaliser(metric, judged_codes, n, relevance, threshold, gain)
         if divisor is not None:
-            columns[f"normaliser:{metric}"] = divisor.reindex(universe)
+            columns[f"normaliser:{metric}"] = divisor[analysed]
     queries = pd.DataFrame(columns, index=universe)
     queries["missing_in"] = missing_in.reindex(universe).fillna("").astype(str)
-    undefined = values[control][metrics].isna()
-    queries["undefined"] = [
-        ";".join(m for m, flag in zip(metrics, row, strict=True) if flag)
-        for row in undefined.to_numpy()
-    ]
+    queries["undefined"] = _undefined(values[control][metrics].isna().to_numpy(), metrics)
+    lacked = (queries["missing_in"].to_numpy() != "").astype(np.int64) << len(MOVES)
     for arm in values:
         if arm == control:
             continue
-        similarity = rbo(lists[control], lists[arm])
-        queries[f"rbo:{arm}"] = similarity.reindex(universe.astype(str)).to_numpy()
-        moved = dcg_contributions(lists[control], lists[arm], judgments, depth)
-        tags = query_tags(moved, threshold, missing=queries["missing_in"])
-        queries[f"tags:{arm}"] = tags.reindex(universe).apply(
-            lambda value: value if isinstance(value, list) else []
-        )
+        base, other = lists[control], lists[arm]
+        at = lookup(base.side, other.side)
+        similarity = rbo_codes(base.side, base.rank, other.side, other.rank, n, matched=at)
+        queries[f"rbo:{arm}"] = similarity[analysed]
+        mask = _moves(base, other, at, n, threshold)
+        queries[f"tags:{arm}"] = tag_lists(mask[analysed] | lacked)
     if len(segments.columns):
         queries = queries.join(segments, how="left")
     queries.index.name = "query_id"
     return Explanation(queries.reset_index(), table, depth)
+
+
+def _rankings_table(lists: dict[str, _List], ids: pa.Array) -> pd.DataFrame:
+    """``arm``, ``query_id``, ``doc_id``, ``rank`` (int32), ``grade`` of every arm's list,
+    the arms one after the other; built as Arrow columns, the ids taken by code."""
+    arms = list(lists)
+    sizes = np.array([len(lists[arm].side) for arm in arms], dtype=np.int64)
+    arm_codes = np.repeat(np.arange(len(arms), dtype=np.int32), sizes)
+    names = pa.DictionaryArray.from_arrays(pa.array(arm_codes), pa.array(arms, pa.large_string()))
+    codes = np.concatenate([lists[arm].side.codes for arm in arms])
+    docs = [take_rows(lists[arm].side.docs, lists[arm].side.rows) for arm in arms]
+    table = pa.table(
+        {
+            "arm": names.cast(pa.large_string()),
+            "query_id": ids.take(pa.array(codes)),
+            "doc_id": pa.chunked_array(docs, type=pa.large_string()),
+            "rank": np.concatenate([lists[arm].rank for arm in arms]).astype(np.int32),
+            "grade": np.concatenate([lists[arm].grade for arm in arms]),
+        }
+    )
+    frame: pd.DataFrame = table.to_pandas()
+    return frame
+
+
+def _normaliser(
+    metric: str, codes: np.ndarray, n: int, relevance: np.ndarray, threshold: float, gain: str
+) -> np.ndarray | None:
+    """Per query code, what ``metric``'s change is divided by, from every judgment
+    (:func:`abrank.explain.contributions.normaliser`): NDCG's ideal DCG@k, recall's number
+    of relevant judgments (NaN for a query without judgments); None for other families."""
+    spec = parse_metric(metric)
+    if spec.family == "ndcg" and spec.k is not None:
+        return ideal_dcg_codes(codes, n, relevance, spec.k, spec.gain or gain)
+    if spec.family == "recall":
+        level = float(spec.rel) if spec.rel is not None else threshold
+        count = np.bincount(codes[relevance >= level], minlength=n).astype(np.float64)
+        judged = np.bincount(codes, minlength=n) > 0
+        return np.where(judged, count, np.nan)
+    return None
+
+
+def _undefined(flags: np.ndarray, metrics: list[str]) -> np.ndarray:
+    """Per row of ``flags`` (queries x metrics), the flagged metrics ``;``-joined."""
+    if flags.shape[0] == 0:
+        return np.empty(0, dtype=object)
+    patterns, which = np.unique(flags, axis=0, return_inverse=True)
+    text = np.array(
+        [";".join(m for m, flag in zip(metrics, row, strict=True) if flag) for row in patterns],
+        dtype=object,
+    )  # one per distinct pattern
+    out: np.ndarray = text[which.reshape(-1)]
+    return out
+
+
+def _moves(base: _List, other: _List, at: np.ndarray, n: int, threshold: float) -> np.ndarray:
+    """Per query code, the bit mask of the moves (:data:`abrank.explain.moves.MOVES`) its
+    documents made between the two lists; ``at``: the ``other`` row of each ``base`` row."""
+    matched = at >= 0
+    seen = np.zeros(len(other.side), dtype=bool)
+    seen[at[matched]] = True
+    entered = np.flatnonzero(~seen)  # only in the other list
+    after = np.where(matched, other.rank[np.maximum(at, 0)], np.nan)
+    kinds = move_kinds(
+        np.concatenate([base.grade, other.grade[entered]]),
+        np.concatenate([base.rank.astype(np.float64), np.full(entered.size, np.nan)]),
+        np.concatenate([after, other.rank[entered].astype(np.float64)]),
+        threshold,
+    )
+    code = np.concatenate([base.side.codes, other.side.codes[entered]])
+    return tag_masks(code, kinds, n)
