@@ -25,7 +25,7 @@ class RankedRows:
 
     codes: np.ndarray  # query code of each kept row
     rows: np.ndarray  # the frame's row of each kept row
-    rank: np.ndarray  # 1-based rank (int64)
+    rank: np.ndarray  # 1-based rank (int32 when it fits)
     docs: pa.ChunkedArray  # the frame's doc ids, every row (large_string)
 
 
@@ -35,7 +35,12 @@ def order_key(rankings: pd.DataFrame) -> np.ndarray:
         if column not in rankings.columns:
             raise DataError(f"rankings: columns: expected {column}, got {list(rankings.columns)}")
     if "rank" in rankings.columns:
-        return pd.to_numeric(rankings["rank"], errors="raise").to_numpy(dtype=np.float64)
+        rank = rankings["rank"]
+        if pd.api.types.is_integer_dtype(rank.dtype) and not isinstance(
+            rank.dtype, pd.CategoricalDtype
+        ):
+            return rank.to_numpy(dtype=np.int64)  # as it is: the same order, no copy
+        return pd.to_numeric(rank, errors="raise").to_numpy(dtype=np.float64)
     if "score" in rankings.columns:
         return -pd.to_numeric(rankings["score"], errors="raise").to_numpy(dtype=np.float64)
     raise DataError(
@@ -57,7 +62,8 @@ def ranked_rows(
     order, within_ties = order_rows(codes, key, docs)
     rows = np.arange(codes.size) if order is None else order
     ordered = codes if order is None or within_ties else codes[order]
-    rank = positions(ordered).astype(np.int64) + 1
+    rank = positions(ordered)
+    rank += 1
     if depth is not None and rank.size and int(rank.max()) > depth:
         keep = rank <= depth
         rows, ordered, rank = rows[keep], ordered[keep], rank[keep]
@@ -76,6 +82,6 @@ def ranked_lists(rankings: pd.DataFrame, depth: int | None = None) -> pd.DataFra
         {
             "query_id": ids.take(pa.array(ranked.codes)).to_numpy(zero_copy_only=False),
             "doc_id": take_rows(ranked.docs, ranked.rows).to_numpy(zero_copy_only=False),
-            "rank": ranked.rank,
+            "rank": ranked.rank.astype(np.int64),
         }
     )

@@ -56,48 +56,115 @@ def sides(
     """One :class:`Side` per ``(codes, docs, rows)``: ``codes`` per row, the doc ids of a
     whole column ``docs`` and the row of it each row reads. The document keys of every side
     share one encoding (they are computed over the columns as one)."""
-    columns = [docs.cast(pa.large_string()) for _, docs, _ in parts]
+    columns = [
+        docs if pa.types.is_large_string(docs.type) else docs.cast(pa.large_string())
+        for _, docs, _ in parts
+    ]
     keys = doc_keys(pa.chunked_array([c for column in columns for c in column.chunks]))
     out = []
     base = 0
     for (codes, _, rows), column in zip(parts, columns, strict=True):
         size = len(column)
-        mine = keys.take(np.asarray(rows, dtype=np.int64) + base)
-        out.append(Side(np.asarray(codes), mine, column, np.asarray(rows, dtype=np.int64)))
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size == size and (size == 0 or (rows[0] == 0 and _consecutive(rows))):
+            # every row of the column, in order: the keys as they are
+            mine = DocKeys(tuple(w[base : base + size] for w in keys.words), keys.exact)
+        else:
+            mine = keys.take(rows + base)
+        out.append(Side(np.asarray(codes), mine, column, rows))
         base += size
     return out
 
 
-def lookup(left: Side, right: Side) -> np.ndarray:
+def _consecutive(rows: np.ndarray) -> bool:
+    """Whether each row is the one after the row before it."""
+    return bool(np.all(rows[1:] - rows[:-1] == 1))
+
+
+def lookup(left: Side, right: Side | PairIndex) -> np.ndarray:
     """For each row of ``left``, the row of ``right`` with the same query and document
     (-1: none). ``right`` holds each pair at most once (where it holds one twice, the
-    first)."""
-    if len(right) == 0 or len(left) == 0:
-        return np.full(len(left), -1, dtype=np.int64)
-    index = pd.Index(_mixed(right))
-    if not index.is_unique:
-        return _lookup_sorted(left, right)
-    at = index.get_indexer(_mixed(left)).astype(np.int64)
-    found = np.flatnonzero(at >= 0)
-    if found.size:
-        theirs = at[found]
-        same = left.codes[found] == right.codes[theirs]
-        for mine, other in zip(left.keys.words, right.keys.words, strict=True):
-            same &= mine[found] == other[theirs]
-        if not left.keys.exact:
-            check = np.flatnonzero(same)
-            equal = pc.equal(left.ids(found[check]), right.ids(theirs[check]))
-            same[check] = equal.to_numpy(zero_copy_only=False)
-        at[found[~same]] = -1
-    return at
+    first); a :class:`PairIndex` of it serves several lookups."""
+    index = right if isinstance(right, PairIndex) else PairIndex(right)
+    return index.find(left)
+
+
+class PairIndex:
+    """One side's pairs indexed for :func:`lookup`: its rows sorted by query code and cut
+    into blocks of about :data:`BLOCK` rows, each block a hash index of the mixed keys
+    (small enough to stay in the processor's cache, which a single index of tens of
+    millions of keys does not)."""
+
+    def __init__(self, side: Side):
+        self.side = side
+        codes = side.codes
+        grouped = codes.size < 2 or bool(np.all(codes[1:] >= codes[:-1]))
+        self.order = None if grouped else np.argsort(codes, kind="stable")
+        self.codes = codes if self.order is None else codes[self.order]
+        mixed = _mixed(side)
+        self.mixed = mixed if self.order is None else mixed[self.order]
+
+    def find(self, left: Side) -> np.ndarray:
+        """:func:`lookup` of ``left`` in the indexed side."""
+        right = self.side
+        n = len(left)
+        if len(right) == 0 or n == 0:
+            return np.full(n, -1, dtype=np.int64)
+        codes = left.codes
+        grouped = n < 2 or bool(np.all(codes[1:] >= codes[:-1]))
+        order = None if grouped else np.argsort(codes, kind="stable")
+        mixed = _mixed(left)
+        if order is not None:
+            codes, mixed = codes[order], mixed[order]
+        # blocks of whole queries, each holding about BLOCK rows of either side at most
+        top = int(max(codes[-1], self.codes[-1])) + 1
+        cuts = np.unique(np.concatenate([[0, top], codes[::BLOCK], self.codes[::BLOCK]]))
+        mine = np.searchsorted(codes, cuts)
+        theirs = np.searchsorted(self.codes, cuts)
+        at = np.full(n, -1, dtype=np.int64)
+        for lo, hi, start, stop in zip(mine[:-1], mine[1:], theirs[:-1], theirs[1:], strict=True):
+            if lo == hi or start == stop:
+                continue
+            index = pd.Index(self.mixed[start:stop])
+            if not index.is_unique:  # a collision, or a pair given twice
+                return _lookup_sorted(left, right)
+            found = index.get_indexer(mixed[lo:hi])
+            at[lo:hi] = np.where(found >= 0, found + start, -1)
+        if self.order is not None:
+            hit = at >= 0
+            at[hit] = self.order[at[hit]]
+        if order is not None:
+            unsorted = np.empty_like(at)
+            unsorted[order] = at
+            at = unsorted
+        found = np.flatnonzero(at >= 0)
+        if found.size:  # confirmed on the exact keys (the strings, where they are hashes)
+            other = at[found]
+            same = left.codes[found] == right.codes[other]
+            for mine_words, their_words in zip(left.keys.words, right.keys.words, strict=True):
+                same &= mine_words[found] == their_words[other]
+            if not left.keys.exact:
+                check = np.flatnonzero(same)
+                equal = pc.equal(left.ids(found[check]), right.ids(other[check]))
+                same[check] = equal.to_numpy(zero_copy_only=False)
+            at[found[~same]] = -1
+        return at
+
+
+BLOCK = 1 << 18
+"""About how many rows of a side one block of a :class:`PairIndex` holds."""
 
 
 def _mixed(side: Side) -> np.ndarray:
     """A well-mixed 64-bit key of each row's (query code, document key)."""
-    key = side.codes.astype(np.uint64) * _FIBONACCI
+    key = side.codes.astype(np.uint64)
+    key *= _FIBONACCI
     tmp = np.empty_like(key)
     for i, word in enumerate(side.keys.words):
-        key ^= word.astype(np.uint64) * (_ODD if i else np.uint64(1))
+        if i:
+            key ^= word.astype(np.uint64) * _ODD
+        else:
+            key ^= word
         _mix(key, tmp)
     return key
 

@@ -31,7 +31,7 @@ import pyarrow as pa
 from abrank.explain.dcg import ideal_dcg_codes
 from abrank.explain.lists import ranked_rows
 from abrank.explain.moves import MOVES, move_kinds, tag_lists, tag_masks
-from abrank.explain.pairs import Side, lookup, sides
+from abrank.explain.pairs import PairIndex, Side, lookup, sides
 from abrank.explain.rbo import rbo_codes
 from abrank.io.arrow import as_arrow, query_codes, take_rows
 from abrank.metrics import parse_metric
@@ -64,6 +64,7 @@ class _List:
     side: Side
     rank: np.ndarray
     grade: np.ndarray  # NaN: unjudged
+    queries: pa.ChunkedArray  # the arm's query ids, every row of its frame
 
 
 def offline_explanation(
@@ -87,8 +88,9 @@ def offline_explanation(
     depth = explanation_depth(metrics)
     universe = values[control].index
     arms = list(rankings)
+    arm_queries = [as_arrow(rankings[arm]["query_id"], "rankings: query_id") for arm in arms]
     codes, ids = query_codes(
-        *(as_arrow(rankings[arm]["query_id"], "rankings: query_id") for arm in arms),
+        *arm_queries,
         as_arrow(judgments["query_id"], "judgments: query_id"),
         as_arrow(pd.Series(universe, dtype=object), "queries: query_id"),
     )
@@ -110,11 +112,12 @@ def offline_explanation(
     *arm_sides, judged = sides(parts)
     relevance = judgments["relevance"].to_numpy(dtype=np.float64)
     lists = {}
-    for arm, side, rank in zip(arms, arm_sides, ranks, strict=True):
-        at = lookup(side, judged)
+    judged_pairs = PairIndex(judged)
+    for arm, side, rank, queries in zip(arms, arm_sides, ranks, arm_queries, strict=True):
+        at = judged_pairs.find(side)
         grade = np.where(at >= 0, relevance[np.maximum(at, 0)], np.nan)
-        lists[arm] = _List(side, rank, grade)
-    table = _rankings_table(lists, ids)
+        lists[arm] = _List(side, rank, grade, queries)
+    table = _rankings_table(lists)
 
     columns: dict[str, pd.Series | np.ndarray] = {}
     for arm, frame in values.items():
@@ -152,26 +155,67 @@ def offline_explanation(
     return Explanation(queries.reset_index(), table, depth)
 
 
-def _rankings_table(lists: dict[str, _List], ids: pa.Array) -> pd.DataFrame:
+def _rankings_table(lists: dict[str, _List]) -> pd.DataFrame:
     """``arm``, ``query_id``, ``doc_id``, ``rank`` (int32), ``grade`` of every arm's list,
-    the arms one after the other; built as Arrow columns, the ids taken by code."""
+    the arms one after the other; built as Arrow columns, the ids read from the arms'
+    columns at the kept rows."""
     arms = list(lists)
-    sizes = np.array([len(lists[arm].side) for arm in arms], dtype=np.int64)
-    arm_codes = np.repeat(np.arange(len(arms), dtype=np.int32), sizes)
-    names = pa.DictionaryArray.from_arrays(pa.array(arm_codes), pa.array(arms, pa.large_string()))
-    codes = np.concatenate([lists[arm].side.codes for arm in arms])
-    docs = [take_rows(lists[arm].side.docs, lists[arm].side.rows) for arm in arms]
     table = pa.table(
         {
-            "arm": names.cast(pa.large_string()),
-            "query_id": ids.take(pa.array(codes)),
-            "doc_id": pa.chunked_array(docs, type=pa.large_string()),
+            "arm": pa.chunked_array(
+                [_repeated(arm, len(lists[arm].side)) for arm in arms],
+                type=pa.large_string(),
+            ),
+            "query_id": pa.chunked_array(
+                [
+                    chunk
+                    for arm in arms
+                    for chunk in _at_rows(lists[arm].queries, lists[arm].side.rows)
+                ],
+                type=pa.large_string(),
+            ),
+            "doc_id": pa.chunked_array(
+                [
+                    chunk
+                    for arm in arms
+                    for chunk in _at_rows(lists[arm].side.docs, lists[arm].side.rows)
+                ],
+                type=pa.large_string(),
+            ),
             "rank": np.concatenate([lists[arm].rank for arm in arms]).astype(np.int32),
             "grade": np.concatenate([lists[arm].grade for arm in arms]),
         }
     )
     frame: pd.DataFrame = table.to_pandas()
     return frame
+
+
+def _repeated(text: str, n: int) -> pa.Array:
+    """``text`` ``n`` times, as a large_string array built from its buffers."""
+    raw = text.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
+
+
+def _at_rows(column: pa.ChunkedArray, rows: np.ndarray) -> list[pa.Array]:
+    """``column`` at ``rows``, as chunks: slices of it (no copy) where the rows are a few
+    runs of consecutive rows (a log as ranked, less some queries), else taken."""
+    if rows.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if breaks.size >= RUNS:
+        return [take_rows(column, rows)]
+    starts = np.concatenate(([0], breaks)).tolist()
+    stops = [*breaks.tolist(), rows.size]
+    return [
+        chunk
+        for start, stop in zip(starts, stops, strict=True)
+        for chunk in column.slice(int(rows[start]), stop - start).chunks
+    ]
+
+
+RUNS = 4096
+"""The most runs of consecutive rows :func:`_at_rows` reads as slices."""
 
 
 def _normaliser(

@@ -1,0 +1,186 @@
+"""The offline readout's explanation tables (queries.parquet, rankings.parquet): time, memory, size.
+
+For each size (queries x depth: 10k and 100k queries, 10 and 100 documents per query and
+arm, two arms) a child process generates the demo experiment in memory
+(:func:`abrank.demo.generate_demo`: graded judgments, unjudged documents, 1% of queries
+missing from the treatment), scores both arms with the memory engine, and then times
+:func:`abrank.explain.tables.offline_explanation` alone, sampling its resident memory: the
+peak while the tables are built, and how much that is above what the process held before
+(the rankings, the judgments and the scores). It then writes the tables as a readout writes
+them (Parquet, zstd) beside per_query.csv (the readout's writer) and prints the ratio of
+their sizes.
+
+``--old PATH`` also times the same call with the abrank package found under PATH (for
+example the previous commit: ``git archive HEAD~N abrank | tar -x -C /tmp/old``), the
+anchor of the figures; ``--old-limit`` skips it above that many ranking rows, since the
+string joins take about a second per 100,000 rows.
+
+Figures on the 2-core shared benchmark machine (Python 3.12, pandas 3.1, pyarrow 26),
+metrics mrr@10, ndcg@10, recall@100 (depth: the lists are cut at 10 or 100 as generated):
+
+    size             rows   string joins   integer codes   peak RSS (extra)   files / csv
+    10k x 10        200k        see below       see below
+    (the table printed by this script; the run recorded in the commit that adds it)
+
+    python benchmarks/bench_explain.py
+    python benchmarks/bench_explain.py --sizes 10000x10,100000x100 --old /tmp/old
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+METRICS = ["mrr@10", "ndcg@10", "recall@100"]
+SIZES = ("10000x10", "10000x100", "100000x10", "100000x100")
+
+_CHILD = textwrap.dedent(
+    """\
+    import json, os, sys, threading, time
+    from pathlib import Path
+
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import pandas as pd
+
+    import abrank
+    from abrank import evaluate
+    from abrank.demo import generate_demo
+    from abrank.explain.tables import offline_explanation
+
+    queries, depth, seed, out = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    metrics = json.loads(sys.argv[6])
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * page
+
+    demo = generate_demo(n_queries=queries, depth=depth, seed=seed)
+    judgments = demo.judgments.rename(columns={"grade": "relevance"})
+    rankings = {"control": demo.control, "treatment": demo.treatment}
+    values = {arm: evaluate(frame, judgments, metrics) for arm, frame in rankings.items()}
+    universe = values["control"].index
+    values = {arm: frame.reindex(universe) for arm, frame in values.items()}
+    present = values["treatment"].index.isin(demo.treatment["query_id"].unique())
+    missing = pd.Series(np.where(present, "", "treatment"), index=universe)
+    segments = demo.control.drop_duplicates("query_id").set_index("query_id")
+    segments = segments[["locale", "device"]]
+    before = rss()
+    peak = [before]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], rss())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    explanation = offline_explanation(
+        rankings, judgments, values, segments, missing,
+        control="control", metrics=metrics, threshold=1.0,
+    )
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    peak[0] = max(peak[0], rss())
+    sizes = {}
+    if out:
+        folder = Path(out)
+        for name, frame in (("queries", explanation.queries), ("rankings", explanation.rankings)):
+            frame.to_parquet(folder / f"{name}.parquet", index=False, compression="zstd")
+            sizes[name] = (folder / f"{name}.parquet").stat().st_size
+        from abrank.analysis.write import _write_csv
+
+        per_query = []
+        for arm, frame in values.items():
+            table = frame.join(missing.rename("missing_in")).join(segments)
+            per_query.append(table.reset_index().assign(arm=arm))
+        frame = pd.concat(per_query, ignore_index=True)
+        _write_csv(frame[["arm", *frame.columns.drop("arm")]], folder / "per_query.csv")
+        sizes["per_query"] = (folder / "per_query.csv").stat().st_size
+    rows = sum(len(frame) for frame in rankings.values())
+    print(json.dumps({"seconds": seconds, "before": before, "peak": peak[0], "rows": rows,
+                      "judgments": len(judgments), "sizes": sizes}))
+    """
+)
+
+
+def run(package: Path, queries: int, depth: int, seed: int, out: str) -> dict | None:
+    """One child process's figures (None when it failed)."""
+    command = [
+        sys.executable,
+        "-c",
+        _CHILD,
+        str(package),
+        str(queries),
+        str(depth),
+        str(seed),
+        out,
+        json.dumps(METRICS),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(package)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        print(textwrap.indent(done.stderr.strip()[-3000:], "    "), file=sys.stderr)
+        return None
+    figures: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(SIZES), help="QUERIESxDEPTH, comma-separated")
+    parser.add_argument("--old", type=Path, help="a folder holding a previous abrank package")
+    parser.add_argument(
+        "--old-limit",
+        type=int,
+        default=2_000_000,
+        help="time the previous package only up to this many ranking rows (default 2000000)",
+    )
+    parser.add_argument("--seed", type=int, default=20261204, help="generator seed")
+    args = parser.parse_args()
+    header = (
+        f"{'size':<12} {'rows':>11} {'old s':>8} {'new s':>8} {'speed-up':>9} "
+        f"{'peak MB':>8} {'extra MB':>9} {'files/csv':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in args.sizes.split(","):
+        queries, depth = (int(part) for part in size.split("x"))
+        with tempfile.TemporaryDirectory() as scratch:
+            new = run(ROOT, queries, depth, args.seed, scratch)
+        if new is None:
+            print(f"{size:<12} failed")
+            continue
+        old = None
+        if args.old is not None and new["rows"] <= args.old_limit:
+            old = run(args.old.resolve(), queries, depth, args.seed, "")
+        sizes = new["sizes"]
+        ratio = (sizes["queries"] + sizes["rankings"]) / sizes["per_query"]
+        old_s = f"{old['seconds']:8.2f}" if old else f"{'-':>8}"
+        speed = f"{old['seconds'] / new['seconds']:8.1f}x" if old else f"{'-':>9}"
+        print(
+            f"{size:<12} {new['rows']:>11,} {old_s} {new['seconds']:8.2f} {speed} "
+            f"{new['peak'] / 2**20:8.0f} {(new['peak'] - new['before']) / 2**20:9.0f} "
+            f"{ratio:10.2f}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    code = main()
+    print(f"\n({time.perf_counter() - started:.0f} s in all; {threading.active_count()} thread)")
+    sys.exit(code)
