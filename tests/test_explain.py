@@ -428,3 +428,81 @@ def test_the_tables_do_not_depend_on_how_long_the_ids_are(demo_readout):
     unprefixed = long.rankings.assign(doc_id=long.rankings["doc_id"].str.removeprefix(long_prefix))
     pd.testing.assert_frame_equal(unprefixed, short.rankings, check_exact=True)
     assert short.rankings["grade"].notna().sum() > 1000
+
+
+# --------------------------------------------------------------------------- SQL engines
+
+
+def _same_tables(readout, reference):
+    assert readout.queries is not None and readout.rankings is not None
+    for mine, theirs in (
+        (readout.rankings, reference.rankings),
+        (readout.queries, reference.queries),
+    ):
+        pd.testing.assert_frame_equal(mine, theirs, check_exact=False, rtol=0, atol=1e-12)
+
+
+def _trec_experiment(folder, shared_data):
+    dl = shared_data / "trec-dl-passage"
+    config = folder / "dl19.yaml"
+    config.write_text(
+        f"""name: dl19-rerank
+control: {{name: bm25, path: "{dl / "runs" / "dl19.bm25-flat.top100.txt"}"}}
+treatments:
+  - {{name: vicuna, path: "{dl / "runs" / "dl19.bm25-flat.top100+rankvicuna-7b.txt"}"}}
+judgments: {{path: "{dl / "qrels.dl19-passage.txt"}"}}
+metrics: [ndcg@10, recall@20, mrr@10, precision@5]
+relevance_threshold: 2
+gain: exp
+analysis: {{design: paired, tests: [t], resamples: 200, seed: 3}}
+"""
+    )
+    return config
+
+
+@pytest.fixture(scope="module")
+def trec_readouts(shared_data, tmp_path_factory):
+    import abrank
+
+    config = _trec_experiment(tmp_path_factory.mktemp("dl19"), shared_data)
+    return config, abrank.run_experiment(config)
+
+
+def test_duckdb_readouts_have_the_memory_engines_tables(demo_readout, trec_readouts):
+    from pathlib import Path
+
+    import abrank
+
+    root = Path(__file__).resolve().parent.parent
+    # the demo: ranked by rank, a query missing from the treatment's log, segments
+    said = []
+    demo = abrank.run_experiment(
+        root / "experiments" / "demo-reranker.yaml", engine="duckdb", progress=said.append
+    )
+    _same_tables(demo, demo_readout[0])
+    assert any("top 20 per query on duckdb" in line for line in said)
+    # TREC runs: ranked by score (trec_eval's ties), graded judgments, exp gain
+    config, memory = trec_readouts
+    trec = abrank.run_experiment(config, engine="duckdb")
+    _same_tables(trec, memory)
+    assert trec.rankings.groupby(["arm", "query_id"]).size().max() == 20
+    assert trec.queries["normaliser:ndcg@10"].notna().sum() == 43
+
+
+def test_an_sql_readout_above_the_row_limit_goes_without_the_tables(trec_readouts, monkeypatch):
+    import abrank
+    from abrank.designs.offline import explain
+
+    config, _ = trec_readouts
+    monkeypatch.setattr(explain, "MAX_ROWS", 100)
+    said = []
+    readout = abrank.run_experiment(config, engine="duckdb", progress=said.append)
+    assert readout.queries is None and readout.rankings is None
+    assert any("up to 1,720 ranking rows, more than 100" in line for line in said)
+
+
+def test_spark_readouts_have_the_memory_engines_tables(spark, trec_readouts):
+    import abrank
+
+    config, memory = trec_readouts
+    _same_tables(abrank.run_experiment(config, engine=spark), memory)

@@ -62,6 +62,11 @@ def ranked_rows(
     order, within_ties = order_rows(codes, key, docs)
     rows = np.arange(codes.size) if order is None else order
     ordered = codes if order is None or within_ties else codes[order]
+    if ordered.size > 1 and not bool(np.all(ordered[1:] >= ordered[:-1])):
+        # grouped by query but not in id order (a run file in its topics' order): the
+        # queries in id order, each keeping its rows' order
+        by_id = np.argsort(ordered, kind="stable")
+        rows, ordered = rows[by_id], ordered[by_id]
     rank = positions(ordered)
     rank += 1
     if depth is not None and rank.size and int(rank.max()) > depth:

@@ -3,7 +3,9 @@
 ``rankings``: each arm's top ``depth`` results per analysed query (the deepest cutoff of the
 experiment's metrics, at most :data:`MAX_DEPTH`; 100 where a metric has none), with their
 grades: columns ``arm``, ``query_id``, ``doc_id``, ``rank`` (1-based), ``grade`` (NaN:
-unjudged).
+unjudged); the arms one after the other, each with its queries in id order (byte order,
+whatever order its log held them in) and each query's results in rank order, so that
+every engine gives the same table.
 
 ``queries``: one row per analysed query: its segment values, every metric per arm
 (``<arm>:<metric>``), the change per treatment (``delta:<treatment>:<metric>``),

@@ -40,7 +40,14 @@ from abrank.engines.sql import open_backend
 from abrank.errors import ConfigError, DataError
 from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
-__all__ = ["InputCounts", "Scorer", "SqlOffline", "check_offline_inputs", "offline_inputs"]
+__all__ = [
+    "InputCounts",
+    "Scorer",
+    "SqlOffline",
+    "check_offline_inputs",
+    "explanation_source",
+    "offline_inputs",
+]
 
 #: Scores an experiment's loaded inputs (``score_arms`` or :meth:`SqlOffline.score`).
 Scorer = Callable[[Experiment, LoadedData], ScoredArms]
@@ -62,6 +69,14 @@ def offline_inputs(
         yield offline.load(), offline.score
     finally:
         offline.close()
+
+
+def explanation_source(score: Scorer) -> SqlOffline | None:
+    """The SQL engine's opened inputs behind a scorer that :func:`offline_inputs` gave
+    (None for the memory engine's): what selects the explanation tables' lists in the
+    engine while its connection is open."""
+    owner = getattr(score, "__self__", None)
+    return owner if isinstance(owner, SqlOffline) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,6 +340,111 @@ class SqlOffline:
         return arms_scored(
             experiment, arms, present, universe, without_relevant, unjudged, int(judged_ids.size)
         )
+
+    def explanation_inputs(
+        self, experiment: Experiment, depth: int
+    ) -> tuple[dict[str, pd.DataFrame], pd.DataFrame, dict[str, pd.Series]]:
+        """What the explanation tables (:func:`abrank.explain.tables.offline_explanation`)
+        read, selected in the engine so that only the top of the lists comes back: each
+        arm's top ``depth`` rows of every judged query (``query_id``, ``doc_id``, ``rank``),
+        numbered in trec_eval's order as :func:`abrank.explain.lists.ranked_lists` numbers
+        them (score descending, or rank ascending, then doc id descending in byte order);
+        the judgments of those (query, document) pairs; and per query the normalisers of
+        the metrics that have one (NDCG's ideal DCG@k, recall's number of relevant
+        judgments), counted over every judgment in the engine."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from abrank.engines.sql import compile_sql
+
+        judged = (
+            "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+            f"CAST(relevance AS DOUBLE) AS grade FROM {self.judgments.sql} AS given_judgments"
+        )
+        tops = []
+        for index, arm in enumerate(experiment.arms):
+            opened = self.rankings[arm.name]
+            if opened.ranked_by == "score":
+                value, key = "CAST(score AS DOUBLE) AS order_key", "r.order_key DESC"
+            else:
+                value, key = "CAST(rank AS DOUBLE) AS order_key", "r.order_key ASC"
+            rows = (
+                "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+                f"{value} FROM {opened.sql} AS given"
+            )
+            numbered = (
+                f"SELECT {index} AS arm_index, r.query_id AS query_id, r.doc_id AS doc_id, "
+                f"ROW_NUMBER() OVER (PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC) "
+                f"AS rank FROM ({rows}) AS r WHERE r.query_id IN "
+                "(SELECT query_id FROM judged)"
+            )
+            tops.append(f"SELECT * FROM ({numbered}) AS n{index} WHERE rank <= {int(depth)}")
+        # each pair's grade on every row, and which row is the first of its pair (the
+        # judgments handed back hold each judged pair once)
+        sql = (
+            f"WITH judged AS ({judged}), top AS ({' UNION ALL '.join(tops)}) "
+            "SELECT t.arm_index AS arm_index, t.query_id AS query_id, t.doc_id AS doc_id, "
+            "t.rank AS rank, j.grade AS grade, ROW_NUMBER() OVER (PARTITION BY t.query_id, "
+            "t.doc_id ORDER BY t.arm_index) AS nth FROM top AS t LEFT JOIN judged AS j "
+            "ON t.query_id = j.query_id AND t.doc_id = j.doc_id"
+        )
+        table = self.backend.run(compile_sql(sql, self.backend.dialect))
+        ids = {name: table[name].cast(pa.large_string()) for name in ("query_id", "doc_id")}
+        table = pa.table(
+            {
+                "arm_index": table["arm_index"].cast(pa.int64()),
+                **ids,
+                "rank": table["rank"].cast(pa.int64()),
+                "grade": table["grade"].cast(pa.float64()),
+                "nth": table["nth"].cast(pa.int64()),
+            }
+        )
+        rankings = {}
+        for index, arm in enumerate(experiment.arms):
+            mine = table.filter(pc.equal(table["arm_index"], index))
+            rankings[arm.name] = mine.select(["query_id", "doc_id", "rank"]).to_pandas()
+        graded = table.filter(pc.and_(pc.is_valid(table["grade"]), pc.equal(table["nth"], 1)))
+        judgments = graded.select(["query_id", "doc_id", "grade"]).rename_columns(
+            ["query_id", "doc_id", "relevance"]
+        )
+        return rankings, judgments.to_pandas(), self._normalisers(experiment, judged)
+
+    def _normalisers(self, experiment: Experiment, judged: str) -> dict[str, pd.Series]:
+        """Per metric that has one, per judged query, what its change is divided by
+        (:func:`abrank.explain.contributions.normaliser`), counted in the engine."""
+        from abrank.engines.sql import compile_sql
+        from abrank.engines.sql.judged import _gain, _number
+        from abrank.metrics import parse_metric
+
+        out = {}
+        for name in experiment.metrics:
+            spec = parse_metric(name)
+            if spec.family == "ndcg" and spec.k is not None:
+                gains = (
+                    f"SELECT query_id, {_gain(spec.gain or experiment.gain)} AS gain FROM judged"
+                )
+                ordered = (
+                    "SELECT query_id, gain, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY "
+                    f"gain DESC) - 1 AS ipos FROM ({gains}) AS gains WHERE gain > 0"
+                )
+                value = (
+                    f"SUM(CASE WHEN ipos < {int(spec.k)} THEN gain / LOG(2, ipos + 2) ELSE 0 END)"
+                )
+                source = f"({ordered}) AS ideal"
+            elif spec.family == "recall":
+                level = float(spec.rel) if spec.rel is not None else experiment.relevance_threshold
+                value = f"SUM(CASE WHEN grade >= {_number(level)} THEN 1 ELSE 0 END)"
+                source = "judged"
+            else:
+                continue
+            sql = (
+                f"WITH judged AS ({judged}) SELECT query_id, CAST({value} AS DOUBLE) AS value "
+                f"FROM {source} GROUP BY query_id"
+            )
+            table = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pandas()
+            index = pd.Index(table["query_id"].astype(str), name="query_id")
+            out[name] = pd.Series(table["value"].to_numpy(dtype=np.float64), index=index)
+        return out
 
 
 def score_files(
