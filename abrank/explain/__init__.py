@@ -9,4 +9,6 @@
 - :mod:`abrank.explain.contributions`: the same split for MRR, hit, recall and precision;
 - :mod:`abrank.explain.moves`: what each document did (promoted, demoted, entered,
   dropped, unjudged entering), each query's tags, and the parts of the change per move.
+- :mod:`abrank.explain.pairs`: joins on (query, document) pairs over integer codes;
+- :mod:`abrank.explain.tables`: a readout's ``queries`` and ``rankings`` tables.
 """

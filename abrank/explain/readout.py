@@ -101,7 +101,7 @@ def _rankings(readout: Any) -> pd.DataFrame:
     if readout.rankings is None or readout.queries is None:
         raise ConfigError(
             "readout: expected its explanation tables (rankings, queries), got none: they "
-            "are made by offline readouts on the memory engine"
+            "are made by offline readouts"
         )
     rankings: pd.DataFrame = readout.rankings
     return rankings
