@@ -27,6 +27,7 @@ class RankedRows:
     rows: np.ndarray  # the frame's row of each kept row
     rank: np.ndarray  # 1-based rank (int32 when it fits)
     docs: pa.ChunkedArray  # the frame's doc ids, every row (large_string)
+    whole: bool = False  # every row of the frame is kept, in the frame's order
 
 
 def order_key(rankings: pd.DataFrame) -> np.ndarray:
@@ -36,16 +37,23 @@ def order_key(rankings: pd.DataFrame) -> np.ndarray:
             raise DataError(f"rankings: columns: expected {column}, got {list(rankings.columns)}")
     if "rank" in rankings.columns:
         rank = rankings["rank"]
-        if pd.api.types.is_integer_dtype(rank.dtype) and not isinstance(
-            rank.dtype, pd.CategoricalDtype
-        ):
+        if _plain_number(rank, "i"):
             return rank.to_numpy(dtype=np.int64)  # as it is: the same order, no copy
         return pd.to_numeric(rank, errors="raise").to_numpy(dtype=np.float64)
     if "score" in rankings.columns:
-        return -pd.to_numeric(rankings["score"], errors="raise").to_numpy(dtype=np.float64)
+        score = rankings["score"]
+        if _plain_number(score, "f"):
+            return np.negative(score.to_numpy(dtype=np.float64))
+        return -pd.to_numeric(score, errors="raise").to_numpy(dtype=np.float64)
     raise DataError(
         f"rankings: columns: expected a rank or a score column, got {list(rankings.columns)}"
     )
+
+
+def _plain_number(column: pd.Series, kind: str) -> bool:
+    """Whether a column is a NumPy integer (``kind`` "i") or float ("f") column, which
+    needs no parsing."""
+    return isinstance(column.dtype, np.dtype) and column.dtype.kind == kind
 
 
 def ranked_rows(
@@ -60,19 +68,20 @@ def ranked_rows(
     if codes is None:
         codes, _ = query_codes(as_arrow(rankings["query_id"], "rankings: query_id"))
     order, within_ties = order_rows(codes, key, docs)
+    whole = order is None
     rows = np.arange(codes.size) if order is None else order
     ordered = codes if order is None or within_ties else codes[order]
     if ordered.size > 1 and not bool(np.all(ordered[1:] >= ordered[:-1])):
         # grouped by query but not in id order (a run file in its topics' order): the
         # queries in id order, each keeping its rows' order
         by_id = np.argsort(ordered, kind="stable")
-        rows, ordered = rows[by_id], ordered[by_id]
+        rows, ordered, whole = rows[by_id], ordered[by_id], False
     rank = positions(ordered)
     rank += 1
     if depth is not None and rank.size and int(rank.max()) > depth:
         keep = rank <= depth
-        rows, ordered, rank = rows[keep], ordered[keep], rank[keep]
-    return RankedRows(ordered, rows, rank, docs)
+        rows, ordered, rank, whole = rows[keep], ordered[keep], rank[keep], False
+    return RankedRows(ordered, rows, rank, docs, whole)
 
 
 def ranked_lists(rankings: pd.DataFrame, depth: int | None = None) -> pd.DataFrame:

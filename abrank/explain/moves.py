@@ -62,15 +62,18 @@ def move_kinds(
     unjudged = np.isnan(grade)
     both = shown_before & shown_after
     conditions = [
-        relevant & both & (after < before),
-        relevant & both & (after > before),
-        relevant & shown_after & ~shown_before,
-        relevant & shown_before & ~shown_after,
-        unjudged & shown_after & ~shown_before,
-        both & (after == before),
+        lambda: relevant & both & (after < before),
+        lambda: relevant & both & (after > before),
+        lambda: relevant & shown_after & ~shown_before,
+        lambda: relevant & shown_before & ~shown_after,
+        lambda: unjudged & shown_after & ~shown_before,
+        lambda: both & (after == before),
     ]
-    kinds: np.ndarray = np.select(conditions, list(range(len(conditions))), default=len(conditions))
-    return kinds.astype(np.int8)
+    # the first condition that holds gives the move: set from the last to the first
+    kinds = np.full(grade.size, len(conditions), dtype=np.int8)
+    for kind in range(len(conditions) - 1, -1, -1):
+        kinds[conditions[kind]()] = kind
+    return kinds
 
 
 def tag_masks(code: np.ndarray, kinds: np.ndarray, n: int) -> np.ndarray:

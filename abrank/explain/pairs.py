@@ -14,6 +14,7 @@ sort of the exact keys. No Python code runs per row.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,12 @@ class Side:
     keys: DocKeys
     docs: pa.ChunkedArray
     rows: np.ndarray
+    whole: bool = False  # the rows are every row of ``docs``, in order
+
+    @functools.cached_property
+    def mixed(self) -> np.ndarray:
+        """A well-mixed 64-bit key of each row's (query code, document key)."""
+        return _mixed(self.codes, self.keys)
 
     def __len__(self) -> int:
         return int(self.codes.size)
@@ -51,11 +58,12 @@ class Side:
 
 
 def sides(
-    parts: Sequence[tuple[np.ndarray, pa.ChunkedArray, np.ndarray]],
+    parts: Sequence[tuple[np.ndarray, pa.ChunkedArray, np.ndarray | None]],
 ) -> list[Side]:
     """One :class:`Side` per ``(codes, docs, rows)``: ``codes`` per row, the doc ids of a
-    whole column ``docs`` and the row of it each row reads. The document keys of every side
-    share one encoding (they are computed over the columns as one)."""
+    whole column ``docs`` and the row of it each row reads (None: every row, in order).
+    The document keys of every side share one encoding (they are computed over the
+    columns as one)."""
     columns = [
         docs if pa.types.is_large_string(docs.type) else docs.cast(pa.large_string())
         for _, docs, _ in parts
@@ -65,20 +73,14 @@ def sides(
     base = 0
     for (codes, _, rows), column in zip(parts, columns, strict=True):
         size = len(column)
-        rows = np.asarray(rows, dtype=np.int64)
-        if rows.size == size and (size == 0 or (rows[0] == 0 and _consecutive(rows))):
-            # every row of the column, in order: the keys as they are
+        if rows is None:  # every row of the column, in order: the keys as they are
             mine = DocKeys(tuple(w[base : base + size] for w in keys.words), keys.exact)
+            out.append(Side(np.asarray(codes), mine, column, np.arange(size), whole=True))
         else:
-            mine = keys.take(rows + base)
-        out.append(Side(np.asarray(codes), mine, column, rows))
+            rows = np.asarray(rows, dtype=np.int64)
+            out.append(Side(np.asarray(codes), keys.take(rows + base), column, rows))
         base += size
     return out
-
-
-def _consecutive(rows: np.ndarray) -> bool:
-    """Whether each row is the one after the row before it."""
-    return bool(np.all(rows[1:] - rows[:-1] == 1))
 
 
 def lookup(left: Side, right: Side | PairIndex) -> np.ndarray:
@@ -101,8 +103,7 @@ class PairIndex:
         grouped = codes.size < 2 or bool(np.all(codes[1:] >= codes[:-1]))
         self.order = None if grouped else np.argsort(codes, kind="stable")
         self.codes = codes if self.order is None else codes[self.order]
-        mixed = _mixed(side)
-        self.mixed = mixed if self.order is None else mixed[self.order]
+        self.mixed = side.mixed if self.order is None else side.mixed[self.order]
 
     def find(self, left: Side) -> np.ndarray:
         """:func:`lookup` of ``left`` in the indexed side."""
@@ -113,7 +114,7 @@ class PairIndex:
         codes = left.codes
         grouped = n < 2 or bool(np.all(codes[1:] >= codes[:-1]))
         order = None if grouped else np.argsort(codes, kind="stable")
-        mixed = _mixed(left)
+        mixed = left.mixed
         if order is not None:
             codes, mixed = codes[order], mixed[order]
         # blocks of whole queries, each holding about BLOCK rows of either side at most
@@ -129,25 +130,21 @@ class PairIndex:
             if not index.is_unique:  # a collision, or a pair given twice
                 return _lookup_sorted(left, right)
             found = index.get_indexer(mixed[lo:hi])
-            at[lo:hi] = np.where(found >= 0, found + start, -1)
-        if self.order is not None:
-            hit = at >= 0
-            at[hit] = self.order[at[hit]]
-        if order is not None:
-            unsorted = np.empty_like(at)
-            unsorted[order] = at
-            at = unsorted
-        found = np.flatnonzero(at >= 0)
-        if found.size:  # confirmed on the exact keys (the strings, where they are hashes)
-            other = at[found]
-            same = left.codes[found] == right.codes[other]
+            hit = np.flatnonzero(found >= 0)
+            items = hit + lo if order is None else order[hit + lo]
+            other = found[hit] + start
+            if self.order is not None:
+                other = self.order[other]
+            # confirmed on the query codes and the exact keys (the strings, where the keys
+            # are hashes) a block at a time: a collision of mixed keys joins nothing
+            same = left.codes[items] == right.codes[other]
             for mine_words, their_words in zip(left.keys.words, right.keys.words, strict=True):
-                same &= mine_words[found] == their_words[other]
-            if not left.keys.exact:
+                same &= mine_words[items] == their_words[other]
+            if not left.keys.exact and same.any():
                 check = np.flatnonzero(same)
-                equal = pc.equal(left.ids(found[check]), right.ids(other[check]))
+                equal = pc.equal(left.ids(items[check]), right.ids(other[check]))
                 same[check] = equal.to_numpy(zero_copy_only=False)
-            at[found[~same]] = -1
+            at[items[same]] = other[same]
         return at
 
 
@@ -155,18 +152,27 @@ BLOCK = 1 << 18
 """About how many rows of a side one block of a :class:`PairIndex` holds."""
 
 
-def _mixed(side: Side) -> np.ndarray:
-    """A well-mixed 64-bit key of each row's (query code, document key)."""
-    key = side.codes.astype(np.uint64)
-    key *= _FIBONACCI
-    tmp = np.empty_like(key)
-    for i, word in enumerate(side.keys.words):
-        if i:
-            key ^= word.astype(np.uint64) * _ODD
-        else:
-            key ^= word
-        _mix(key, tmp)
-    return key
+def _mixed(codes: np.ndarray, keys: DocKeys) -> np.ndarray:
+    """A well-mixed 64-bit key of each row's (query code, document key), computed a block
+    of rows at a time (small temporaries, reused)."""
+    n = codes.size
+    out = np.empty(n, dtype=np.uint64)
+    step = min(n, 1 << 20)
+    tmp = np.empty(step, dtype=np.uint64)
+    word = np.empty(step, dtype=np.uint64)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        key = out[lo:hi]
+        key[:] = codes[lo:hi]
+        key *= _FIBONACCI
+        for i, words in enumerate(keys.words):
+            part = word[: hi - lo]
+            part[:] = words[lo:hi]
+            if i:
+                part *= _ODD
+            key ^= part
+            _mix(key, tmp[: hi - lo])
+    return out
 
 
 def _lookup_sorted(left: Side, right: Side) -> np.ndarray:

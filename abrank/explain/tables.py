@@ -107,10 +107,15 @@ def offline_explanation(
     for arm, arm_code in zip(arms, arm_codes, strict=True):
         ranked = ranked_rows(rankings[arm], depth, arm_code)
         keep = wanted[ranked.codes]
-        parts.append((ranked.codes[keep], ranked.docs, ranked.rows[keep]))
-        ranks.append(ranked.rank[keep])
+        if bool(keep.all()):
+            rows = None if ranked.whole else ranked.rows  # None: every row, in order
+            parts.append((ranked.codes, ranked.docs, rows))
+            ranks.append(ranked.rank)
+        else:
+            parts.append((ranked.codes[keep], ranked.docs, ranked.rows[keep]))
+            ranks.append(ranked.rank[keep])
     judged_docs = as_arrow(judgments["doc_id"], "judgments: doc_id")
-    parts.append((judged_codes, judged_docs, np.arange(len(judgments))))
+    parts.append((judged_codes, judged_docs, None))
     *arm_sides, judged = sides(parts)
     relevance = judgments["relevance"].to_numpy(dtype=np.float64)
     lists = {}
@@ -169,18 +174,14 @@ def _rankings_table(lists: dict[str, _List]) -> pd.DataFrame:
                 type=pa.large_string(),
             ),
             "query_id": pa.chunked_array(
-                [
-                    chunk
-                    for arm in arms
-                    for chunk in _at_rows(lists[arm].queries, lists[arm].side.rows)
-                ],
+                [chunk for arm in arms for chunk in _at_rows(lists[arm].queries, lists[arm].side)],
                 type=pa.large_string(),
             ),
             "doc_id": pa.chunked_array(
                 [
                     chunk
                     for arm in arms
-                    for chunk in _at_rows(lists[arm].side.docs, lists[arm].side.rows)
+                    for chunk in _at_rows(lists[arm].side.docs, lists[arm].side)
                 ],
                 type=pa.large_string(),
             ),
@@ -188,20 +189,29 @@ def _rankings_table(lists: dict[str, _List]) -> pd.DataFrame:
             "grade": np.concatenate([lists[arm].grade for arm in arms]),
         }
     )
-    frame: pd.DataFrame = table.to_pandas()
+    frame: pd.DataFrame = table.to_pandas(split_blocks=True)  # a block per column: no copy
     return frame
 
 
 def _repeated(text: str, n: int) -> pa.Array:
     """``text`` ``n`` times, as a large_string array built from its buffers."""
     raw = text.encode("utf-8")
-    offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
+    width = len(raw)
+    offsets = (
+        np.arange(0, (n + 1) * width, width, dtype=np.int64)
+        if width
+        else np.zeros(n + 1, dtype=np.int64)
+    )
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
 
 
-def _at_rows(column: pa.ChunkedArray, rows: np.ndarray) -> list[pa.Array]:
-    """``column`` at ``rows``, as chunks: slices of it (no copy) where the rows are a few
-    runs of consecutive rows (a log as ranked, less some queries), else taken."""
+def _at_rows(column: pa.ChunkedArray, side: Side) -> list[pa.Array]:
+    """``column`` (an arm's) at the rows of ``side``, as chunks: slices of it (no copy)
+    where the rows are a few runs of consecutive rows (a log as ranked, less some queries),
+    else taken."""
+    if side.whole:
+        return list(column.chunks)
+    rows = side.rows
     if rows.size == 0:
         return []
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
@@ -257,12 +267,14 @@ def _moves(base: _List, other: _List, at: np.ndarray, n: int, threshold: float) 
     seen = np.zeros(len(other.side), dtype=bool)
     seen[at[matched]] = True
     entered = np.flatnonzero(~seen)  # only in the other list
-    after = np.where(matched, other.rank[np.maximum(at, 0)], np.nan)
-    kinds = move_kinds(
-        np.concatenate([base.grade, other.grade[entered]]),
-        np.concatenate([base.rank.astype(np.float64), np.full(entered.size, np.nan)]),
-        np.concatenate([after, other.rank[entered].astype(np.float64)]),
+    after = np.full(at.size, np.nan)
+    after[matched] = other.rank[at[matched]]
+    shown = move_kinds(base.grade, base.rank.astype(np.float64), after, threshold)
+    new = move_kinds(
+        other.grade[entered],
+        np.full(entered.size, np.nan),
+        other.rank[entered].astype(np.float64),
         threshold,
     )
     code = np.concatenate([base.side.codes, other.side.codes[entered]])
-    return tag_masks(code, kinds, n)
+    return tag_masks(code, np.concatenate([shown, new]), n)
