@@ -45,7 +45,7 @@ SIZES = ("10000x10", "10000x100", "100000x10", "100000x100")
 
 _CHILD = textwrap.dedent(
     """\
-    import json, os, sys, threading, time
+    import json, os, resource, sys, threading, time
     from pathlib import Path
 
     sys.path.insert(0, sys.argv[1])
@@ -86,11 +86,15 @@ _CHILD = textwrap.dedent(
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.perf_counter()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     explanation = offline_explanation(
         rankings, judgments, values, segments, missing,
         control="control", metrics=metrics, threshold=1.0,
     )
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime - usage.ru_utime + after.ru_stime - usage.ru_stime
+    system = after.ru_stime - usage.ru_stime
     done.set()
     sampler.join()
     peak[0] = max(peak[0], rss())
@@ -110,7 +114,7 @@ _CHILD = textwrap.dedent(
         _write_csv(frame[["arm", *frame.columns.drop("arm")]], folder / "per_query.csv")
         sizes["per_query"] = (folder / "per_query.csv").stat().st_size
     rows = sum(len(frame) for frame in rankings.values())
-    print(json.dumps({"seconds": seconds, "before": before, "peak": peak[0], "rows": rows,
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "system": system, "before": before, "peak": peak[0], "rows": rows,
                       "judgments": len(judgments), "sizes": sizes}))
     """
 )
@@ -152,7 +156,7 @@ def main() -> int:
     args = parser.parse_args()
     header = (
         f"{'size':<12} {'rows':>11} {'old s':>8} {'new s':>8} {'speed-up':>9} "
-        f"{'peak MB':>8} {'extra MB':>9} {'files/csv':>10}"
+        f"{'cpu s':>7} {'sys s':>7} {'peak MB':>8} {'extra MB':>9} {'files/csv':>10}"
     )
     print(header)
     print("-" * len(header))
@@ -172,7 +176,7 @@ def main() -> int:
         speed = f"{old['seconds'] / new['seconds']:8.1f}x" if old else f"{'-':>9}"
         print(
             f"{size:<12} {new['rows']:>11,} {old_s} {new['seconds']:8.2f} {speed} "
-            f"{new['peak'] / 2**20:8.0f} {(new['peak'] - new['before']) / 2**20:9.0f} "
+            f"{new['cpu']:7.2f} {new['system']:7.2f} {new['peak'] / 2**20:8.0f} {(new['peak'] - new['before']) / 2**20:9.0f} "
             f"{ratio:10.2f}",
             flush=True,
         )

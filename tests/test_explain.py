@@ -506,3 +506,32 @@ def test_spark_readouts_have_the_memory_engines_tables(spark, trec_readouts):
 
     config, memory = trec_readouts
     _same_tables(abrank.run_experiment(config, engine=spark), memory)
+
+
+def test_the_tables_grades_and_tags_equal_those_of_the_string_merges(demo_readout):
+    from pathlib import Path
+
+    from abrank.explain.moves import query_tags
+
+    readout, _, _ = demo_readout
+    root = Path(__file__).resolve().parent.parent / "experiments" / "data"
+    judgments = pd.read_csv(root / "demo-judgments.tsv", sep="\t", dtype={"query_id": str})
+    judgments = judgments.rename(columns={"grade": "relevance"})
+    rankings = readout.rankings
+    lists = {
+        a: rankings.loc[rankings["arm"] == a, ["query_id", "doc_id", "rank"]]
+        for a in ("bm25", "reranker")
+    }
+    # grades: a merge on the id strings
+    merged = rankings.merge(judgments, on=["query_id", "doc_id"], how="left")
+    np.testing.assert_array_equal(merged["relevance"].to_numpy(), rankings["grade"].to_numpy())
+    # tags: the decomposition's merges, then the moves of each document
+    queries = readout.queries.set_index("query_id")
+    rows = dcg_contributions(lists["bm25"], lists["reranker"], judgments, 20)
+    tags = query_tags(rows, 1.0, missing=queries["missing_in"]).reindex(queries.index)
+    assert tags.tolist() == queries["tags:reranker"].tolist()
+    # RBO: the reference, term by term, on a sample of queries
+    for query in queries.index[::97]:
+        pair = [lists[a].loc[lists[a]["query_id"] == query, "doc_id"].tolist() for a in lists]
+        want = _rbo_reference(pair[0], pair[1], 0.9)
+        assert queries.loc[query, "rbo:reranker"] == pytest.approx(want, abs=1e-12)
