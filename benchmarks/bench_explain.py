@@ -156,7 +156,8 @@ def main() -> int:
     args = parser.parse_args()
     header = (
         f"{'size':<12} {'rows':>11} {'old s':>8} {'new s':>8} {'speed-up':>9} "
-        f"{'cpu s':>7} {'sys s':>7} {'peak MB':>8} {'extra MB':>9} {'files/csv':>10}"
+        f"{'cpu s':>7} {'sys s':>7} {'peak MB':>8} {'extra MB':>9} {'old extra':>10} "
+        f"{'files/csv':>10}"
     )
     print(header)
     print("-" * len(header))
@@ -174,10 +175,11 @@ def main() -> int:
         ratio = (sizes["queries"] + sizes["rankings"]) / sizes["per_query"]
         old_s = f"{old['seconds']:8.2f}" if old else f"{'-':>8}"
         speed = f"{old['seconds'] / new['seconds']:8.1f}x" if old else f"{'-':>9}"
+        old_mb = f"{(old['peak'] - old['before']) / 2**20:10.0f}" if old else f"{'-':>10}"
         print(
             f"{size:<12} {new['rows']:>11,} {old_s} {new['seconds']:8.2f} {speed} "
-            f"{new['cpu']:7.2f} {new['system']:7.2f} {new['peak'] / 2**20:8.0f} {(new['peak'] - new['before']) / 2**20:9.0f} "
-            f"{ratio:10.2f}",
+            f"{new['cpu']:7.2f} {new['system']:7.2f} {new['peak'] / 2**20:8.0f} "
+            f"{(new['peak'] - new['before']) / 2**20:9.0f} {old_mb} {ratio:10.2f}",
             flush=True,
         )
     return 0

@@ -251,7 +251,12 @@ def _undefined(flags: np.ndarray, metrics: list[str]) -> np.ndarray:
     """Per row of ``flags`` (queries x metrics), the flagged metrics ``;``-joined."""
     if flags.shape[0] == 0:
         return np.empty(0, dtype=object)
-    patterns, which = np.unique(flags, axis=0, return_inverse=True)
+    if flags.shape[1] < 63:  # each row's flags as the bits of one number
+        bits = np.left_shift(1, np.arange(flags.shape[1], dtype=np.int64))
+        _, first, which = np.unique(flags @ bits, return_index=True, return_inverse=True)
+        patterns = flags[first]
+    else:
+        patterns, which = np.unique(flags, axis=0, return_inverse=True)
     text = np.array(
         [";".join(m for m, flag in zip(metrics, row, strict=True) if flag) for row in patterns],
         dtype=object,
