@@ -15,12 +15,27 @@ example the previous commit: ``git archive HEAD~N abrank | tar -x -C /tmp/old``)
 anchor of the figures; ``--old-limit`` skips it above that many ranking rows, since the
 string joins take about a second per 100,000 rows.
 
-Figures on the 2-core shared benchmark machine (Python 3.12, pandas 3.1, pyarrow 26),
-metrics mrr@10, ndcg@10, recall@100 (depth: the lists are cut at 10 or 100 as generated):
+Columns: wall seconds of the call with the previous implementation (string merges, the
+commit before the integer codes; ``--old``) and with this one, the speed-up, this one's
+CPU and system seconds, the process's peak resident memory while the tables are built,
+how much of it the tables took (peak minus what the process held before; ``old extra``:
+the same for the string merges), and the size of queries.parquet + rankings.parquet over
+per_query.csv. Metrics mrr@10, ndcg@10, recall@100 (so the lists are the logs' whole top
+10 or 100). Recorded 2026-12-04 on the shared 2-core, 24 GB machine while other jobs ran
+(load average 5 to 7: wall times are noisy, CPU seconds less so):
 
-    size             rows   string joins   integer codes   peak RSS (extra)   files / csv
-    10k x 10        200k        see below       see below
-    (the table printed by this script; the run recorded in the commit that adds it)
+    size         rows      old s  new s  speed-up  cpu s  sys s  peak MB  extra  old extra  files/csv
+    10k x 10       199,000   0.66   0.10      6.5x   0.07   0.03      200     25          -       1.04
+    10k x 100    1,990,000   8.47   0.49     17.2x   0.35   0.17      529    186        472       7.09
+    100k x 10    1,990,000  17.16   1.74      9.8x   1.01   0.50      677    200        529       0.89
+    100k x 100  19,900,000 129.01   6.44     20.0x   5.48   3.74     3828   1971          -       7.04
+
+(extra and old extra in MB. The 100k x 10 row and the old extra column come from a second
+run; the string merges took 129 s at 100k x 100 in one run and 289 s in another, more
+loaded one.) About half of the new CPU time at 100k x 100 is the kernel's (``sys s``): first touches
+of the large arrays' fresh pages. The tables take about 100 bytes per ranking row beyond
+the rankings themselves. The Parquet files are about the size of per_query.csv at depth
+10 and seven times it at depth 100 (rankings.parquet: one row per result).
 
     python benchmarks/bench_explain.py
     python benchmarks/bench_explain.py --sizes 10000x10,100000x100 --old /tmp/old

@@ -18,11 +18,12 @@ from abrank.config import Experiment
 
 MAX_ROWS = 50_000_000
 """The most ranking rows (all arms together; on an SQL engine, the most its top lists can
-hold) an offline readout makes explanation tables of. Not for time (the tables take about
-a second per 2 million rows) but for memory: building them takes about 130 bytes per row
-beyond the loaded rankings (about 2.7 GB for 100,000 queries x 100 results x 2 arms), so a
-larger readout, whose rankings alone fill gigabytes, would risk the machine's memory for
-them."""
+hold) an offline readout makes explanation tables of. Not for time (about 6 s for 20
+million rows, benchmarks/bench_explain.py) but for memory: building the tables takes
+about 100 bytes per row beyond the loaded rankings (2 GB for 100,000 queries x 100
+results x 2 arms), so at this limit about 5 GB more, on top of rankings that fill several
+gigabytes themselves; a larger readout goes without them rather than risk the machine's
+memory."""
 
 
 @dataclasses.dataclass(frozen=True)
