@@ -71,7 +71,7 @@ class _List:
 
 def offline_explanation(
     rankings: dict[str, pd.DataFrame],
-    judgments: pd.DataFrame,
+    judgments: pd.DataFrame | None,
     values: dict[str, pd.DataFrame],
     segments: pd.DataFrame,
     missing_in: pd.Series,
@@ -84,19 +84,24 @@ def offline_explanation(
 ) -> Explanation:
     """The tables of the module text for an offline readout: ``rankings`` and ``values``
     per arm (control first; the per-query metric values over the analysed queries),
-    ``missing_in`` per analysed query. ``normalisers`` (per metric, per query id) give the
-    ``normaliser:<metric>`` columns in place of the judgments, which then need to hold only
-    the judgments of the ranked documents (what an SQL engine brings back)."""
+    ``missing_in`` per analysed query. ``judgments`` None: each rankings frame carries its
+    rows' grades (a ``grade`` column, NaN: unjudged), and ``normalisers`` (per metric, per
+    query id) give the ``normaliser:<metric>`` columns that the judgments would give (what
+    an SQL engine sends back)."""
+    if judgments is None and normalisers is None:
+        raise ValueError("normalisers: expected them where the judgments are not given, got none")
     depth = explanation_depth(metrics)
     universe = values[control].index
     arms = list(rankings)
     arm_queries = [as_arrow(rankings[arm]["query_id"], "rankings: query_id") for arm in arms]
+    judged_queries = [] if judgments is None else [judgments["query_id"]]
     codes, ids = query_codes(
         *arm_queries,
-        as_arrow(judgments["query_id"], "judgments: query_id"),
+        *(as_arrow(column, "judgments: query_id") for column in judged_queries),
         as_arrow(pd.Series(universe, dtype=object), "queries: query_id"),
     )
-    *arm_codes, judged_codes, analysed = codes
+    *arm_codes, analysed = codes
+    judged_codes = arm_codes.pop() if judgments is not None else np.zeros(0, dtype=np.int32)
     n = len(ids)
     wanted = np.zeros(n, dtype=bool)
     wanted[analysed] = True
@@ -104,6 +109,7 @@ def offline_explanation(
     # each arm's list, cut at the depth and kept to the analysed queries, and its grades
     parts = []
     ranks = []
+    carried = []  # the grades the frames carry, at the kept rows
     for arm, arm_code in zip(arms, arm_codes, strict=True):
         ranked = ranked_rows(rankings[arm], depth, arm_code)
         keep = wanted[ranked.codes]
@@ -111,18 +117,31 @@ def offline_explanation(
             rows = None if ranked.whole else ranked.rows  # None: every row, in order
             parts.append((ranked.codes, ranked.docs, rows))
             ranks.append(ranked.rank)
+            kept = ranked.rows
         else:
-            parts.append((ranked.codes[keep], ranked.docs, ranked.rows[keep]))
+            kept = ranked.rows[keep]
+            parts.append((ranked.codes[keep], ranked.docs, kept))
             ranks.append(ranked.rank[keep])
-    judged_docs = as_arrow(judgments["doc_id"], "judgments: doc_id")
-    parts.append((judged_codes, judged_docs, None))
-    *arm_sides, judged = sides(parts)
-    relevance = judgments["relevance"].to_numpy(dtype=np.float64)
+        if judgments is None:
+            carried.append(rankings[arm]["grade"].to_numpy(dtype=np.float64)[kept])
+    if judgments is not None:
+        judged_docs = as_arrow(judgments["doc_id"], "judgments: doc_id")
+        parts.append((judged_codes, judged_docs, None))
+    arm_sides = sides(parts)
+    judged = arm_sides.pop() if judgments is not None else None
+    relevance = (
+        np.zeros(0) if judgments is None else judgments["relevance"].to_numpy(dtype=np.float64)
+    )
     lists = {}
-    judged_pairs = PairIndex(judged)
-    for arm, side, rank, queries in zip(arms, arm_sides, ranks, arm_queries, strict=True):
-        at = judged_pairs.find(side)
-        grade = np.where(at >= 0, relevance[np.maximum(at, 0)], np.nan)
+    judged_pairs = PairIndex(judged) if judged is not None else None
+    for i, (arm, side, rank, queries) in enumerate(
+        zip(arms, arm_sides, ranks, arm_queries, strict=True)
+    ):
+        if judged_pairs is None:
+            grade = carried[i]
+        else:
+            at = judged_pairs.find(side)
+            grade = np.where(at >= 0, relevance[np.maximum(at, 0)], np.nan)
         lists[arm] = _List(side, rank, grade, queries)
     table = _rankings_table(lists)
 

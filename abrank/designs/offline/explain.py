@@ -2,7 +2,7 @@
 
 On the memory engine they are made from the arms' rankings as loaded. On an SQL engine
 (DuckDB, Spark) the rankings stay where the files lie: the engine selects each arm's top
-``depth`` rows of every judged query in trec_eval's order, their judgments and the
+``depth`` rows of every judged query in trec_eval's order with their grades, and the
 per-query normalisers (:meth:`abrank.designs.offline.sql.SqlOffline.explanation_inputs`),
 and only those come back to be made into the same tables. Either way a readout above
 :data:`MAX_ROWS` ranking rows goes without them (the progress line says so)."""
@@ -28,12 +28,12 @@ memory."""
 
 @dataclasses.dataclass(frozen=True)
 class ExplanationInputs:
-    """What the tables are made of: each arm's rankings, the judgments (on an SQL engine
-    only those of the ranked documents) and, where the judgments are not all at hand, the
-    per-query normalisers of the metrics (:func:`abrank.explain.tables.offline_explanation`)."""
+    """What the tables are made of (:func:`abrank.explain.tables.offline_explanation`):
+    each arm's rankings and the judgments; or, from an SQL engine, each arm's top rows
+    with their grades (no judgments) and the per-query normalisers of the metrics."""
 
     rankings: dict[str, pd.DataFrame]
-    judgments: pd.DataFrame
+    judgments: pd.DataFrame | None
     normalisers: dict[str, pd.Series] | None = None
 
 
@@ -57,8 +57,8 @@ def sql_explanation_inputs(
         return None
     if say is not None:
         say(f"selecting each arm's top {depth} per query on {source.engine}")
-    rankings, judgments, normalisers = source.explanation_inputs(experiment, depth)
-    return ExplanationInputs(rankings, judgments, normalisers)
+    rankings, normalisers = source.explanation_inputs(experiment, depth)
+    return ExplanationInputs(rankings, None, normalisers)
 
 
 def with_explanation(

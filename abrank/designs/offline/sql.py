@@ -343,17 +343,16 @@ class SqlOffline:
 
     def explanation_inputs(
         self, experiment: Experiment, depth: int
-    ) -> tuple[dict[str, pd.DataFrame], pd.DataFrame, dict[str, pd.Series]]:
+    ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.Series]]:
         """What the explanation tables (:func:`abrank.explain.tables.offline_explanation`)
         read, selected in the engine so that only the top of the lists comes back: each
-        arm's top ``depth`` rows of every judged query (``query_id``, ``doc_id``, ``rank``),
-        numbered in trec_eval's order as :func:`abrank.explain.lists.ranked_lists` numbers
-        them (score descending, or rank ascending, then doc id descending in byte order);
-        the judgments of those (query, document) pairs; and per query the normalisers of
-        the metrics that have one (NDCG's ideal DCG@k, recall's number of relevant
+        arm's top ``depth`` rows of every judged query (``query_id``, ``doc_id``, ``rank``
+        and the row's ``grade``, NaN: unjudged), numbered in trec_eval's order as
+        :func:`abrank.explain.lists.ranked_lists` numbers them (score descending, or rank
+        ascending, then doc id descending in byte order); and per query the normalisers
+        of the metrics that have one (NDCG's ideal DCG@k, recall's number of relevant
         judgments), counted over every judgment in the engine."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         from abrank.engines.sql import compile_sql
 
@@ -361,8 +360,8 @@ class SqlOffline:
             "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
             f"CAST(relevance AS DOUBLE) AS grade FROM {self.judgments.sql} AS given_judgments"
         )
-        tops = []
-        for index, arm in enumerate(experiment.arms):
+        rankings = {}
+        for arm in experiment.arms:
             opened = self.rankings[arm.name]
             if opened.ranked_by == "score":
                 value, key = "CAST(score AS DOUBLE) AS order_key", "r.order_key DESC"
@@ -373,41 +372,27 @@ class SqlOffline:
                 f"{value} FROM {opened.sql} AS given"
             )
             numbered = (
-                f"SELECT {index} AS arm_index, r.query_id AS query_id, r.doc_id AS doc_id, "
-                f"ROW_NUMBER() OVER (PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC) "
-                f"AS rank FROM ({rows}) AS r WHERE r.query_id IN "
-                "(SELECT query_id FROM judged)"
+                "SELECT r.query_id AS query_id, r.doc_id AS doc_id, ROW_NUMBER() OVER "
+                f"(PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC) AS rank "
+                f"FROM ({rows}) AS r WHERE r.query_id IN (SELECT query_id FROM judged)"
             )
-            tops.append(f"SELECT * FROM ({numbered}) AS n{index} WHERE rank <= {int(depth)}")
-        # each pair's grade on every row, and which row is the first of its pair (the
-        # judgments handed back hold each judged pair once)
-        sql = (
-            f"WITH judged AS ({judged}), top AS ({' UNION ALL '.join(tops)}) "
-            "SELECT t.arm_index AS arm_index, t.query_id AS query_id, t.doc_id AS doc_id, "
-            "t.rank AS rank, j.grade AS grade, ROW_NUMBER() OVER (PARTITION BY t.query_id, "
-            "t.doc_id ORDER BY t.arm_index) AS nth FROM top AS t LEFT JOIN judged AS j "
-            "ON t.query_id = j.query_id AND t.doc_id = j.doc_id"
-        )
-        table = self.backend.run(compile_sql(sql, self.backend.dialect))
-        ids = {name: table[name].cast(pa.large_string()) for name in ("query_id", "doc_id")}
-        table = pa.table(
-            {
-                "arm_index": table["arm_index"].cast(pa.int64()),
-                **ids,
-                "rank": table["rank"].cast(pa.int64()),
-                "grade": table["grade"].cast(pa.float64()),
-                "nth": table["nth"].cast(pa.int64()),
-            }
-        )
-        rankings = {}
-        for index, arm in enumerate(experiment.arms):
-            mine = table.filter(pc.equal(table["arm_index"], index))
-            rankings[arm.name] = mine.select(["query_id", "doc_id", "rank"]).to_pandas()
-        graded = table.filter(pc.and_(pc.is_valid(table["grade"]), pc.equal(table["nth"], 1)))
-        judgments = graded.select(["query_id", "doc_id", "grade"]).rename_columns(
-            ["query_id", "doc_id", "relevance"]
-        )
-        return rankings, judgments.to_pandas(), self._normalisers(experiment, judged)
+            sql = (
+                f"WITH judged AS ({judged}) SELECT t.query_id AS query_id, t.doc_id AS doc_id, "
+                "t.rank AS rank, j.grade AS grade FROM "
+                f"(SELECT * FROM ({numbered}) AS n WHERE rank <= {int(depth)}) AS t "
+                "LEFT JOIN judged AS j ON t.query_id = j.query_id AND t.doc_id = j.doc_id"
+            )
+            table = self.backend.run(compile_sql(sql, self.backend.dialect))
+            table = pa.table(
+                {
+                    "query_id": table["query_id"].cast(pa.large_string()),
+                    "doc_id": table["doc_id"].cast(pa.large_string()),
+                    "rank": table["rank"].cast(pa.int64()),
+                    "grade": table["grade"].cast(pa.float64()),
+                }
+            )
+            rankings[arm.name] = table.to_pandas()
+        return rankings, self._normalisers(experiment, judged)
 
     def _normalisers(self, experiment: Experiment, judged: str) -> dict[str, pd.Series]:
         """Per metric that has one, per judged query, what its change is divided by
