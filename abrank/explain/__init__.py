@@ -9,6 +9,8 @@
 - :mod:`abrank.explain.contributions`: the same split for MRR, hit, recall and precision;
 - :mod:`abrank.explain.moves`: what each document did (promoted, demoted, entered,
   dropped, unjudged entering), each query's tags, and the parts of the change per move;
+- :mod:`abrank.explain.pairs`: joins on (query, document) pairs over integer codes;
+- :mod:`abrank.explain.tables`: a readout's ``queries`` and ``rankings`` tables;
 - :mod:`abrank.explain.online_tables`: the tables of online and interleaving readouts, from
   clicks (per query text or unit: impressions, means, deltas, tags; each document's
   impressions and clicks per arm or team).

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from abrank.io.arrow import as_arrow, positions, query_codes
 from abrank.metrics.names import GAINS
 
 
@@ -76,17 +77,27 @@ def query_changes(contributions: pd.DataFrame) -> pd.DataFrame:
 def ideal_dcg(judgments: pd.DataFrame, k: int, gain: str = "linear") -> pd.Series:
     """Each judged query's ideal DCG@k: its gains in decreasing order over the first k
     ranks (NaN where no judgment has a gain)."""
-    frame = pd.DataFrame(
-        {
-            "query_id": judgments["query_id"].to_numpy(),
-            "gain": gains(judgments["relevance"].to_numpy(), gain),
-        }
-    )
-    frame = frame.sort_values(["query_id", "gain"], ascending=[True, False], kind="stable")
-    rank = frame.groupby("query_id", sort=False).cumcount().to_numpy() + 1
-    frame["value"] = np.where(rank <= k, frame["gain"].to_numpy() / np.log2(rank + 1.0), 0.0)
-    ideal = frame.groupby("query_id", sort=True)["value"].sum()
-    return ideal.where(ideal > 0)
+    codes, ids = query_codes(as_arrow(judgments["query_id"], "judgments: query_id"))
+    relevance = judgments["relevance"].to_numpy(dtype=np.float64)
+    ideal = ideal_dcg_codes(codes, len(ids), relevance, k, gain)
+    index = pd.Index(ids.to_numpy(zero_copy_only=False), name="query_id")
+    return pd.Series(ideal, index=index, name="value")
+
+
+def ideal_dcg_codes(
+    codes: np.ndarray, n: int, relevance: np.ndarray, k: int, gain: str = "linear"
+) -> np.ndarray:
+    """:func:`ideal_dcg` per query code ``0..n-1`` from each judgment's query code and
+    grade (NaN where no judgment has a gain, or the query has none)."""
+    weight = gains(relevance, gain)
+    order = np.lexsort((-weight, codes))  # stable: by query, gains decreasing
+    code, weight = codes[order], weight[order]
+    rank = positions(code).astype(np.int64) + 1
+    value = np.where(rank <= k, weight / np.log2(rank + 1.0), 0.0)
+    sums = pd.Series(value).groupby(code, sort=True).sum()  # pandas' compensated sums
+    out = np.full(n, np.nan)
+    out[sums.index.to_numpy()] = sums.to_numpy()
+    return np.where(out > 0, out, np.nan)
 
 
 def _discount(rank: np.ndarray) -> np.ndarray:

@@ -35,26 +35,67 @@ MISSING_LOG = "missing_log"
 """The tag of a query an arm's log lacked (scored 0 or dropped, per the config)."""
 
 
+KINDS: tuple[str, ...] = (*MOVES, "unchanged", "other")
+"""Every move of :func:`move_kinds`, by its number."""
+
+
 def document_moves(contributions: pd.DataFrame, threshold: float = 1.0) -> pd.Series:
     """The move of each row of a decomposition (module text), aligned with its rows."""
-    grade = contributions["grade"].to_numpy(dtype=np.float64)
-    before = contributions["rank_control"].to_numpy(dtype=np.float64)
-    after = contributions["rank_treatment"].to_numpy(dtype=np.float64)
+    kinds = move_kinds(
+        contributions["grade"].to_numpy(dtype=np.float64),
+        contributions["rank_control"].to_numpy(dtype=np.float64),
+        contributions["rank_treatment"].to_numpy(dtype=np.float64),
+        threshold,
+    )
+    moves = np.array(KINDS)[kinds]
+    return pd.Series(moves, index=contributions.index, name="move")
+
+
+def move_kinds(
+    grade: np.ndarray, before: np.ndarray, after: np.ndarray, threshold: float = 1.0
+) -> np.ndarray:
+    """The move of each document (module text) as its number in :data:`KINDS`, from its
+    grade (NaN: unjudged) and its ranks in the control's and the treatment's top k (NaN:
+    not there)."""
     shown_before, shown_after = ~np.isnan(before), ~np.isnan(after)
     relevant = grade >= threshold  # NaN (unjudged) compares False
     unjudged = np.isnan(grade)
     both = shown_before & shown_after
     conditions = [
-        relevant & both & (after < before),
-        relevant & both & (after > before),
-        relevant & shown_after & ~shown_before,
-        relevant & shown_before & ~shown_after,
-        unjudged & shown_after & ~shown_before,
-        both & (after == before),
+        lambda: relevant & both & (after < before),
+        lambda: relevant & both & (after > before),
+        lambda: relevant & shown_after & ~shown_before,
+        lambda: relevant & shown_before & ~shown_after,
+        lambda: unjudged & shown_after & ~shown_before,
+        lambda: both & (after == before),
     ]
-    choices = [*MOVES, "unchanged"]
-    moves = np.select(conditions, choices, default="other")
-    return pd.Series(moves, index=contributions.index, name="move")
+    # the first condition that holds gives the move: set from the last to the first
+    kinds = np.full(grade.size, len(conditions), dtype=np.int8)
+    for kind in range(len(conditions) - 1, -1, -1):
+        kinds[conditions[kind]()] = kind
+    return kinds
+
+
+def tag_masks(code: np.ndarray, kinds: np.ndarray, n: int) -> np.ndarray:
+    """Per query code ``0..n-1``, one bit per move of :data:`MOVES` its documents made
+    (bit i: ``MOVES[i]``), from each document's query code and move number."""
+    mask = np.zeros(n, dtype=np.int64)
+    for bit in range(len(MOVES)):
+        hit = np.bincount(code[kinds == bit], minlength=n) > 0
+        mask |= hit.astype(np.int64) << bit
+    return mask
+
+
+def tag_lists(mask: np.ndarray) -> np.ndarray:
+    """The tags of each bit mask (bit i: ``MOVES[i]``, then ``missing_log``) as an object
+    array of lists; equal masks share one list."""
+    names = [*MOVES, MISSING_LOG]
+    values = np.unique(mask)
+    lists = np.empty(values.size, dtype=object)
+    for i, value in enumerate(values.tolist()):  # one per distinct mask: at most 64
+        lists[i] = [name for bit, name in enumerate(names) if value >> bit & 1]
+    out: np.ndarray = lists[np.searchsorted(values, mask)]
+    return out
 
 
 def query_tags(
@@ -63,24 +104,21 @@ def query_tags(
     """Per query, its tags: the moves of :data:`MOVES` its documents made, in that order,
     then ``missing_log`` where ``missing`` (per query id: the arms whose log lacked it,
     empty when none) says so."""
-    moves = document_moves(contributions, threshold).to_numpy()
+    kinds = move_kinds(
+        contributions["grade"].to_numpy(dtype=np.float64),
+        contributions["rank_control"].to_numpy(dtype=np.float64),
+        contributions["rank_treatment"].to_numpy(dtype=np.float64),
+        threshold,
+    )
     queries = pd.Index(contributions["query_id"].unique()).sort_values()
     if missing is not None:
         queries = queries.union(pd.Index(missing.index))
     code = queries.get_indexer(contributions["query_id"])
-    mask = np.zeros(len(queries), dtype=np.int64)
-    for bit, move in enumerate(MOVES):  # one bit per move a query's documents made
-        hit = np.bincount(code[moves == move], minlength=len(queries)) > 0
-        mask |= hit.astype(np.int64) << bit
+    mask = tag_masks(code, kinds, len(queries))
     if missing is not None:
         lacked = missing.reindex(queries).fillna("").astype(str).to_numpy() != ""
         mask |= lacked.astype(np.int64) << len(MOVES)
-    names = [*MOVES, MISSING_LOG]
-    lists = {
-        value: [name for bit, name in enumerate(names) if value >> bit & 1]
-        for value in np.unique(mask).tolist()
-    }
-    tags = pd.Series([lists[value] for value in mask.tolist()], index=queries, dtype=object)
+    tags = pd.Series(tag_lists(mask), index=queries, dtype=object)
     tags.index.name = "query_id"
     return tags.rename("tags")
 
@@ -99,5 +137,4 @@ def by_move(
     counted = contributions["ideal"] > 0 if normalise else contributions["query_id"].notna()
     queries = contributions.loc[counted, "query_id"].nunique()
     sums = pd.Series(values).groupby(moves.to_numpy()).sum()
-    order = [*MOVES, "unchanged", "other"]
-    return (sums.reindex(order, fill_value=0.0) / max(queries, 1)).rename("change")
+    return (sums.reindex(list(KINDS), fill_value=0.0) / max(queries, 1)).rename("change")

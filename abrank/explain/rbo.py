@@ -16,13 +16,17 @@ at all scores 0 against a list, and is undefined (NaN) when neither arm ranked i
 
 Computed for every query at once: a document both lists hold counts in X_d from depth
 max(rank in one, rank in the other) on, so each sum is a difference of prefix sums of
-p^d / d and p^d, gathered per query with ``bincount``.
+p^d / d and p^d, gathered per query with ``bincount``; the lists are joined on integer
+keys (:mod:`abrank.explain.pairs`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from abrank.explain.pairs import Side, lookup, sides
+from abrank.io.arrow import as_arrow, query_codes
 
 DEFAULT_P = 0.9
 """The persistence of :func:`rbo`: the top 10 hold about 86% of the weight."""
@@ -32,23 +36,60 @@ def rbo(control: pd.DataFrame, treatment: pd.DataFrame, p: float = DEFAULT_P) ->
     """RBO_ext (module text) per query between two ranked lists (``query_id``, ``doc_id``,
     ``rank`` 1-based, as :func:`abrank.explain.lists.ranked_lists` gives them), indexed by
     every query either list holds, in id order."""
+    check_persistence(p)
+    (codes_c, codes_t), ids = query_codes(
+        as_arrow(control["query_id"], "control: query_id"),
+        as_arrow(treatment["query_id"], "treatment: query_id"),
+    )
+    side_c, side_t = sides(
+        [
+            (codes_c, as_arrow(control["doc_id"], "control: doc_id"), np.arange(len(control))),
+            (
+                codes_t,
+                as_arrow(treatment["doc_id"], "treatment: doc_id"),
+                np.arange(len(treatment)),
+            ),
+        ]
+    )
+    value = rbo_codes(
+        side_c,
+        control["rank"].to_numpy(dtype=np.int64),
+        side_t,
+        treatment["rank"].to_numpy(dtype=np.int64),
+        len(ids),
+        p,
+    )
+    queries = pd.Index(ids.to_numpy(zero_copy_only=False)).astype(str)
+    return pd.Series(value, index=pd.Index(queries, name="query_id"), name="rbo")
+
+
+def check_persistence(p: float) -> None:
+    """ValueError unless ``0 < p < 1``."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p: expected a persistence strictly between 0 and 1, got {p!r}")
-    queries = pd.Index(
-        pd.concat([control["query_id"], treatment["query_id"]]).astype(str).unique()
-    ).sort_values()
-    n = len(queries)
-    length_c = _lengths(control, queries)
-    length_t = _lengths(treatment, queries)
+
+
+def rbo_codes(
+    control: Side,
+    rank_c: np.ndarray,
+    treatment: Side,
+    rank_t: np.ndarray,
+    n: int,
+    p: float = DEFAULT_P,
+    matched: np.ndarray | None = None,
+) -> np.ndarray:
+    """RBO_ext per query code ``0..n-1`` (NaN for a code neither list holds) between two
+    lists given as join sides (:mod:`abrank.explain.pairs`) and their ranks. ``matched``:
+    the treatment row of each control row (-1: none), when it is at hand."""
+    check_persistence(p)
+    length_c = np.bincount(control.codes, minlength=n).astype(np.int64)
+    length_t = np.bincount(treatment.codes, minlength=n).astype(np.int64)
     short = np.minimum(length_c, length_t)
     long = np.maximum(length_c, length_t)
-    both = control[["query_id", "doc_id", "rank"]].merge(
-        treatment[["query_id", "doc_id", "rank"]],
-        on=["query_id", "doc_id"],
-        suffixes=("_c", "_t"),
-    )
-    code = queries.get_indexer(both["query_id"].astype(str))
-    depth = np.maximum(both["rank_c"].to_numpy(), both["rank_t"].to_numpy()).astype(np.int64)
+    at = lookup(control, treatment) if matched is None else matched
+    shared = np.flatnonzero(at >= 0)  # in the control's order, as an inner join keeps it
+    code = control.codes[shared].astype(np.int64)
+    depth = np.maximum(rank_c[shared], rank_t[at[shared]]).astype(np.int64)
     top = int(long.max()) if n else 0
     d = np.arange(1, top + 1, dtype=np.float64)
     power = p**d
@@ -65,11 +106,5 @@ def rbo(control: pd.DataFrame, treatment: pd.DataFrame, p: float = DEFAULT_P) ->
         )
         extrapolated = ((x_long - x_short) / long + x_short / short) * p ** long.astype(float)
         value = (1.0 - p) / p * (agreement + tail) + extrapolated
-    value = np.where(short > 0, value, np.where(long > 0, 0.0, np.nan))
-    return pd.Series(value, index=pd.Index(queries, name="query_id"), name="rbo")
-
-
-def _lengths(lists: pd.DataFrame, queries: pd.Index) -> np.ndarray:
-    """Each query's list length (0 where the list does not hold the query)."""
-    counts = lists["query_id"].astype(str).value_counts()
-    return counts.reindex(queries, fill_value=0).to_numpy(dtype=np.int64)
+    out: np.ndarray = np.where(short > 0, value, np.where(long > 0, 0.0, np.nan))
+    return out

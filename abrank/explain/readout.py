@@ -242,7 +242,8 @@ def _rankings(readout: Any) -> pd.DataFrame:
     if readout.rankings is None or readout.queries is None:
         raise ConfigError(
             "readout: expected its explanation tables (rankings, queries), got none: they "
-            "are made on the memory engine (and for logs up to a size limit)"
+            "are made by offline readouts on every engine and by online and interleaving "
+            "readouts on the memory engine, up to a size limit"
         )
     rankings: pd.DataFrame = readout.rankings
     return rankings

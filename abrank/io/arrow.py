@@ -391,7 +391,7 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
     # is then told by the zero padding only when no string holds a NUL byte
     words = -(-max(longest, 1) // 8)
     with_length = longest < 8 * words
-    if not with_length and any(pc.any(pc.match_substring(c, "\x00")).as_py() for c in chunks):
+    if not with_length and any(_holds_nul(c) for c in chunks):
         words, with_length = words + 1, True
     exact = words <= 2
     # the last word holds what is left of the longest id (and its length) in as few
@@ -443,6 +443,23 @@ def doc_keys(column: pa.ChunkedArray) -> DocKeys:
                     target[:] = word  # the bytes fit: the cast drops only zero bits
         base += n
     return DocKeys(out, exact)
+
+
+def _holds_nul(chunk: pa.Array) -> bool:
+    """Whether any string of ``chunk`` holds a NUL byte: a scan of the bytes its strings
+    span in the data buffer (several times faster than a substring search)."""
+    n = len(chunk)
+    _, offsets_buf, data_buf = chunk.buffers()
+    if n == 0 or data_buf is None:
+        return False
+    width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    offsets = np.frombuffer(
+        offsets_buf, dtype=width, count=n + 1, offset=chunk.offset * np.dtype(width).itemsize
+    )
+    data = np.frombuffer(data_buf, dtype=np.uint8)[int(offsets[0]) : int(offsets[n])]
+    if not data.size:
+        return False
+    return bool(data.min() == 0)
 
 
 class _Bytes:

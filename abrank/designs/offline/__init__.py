@@ -75,7 +75,7 @@ class OfflineDesign:
         from abrank.analysis.comparisons import cancelled_on_error
         from abrank.analysis.summarise import build_readout
         from abrank.analysis.unjudged import check_reason, judged_only_result, start_judged_only
-        from abrank.designs.offline.explain import with_explanation
+        from abrank.designs.offline.explain import sql_explanation_inputs, with_explanation
         from abrank.designs.offline.sql import offline_inputs
 
         with offline_inputs(experiment, engine, say, inputs=inputs) as (data, score):
@@ -93,9 +93,11 @@ class OfflineDesign:
                         started.append(judged_only)
                 comparisons, too_small = started[0].result()
                 condensed = judged_only_result(judged_only) if repeated else None
+            # an SQL engine selects the lists of the explanation tables while it is open
+            tables = sql_explanation_inputs(experiment, score, scored, say)
         say("summarising")
         readout = build_readout(experiment, data, scored, comparisons, too_small, condensed)
-        return with_explanation(readout, experiment, data, scored, say)
+        return with_explanation(readout, experiment, data, scored, say, tables)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """The queries of each arm's rankings and the judged queries (opened by the chosen

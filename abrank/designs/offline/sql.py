@@ -40,7 +40,14 @@ from abrank.engines.sql import open_backend
 from abrank.errors import ConfigError, DataError
 from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
-__all__ = ["InputCounts", "Scorer", "SqlOffline", "check_offline_inputs", "offline_inputs"]
+__all__ = [
+    "InputCounts",
+    "Scorer",
+    "SqlOffline",
+    "check_offline_inputs",
+    "explanation_source",
+    "offline_inputs",
+]
 
 #: Scores an experiment's loaded inputs (``score_arms`` or :meth:`SqlOffline.score`).
 Scorer = Callable[[Experiment, LoadedData], ScoredArms]
@@ -62,6 +69,14 @@ def offline_inputs(
         yield offline.load(), offline.score
     finally:
         offline.close()
+
+
+def explanation_source(score: Scorer) -> SqlOffline | None:
+    """The SQL engine's opened inputs behind a scorer that :func:`offline_inputs` gave
+    (None for the memory engine's): what selects the explanation tables' lists in the
+    engine while its connection is open."""
+    owner = getattr(score, "__self__", None)
+    return owner if isinstance(owner, SqlOffline) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,6 +340,96 @@ class SqlOffline:
         return arms_scored(
             experiment, arms, present, universe, without_relevant, unjudged, int(judged_ids.size)
         )
+
+    def explanation_inputs(
+        self, experiment: Experiment, depth: int
+    ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.Series]]:
+        """What the explanation tables (:func:`abrank.explain.tables.offline_explanation`)
+        read, selected in the engine so that only the top of the lists comes back: each
+        arm's top ``depth`` rows of every judged query (``query_id``, ``doc_id``, ``rank``
+        and the row's ``grade``, NaN: unjudged), numbered in trec_eval's order as
+        :func:`abrank.explain.lists.ranked_lists` numbers them (score descending, or rank
+        ascending, then doc id descending in byte order); and per query the normalisers
+        of the metrics that have one (NDCG's ideal DCG@k, recall's number of relevant
+        judgments), counted over every judgment in the engine."""
+        import pyarrow as pa
+
+        from abrank.engines.sql import compile_sql
+
+        judged = (
+            "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+            f"CAST(relevance AS DOUBLE) AS grade FROM {self.judgments.sql} AS given_judgments"
+        )
+        rankings = {}
+        for arm in experiment.arms:
+            opened = self.rankings[arm.name]
+            if opened.ranked_by == "score":
+                value, key = "CAST(score AS DOUBLE) AS order_key", "r.order_key DESC"
+            else:
+                value, key = "CAST(rank AS DOUBLE) AS order_key", "r.order_key ASC"
+            rows = (
+                "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+                f"{value} FROM {opened.sql} AS given"
+            )
+            numbered = (
+                "SELECT r.query_id AS query_id, r.doc_id AS doc_id, ROW_NUMBER() OVER "
+                f"(PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC) AS rank "
+                f"FROM ({rows}) AS r WHERE r.query_id IN (SELECT query_id FROM judged)"
+            )
+            sql = (
+                f"WITH judged AS ({judged}) SELECT t.query_id AS query_id, t.doc_id AS doc_id, "
+                "t.rank AS rank, j.grade AS grade FROM "
+                f"(SELECT * FROM ({numbered}) AS n WHERE rank <= {int(depth)}) AS t "
+                "LEFT JOIN judged AS j ON t.query_id = j.query_id AND t.doc_id = j.doc_id"
+            )
+            table = self.backend.run(compile_sql(sql, self.backend.dialect))
+            table = pa.table(
+                {
+                    "query_id": table["query_id"].cast(pa.large_string()),
+                    "doc_id": table["doc_id"].cast(pa.large_string()),
+                    "rank": table["rank"].cast(pa.int64()),
+                    "grade": table["grade"].cast(pa.float64()),
+                }
+            )
+            rankings[arm.name] = table.to_pandas()
+        return rankings, self._normalisers(experiment, judged)
+
+    def _normalisers(self, experiment: Experiment, judged: str) -> dict[str, pd.Series]:
+        """Per metric that has one, per judged query, what its change is divided by
+        (:func:`abrank.explain.contributions.normaliser`), counted in the engine."""
+        from abrank.engines.sql import compile_sql
+        from abrank.engines.sql.judged import _gain, _number
+        from abrank.metrics import parse_metric
+
+        out = {}
+        for name in experiment.metrics:
+            spec = parse_metric(name)
+            if spec.family == "ndcg" and spec.k is not None:
+                gains = (
+                    f"SELECT query_id, {_gain(spec.gain or experiment.gain)} AS gain FROM judged"
+                )
+                ordered = (
+                    "SELECT query_id, gain, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY "
+                    f"gain DESC) - 1 AS ipos FROM ({gains}) AS gains WHERE gain > 0"
+                )
+                value = (
+                    f"SUM(CASE WHEN ipos < {int(spec.k)} THEN gain / LOG(2, ipos + 2) ELSE 0 END)"
+                )
+                source = f"({ordered}) AS ideal"
+            elif spec.family == "recall":
+                level = float(spec.rel) if spec.rel is not None else experiment.relevance_threshold
+                value = f"SUM(CASE WHEN grade >= {_number(level)} THEN 1 ELSE 0 END)"
+                source = "judged"
+            else:
+                continue
+            sql = (
+                f"WITH judged AS ({judged}) SELECT query_id, CAST({value} AS DOUBLE) AS value "
+                f"FROM {source} GROUP BY query_id"
+            )
+            table = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pandas()
+            index = pd.Index(table["query_id"].astype(str), name="query_id")
+            out[name] = pd.Series(table["value"].to_numpy(dtype=np.float64), index=index)
+        return out
 
 
 def score_files(
