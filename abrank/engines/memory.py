@@ -504,8 +504,8 @@ def _rprec(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndar
 
 
 def _infap(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
-    """infAP as trec_eval estimates it (:func:`abrank.treceval.all_trec.inferred_ap`)."""
-    from abrank.treceval.all_trec import inferred_ap
+    """infAP as trec_eval estimates it (:func:`abrank.engines.inferred_ap.inferred_ap`)."""
+    from abrank.engines.inferred_ap import inferred_ap
 
     return inferred_ap(s.prep, s.threshold(metric))
 

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from abrank.io.arrow import DocKeys, _mix, doc_keys, take_rows
+from abrank.io.arrow import DocKeys, doc_keys, mix_bits, take_rows
 
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 _ODD = np.uint64(0xBF58476D1CE4E5B9)
@@ -171,7 +171,7 @@ def _mixed(codes: np.ndarray, keys: DocKeys) -> np.ndarray:
             if i:
                 part *= _ODD
             key ^= part
-            _mix(key, tmp[: hi - lo])
+            mix_bits(key, tmp[: hi - lo])
     return out
 
 

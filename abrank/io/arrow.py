@@ -295,7 +295,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _BLOCK = 1 << 20  # rows per block for element-wise passes: small, reused temporaries
 
 
-def _mix(x: np.ndarray, tmp: np.ndarray) -> None:
+def mix_bits(x: np.ndarray, tmp: np.ndarray) -> None:
     """The splitmix64 finalizer, in place: a bijection on uint64 that spreads bits."""
     np.right_shift(x, np.uint64(30), out=tmp)
     x ^= tmp
@@ -517,13 +517,13 @@ def _hash_words(
             buffer.strided(word, int(start[0]) + j, fixed)
             word &= _LOW_BYTES[min(fixed - j, 8)] if fixed > j else np.uint64(0)
             key ^= word
-            _mix(key, tmp)
+            mix_bits(key, tmp)
             continue
         if j == 0:
             buffer.gather(word, start)
             word &= _LOW_BYTES[np.minimum(length, 8)]
             key ^= word
-            _mix(key, tmp)
+            mix_bits(key, tmp)
             continue
         rows = np.flatnonzero(length > j)  # strings with bytes left from offset j
         part = key[rows]
@@ -531,7 +531,7 @@ def _hash_words(
         buffer.gather(piece, start[rows] + j)
         piece &= _LOW_BYTES[np.minimum(length[rows] - j, 8)]
         part ^= piece
-        _mix(part, np.empty_like(part))
+        mix_bits(part, np.empty_like(part))
         key[rows] = part
 
 

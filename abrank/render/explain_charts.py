@@ -11,7 +11,7 @@ import numpy as np
 from abrank.explain.what_moved import MetricSplit, readout_what_moved
 from abrank.readout.core import Readout
 from abrank.readout.typed import readout_summary
-from abrank.render.chart_panels import chart_title, place_grid, value_labels
+from abrank.render.chart_panels import chart_title, finish_one_panel, place_grid, value_labels
 from abrank.render.chart_style import (
     BLUE,
     GREY,
@@ -164,12 +164,7 @@ def rbo_chart(readout: Readout) -> Chart | None:
         ax.set_xlabel("RBO (p = 0.9) with the control's list: 0 nothing shared, 1 the same list")
         ax.set_ylabel("share of queries (%)")
         chart_title(ax, "How alike the arms' lists are, per query")
-        ax.legend(fontsize=8, frameon=False)
-        ax.spines["top"].set_visible(False)
-        ax.spines["right"].set_visible(False)
-        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        place_grid(fig, 1, 1, [f"{top:.0f}"], suptitle=False)
+        finish_one_panel(fig, ax, top)
         return fig
 
     return Chart(

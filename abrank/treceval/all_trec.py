@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from abrank._lazy import pandas as pd
+from abrank.engines.inferred_ap import INFAP_EPSILON, inferred_ap
 from abrank.io.arrow import positions
 
 if TYPE_CHECKING:
@@ -53,27 +54,8 @@ __all__ = [
     "utility",
 ]
 
-#: The smoothing constant of infAP's precision estimate (``trec_eval.h``).
-INFAP_EPSILON = 0.00001
 #: rbp's default persistence p (``m_rbp.c``).
 RBP_PERSISTENCE = 0.9
-
-
-def _group_starts(codes: np.ndarray) -> np.ndarray:
-    """True on the first row of each run of equal codes."""
-    start = np.ones(codes.size, dtype=bool)
-    if codes.size:
-        start[1:] = codes[1:] != codes[:-1]
-    return start
-
-
-def _above(codes: np.ndarray, flags: np.ndarray) -> np.ndarray:
-    """How many flagged rows lie above each row within its query (rows grouped by query)."""
-    flags = flags.astype(np.int64)
-    total = np.cumsum(flags) - flags
-    start = _group_starts(codes)
-    lengths = np.diff(np.append(np.flatnonzero(start), codes.size))
-    return total - np.repeat(total[start], lengths)
 
 
 def _grouped_cumsum(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -90,35 +72,6 @@ def _num_rel(prep: Prepared, rel_level: float) -> np.ndarray:
 
 def _count(prep: Prepared, rows: np.ndarray) -> np.ndarray:
     return np.bincount(prep.row_code[rows], minlength=len(prep.ids)).astype(np.float64)
-
-
-def inferred_ap(prep: Prepared, rel_level: float) -> np.ndarray:
-    """infAP (Yilmaz & Aslam, CIKM 2006) per query code, as ``m_infap.c`` estimates it.
-
-    For the relevant document at 0-based position j (j > 0), with r relevant, n judged
-    nonrelevant and u unjudged-in-pool documents above it, the term is
-    1/(j+1) + j/(j+1) x (r+n+u)/j x (r+e)/(r+n+2e) (e = 1e-5): the documents above that
-    were in the pool are assumed relevant in the judged share; those outside the pool
-    count as nonrelevant. A relevant document at the top scores 1. Their sum is divided by
-    the number of relevant judgments. With a fully judged pool it equals AP.
-    """
-    q, g = prep.row_code, prep.row_grade
-    relevant = g >= rel_level
-    nonrel = (g >= 0) & ~relevant
-    unjudged = g < 0
-    r = _above(q, relevant)[relevant].astype(np.float64)
-    n = _above(q, nonrel)[relevant].astype(np.float64)
-    u = _above(q, unjudged)[relevant].astype(np.float64)
-    j = prep.row_pos[relevant].astype(np.float64)
-    eps = INFAP_EPSILON
-    with np.errstate(divide="ignore", invalid="ignore"):
-        later = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((r + n + u) / j) * (
-            (r + eps) / (r + n + 2 * eps)
-        )
-    terms = np.where(j == 0, 1.0, later)
-    sums = np.bincount(q[relevant], weights=terms, minlength=len(prep.ids))
-    big_r = _num_rel(prep, rel_level)
-    return np.where(big_r > 0, sums / np.where(big_r > 0, big_r, 1.0), 0.0)
 
 
 def rprec_mult(

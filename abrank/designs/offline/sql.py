@@ -398,7 +398,7 @@ class SqlOffline:
         """Per metric that has one, per judged query, what its change is divided by
         (:func:`abrank.explain.contributions.normaliser`), counted in the engine."""
         from abrank.engines.sql import compile_sql
-        from abrank.engines.sql.judged import _gain, _number
+        from abrank.engines.sql.judged import sql_gain, sql_number
         from abrank.metrics import parse_metric
 
         out = {}
@@ -406,7 +406,7 @@ class SqlOffline:
             spec = parse_metric(name)
             if spec.family == "ndcg" and spec.k is not None:
                 gains = (
-                    f"SELECT query_id, {_gain(spec.gain or experiment.gain)} AS gain FROM judged"
+                    f"SELECT query_id, {sql_gain(spec.gain or experiment.gain)} AS gain FROM judged"
                 )
                 ordered = (
                     "SELECT query_id, gain, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY "
@@ -418,7 +418,7 @@ class SqlOffline:
                 source = f"({ordered}) AS ideal"
             elif spec.family == "recall":
                 level = float(spec.rel) if spec.rel is not None else experiment.relevance_threshold
-                value = f"SUM(CASE WHEN grade >= {_number(level)} THEN 1 ELSE 0 END)"
+                value = f"SUM(CASE WHEN grade >= {sql_number(level)} THEN 1 ELSE 0 END)"
                 source = "judged"
             else:
                 continue

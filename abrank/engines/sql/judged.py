@@ -50,12 +50,12 @@ _ONE, _ZERO = "CAST(1 AS DOUBLE)", "CAST(0 AS DOUBLE)"
 RANKED_BY = ("score", "rank")
 
 
-def _number(value: float) -> str:
+def sql_number(value: float) -> str:
     """A float literal of the neutral dialect (exact: repr round-trips)."""
     return f"CAST({float(value)!r} AS DOUBLE)"
 
 
-def _gain(kind: str, grade: str = "grade") -> str:
+def sql_gain(kind: str, grade: str = "grade") -> str:
     """Gain of a grade: linear (the grade) or exp (2^grade - 1); grades <= 0 give none."""
     if kind == "exp":
         return f"CASE WHEN {grade} > 0 THEN POWER(2, {grade}) - 1 ELSE 0 END"
@@ -137,7 +137,7 @@ def _query_stats_sql(plan: _Plan) -> str:
     """Per judged query: relevant and judged nonrelevant counts per threshold."""
     parts = ["query_id", "SUM(CASE WHEN grade > 0 THEN 1 ELSE 0 END) AS ngain"]
     for i, t in enumerate(plan.thresholds):
-        lit = _number(t)
+        lit = sql_number(t)
         parts.append(f"SUM(CASE WHEN grade >= {lit} THEN 1 ELSE 0 END) AS nrel_{i}")
         parts.append(f"SUM(CASE WHEN grade >= 0 AND grade < {lit} THEN 1 ELSE 0 END) AS nnon_{i}")
     return f"SELECT {', '.join(parts)} FROM judged GROUP BY query_id"
@@ -147,7 +147,7 @@ def _ideal_sql(plan: _Plan, kind: str) -> str:
     """Per query: the DCG of the ideal ordering of all its judgments at each cutoff."""
     g = plan.g(kind)
     gains = (
-        f"SELECT query_id, gain FROM (SELECT query_id, {_gain(kind)} AS gain FROM judged) "
+        f"SELECT query_id, gain FROM (SELECT query_id, {sql_gain(kind)} AS gain FROM judged) "
         "AS gains WHERE gain > 0"
     )
     ordered = (
@@ -192,7 +192,7 @@ def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) 
         above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
         parts.append(f"COALESCE(SUM(LN(1 - {_err_stop('j.grade')})) {above}, 0) AS err_reach")
     for t in plan.running:
-        i, lit = plan.t(t), _number(t)
+        i, lit = plan.t(t), sql_number(t)
         nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
         parts.append(f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}")
         parts.append(f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}")
@@ -218,7 +218,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
 
     def first(i: int, t: float, pos: str) -> str:
         name = f"first_{i}_{pos}"
-        aggs.setdefault(name, f"MIN(CASE WHEN {kept}grade >= {_number(t)} THEN {pos} END)")
+        aggs.setdefault(name, f"MIN(CASE WHEN {kept}grade >= {sql_number(t)} THEN {pos} END)")
         return f"r.{name}"
 
     for n, m in enumerate(plan.metrics):
@@ -245,7 +245,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             g = plan.g(kind)
             dcg = agg(
                 f"dcg_{g}_{cut}_{view}",
-                f"SUM(CASE WHEN {kept}grade > 0 AND {_within(k, pos)} THEN ({_gain(kind)}) / "
+                f"SUM(CASE WHEN {kept}grade > 0 AND {_within(k, pos)} THEN ({sql_gain(kind)}) / "
                 f"LOG(2, {pos} + 2) "
                 "ELSE 0 END)",
             )
@@ -266,7 +266,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             values[out] = f"CASE WHEN COALESCE(s.ngain, 0) > 0 THEN CAST({err} AS DOUBLE) END"
             continue
         t = plan.threshold(m)
-        i, lit = plan.t(t), _number(t)
+        i, lit = plan.t(t), sql_number(t)
         nrel = f"COALESCE(s.nrel_{i}, 0)"
         relevant = f"grade >= {lit}"
         if family == "mrr":
