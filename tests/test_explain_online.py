@@ -430,14 +430,42 @@ def test_the_interleaving_demo_tables_add_up_to_the_comparison():
 # --------------------------------------------------------------------------- variants
 
 
-def test_an_sql_engine_says_it_goes_without_the_tables(tmp_path):
+def test_an_sql_engine_gives_the_memory_engines_tables(tmp_path):
+    """DuckDB leaves the log where it lies; a log within the size limit is read into
+    memory for the tables, which are then the memory engine's."""
     pytest.importorskip("duckdb")
+    said: list[str] = []
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "duck").mkdir()
+    memory = _run(tmp_path / "memory", _online_log(), ONLINE_CONFIG)
+    duck = _run(
+        tmp_path / "duck", _online_log(), ONLINE_CONFIG, engine="duckdb", progress=said.append
+    )
+    assert any("reading the log into memory for the explanation tables" in x for x in said)
+    pd.testing.assert_frame_equal(duck.queries, memory.queries)
+    pd.testing.assert_frame_equal(duck.rankings, memory.rankings)
+
+
+def test_an_sql_engine_above_the_limit_goes_without_the_tables(tmp_path, monkeypatch):
+    pytest.importorskip("duckdb")
+    from abrank.designs.online import explain
+
+    monkeypatch.setattr(explain, "MAX_ROWS", 5)
     said: list[str] = []
     readout = _run(tmp_path, _online_log(), ONLINE_CONFIG, engine="duckdb", progress=said.append)
     assert readout.queries is None and readout.rankings is None
-    assert any("no explanation tables: the duckdb engine" in line for line in said)
+    assert any("no explanation tables: 18 log rows, more than 5" in line for line in said)
     with pytest.raises(ConfigError, match="expected its explanation tables"):
         readout.query("cats")
+
+
+def test_the_interleaving_demo_on_duckdb_has_the_memory_engines_tables():
+    pytest.importorskip("duckdb")
+    config = ROOT / "experiments" / "demo-interleaving.yaml"
+    memory = abrank.run_experiment(config)
+    duck = abrank.run_experiment(config, engine="duckdb")
+    pd.testing.assert_frame_equal(duck.queries, memory.queries)
+    pd.testing.assert_frame_equal(duck.rankings, memory.rankings)
 
 
 def test_per_arm_files_give_the_same_tables_as_one_log(tmp_path, online):

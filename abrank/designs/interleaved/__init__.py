@@ -64,8 +64,8 @@ class InterleavedDesign:
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """The interleaved log, per-unit credits (from the chosen engine), the preference
-        test, the readout (with its explanation tables on the memory engine:
-        :mod:`abrank.designs.interleaved.explain`)."""
+        test, the readout with its explanation tables
+        (:mod:`abrank.designs.interleaved.explain`)."""
         from abrank.designs.interleaved.explain import with_explanation
         from abrank.designs.interleaved.outcomes import (
             compare_interleaved_arms,
@@ -74,7 +74,7 @@ class InterleavedDesign:
         )
         from abrank.designs.interleaved.sql import score_interleaved_sql
         from abrank.designs.interleaved.summary import build_interleaved_readout
-        from abrank.designs.online.explain import skipped
+        from abrank.designs.online.explain import from_log_in_memory, log_rows
 
         if engine.name == "memory":
             data = load_interleaved(experiment, say, inputs=inputs)
@@ -87,8 +87,14 @@ class InterleavedDesign:
         say("summarising")
         readout = build_interleaved_readout(experiment, data, scores, comparisons, too_small)
         if engine.name != "memory":
-            skipped(engine, say)
-            return readout
+
+            def build() -> Any:
+                held = load_interleaved(experiment, inputs=inputs)
+                return with_explanation(
+                    readout, experiment, held, score_interleaved(experiment, held), say
+                )
+
+            return from_log_in_memory(readout, log_rows(data.inputs), say, build)
         return with_explanation(readout, experiment, data, scores, say)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The interleaved readout's explanation tables (:func:`abrank.explain.online_tables.
-interleaved_explanation`), made where the log is held in memory (the memory engine; an SQL
-engine leaves the log where it lies) and holds at most :data:`MAX_ROWS` rows (the progress
-line says when a readout goes without them)."""
+interleaved_explanation`), made from the log held in memory when it holds at most
+:data:`MAX_ROWS` rows (the progress line says when a readout goes without them); on an SQL
+engine, the log is read into memory for them
+(:func:`abrank.designs.online.explain.from_log_in_memory`)."""
 
 from __future__ import annotations
 

@@ -72,12 +72,12 @@ class OnlineDesign:
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
-        the sample-ratio check, the readout (with its explanation tables on the memory
-        engine: :mod:`abrank.designs.online.explain`)."""
+        the sample-ratio check, the readout with its explanation tables
+        (:mod:`abrank.designs.online.explain`)."""
         from abrank.analysis.unit_readout import build_unit_readout
         from abrank.analysis.units import sample_ratio
         from abrank.designs.online.compare import compare_online
-        from abrank.designs.online.explain import skipped, with_explanation
+        from abrank.designs.online.explain import from_log_in_memory, log_rows, with_explanation
         from abrank.designs.online.logs import load_online, online_evidence, score_online
         from abrank.designs.online.sql import score_online_sql
 
@@ -94,8 +94,14 @@ class OnlineDesign:
         srm = sample_ratio(experiment, evidence)
         readout = build_unit_readout(experiment, evidence, comparisons, too_small, srm)
         if engine.name != "memory":
-            skipped(engine, say)
-            return readout
+
+            def build() -> Any:
+                held = load_online(experiment, inputs=inputs)
+                return with_explanation(
+                    readout, experiment, held, score_online(experiment, held), say
+                )
+
+            return from_log_in_memory(readout, log_rows(data.inputs), say, build)
         return with_explanation(readout, experiment, data, scores, say)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The online readout's explanation tables (:func:`abrank.explain.online_tables.
-online_explanation`), made where the impressions are held in memory (the memory engine; an
-SQL engine leaves the log where it lies, and its readout has no such tables yet) and the
-log holds at most :data:`MAX_ROWS` rows (the progress line says when a readout goes
-without them)."""
+online_explanation`), made from the impressions held in memory when the log holds at most
+:data:`MAX_ROWS` rows (the progress line says when a readout goes without them). On an SQL
+engine, which leaves the log where it lies, a log of at most that size is read into memory
+for the tables once the engine's readout is made (:func:`from_log_in_memory`): the tables
+are the memory engine's, and so is every number in them."""
 
 from __future__ import annotations
 
@@ -51,6 +52,27 @@ def replaced(readout: Any, queries: Any, rankings: Any) -> Any:
     return out
 
 
-def skipped(engine: Any, say: Any) -> None:
-    """The progress line of a readout that an SQL engine made: no explanation tables."""
-    say(f"no explanation tables: the {engine.name} engine leaves the log where it lies")
+def log_rows(inputs: Any) -> int:
+    """The rows of the logs a run read (its ``inputs`` entries of the log and arm roles)."""
+    return sum(
+        int(entry.get("rows", 0))
+        for entry in inputs
+        if entry.get("role") not in ("covariates", "judgments", "attributes")
+    )
+
+
+def from_log_in_memory(readout: Any, rows: int, say: Any, build: Any) -> Any:
+    """``readout`` with the tables ``build()`` makes from the log read into memory (an SQL
+    engine's readout), when the log holds at most :data:`MAX_ROWS` rows; as it is
+    otherwise, or when the log cannot be read here (the progress line says why)."""
+    from abrank.errors import DataError
+
+    if rows > MAX_ROWS:
+        say(f"no explanation tables: {rows:,} log rows, more than {MAX_ROWS:,}")
+        return readout
+    say(f"reading the log into memory for the explanation tables ({rows:,} rows)")
+    try:
+        return build()
+    except (DataError, OSError) as exc:
+        say(f"no explanation tables: the log could not be read here ({exc})")
+        return readout
