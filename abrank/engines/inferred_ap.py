@@ -8,28 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from abrank.io.arrow import sum_above
+
 if TYPE_CHECKING:
     from abrank.engines.prepared import Prepared
 
 #: The smoothing constant of infAP's precision estimate (``trec_eval.h``).
 INFAP_EPSILON = 0.00001
-
-
-def group_starts(codes: np.ndarray) -> np.ndarray:
-    """True on the first row of each run of equal codes."""
-    start = np.ones(codes.size, dtype=bool)
-    if codes.size:
-        start[1:] = codes[1:] != codes[:-1]
-    return start
-
-
-def rows_above(codes: np.ndarray, flags: np.ndarray) -> np.ndarray:
-    """How many flagged rows lie above each row within its query (rows grouped by query)."""
-    flags = flags.astype(np.int64)
-    total = np.cumsum(flags) - flags
-    start = group_starts(codes)
-    lengths = np.diff(np.append(np.flatnonzero(start), codes.size))
-    return total - np.repeat(total[start], lengths)
 
 
 def _relevant_judgments(prep: Prepared, rel_level: float) -> np.ndarray:
@@ -51,9 +36,9 @@ def inferred_ap(prep: Prepared, rel_level: float) -> np.ndarray:
     relevant = g >= rel_level
     nonrel = (g >= 0) & ~relevant
     unjudged = g < 0
-    r = rows_above(q, relevant)[relevant].astype(np.float64)
-    n = rows_above(q, nonrel)[relevant].astype(np.float64)
-    u = rows_above(q, unjudged)[relevant].astype(np.float64)
+    r = sum_above(q, relevant.astype(np.int64))[relevant].astype(np.float64)
+    n = sum_above(q, nonrel.astype(np.int64))[relevant].astype(np.float64)
+    u = sum_above(q, unjudged.astype(np.int64))[relevant].astype(np.float64)
     j = prep.row_pos[relevant].astype(np.float64)
     eps = INFAP_EPSILON
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -27,6 +27,7 @@ from abrank.io.arrow import (
     order_rows,
     positions,
     query_codes,
+    sum_above,
     take_rows,
 )
 from abrank.io.columns import parse_numbers
@@ -407,12 +408,7 @@ def _err(s: _Shared, metric: Metric) -> np.ndarray:
     no judgment has a grade above 0 (gdeval scores no such query)."""
     stop = err_stop(s.g)
     log_go_on = np.log1p(-stop)  # finite: a stop is at most 15/16
-    running = np.cumsum(log_go_on)
-    first = np.ones(s.q.size, dtype=bool)
-    first[1:] = s.q[1:] != s.q[:-1]
-    starts = np.flatnonzero(first)
-    before = np.repeat(running[starts] - log_go_on[starts], np.diff(np.append(starts, s.q.size)))
-    reached = np.exp(running - log_go_on - before)  # prod over the judged rows above
+    reached = np.exp(sum_above(s.q, log_go_on))  # prod of (1 - R) over the judged rows above
     terms = stop * reached / (s.p + 1.0)
     sel = slice(None) if metric.k is None else s.p < metric.k
     values = np.bincount(s.q[sel], weights=terms[sel], minlength=s.nq)
@@ -485,11 +481,7 @@ def _bpref(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndar
     nonrel = ((s.g >= 0) & (s.g < t)).astype(np.int64)
     relevant = s.g >= t
     # judged nonrelevant rows ranked above each row of its query
-    above = np.cumsum(nonrel) - nonrel
-    first = np.ones(s.q.size, dtype=bool)
-    first[1:] = s.q[1:] != s.q[:-1]
-    base = np.repeat(above[first], np.diff(np.append(np.flatnonzero(first), s.q.size)))
-    above = (above - base)[relevant].astype(np.float64)
+    above = sum_above(s.q, nonrel)[relevant].astype(np.float64)
     rq = s.q[relevant]
     r = nrel[rq]
     share = np.minimum(above, r) / np.maximum(np.minimum(big_n[rq], r), 1.0)

@@ -171,6 +171,20 @@ def positions(codes: np.ndarray) -> np.ndarray:
     return pos
 
 
+def sum_above(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row, the sum of ``values`` over the rows above it within its run of equal
+    consecutive codes (0 on a run's first row), in ``values``' dtype: counts of flagged
+    rows above (bpref, infAP), a log-probability of reaching a row (ERR)."""
+    if codes.size == 0:
+        return np.zeros(0, dtype=values.dtype)
+    total = np.cumsum(values) - values
+    start = np.empty(codes.size, dtype=bool)
+    start[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=start[1:])
+    first = np.flatnonzero(start)
+    return total - np.repeat(total[first], np.diff(np.append(first, codes.size)))
+
+
 # --------------------------------------------------------------------------- arrow helpers
 
 
