@@ -45,7 +45,7 @@ def query_lists(
     rows = rankings[rankings["query_id"].astype(str) == query]
     if rows.empty:
         raise ConfigError(f"query {query_id!r}: expected a query of the readout, got none such")
-    arms = [str(arm) for arm in pd.unique(rankings["arm"])]
+    arms = readout_arms(readout)
     grades = rows.drop_duplicates("doc_id").set_index("doc_id")["grade"]
     table = pd.DataFrame({"doc_id": grades.index, "grade": grades.to_numpy()})
     for arm in arms:
@@ -154,7 +154,7 @@ def document_split(
             "readout.queries holds each query's change and tags, readout.query(query_id) "
             "its documents' clicks per arm"
         )
-    arms = [str(arm) for arm in pd.unique(rankings["arm"])]
+    arms = readout_arms(readout)
     control, other = _pair(readout, arms, treatment)
     name = _metric(readout, metric)
     spec = parse_metric(name)
@@ -191,7 +191,7 @@ def click_lists(readout: Any, key: Any, treatment: str | None = None) -> pd.Data
     what = "query" if column == "query_id" else f"unit ({column})"
     if rows.empty:
         raise ConfigError(f"{what} {key!r}: expected a {what} of the readout, got none such")
-    arms = [str(arm) for arm in pd.unique(rankings["arm"])]
+    arms = readout_arms(readout)
     control, other = _pair(readout, arms, treatment)
     grades = rows.groupby("doc_id", sort=False)["grade"].first()
     table = pd.DataFrame({"doc_id": grades.index.astype(str), "grade": grades.to_numpy()})
@@ -203,6 +203,14 @@ def click_lists(readout: Any, key: Any, treatment: str | None = None) -> pd.Data
         table[f"ctr_{arm}"] = table["doc_id"].map(mine["ctr"]).astype(np.float64)
     order = [f"rank_{control}", f"rank_{other}"]
     return table.sort_values(order, na_position="last", kind="stable", ignore_index=True)
+
+
+def readout_arms(readout: Any) -> list[str]:
+    """The readout's arms in the config's order (control first), from its summary: every
+    arm has its ``rank_<arm>`` column in a query's view, even one that did not rank the
+    query; from the rankings table where the summary names none."""
+    names = [str(arm.name) for arm in (readout.model.arms or ())]
+    return names or [str(arm) for arm in pd.unique(readout.rankings["arm"])]
 
 
 def is_click(rankings: pd.DataFrame) -> bool:

@@ -25,6 +25,7 @@ from abrank.explain.readout import (
     is_click,
     move_table,
     query_lists,
+    readout_arms,
 )
 from abrank.metrics import parse_metric
 
@@ -197,7 +198,7 @@ def what_moved(readout: Any) -> list[WhatMoved]:
     if primary is None or parse_metric(primary).family not in SPLIT_FAMILIES:
         return []
     control = readout.model.control
-    arms = [str(arm) for arm in pd.unique(readout.rankings["arm"])]
+    arms = readout_arms(readout)
     segments = list((summary.get("segments") or {}).get("columns", []))
     out = []
     for treatment in (arm for arm in arms if arm != control):

@@ -403,19 +403,10 @@ class QueryTable:
                     [query_id, list(self.arms)],
                 )
             )
-            for arm in self.arms:
-                if arm in set(rankings["arm"]):
-                    continue
-                # query_lists takes the arms from the table: one row of an arm that did
-                # not rank this query, from another query (never among this query's rows)
-                anchor = cursor.execute(
-                    f"{listed} WHERE arm = ? AND query_id <> ? LIMIT 1", [arm, query_id]
-                )
-                rankings = pd.concat([rankings, _frame(anchor)], ignore_index=True)
         finally:
             cursor.close()
         view = _OneQuery(self.summary, self.model, queries, rankings)
-        if rankings[rankings["query_id"] == query_id].empty:
+        if rankings.empty:
             lists = pd.DataFrame(
                 columns=["doc_id", "grade", *[f"rank_{arm}" for arm in self.arms], "contribution"]
             )
