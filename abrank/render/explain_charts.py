@@ -45,13 +45,9 @@ STEPS = {
 RBO_EDGES = np.linspace(0.0, 1.0, 21)
 
 
-def _has_tables(readout: Readout) -> bool:
-    return readout.queries is not None and readout.rankings is not None
-
-
 def waterfall_chart(readout: Readout) -> Chart | None:
     """Each explained metric's mean change as steps, one per move, ending at the change."""
-    if not _has_tables(readout) or not readout_what_moved(readout):
+    if not readout_what_moved(readout):  # no explanation tables, or nothing to split
         return None
     summary = readout_summary(readout)
     splits: list[MetricSplit] = [
@@ -140,7 +136,7 @@ def waterfall_chart(readout: Readout) -> Chart | None:
 
 def rbo_chart(readout: Readout) -> Chart | None:
     """The share of queries per RBO bin between each treatment's lists and the control's."""
-    if not _has_tables(readout) or not readout_what_moved(readout):
+    if not readout_what_moved(readout):  # no explanation tables, or nothing to split
         return None
     summary = readout_summary(readout)
 

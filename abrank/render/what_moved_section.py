@@ -66,7 +66,7 @@ def what_moved_section(readout: Readout, charts: Sequence[Chart]) -> Section | N
     for moved in explained:
         if several:
             blocks.append(Heading(f"{arm_label(summary, moved.treatment)} against the control"))
-        blocks += _split_blocks(summary, moved.primary, primary=True)
+        blocks += _split_blocks(summary, moved.primary)
         if moved is explained[0]:
             blocks += chart_refs(charts, "moved")[:1]
         for split, dropped in zip(moved.losses, moved.dropped, strict=True):
@@ -84,7 +84,7 @@ def _k(metric: str) -> str:
     return f"top {k}" if k is not None else "lists"
 
 
-def _split_blocks(summary: Summary, split: MetricSplit, primary: bool) -> list[Block]:
+def _split_blocks(summary: Summary, split: MetricSplit) -> list[Block]:
     parts = split.parts
     label = metric_label(summary, split.metric)
     moving = [move for move in parts.index if parts.at[move, "change"] != 0]
@@ -134,7 +134,7 @@ def _split_blocks(summary: Summary, split: MetricSplit, primary: bool) -> list[B
 def _loss_blocks(summary: Summary, split: MetricSplit, dropped: DroppedDocuments) -> list[Block]:
     label = metric_label(summary, split.metric)
     blocks: list[Block] = [Heading(f"Why {label} lost")]
-    blocks += _split_blocks(summary, split, primary=False)
+    blocks += _split_blocks(summary, split)
     if not dropped.count:
         return blocks
     text = (
