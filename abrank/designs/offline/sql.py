@@ -355,18 +355,13 @@ class SqlOffline:
         import pyarrow as pa
 
         from abrank.engines.sql import compile_sql
+        from abrank.engines.sql.judged import judgments_sql, ranking_order
 
-        judged = (
-            "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
-            f"CAST(relevance AS DOUBLE) AS grade FROM {self.judgments.sql} AS given_judgments"
-        )
+        judged = judgments_sql(f"{self.judgments.sql} AS given_judgments")
         rankings = {}
         for arm in experiment.arms:
             opened = self.rankings[arm.name]
-            if opened.ranked_by == "score":
-                value, key = "CAST(score AS DOUBLE) AS order_key", "r.order_key DESC"
-            else:
-                value, key = "CAST(rank AS DOUBLE) AS order_key", "r.order_key ASC"
+            value, key = ranking_order(opened.ranked_by)
             rows = (
                 "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
                 f"{value} FROM {opened.sql} AS given"
@@ -398,34 +393,25 @@ class SqlOffline:
         """Per metric that has one, per judged query, what its change is divided by
         (:func:`abrank.explain.contributions.normaliser`), counted in the engine."""
         from abrank.engines.sql import compile_sql
-        from abrank.engines.sql.judged import sql_gain, sql_number
+        from abrank.engines.sql.judged import ideal_dcg_sql, sql_number
         from abrank.metrics import parse_metric
 
         out = {}
         for name in experiment.metrics:
             spec = parse_metric(name)
             if spec.family == "ndcg" and spec.k is not None:
-                gains = (
-                    f"SELECT query_id, {sql_gain(spec.gain or experiment.gain)} AS gain FROM judged"
-                )
-                ordered = (
-                    "SELECT query_id, gain, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY "
-                    f"gain DESC) - 1 AS ipos FROM ({gains}) AS gains WHERE gain > 0"
-                )
-                value = (
-                    f"SUM(CASE WHEN ipos < {int(spec.k)} THEN gain / LOG(2, ipos + 2) ELSE 0 END)"
-                )
-                source = f"({ordered}) AS ideal"
+                ideal = ideal_dcg_sql(spec.gain or experiment.gain, [spec.k], "idcg_")
+                select = f"SELECT query_id, CAST(idcg_{int(spec.k)} AS DOUBLE) AS value"
+                sql = f"WITH judged AS ({judged}) {select} FROM ({ideal}) AS ideal"
             elif spec.family == "recall":
                 level = float(spec.rel) if spec.rel is not None else experiment.relevance_threshold
                 value = f"SUM(CASE WHEN grade >= {sql_number(level)} THEN 1 ELSE 0 END)"
-                source = "judged"
+                sql = (
+                    f"WITH judged AS ({judged}) SELECT query_id, CAST({value} AS DOUBLE) AS value "
+                    "FROM judged GROUP BY query_id"
+                )
             else:
                 continue
-            sql = (
-                f"WITH judged AS ({judged}) SELECT query_id, CAST({value} AS DOUBLE) AS value "
-                f"FROM {source} GROUP BY query_id"
-            )
             table = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pandas()
             index = pd.Index(table["query_id"].astype(str), name="query_id")
             out[name] = pd.Series(table["value"].to_numpy(dtype=np.float64), index=index)

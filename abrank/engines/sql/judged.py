@@ -126,11 +126,21 @@ def _cut(k: int | None) -> str:
     return "all" if k is None else str(int(k))
 
 
-def _judgments_sql(judgments: str) -> str:
+def judgments_sql(judgments: str) -> str:
+    """The judgments relation ``judgments`` in canonical cells: ids as text, ``grade``."""
     return (
         "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
         f"CAST(relevance AS DOUBLE) AS grade FROM {judgments}"
     )
+
+
+def ranking_order(ranked_by: str) -> tuple[str, str]:
+    """trec_eval's order of a rankings relation (:data:`RANKED_BY`): the select item of its
+    ``order_key`` and the window's key on a relation ``r`` of it (score descending, or
+    rank ascending); ties go by doc id descending after it."""
+    if ranked_by == "score":
+        return "CAST(score AS DOUBLE) AS order_key", "r.order_key DESC"
+    return "CAST(rank AS DOUBLE) AS order_key", "r.order_key ASC"
 
 
 def _query_stats_sql(plan: _Plan) -> str:
@@ -143,9 +153,9 @@ def _query_stats_sql(plan: _Plan) -> str:
     return f"SELECT {', '.join(parts)} FROM judged GROUP BY query_id"
 
 
-def _ideal_sql(plan: _Plan, kind: str) -> str:
-    """Per query: the DCG of the ideal ordering of all its judgments at each cutoff."""
-    g = plan.g(kind)
+def ideal_dcg_sql(kind: str, cutoffs: Sequence[int | None], prefix: str) -> str:
+    """Per query of the relation ``judged``: the DCG of the ideal ordering of all its
+    judgments at each cutoff (column ``<prefix><k>``, ``<prefix>all`` uncut)."""
     gains = (
         f"SELECT query_id, gain FROM (SELECT query_id, {sql_gain(kind)} AS gain FROM judged) "
         "AS gains WHERE gain > 0"
@@ -155,10 +165,10 @@ def _ideal_sql(plan: _Plan, kind: str) -> str:
         f"- 1 AS ipos FROM ({gains}) AS positive"
     )
     parts = ["query_id"]
-    for k in plan.ideal_cutoffs(kind):
+    for k in cutoffs:
         parts.append(
             f"SUM(CASE WHEN {_within(k, 'ipos')} THEN gain / LOG(2, ipos + 2) ELSE 0 END) "
-            f"AS idcg_{g}_{_cut(k)}"
+            f"AS {prefix}{_cut(k)}"
         )
     return f"SELECT {', '.join(parts)} FROM ({ordered}) AS ideal GROUP BY query_id"
 
@@ -170,10 +180,7 @@ def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) 
     and bpref, the relevant rows up to it (``rc_i``) and the judged nonrelevant rows above
     it (``na_i``). Running counts read only the rows above, so the depth cut can come
     after, in the aggregates."""
-    if ranked_by == "score":
-        value, key = "CAST(score AS DOUBLE) AS score", "r.score DESC"
-    else:
-        value, key = "CAST(rank AS DOUBLE) AS rank_key", "r.rank_key ASC"
+    value, key = ranking_order(ranked_by)
     rows = (
         "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
         f"{value} FROM {rankings} AS given"
@@ -343,7 +350,7 @@ def judged_sql(
     stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
     numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=stats)
     ctes = [
-        f"judged AS ({_judgments_sql(judgments)})",
+        f"judged AS ({judgments_sql(judgments)})",
         f"query_stats AS ({_query_stats_sql(plan)})",
         f"numbered AS ({numbered})",
         f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM numbered GROUP BY query_id)",
@@ -351,7 +358,7 @@ def judged_sql(
     joins = ["FROM query_stats AS s", "LEFT JOIN per_run AS r ON s.query_id = r.query_id"]
     for kind in plan.kinds:
         g = plan.g(kind)
-        ctes.append(f"ideal_{g} AS ({_ideal_sql(plan, kind)})")
+        ctes.append(f"ideal_{g} AS ({ideal_dcg_sql(kind, plan.ideal_cutoffs(kind), f'idcg_{g}_')})")
         joins.append(f"LEFT JOIN ideal_{g} AS i{g} ON s.query_id = i{g}.query_id")
     i = plan.t(plan.rel_level)
     columns = [
