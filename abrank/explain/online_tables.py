@@ -85,11 +85,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from abrank.errors import ConfigError
-from abrank.metrics import parse_metric
-
-MAX_DEPTH = 100
-"""The deepest results an explanation keeps per key and arm."""
+from abrank.explain.tables import MAX_DEPTH, explanation_depth
 
 TOP_RANKS = 3
 """The ranks whose clicks ``clicks_gained_top`` and ``clicks_lost_top`` compare."""
@@ -118,20 +114,6 @@ class ClickExplanation:
     rankings: pd.DataFrame
     key: str
     depth: int
-
-
-def click_depth(metrics: Sequence[str]) -> int:
-    """The deepest cutoff of the metrics, at most :data:`MAX_DEPTH` (that where one has
-    none; a name that does not parse, such as an interleaving credit, has none)."""
-    cutoffs = []
-    for name in metrics:
-        try:
-            cutoffs.append(parse_metric(name).k)
-        except ConfigError:  # a credit (sat_clicks): the whole list
-            cutoffs.append(None)
-    if not cutoffs or any(k is None for k in cutoffs):
-        return MAX_DEPTH
-    return min(MAX_DEPTH, max(int(k) for k in cutoffs if k is not None))
 
 
 def has_queries(frames: Sequence[pd.DataFrame]) -> bool:
@@ -164,7 +146,7 @@ def online_explanation(
 
     arms = list(impressions)
     metrics = list(metrics)
-    depth = click_depth(metrics) if depth is None else depth
+    depth = explanation_depth(metrics) if depth is None else depth
     by_query = has_queries(list(impressions.values()))
     key = "query_id" if by_query else unit
     parts = []

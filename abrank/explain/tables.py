@@ -24,12 +24,14 @@ the codes. No Python code runs per row or per query.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from abrank.errors import ConfigError
 from abrank.explain.dcg import ideal_dcg_codes
 from abrank.explain.lists import ranked_rows
 from abrank.explain.moves import MOVES, move_kinds, tag_lists, tag_masks
@@ -51,12 +53,19 @@ class Explanation:
     depth: int
 
 
-def explanation_depth(metrics: list[str]) -> int:
-    """The deepest cutoff of the metrics, at most :data:`MAX_DEPTH` (that where one has none)."""
-    cutoffs = [parse_metric(m).k for m in metrics]
-    if any(k is None for k in cutoffs):
+def explanation_depth(metrics: Sequence[str]) -> int:
+    """The deepest cutoff of the metrics, at most :data:`MAX_DEPTH` (that where one has
+    none; a name that is no metric of the registry, such as an interleaving credit, has
+    none)."""
+    cutoffs = []
+    for name in metrics:
+        try:
+            cutoffs.append(parse_metric(name).k)
+        except ConfigError:  # a credit (sat_clicks): the whole list
+            cutoffs.append(None)
+    if not cutoffs or any(k is None for k in cutoffs):
         return MAX_DEPTH
-    return min(MAX_DEPTH, max(k for k in cutoffs if k is not None))
+    return min(MAX_DEPTH, max(int(k) for k in cutoffs if k is not None))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ def with_explanation(
     as it is otherwise."""
     from abrank.analysis.comparisons import arm_pairs
     from abrank.designs.online.explain import replaced
-    from abrank.explain.online_tables import click_depth, interleaved_explanation
+    from abrank.explain.online_tables import interleaved_explanation
+    from abrank.explain.tables import explanation_depth
 
     say = say or (lambda message: None)
     log = data.log
@@ -39,6 +40,6 @@ def with_explanation(
         credits=list(experiment.metrics),
         unit=experiment.analysis.unit or "user_id",
         segments=list(experiment.segments.columns),
-        depth=click_depth(list(experiment.metrics)),
+        depth=explanation_depth(list(experiment.metrics)),
     )
     return replaced(readout, explanation.queries, explanation.rankings)
