@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import html
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -100,6 +100,13 @@ class Readout:
         )
         vars(readout)["model"] = summary  # what the cached property would compute
         return readout
+
+    def with_tables(self, queries: pd.DataFrame, rankings: pd.DataFrame) -> Readout:
+        """This readout with its explanation tables (the summary, and so its typed model,
+        unchanged and not parsed again)."""
+        out = replace(self, queries=queries, rankings=rankings)
+        vars(out)["model"] = self.model
+        return out
 
     @functools.cached_property
     def model(self) -> Summary:

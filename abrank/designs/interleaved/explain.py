@@ -21,7 +21,6 @@ def with_explanation(
     and holds at most :data:`MAX_ROWS` rows and the per-impression outcomes are at hand;
     as it is otherwise."""
     from abrank.analysis.comparisons import arm_pairs
-    from abrank.designs.online.explain import replaced
     from abrank.explain.online_tables import interleaved_explanation
     from abrank.explain.tables import explanation_depth
 
@@ -42,4 +41,4 @@ def with_explanation(
         segments=list(experiment.segments.columns),
         depth=explanation_depth(list(experiment.metrics)),
     )
-    return replaced(readout, explanation.queries, explanation.rankings)
+    return readout.with_tables(explanation.queries, explanation.rankings)

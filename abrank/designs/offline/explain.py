@@ -96,7 +96,4 @@ def with_explanation(
         gain=experiment.gain,
         normalisers=inputs.normalisers,
     )
-    model = readout.model
-    out = dataclasses.replace(readout, queries=explanation.queries, rankings=explanation.rankings)
-    vars(out)["model"] = model  # the summary did not change
-    return out
+    return readout.with_tables(explanation.queries, explanation.rankings)

@@ -7,7 +7,6 @@ are the memory engine's, and so is every number in them."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from abrank.config import Experiment
@@ -41,15 +40,7 @@ def with_explanation(
         segments=list(experiment.segments.columns),
         judgments=data.judgments,
     )
-    return replaced(readout, explanation.queries, explanation.rankings)
-
-
-def replaced(readout: Any, queries: Any, rankings: Any) -> Any:
-    """``readout`` with the two tables (its summary, and so its typed model, unchanged)."""
-    model = readout.model
-    out = dataclasses.replace(readout, queries=queries, rankings=rankings)
-    vars(out)["model"] = model
-    return out
+    return readout.with_tables(explanation.queries, explanation.rankings)
 
 
 def log_rows(inputs: Any) -> int:
