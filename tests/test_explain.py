@@ -535,3 +535,40 @@ def test_the_tables_grades_and_tags_equal_those_of_the_string_merges(demo_readou
         pair = [lists[a].loc[lists[a]["query_id"] == query, "doc_id"].tolist() for a in lists]
         want = _rbo_reference(pair[0], pair[1], 0.9)
         assert queries.loc[query, "rbo:reranker"] == pytest.approx(want, abs=1e-12)
+
+
+def test_explain_depth_sets_how_deep_the_lists_are_kept(shared_data, tmp_path):
+    """``explain.depth`` overrides the deepest metric cutoff (10 here: the runs hold 100
+    results per query); one below a metric's cutoff is refused naming the key, with exit 2
+    on the command line."""
+    import abrank
+    from abrank.cli import main
+    from abrank.errors import ConfigError
+
+    folder = shared_data / "trec-dl-passage"
+    runs = sorted((folder / "runs").glob("dl19.*.txt"))
+    text = (
+        "name: deep\n"
+        f"judgments: {{path: {folder / 'qrels.dl19-passage.txt'}, format: trec}}\n"
+        f"control: {{name: a, path: {runs[0]}, format: trec}}\n"
+        f"treatments: [{{name: b, path: {runs[1]}, format: trec}}]\n"
+        "metrics: [ndcg@10, mrr@5]\n"
+    )
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(text)
+    assert abrank.run_experiment(plain).rankings.groupby(["arm", "query_id"]).size().max() == 10
+    deeper = tmp_path / "deeper.yaml"
+    deeper.write_text(text + "explain:\n  depth: 25\n")
+    readout = abrank.run_experiment(deeper)
+    lengths = readout.rankings.groupby(["arm", "query_id"]).size()
+    assert lengths.max() == 25
+    # longer lists leave each metric's split exact
+    queries = readout.queries.set_index("query_id")
+    parts = readout.explain("ndcg@10", treatment="b")
+    want = queries["delta:b:ndcg@10"].mean()
+    assert parts["change"].sum() == pytest.approx(want, abs=1e-12)
+    shallow = tmp_path / "shallow.yaml"
+    shallow.write_text(text + "explain:\n  depth: 5\n")
+    with pytest.raises(ConfigError, match=r"explain\.depth: expected at least the deepest"):
+        abrank.run_experiment(shallow)
+    assert main(["validate", str(shallow)]) == 2

@@ -17,6 +17,7 @@ from abrank.config.analysis import checked_analysis
 from abrank.config.arms import named_arms
 from abrank.config.decision import checked_roles
 from abrank.config.experiment import Experiment
+from abrank.config.explain import check_explain
 from abrank.config.metrics import checked_metrics
 from abrank.config.offline import resolved_judgments
 from abrank.config.online import resolved_log
@@ -50,6 +51,7 @@ def check_semantics(
     analysis = checked_analysis(checks, exp.analysis, design.statistics)
     analysis = design.check(checks, exp, analysis)
     output = checked_output(checks, exp.output)
+    check_explain(checks, exp.explain, metrics if named else [])
     logs = [exp.log.path] if exp.log is not None else [arm.path for arm in exp.arms]
     check_window(checks, exp.window, logs)
     resolved = exp.model_copy(

@@ -19,6 +19,7 @@ from abrank.config.arms import ArmConfig, with_arm_names
 from abrank.config.dates import date_range, is_dated, parse_date
 from abrank.config.decision import DecisionConfig, MetricRole
 from abrank.config.engine import Engine, EngineConfig
+from abrank.config.explain import ExplainConfig
 from abrank.config.keys import Slug, Strict
 from abrank.config.offline import Duplicates, Gain, JudgmentsConfig, NoRelevant
 from abrank.config.online import LogConfig
@@ -56,6 +57,8 @@ class Experiment(Strict):
     comparisons: Literal["control", "all-pairs"] = "control"
     analysis: AnalysisConfig = AnalysisConfig()
     segments: SegmentsConfig = SegmentsConfig()
+    #: how deep the explanation tables keep the lists (abrank.config.explain)
+    explain: ExplainConfig = ExplainConfig()
     output: str | None = None
     #: which dates a dated run reads: its own (daily), or every date from a start date
     window: Literal["daily"] | CumulativeWindow = "daily"

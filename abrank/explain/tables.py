@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -68,6 +69,13 @@ def explanation_depth(metrics: Sequence[str]) -> int:
     return min(MAX_DEPTH, max(int(k) for k in cutoffs if k is not None))
 
 
+def experiment_depth(experiment: Any) -> int:
+    """The depth of an experiment's explanation tables: its ``explain.depth``, else
+    :func:`explanation_depth` of its metrics."""
+    configured = experiment.explain.depth
+    return int(configured) if configured is not None else explanation_depth(experiment.metrics)
+
+
 @dataclass(frozen=True)
 class _List:
     """An arm's list over the analysed queries, as a join side, with ranks and grades."""
@@ -90,6 +98,7 @@ def offline_explanation(
     threshold: float,
     gain: str = "linear",
     normalisers: dict[str, pd.Series] | None = None,
+    depth: int | None = None,
 ) -> Explanation:
     """The tables of the module text for an offline readout: ``rankings`` and ``values``
     per arm (control first; the per-query metric values over the analysed queries),
@@ -99,7 +108,7 @@ def offline_explanation(
     an SQL engine sends back)."""
     if judgments is None and normalisers is None:
         raise ValueError("normalisers: expected them where the judgments are not given, got none")
-    depth = explanation_depth(metrics)
+    depth = explanation_depth(metrics) if depth is None else depth
     universe = values[control].index
     arms = list(rankings)
     arm_queries = [as_arrow(rankings[arm]["query_id"], "rankings: query_id") for arm in arms]

@@ -22,7 +22,7 @@ def with_explanation(
     as it is otherwise."""
     from abrank.analysis.comparisons import arm_pairs
     from abrank.explain.online_tables import interleaved_explanation
-    from abrank.explain.tables import explanation_depth
+    from abrank.explain.tables import experiment_depth
 
     say = say or (lambda message: None)
     log = data.log
@@ -39,6 +39,6 @@ def with_explanation(
         credits=list(experiment.metrics),
         unit=experiment.analysis.unit or "user_id",
         segments=list(experiment.segments.columns),
-        depth=explanation_depth(list(experiment.metrics)),
+        depth=experiment_depth(experiment),
     )
     return readout.with_tables(explanation.queries, explanation.rankings)

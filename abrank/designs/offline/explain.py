@@ -44,12 +44,12 @@ def sql_explanation_inputs(
     engine, and for a readout whose top lists could hold more than :data:`MAX_ROWS` rows).
     Called while the engine's connection is open."""
     from abrank.designs.offline.sql import explanation_source
-    from abrank.explain.tables import explanation_depth
+    from abrank.explain.tables import experiment_depth
 
     source = explanation_source(score)
     if source is None:
         return None
-    depth = explanation_depth(list(experiment.metrics))
+    depth = experiment_depth(experiment)
     rows = depth * len(scored.universe) * len(experiment.arms)
     if rows > MAX_ROWS:
         if say is not None:
@@ -73,7 +73,7 @@ def with_explanation(
     SQL engine's) or of the arms' rankings in memory when they hold at most
     :data:`MAX_ROWS` rows; as it is otherwise."""
     from abrank.analysis.summarise import missing_in_column
-    from abrank.explain.tables import offline_explanation
+    from abrank.explain.tables import experiment_depth, offline_explanation
 
     if inputs is None:
         if not data.rankings or any(len(frame) == 0 for frame in data.rankings.values()):
@@ -95,5 +95,6 @@ def with_explanation(
         threshold=experiment.relevance_threshold,
         gain=experiment.gain,
         normalisers=inputs.normalisers,
+        depth=experiment_depth(experiment),
     )
     return readout.with_tables(explanation.queries, explanation.rankings)

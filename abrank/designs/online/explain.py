@@ -22,6 +22,7 @@ def with_explanation(
     impressions are in memory and they hold at most :data:`MAX_ROWS` rows; as it is
     otherwise."""
     from abrank.explain.online_tables import online_explanation
+    from abrank.explain.tables import experiment_depth
 
     say = say or (lambda message: None)
     frames = {arm.name: data.impressions.get(arm.name) for arm in experiment.arms}
@@ -38,6 +39,7 @@ def with_explanation(
         metrics=list(experiment.metrics),
         unit=experiment.analysis.unit or "user_id",
         segments=list(experiment.segments.columns),
+        depth=experiment_depth(experiment),
         judgments=data.judgments,
     )
     return readout.with_tables(explanation.queries, explanation.rankings)
