@@ -96,6 +96,14 @@ METRICS = [
     "rprec",
     "rprec(rel=2)",
     "rprec(judged)",
+    "rbp",
+    "rbp(p=0.95)@20",
+    "rbp(p=0.5,rel=2)@10",
+    "rbp(judged)",
+    "rbp_residual",
+    "rbp_residual(p=0.9)@10",
+    "gm_map",
+    "gm_map(rel=2,judged)",
 ]
 
 

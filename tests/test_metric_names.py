@@ -127,7 +127,7 @@ def test_unknown_name_without_close_match_has_no_suggestion():
         (
             "ndcg(rel=2)@10",
             "metric 'ndcg(rel=2)@10': rel: expected no relevance threshold (it "
-            "applies to mrr, recall, precision, hit, map, ap, bpref, rprec and infap), got one",
+            "applies to mrr, recall, precision, hit, map, ap, gm_map, bpref, rprec, infap and rbp), got one",
         ),
         (
             "mrr(gain=exp)",
@@ -140,8 +140,8 @@ def test_unknown_name_without_close_match_has_no_suggestion():
         ("mrr(rel=high)", "metric 'mrr(rel=high)': rel: expected a number, got 'high'"),
         (
             "mrr(depth=3)",
-            "metric 'mrr(depth=3)': parameters: expected rel=<number> or "
-            "gain=linear|exp, got 'depth'",
+            "metric 'mrr(depth=3)': parameters: expected rel=<number>, "
+            "gain=linear|exp or p=<persistence>, got 'depth'",
         ),
         ("mrr(rel)", "metric 'mrr(rel)': parameters: expected name=value, got 'rel'"),
     ],
@@ -181,7 +181,7 @@ def test_direct_construction_is_validated():
         Metric("ndcgg", 10)
     assert str(info.value) == (
         "metric: family: expected one of mrr, ndcg, dcg, err, recall, precision, hit, map, ap, "
-        "bpref, rprec, infap, judged, got 'ndcgg'"
+        "gm_map, bpref, rprec, infap, rbp, rbp_residual, judged, got 'ndcgg'"
     )
     with pytest.raises(ConfigError):
         Metric("ndcg", 0)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from abrank import workers
 from abrank.analysis.comparisons import ArmPair, PendingComparisons, start_all, test_settings
+from abrank.analysis.geometric import is_geometric, log_values
 from abrank.analysis.score import ScoredArms
 from abrank.config import Experiment
 from abrank.errors import DataError
@@ -137,12 +138,16 @@ def _pair_values(
     evidence: Evidence, arms: ArmPair, metric: str, queries: tuple
 ) -> tuple[pd.Series, pd.Series]:
     """One metric's (control, treatment) values on the comparison's queries: M_u where
-    D_u = 1, NaN where the value is undefined."""
+    D_u = 1, NaN where the value is undefined; a geometric metric's as their logs
+    (:func:`abrank.analysis.geometric.log_values`)."""
     control_queries, treatment_queries = queries
-    return (
+    pair = (
         _query_values(evidence.sums[arms.control], metric).reindex(control_queries),
         _query_values(evidence.sums[arms.treatment], metric).reindex(treatment_queries),
     )
+    if is_geometric(metric):
+        return log_values(pair[0]), log_values(pair[1])
+    return pair
 
 
 def _query_values(sums: pd.DataFrame, metric: str) -> pd.Series:

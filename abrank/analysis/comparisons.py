@@ -29,6 +29,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from abrank import workers
+from abrank.analysis.geometric import geometric_comparison, is_geometric
 from abrank.config import Experiment
 from abrank.stats.settings import TestSettings
 
@@ -175,6 +176,8 @@ class PendingComparisons:
             else c
             for c in adjusted
         ]
+        # a geometric mean's comparison ran on logs: back to the metric's units
+        oriented = [geometric_comparison(c) if is_geometric(c.metric) else c for c in oriented]
         return self.with_roles(oriented), [
             entry for _, entry in sorted(self.too_small, key=lambda e: e[0])
         ]

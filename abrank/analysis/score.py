@@ -20,6 +20,7 @@ from abrank.analysis.load import LoadedData
 from abrank.config import Experiment
 from abrank.errors import DataError
 from abrank.evidence import ROWS, Evidence
+from abrank.metrics.registry import FAMILIES
 
 if TYPE_CHECKING:
     from abrank.engines.evaluate import ArmScores
@@ -51,6 +52,9 @@ class ScoredArms:
     undefined: dict[str, int]  # metric -> analysed queries on which it is undefined
     unjudged_queries: dict[str, int]
     judged_queries: int
+    #: rbp metric -> arm -> mean rbp, mean residual and the queries they cover
+    #: (:func:`rbp_ranges`); empty without an rbp metric
+    rbp_residual: dict[str, dict[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def evidence(self) -> Evidence:
         """The statistics' view of the values (DESIGN.md "The spine"): the unit is the
@@ -92,7 +96,7 @@ def score_arms(experiment: Experiment, data: LoadedData) -> ScoredArms:
 
     curve = curve_metrics(metrics)
     requested = {m.name for m in metrics}
-    extra = [m for m in curve if m.name not in requested]
+    extra = [m for m in [*curve, *residual_metrics(metrics)] if m.name not in requested]
     options = dict(
         rel_level=experiment.relevance_threshold, gain=experiment.gain, depth=experiment.depth
     )
@@ -169,9 +173,16 @@ def arms_scored(
     judged_at_k: dict[str, float] = {}
     first_relevant: dict[str, pd.Series] = {}
     undefined: dict[str, int] = {}
+    ranges: dict[str, dict[str, dict[str, Any]]] = {}
     for name, arm in arms.items():
         table = arm.values.reindex(universe).rename_axis("query_id")
         own = table.loc[present[name]] if present[name].size != universe.size else table
+        for metric, residual in zip(
+            (m for m in metrics if _has_residual(m)), residual_metrics(metrics), strict=True
+        ):
+            ranges.setdefault(metric.name, {})[name] = rbp_range(
+                own[metric.name], own[residual.name]
+            )
         judged_at_k[name] = arm.judged_at_k
         first_relevant[name] = arm.first_relevant.reindex(own.index).rename("rank")
         if not undefined:  # undefined values depend on the judgments only, not on the arm
@@ -197,7 +208,34 @@ def arms_scored(
         undefined,
         unjudged,
         judged_queries,
+        ranges,
     )
+
+
+def _has_residual(metric: Any) -> bool:
+    return bool(metric.family == "rbp" and not metric.judged_only)
+
+
+def residual_metrics(metrics: list) -> list:
+    """The residual (``rbp_residual``, same persistence and cutoff) of every rbp metric, in
+    order: scored beside it so that the readout can say what range the unjudged documents
+    leave open."""
+    return [
+        dataclasses.replace(m, family="rbp_residual", rel=None) for m in metrics if _has_residual(m)
+    ]
+
+
+def rbp_range(values: pd.Series, residuals: pd.Series) -> dict[str, Any]:
+    """One arm's rbp and residual, each averaged over the queries on which rbp is defined:
+    the judged documents give ``rbp``, and unjudged ones, were they all relevant, could
+    raise it to ``rbp + residual`` (``upper``)."""
+    defined = values.notna().to_numpy()
+    n = int(defined.sum())
+    if n == 0:
+        return {"rbp": None, "residual": None, "upper": None, "queries": 0}
+    mean = float(values.to_numpy()[defined].mean())
+    residual = float(residuals.to_numpy()[defined].mean())
+    return {"rbp": mean, "residual": residual, "upper": mean + residual, "queries": n}
 
 
 def curve_metrics(metrics: list) -> list:
@@ -205,7 +243,8 @@ def curve_metrics(metrics: list) -> list:
     curve = []
     seen = set()
     for metric in metrics:
-        if metric.k is None or metric.family == "judged":
+        # judged@k and rbp's residual count judgments: no curve of theirs is drawn
+        if metric.k is None or FAMILIES[metric.family].relevance == "judged":
             continue
         for k in CURVE_POINTS:
             if k > metric.k:

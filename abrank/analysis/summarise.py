@@ -110,6 +110,7 @@ def build_readout(
             judged_at_k=JudgedAtK(
                 k=JUDGED_K, arms={k: _finite(v) for k, v in scored.judged_at_k.items()}
             ),
+            rbp_residual=dict(scored.rbp_residual) or None,
             warnings=tuple(warnings),
             method_notes=method_notes(comparisons),
             unjudged=unjudged,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from abrank.io.arrow import sum_above
+from abrank.io.arrow import positions, sum_above
 
 if TYPE_CHECKING:
     from abrank.engines.prepared import Prepared
@@ -34,11 +34,14 @@ def inferred_ap(prep: Prepared, rel_level: float) -> np.ndarray:
     """
     q, g = prep.row_code, prep.row_grade
     relevant = g >= rel_level
-    nonrel = (g >= 0) & ~relevant
     unjudged = g < 0
-    r = sum_above(q, relevant.astype(np.int64))[relevant].astype(np.float64)
-    n = sum_above(q, nonrel.astype(np.int64))[relevant].astype(np.float64)
+    r = positions(q[relevant]).astype(np.float64)  # relevant rows above each relevant one
     u = sum_above(q, unjudged.astype(np.int64))[relevant].astype(np.float64)
+    if rel_level >= 0:  # relevant, nonrelevant and unjudged part the judged rows above
+        n = positions(q)[relevant].astype(np.float64) - r - u
+    else:  # a negative threshold makes some unjudged rows relevant too
+        nonrel = (g >= 0) & ~relevant
+        n = sum_above(q, nonrel.astype(np.int64))[relevant].astype(np.float64)
     j = prep.row_pos[relevant].astype(np.float64)
     eps = INFAP_EPSILON
     with np.errstate(divide="ignore", invalid="ignore"):

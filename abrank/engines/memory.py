@@ -417,6 +417,32 @@ def _err(s: _Shared, metric: Metric) -> np.ndarray:
     return np.where(defined, values, np.nan)
 
 
+def rbp_weights(p: float, pos: np.ndarray) -> np.ndarray:
+    """The weight (1 - p) x p^pos of each 0-based position in the rank-biased user model
+    (read from a table of the positions' weights: positions are few, rows many)."""
+    if pos.size == 0:
+        return np.zeros(0)
+    table = (1.0 - p) * np.power(p, np.arange(int(pos.max()) + 1, dtype=np.float64))
+    return table[pos]
+
+
+def _rbp(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndarray:
+    """Rank-biased precision: the weights of the relevant rows of the top k, summed."""
+    rq, rp, _ = rows
+    sel = slice(None) if metric.k is None else rp < metric.k
+    weights = rbp_weights(cast(float, metric.p), rp[sel])
+    return np.bincount(rq[sel], weights=weights, minlength=s.nq)
+
+
+def _rbp_residual(s: _Shared, metric: Metric) -> np.ndarray:
+    """RBP's residual: 1 minus the weights of the judged rows of the top k (what the
+    unjudged rows and the places past the ranking's end could add); 1 for a query that
+    was not ranked."""
+    sel = slice(None) if metric.k is None else s.p < metric.k
+    weights = rbp_weights(cast(float, metric.p), s.p[sel])
+    return 1.0 - np.bincount(s.q[sel], weights=weights, minlength=s.nq)
+
+
 def _judged(s: _Shared, metric: Metric) -> np.ndarray:
     k = metric.k
     hits = s.count(s.q, s.p, k)
@@ -513,9 +539,12 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "hit": _binary(_hit),
     "map": _binary(_average_precision),
     "ap": _binary(_average_precision),
+    "gm_map": _binary(_average_precision),  # AP per query; the summary is geometric
     "bpref": _binary(_bpref),
     "rprec": _binary(_rprec),
     "infap": _binary(_infap),
+    "rbp": _binary(_rbp),
+    "rbp_residual": _rbp_residual,
     "judged": _judged,
 }
 

@@ -37,12 +37,14 @@ from abrank.metrics.registry import (
     FAMILIES,
     MAX_CUTOFF,
     MAX_REL,
+    RBP_PERSISTENCE,
     binary_families,
     click_families,
     graded_families,
     join_names,
     judged_families,
     known_names,
+    persistence_families,
     spellings,
 )
 
@@ -90,8 +92,9 @@ class Metric:
 
     ``rel`` overrides the relevance threshold of binary metrics (mrr, recall, precision,
     hit, map, ap, bpref, rprec, infap); ``gain`` ("linear" or "exp") overrides the gain of
-    ndcg and dcg. The canonical :attr:`name` is what columns, summary keys and CLI output
-    use. With ``judged_only`` the metric scores each ranking with its unjudged documents
+    ndcg and dcg; ``p`` is the persistence of rbp and rbp_residual (a number strictly
+    between 0 and 1; 0.8 when not given, and always part of their names: ``rbp(p=0.8)``).
+    The canonical :attr:`name` is what columns, summary keys and CLI output use. With ``judged_only`` the metric scores each ranking with its unjudged documents
     removed (name ``ndcg@10(judged)``); ``judged``, which counts unjudged documents, has no
     such variant.
     """
@@ -101,6 +104,7 @@ class Metric:
     rel: float | None = None
     gain: str | None = None
     judged_only: bool = False
+    p: float | None = None
 
     def __post_init__(self) -> None:
         family = str(self.family).lower()
@@ -166,6 +170,7 @@ class Metric:
                     f"metric {family}: gain: expected linear or exp, got {self.gain!r}"
                 )
             object.__setattr__(self, "gain", gain)
+        self._check_persistence(family, spec.persistence)
         if not isinstance(self.judged_only, (bool, np.bool_)):
             raise ConfigError(
                 f"metric {family}: judged_only: expected True or False, got {self.judged_only!r}"
@@ -176,6 +181,25 @@ class Metric:
                 f"metric {family}: (judged): expected a metric that reads grades, got "
                 f"{family}, which counts the unjudged documents a judged-only variant removes"
             )
+
+    def _check_persistence(self, family: str, takes_it: bool) -> None:
+        if not takes_it:
+            if self.p is not None:
+                raise ConfigError(
+                    f"metric {family}: p: expected no persistence (it applies to "
+                    f"{join_names(persistence_families())}), got one"
+                )
+            return
+        value = RBP_PERSISTENCE if self.p is None else self.p
+        try:
+            persistence = float(value)
+        except (TypeError, ValueError):
+            persistence = math.nan
+        if isinstance(value, bool) or not 0.0 < persistence < 1.0:  # also refuses nan
+            raise ConfigError(
+                f"metric {family}: p: expected a number strictly between 0 and 1, got {self.p!r}"
+            )
+        object.__setattr__(self, "p", persistence)
 
     @property
     def lower_is_better(self) -> bool:
@@ -199,6 +223,8 @@ class Metric:
 
     def _render(self, head: str) -> str:
         params = []
+        if self.p is not None:
+            params.append(f"p={_number(self.p)}")
         if self.gain is not None:
             params.append(f"gain={self.gain}")
         if self.rel is not None:
@@ -212,8 +238,8 @@ class Metric:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe description: name, label, family, k, rel, gain, and for a judged-only
-        metric ``judged_only: True`` (left out otherwise, so plain descriptions keep their
-        keys)."""
+        metric ``judged_only: True``, for rbp its persistence ``p`` (each left out otherwise,
+        so plain descriptions keep their keys)."""
         out: dict[str, Any] = {
             "name": self.name,
             "label": self.label,
@@ -224,6 +250,8 @@ class Metric:
         }
         if self.judged_only:
             out["judged_only"] = True
+        if self.p is not None:
+            out["p"] = self.p
         return out
 
 
@@ -287,6 +315,7 @@ def parse_metric(text: str | Metric) -> Metric:
         k = int(cutoff)
     rel: float | None = None
     gain: str | None = None
+    persistence: str | None = None
     params = match.groupdict().get("params")
     if params is not None and params.strip():
         for item in params.split(","):
@@ -308,18 +337,31 @@ def parse_metric(text: str | Metric) -> Metric:
                     ) from None
             elif key in ("gain", "dcg"):
                 gain = value
+            elif key == "p":
+                persistence = value
             else:
                 raise ConfigError(
-                    f"metric {text!r}: parameters: expected rel=<number> or gain=linear|exp, "
-                    f"got {key!r}"
+                    f"metric {text!r}: parameters: expected rel=<number>, gain=linear|exp or "
+                    f"p=<persistence>, got {key!r}"
                 )
     try:
-        return Metric(family, k, rel=rel, gain=gain, judged_only=judged_only)
+        p = _persistence(text, persistence)
+        return Metric(family, k, rel=rel, gain=gain, judged_only=judged_only, p=p)
     except ConfigError as exc:
         message = str(exc)
         if message.startswith("metric "):
             message = message.split(": ", 1)[1]
         raise ConfigError(f"metric {text!r}: {message}") from None
+
+
+def _persistence(text: str, value: str | None) -> float | None:
+    """The number of a ``p=`` parameter (None when absent)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"metric {text!r}: p: expected a number, got {value!r}") from None
 
 
 def as_judged_only(metrics: Iterable[Metric]) -> list[Metric]:

@@ -17,7 +17,9 @@ __all__ = [
     "FAMILIES",
     "MAX_CUTOFF",
     "MAX_REL",
+    "GEOMETRIC_FLOOR",
     "MetricSpec",
+    "RBP_PERSISTENCE",
     "binary_families",
     "click_families",
     "graded_families",
@@ -25,6 +27,7 @@ __all__ = [
     "join_names",
     "known_names",
     "markdown_table",
+    "persistence_families",
     "spellings",
 ]
 
@@ -34,6 +37,14 @@ __all__ = [
 MAX_CUTOFF = 1_000_000
 #: The largest relevance threshold (``rel=``) in absolute value: grades are small numbers.
 MAX_REL = 1_000_000.0
+
+#: trec_eval's floor of a per-query value in a geometric mean (gm_map, gm_bpref): a query
+#: scoring 0 counts as 0.00001, so that one failure does not make the mean 0.
+GEOMETRIC_FLOOR = 1e-5
+
+#: The persistence of rbp when none is named: a user goes on to the next rank with
+#: probability 0.8 (Moffat & Zobel's middle value, ir_measures' and trec_eval's default).
+RBP_PERSISTENCE = 0.8
 
 Relevance = Literal["binary", "graded", "judged", "click"]
 Cutoff = Literal["optional", "required", "none"]
@@ -53,7 +64,12 @@ class MetricSpec:
     as those tools write them, ``@k`` / ``.k`` standing for a cutoff. ``lower_is_better``
     marks a family whose decrease is the improvement (abandonment): its verdicts read
     ``win`` when it falls significantly. ``fixed_gain`` marks a graded family whose gain is
-    part of its definition (ERR): it takes no ``gain=``.
+    part of its definition (ERR): it takes no ``gain=``. ``persistence`` marks a family of
+    the rank-biased user model: it takes ``p=``, the chance of going on to the next rank.
+    ``geometric`` marks a family whose per-query values are summarised by their geometric
+    mean (each floored at :data:`GEOMETRIC_FLOOR`) instead of their mean: its comparisons
+    test the difference of the mean logs (:mod:`abrank.analysis.geometric`). ``source``
+    names where the definition comes from (a paper, the tool whose numbers it equals).
     """
 
     family: str
@@ -67,6 +83,9 @@ class MetricSpec:
     twin: str | None = None
     lower_is_better: bool = False
     fixed_gain: bool = False
+    persistence: bool = False
+    geometric: bool = False
+    source: str = ""
 
     @property
     def binary(self) -> bool:
@@ -107,6 +126,7 @@ FAMILIES: dict[str, MetricSpec] = {
             aliases=("reciprocal_rank",),
             ir_measures=("RR@k",),
             trec_eval=("recip_rank",),
+            source="trec_eval recip_rank (Voorhees 1999)",
         ),
         MetricSpec(
             "ndcg",
@@ -116,6 +136,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "DCG divided by the DCG of the ideal ordering of all judged documents",
             ir_measures=("nDCG@k",),
             trec_eval=("ndcg", "ndcg_cut.k"),
+            source="Järvelin & Kekäläinen 2002; trec_eval ndcg, ndcg_cut",
         ),
         MetricSpec(
             "dcg",
@@ -123,6 +144,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "graded",
             "optional",
             "sum of gain(grade) / log2(rank + 1) over the top k",
+            source="Järvelin & Kekäläinen 2002",
         ),
         MetricSpec(
             "err",
@@ -135,6 +157,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "times 1 / rank; 0 for an unjudged document",
             ir_measures=("ERR@k",),
             fixed_gain=True,
+            source="Chapelle, Metzler, Zhang & Grinspan 2009; gdeval (TREC Web track)",
         ),
         MetricSpec(
             "recall",
@@ -144,6 +167,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "share of the relevant documents found in the top k",
             ir_measures=("R@k",),
             trec_eval=("recall.k",),
+            source="trec_eval recall",
         ),
         MetricSpec(
             "precision",
@@ -154,6 +178,7 @@ FAMILIES: dict[str, MetricSpec] = {
             aliases=("p", "prec"),
             ir_measures=("P@k",),
             trec_eval=("P.k",),
+            source="trec_eval P",
         ),
         MetricSpec(
             "hit",
@@ -164,6 +189,7 @@ FAMILIES: dict[str, MetricSpec] = {
             aliases=("hits", "hitrate", "hit_rate"),
             ir_measures=("Success@k",),
             trec_eval=("success.k",),
+            source="trec_eval success",
         ),
         MetricSpec(
             "map",
@@ -174,6 +200,7 @@ FAMILIES: dict[str, MetricSpec] = {
             ir_measures=("AP",),
             trec_eval=("map",),
             twin="ap",
+            source="trec_eval map",
         ),
         MetricSpec(
             "ap",
@@ -184,6 +211,21 @@ FAMILIES: dict[str, MetricSpec] = {
             ir_measures=("AP@k",),
             trec_eval=("map_cut.k",),
             twin="map",
+            source="trec_eval map_cut",
+        ),
+        MetricSpec(
+            "gm_map",
+            "GM-MAP",
+            "binary",
+            "none",
+            "MAP's geometric mean (trec_eval's gm_map): each query scores its average precision, "
+            "and an arm's summary is exp(mean(ln(max(AP, 0.00001)))), which weighs the hard "
+            "queries more; comparisons test the difference of the mean logs, and the change is "
+            "read as the ratio of the two geometric means",
+            aliases=("gmap",),
+            trec_eval=("gm_map",),
+            geometric=True,
+            source="trec_eval gm_map (Robertson 2006)",
         ),
         MetricSpec(
             "bpref",
@@ -193,6 +235,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "share of the judged nonrelevant documents (at most R) ranked below each relevant "
             "one; unjudged documents are ignored (Buckley & Voorhees 2004)",
             trec_eval=("bpref",),
+            source="Buckley & Voorhees 2004; trec_eval bpref",
         ),
         MetricSpec(
             "rprec",
@@ -204,6 +247,7 @@ FAMILIES: dict[str, MetricSpec] = {
             aliases=("r_precision",),
             ir_measures=("Rprec",),
             trec_eval=("Rprec",),
+            source="trec_eval Rprec",
         ),
         MetricSpec(
             "infap",
@@ -215,6 +259,32 @@ FAMILIES: dict[str, MetricSpec] = {
             "is fully judged (memory engine only)",
             ir_measures=("infAP",),
             trec_eval=("infAP",),
+            source="Yilmaz & Aslam 2006; trec_eval infAP",
+        ),
+        MetricSpec(
+            "rbp",
+            "RBP",
+            "binary",
+            "optional",
+            "rank-biased precision (Moffat & Zobel 2008): (1 - p) x the sum of p^(rank - 1) "
+            "over the relevant documents of the top k, a user going on to the next rank with "
+            "probability p (default 0.8); unjudged documents count as not relevant, and "
+            "rbp_residual says how much they could add",
+            ir_measures=("RBP",),
+            persistence=True,
+            source="Moffat & Zobel 2008; cwl_eval (ir_measures RBP)",
+        ),
+        MetricSpec(
+            "rbp_residual",
+            "RBP residual",
+            "judged",
+            "optional",
+            "the most rbp could still rise: the weight (1 - p) x p^(rank - 1) of the unjudged "
+            "documents of the top k and p^n of the places past the n scored (Moffat & Zobel "
+            "2008); 1 minus the weight of the judged documents. Reported beside rbp",
+            aliases=("rbp_resid",),
+            persistence=True,
+            source="Moffat & Zobel 2008",
         ),
         MetricSpec(
             "judged",
@@ -223,6 +293,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "optional",
             "share of the top k that has a judgment (a diagnostic)",
             ir_measures=("Judged@k",),
+            source="ir_measures Judged",
         ),
         MetricSpec(
             "click_rr",
@@ -231,6 +302,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "optional",
             "1 / rank of the first clicked result in the top k, else 0 (per impression)",
             aliases=("click_mrr",),
+            source="impression logs (reciprocal rank of the first click)",
         ),
         MetricSpec(
             "ctr",
@@ -238,6 +310,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "click",
             "optional",
             "1 when a result in the top k was clicked, else 0 (per impression)",
+            source="impression logs",
         ),
         MetricSpec(
             "clicks",
@@ -245,6 +318,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "click",
             "optional",
             "the number of clicked results in the top k (per impression)",
+            source="impression logs",
         ),
         MetricSpec(
             "abandonment",
@@ -253,6 +327,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "none",
             "1 when nothing was clicked, else 0 (per impression; lower is better)",
             lower_is_better=True,
+            source="impression logs",
         ),
         MetricSpec(
             "sat_ctr",
@@ -260,6 +335,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "click",
             "optional",
             "1 when a result in the top k was clicked with dwell >= sat_dwell, else 0",
+            source="impression logs (satisfied click: dwell >= sat_dwell)",
         ),
     )
 }
@@ -308,6 +384,11 @@ def graded_families() -> list[str]:
     return [spec.family for spec in FAMILIES.values() if spec.graded]
 
 
+def persistence_families() -> list[str]:
+    """Families that take a persistence (``p=``), in registry order."""
+    return [spec.family for spec in FAMILIES.values() if spec.persistence]
+
+
 def click_families() -> list[str]:
     """Families scored from impression logs (clicks, dwell), in registry order."""
     return [spec.family for spec in FAMILIES.values() if spec.click]
@@ -337,21 +418,22 @@ def known_names() -> str:
     listed = f"; click metrics {', '.join(clicks)}" if clicks else ""
     return (
         f"{own}; ir_measures spellings {ir}; trec_eval spellings {trec}{listed}; "
-        "parameters as in mrr(rel=2)@10 or ndcg(gain=exp)@10"
+        "parameters as in mrr(rel=2)@10, ndcg(gain=exp)@10 or rbp(p=0.9)"
     )
 
 
 def markdown_table() -> str:
     """The metric table of README.md (a test keeps the two equal)."""
     rows = [
-        "| metric | label | relevance | also accepted | what it measures |",
-        "|---|---|---|---|---|",
+        "| metric | label | relevance | also accepted | what it measures | source |",
+        "|---|---|---|---|---|---|",
     ]
     for spec in FAMILIES.values():
         names = ", ".join(f"`{form}`" for form in spec.usage)
         spelt = _distinct([s for s in spec.spellings if s != spec.family])
         others = ", ".join(f"`{s}`" for s in spelt) or "—"
         rows.append(
-            f"| {names} | {spec.label} | {spec.relevance} | {others} | {spec.description} |"
+            f"| {names} | {spec.label} | {spec.relevance} | {others} | {spec.description} "
+            f"| {spec.source or '—'} |"
         )
     return "\n".join(rows)

@@ -275,6 +275,9 @@ class DiagnosticsSummary(Record):
     undefined: Undefined | None = None
     unjudged_queries: dict[str, int] | None = None  # offline: queries with unjudged documents
     judged_at_k: JudgedAtK | None = None  # offline: the judged share of each arm's top k
+    #: offline, with an rbp metric: metric -> arm -> {rbp, residual, upper, queries}, the
+    #: range that the unjudged documents leave open (rbp if none is relevant, upper if all are)
+    rbp_residual: dict[str, dict[str, dict[str, Any]]] | None = None
     warnings: tuple[str, ...] = ()
     #: how numbers were computed where that is worth a note but is no warning (resampling
     #: approximations with their bounds); shown in the readout's methods note
@@ -299,6 +302,7 @@ class DiagnosticsSummary(Record):
             "without_relevant",
             "unjudged_queries",
             "judged_at_k",
+            "rbp_residual",
             "method_notes",
             "unjudged",
             "missing_queries",

@@ -1,9 +1,11 @@
 """The readout's section on unjudged documents: each verdict as judged and on judged
-documents only, side by side, and in words which verdicts depend on unjudged documents.
+documents only, side by side, and in words which verdicts depend on unjudged documents;
+and for rbp, the range its residual leaves open in each arm.
 
-It is drawn from ``diagnostics.unjudged`` (:class:`~abrank.readout.model.UnjudgedCheck`)
-only, and only when the check ran (judged@k differs between arms by 2 points or more, or is
-below 0.9 in an arm); it computes nothing.
+It is drawn from ``diagnostics.unjudged`` (:class:`~abrank.readout.model.UnjudgedCheck`),
+when the check ran (judged@k differs between arms by 2 points or more, or is below 0.9 in
+an arm), and from ``diagnostics.rbp_residual``, whenever an rbp metric was asked for; it
+computes nothing.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from abrank.readout.typed import overall_comparisons
 from abrank.render.blocks import Block, Cell, Column, Paragraph, Section, Table, own
 from abrank.render.text import (
     arm_label,
+    fmt_count,
     fmt_interval,
     fmt_p,
     fmt_signed,
+    fmt_value,
     metric_label,
     several_treatments,
 )
 
-__all__ = ["unjudged_section", "unjudged_table"]
+__all__ = ["rbp_range_table", "unjudged_section", "unjudged_table"]
 
 
 def _twins(check: UnjudgedCheck, plain: list[ComparisonSummary]) -> list[tuple]:
@@ -76,12 +80,84 @@ def unjudged_table(summary: Summary, pairs: list[tuple]) -> Table:
     return Table(tuple(columns), tuple(rows), "results unjudged")
 
 
+def rbp_range_table(summary: Summary, ranges: dict[str, dict[str, dict]]) -> Table:
+    """Per rbp metric and arm: rbp on the judged documents, its residual, and the range
+    [rbp, rbp + residual] the unjudged documents leave open."""
+    columns = (
+        Column("metric", "left", "text"),
+        Column("arm", "left", "text"),
+        Column("RBP"),
+        Column("residual"),
+        Column("range"),
+        Column("queries"),
+    )
+    rows = []
+    for metric, arms in ranges.items():
+        label = metric_label(summary, metric)
+        for arm, figures in arms.items():
+            low, upper = figures.get("rbp"), figures.get("upper")
+            shown = "—" if low is None else f"[{fmt_value(low)}, {fmt_value(upper)}]"
+            rows.append(
+                (
+                    Cell(label, "metric", metric, True, "text"),
+                    Cell(arm_label(summary, arm), "arm", arm, True, "text"),
+                    Cell(fmt_value(low), "rbp", low, True),
+                    Cell(
+                        fmt_value(figures.get("residual")),
+                        "residual",
+                        figures.get("residual"),
+                        True,
+                    ),
+                    Cell(shown, "range", [low, upper], True),
+                    Cell(
+                        fmt_count(figures.get("queries")), "queries", figures.get("queries"), True
+                    ),
+                )
+            )
+    return Table(columns, tuple(rows), "rbp-residual")
+
+
+def _rbp_blocks(summary: Summary, ranges: dict[str, dict[str, dict]]) -> list[Block]:
+    """The rbp range table with a sentence on how to read it, and whether the ranges of
+    control and treatment overlap (then judging more could reverse the order)."""
+    text = (
+        "RBP counts unjudged documents as not relevant; its residual is the most they, and "
+        "the places past the end of each ranking, could add. Each arm's RBP lies in the range "
+        "below whatever the unjudged documents turn out to be (means over the queries on "
+        "which RBP is defined)."
+    )
+    control = next((arm.name for arm in summary.arms if arm.role == "control"), None)
+    open_order = []
+    for metric, arms in ranges.items():
+        base = arms.get(control or "")
+        for arm, figures in arms.items():
+            if arm == control or base is None or None in (figures.get("rbp"), base.get("rbp")):
+                continue
+            low, high = sorted((figures, base), key=lambda f: f["rbp"])
+            if high["rbp"] < low["upper"]:
+                open_order.append(f"{metric_label(summary, metric)} ({arm_label(summary, arm)})")
+    if open_order:
+        text += (
+            f" The ranges overlap for {join_names(open_order)}: judging the unjudged documents "
+            "could change which arm is ahead."
+        )
+    return [
+        rbp_range_table(summary, ranges),
+        Paragraph((own(text),), role="note"),
+    ]
+
+
 def unjudged_section(summary: Summary) -> Section | None:
-    """The section, or None when the check did not run (or the summary has none)."""
+    """The section, or None when the check did not run and no rbp metric was asked for
+    (or the summary has neither)."""
     diagnostics = summary.diagnostics
     check = diagnostics.unjudged if diagnostics is not None else None
+    ranges = diagnostics.rbp_residual if diagnostics is not None else None
+    rbp_blocks = _rbp_blocks(summary, ranges) if ranges else []
     if check is None or not check.triggered:
-        return None
+        if not rbp_blocks:
+            return None
+        return Section("unjudged", "Unjudged documents", tuple(rbp_blocks))
     pairs = _twins(check, overall_comparisons(summary))
     blocks: list[Block] = [
         Paragraph(
@@ -99,7 +175,7 @@ def unjudged_section(summary: Summary) -> Section | None:
     if pairs:
         blocks.append(unjudged_table(summary, pairs))
     blocks.append(Paragraph((own(_in_words(summary, pairs)),), role="note"))
-    return Section("unjudged", "Unjudged documents", tuple(blocks))
+    return Section("unjudged", "Unjudged documents", tuple(blocks + rbp_blocks))
 
 
 def _in_words(summary: Summary, pairs: list[tuple]) -> str:

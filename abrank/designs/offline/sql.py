@@ -31,6 +31,7 @@ from abrank.analysis.score import (
     analysed_queries,
     arms_scored,
     curve_metrics,
+    residual_metrics,
     score_arms,
     union,
 )
@@ -297,7 +298,7 @@ class SqlOffline:
         metrics = [parse_metric(name) for name in experiment.metrics]
         requested = {m.name for m in metrics}
         curve = curve_metrics(metrics)
-        extra = [m for m in curve if m.name not in requested]
+        extra = [m for m in [*curve, *residual_metrics(metrics)] if m.name not in requested]
         # the judged-only twins come in the same statement (a few more aggregates), so that
         # the judged-only repeat, when judged@k calls for it, runs no second scan
         twins = [parse_metric(name) for name in judged_only_names(experiment.metrics).values()]
@@ -312,7 +313,8 @@ class SqlOffline:
         for arm in experiment.arms:
             opened = self.rankings[arm.name]
             cached = self.cache.get((arm.name, options))
-            if cached is not None and all(m.name in cached.values for m in [*metrics, *curve]):
+            wanted = [*metrics, *curve, *residual_metrics(metrics)]
+            if cached is not None and all(m.name in cached.values for m in wanted):
                 scores = cached
             else:
                 scores = score_arm_sql(

@@ -49,7 +49,17 @@ class OnlineDesign:
         """The online keys: a unit, the independent design, a split over the arms,
         covariates with a unit."""
         from abrank.config.online import checked_online
+        from abrank.metrics import FAMILIES, parse_metric
 
+        for index, name in enumerate(experiment.metrics):
+            family = parse_metric(name).family
+            if FAMILIES[family].geometric:
+                checks.add(
+                    ("metrics", index),
+                    f"expected a metric an online log can average over impressions, got "
+                    f"{name}, a geometric mean over queries (offline replays only; map "
+                    "is its arithmetic twin)",
+                )
         return checked_online(
             checks,
             analysis,

@@ -69,6 +69,12 @@ def _err_stop(grade: str = "grade") -> str:
     return f"(POWER(2, {clipped}) - 1) / 16"
 
 
+def _rbp_weight(p: float, pos: str) -> str:
+    """The rank-biased weight (1 - p) x p^pos of a 0-based position
+    (:func:`abrank.engines.memory.rbp_weights`)."""
+    return f"({sql_number(1.0 - p)} * POWER({sql_number(p)}, {pos}))"
+
+
 def _within(k: int | None, pos: str) -> str:
     return "TRUE" if k is None else f"{pos} < {int(k)}"
 
@@ -99,7 +105,11 @@ class _Plan:
         """Thresholds that need running counts or R on each row (average precision,
         bpref, R-precision)."""
         return sorted(
-            {self.threshold(m) for m in self.metrics if m.family in ("map", "ap", "bpref", "rprec")}
+            {
+                self.threshold(m)
+                for m in self.metrics
+                if m.family in ("map", "ap", "gm_map", "bpref", "rprec")
+            }
         )
 
     @property
@@ -247,6 +257,15 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             else:
                 values[out] = f"CAST({hits} AS DOUBLE) / {int(k)}"
             continue
+        if family == "rbp_residual":  # 1 minus the rbp weights of the judged rows
+            weight = _rbp_weight(cast(float, m.p), "pos")
+            judged = agg(
+                f"rbp_judged_{cut}_{n}",
+                f"SUM(CASE WHEN {kept}grade IS NOT NULL AND {_within(k, 'pos')} THEN {weight} "
+                "ELSE 0 END)",
+            )
+            values[out] = f"{_ONE} - CAST({judged} AS DOUBLE)"
+            continue
         if family in ("ndcg", "dcg"):
             kind = plan.kind(m)
             g = plan.g(kind)
@@ -291,7 +310,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
                 value = f"CAST({count} AS DOUBLE) / {int(cast(int, k))}"
             else:
                 value = f"CASE WHEN {count} > 0 THEN {_ONE} ELSE {_ZERO} END"
-        elif family in ("map", "ap"):
+        elif family in ("map", "ap", "gm_map"):  # gm_map: AP per query, summarised geometrically
             sums = agg(
                 f"ap_{i}_{cut}_{view}",
                 f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN "
@@ -307,6 +326,13 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
                 f"ELSE {_ONE} END) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
+        elif family == "rbp":
+            weight = _rbp_weight(cast(float, m.p), pos)
+            sums = agg(
+                f"rbp_{i}_{cut}_{view}_{n}",
+                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN {weight} ELSE 0 END)",
+            )
+            value = f"CAST({sums} AS DOUBLE)"
         elif family == "rprec":
             count = agg(
                 f"rprec_{i}_{view}",
