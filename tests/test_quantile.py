@@ -294,6 +294,17 @@ def test_a_bootstrap_draw_is_the_quantile_of_the_resampled_units() -> None:
         np.testing.assert_allclose(draws[r], np.quantile(resample, [0.5, 0.9]), rtol=1e-14)
 
 
+@pytest.mark.parametrize("window", [(8.0, 64), (0.5, 0), (0.0, 0)])
+def test_the_windowed_bootstrap_equals_the_search_over_all_impressions(window) -> None:
+    # narrow windows miss often: those resamples are redone over all N, to the same value
+    values, units = fixture(14, 400, True)
+    arm = quantile_arm(values, units)
+    qs = [0.0, 0.5, 0.95, 0.99, 1.0]
+    full = bootstrap_quantiles(arm, qs, 300, np.random.default_rng(4), window=None)
+    windowed = bootstrap_quantiles(arm, qs, 300, np.random.default_rng(4), window=window)
+    np.testing.assert_array_equal(windowed, full)
+
+
 def test_the_bootstrap_is_reproducible_from_its_seed() -> None:
     vc, uc = fixture(10, 100, False)
     vt, ut = fixture(11, 100, False)
