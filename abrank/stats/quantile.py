@@ -17,9 +17,10 @@ asymptotic variance q(1 - q) / (n f(Q)^2) needs, and which is hard to estimate) 
 
        L_u = (S_u - I N_u) / mean(N),      sigma_I^2 = var(L, ddof=1) / n.
 
-3. Since P(X <= Q_hat) - q ~ f(Q) (Q_hat - Q), an interval of I maps to one of Q through the
-   quantile function itself: the interval of Q is the pair of order statistics at the
-   ranks N (q -+ z sigma_I), z = Phi^-1(1 - alpha / 2)::
+3. By Bahadur's representation Q_hat - Q ~ (q - I(Q)) / f(Q), so the quantile's SD is
+   sigma_I / f(Q), and an interval of I maps to one of Q through the quantile function
+   itself: the interval of Q is the pair of order statistics at the ranks
+   N (q -+ z sigma_I), z = Phi^-1(1 - alpha / 2)::
 
        [Q_lo, Q_hi] = [Qhat(q - z sigma_I), Qhat(q + z sigma_I)],
 
@@ -33,8 +34,8 @@ asymptotic variance q(1 - q) / (n f(Q)^2) needs, and which is hard to estimate) 
 Two arms are independent samples, so Delta = Q_t - Q_c has SE sqrt(se_t^2 + se_c^2), a
 two-sided normal p-value and interval Delta -+ z SE; the relative lift r = Q_t / Q_c - 1
 has the delta-method SE of a ratio of independent estimates,
-sqrt(se_t^2 / Q_c^2 + Q_t^2 se_c^2 / Q_c^4), and interval r -+ z SE_r (what GrowthBook
-reports for quantile metrics).
+sqrt(se_t^2 / Q_c^2 + Q_t^2 se_c^2 / Q_c^4), and interval r -+ z SE_r (GrowthBook's
+quantile metrics combine the arms' order-statistic SEs the same way).
 
 Beside it, for comparison, the per-impression ("naive", iid) interval is the same
 construction with every impression its own unit (sigma_I^2 = I (1 - I) / (N - 1)): it
@@ -49,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -442,17 +443,12 @@ def compare_quantiles(
         treatment_name=treatment_name,
         segment=segment,
     )
-    out = []
-    for j, result in enumerate(results):
-        column = deltas[:, j]
-        out.append(
-            QuantileDifference(
-                **{
-                    **{name: getattr(result, name) for name in result.__dataclass_fields__},
-                    "bootstrap_ci": percentile_interval(column, level),
-                    "bootstrap_se": float(np.std(column, ddof=1)),
-                    "n_resamples": int(n_resamples),
-                }
-            )
+    return tuple(
+        replace(
+            result,
+            bootstrap_ci=percentile_interval(deltas[:, j], level),
+            bootstrap_se=float(np.std(deltas[:, j], ddof=1)),
+            n_resamples=int(n_resamples),
         )
-    return tuple(out)
+        for j, result in enumerate(results)
+    )
