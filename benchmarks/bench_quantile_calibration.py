@@ -5,7 +5,8 @@ Run:  PYTHONPATH=. python benchmarks/bench_quantile_calibration.py --experiments
           --speed-rows 2000000   (a quick look)
 
 Users per arm with heavy-tailed numbers of impressions (1 + floor(LogNormal(1, 1.1)), mean
-about 5.5, a few users with hundreds) and log-normal latencies with a per-user random
+about 5.5, a few users with hundreds; ``--counts pareto``: 1 + floor(3 Lomax(1.5)), mean
+about 6.5, infinite variance, at most 10,000) and log-normal latencies with a per-user random
 effect: log latency = 4 + b_u + e_i, b_u ~ N(0, 0.6^2), e_i ~ N(0, 0.5^2). Since the counts
 do not depend on b_u, the pooled impressions' latency is LogNormal(4, sqrt(0.61)) and its
 true quantiles are known exactly (:func:`true_quantile`).
@@ -52,27 +53,37 @@ def true_quantile(q: float, scale: float = 1.0) -> float:
 
 
 def simulate_arm(
-    rng: np.random.Generator, n_users: int, scale: float = 1.0
+    rng: np.random.Generator, n_users: int, scale: float = 1.0, counts: str = "lognormal"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(latencies, unit codes) of one arm: heavy-tailed impressions per user, a per-user
-    random effect on the log scale; ``scale`` multiplies every latency."""
-    counts = 1 + np.floor(rng.lognormal(1.0, 1.1, size=n_users)).astype(np.int64)
-    units = np.repeat(np.arange(n_users), counts)
+    """(latencies, unit codes) of one arm: heavy-tailed impressions per user (``counts``:
+    1 + floor(LogNormal(1, 1.1)), or ``pareto``: 1 + floor(3 Lomax(1.5)), infinite variance,
+    at most 10,000), a per-user random effect on the log scale; ``scale`` multiplies every
+    latency."""
+    if counts == "pareto":
+        drawn = np.minimum(1 + np.floor(3.0 * rng.pareto(1.5, size=n_users)), 10_000)
+    else:
+        drawn = 1 + np.floor(rng.lognormal(1.0, 1.1, size=n_users))
+    units = np.repeat(np.arange(n_users), drawn.astype(np.int64))
     effect = rng.normal(0.0, SD_USER, size=n_users)[units]
     latency = np.exp(MU + effect + rng.normal(0.0, SD_IMPRESSION, size=units.size))
     return scale * latency, units
 
 
 def experiments(
-    runs: int, n_users: int, scale: float, seed: int, qs: Sequence[float] = QS
+    runs: int,
+    n_users: int,
+    scale: float,
+    seed: int,
+    qs: Sequence[float] = QS,
+    counts: str = "lognormal",
 ) -> dict[str, np.ndarray]:
     """Per experiment and quantile: delta, clustered se and p, per-impression se and p."""
     keys = ("delta", "se", "p", "naive_se", "naive_p")
     out = {k: np.empty((runs, len(qs))) for k in keys}
     for r, child in enumerate(np.random.SeedSequence(seed).spawn(runs)):
         rng = np.random.default_rng(child)
-        xc, uc = simulate_arm(rng, n_users)
-        xt, ut = simulate_arm(rng, n_users, scale)
+        xc, uc = simulate_arm(rng, n_users, counts=counts)
+        xt, ut = simulate_arm(rng, n_users, scale, counts=counts)
         for j, d in enumerate(compare_quantiles(xc, uc, xt, ut, list(qs))):
             out["delta"][r, j], out["se"][r, j], out["p"][r, j] = d.delta, d.se, d.p_value
             out["naive_se"][r, j], out["naive_p"][r, j] = d.naive_se, d.naive_p_value
@@ -89,9 +100,11 @@ def mc_se(rate: float, runs: int) -> float:
     return math.sqrt(max(rate * (1.0 - rate), 1e-12) / runs)
 
 
-def aa_calibration(runs: int, n_users: int, seed: int) -> dict[str, dict[float, float]]:
+def aa_calibration(
+    runs: int, n_users: int, seed: int, counts: str = "lognormal"
+) -> dict[str, dict[float, float]]:
     """A/A coverage per quantile of the clustered and per-impression intervals."""
-    sims = experiments(runs, n_users, 1.0, seed)
+    sims = experiments(runs, n_users, 1.0, seed, counts=counts)
     clustered = coverage(sims["delta"], sims["se"], 0.0)
     naive = coverage(sims["delta"], sims["naive_se"], 0.0)
     return {
@@ -100,14 +113,16 @@ def aa_calibration(runs: int, n_users: int, seed: int) -> dict[str, dict[float, 
     }
 
 
-def bootstrap_coverage(runs: int, n_users: int, seed: int, n_resamples: int) -> dict[float, float]:
+def bootstrap_coverage(
+    runs: int, n_users: int, seed: int, n_resamples: int, counts: str = "lognormal"
+) -> dict[float, float]:
     """A/A coverage per quantile of the unit bootstrap's 95% percentile interval (the
     experiments are the first ``runs`` of :func:`aa_calibration`'s at the same seed)."""
     inside = np.zeros(len(QS))
     for r, child in enumerate(np.random.SeedSequence(seed).spawn(runs)):
         rng = np.random.default_rng(child)
-        xc, uc = simulate_arm(rng, n_users)
-        xt, ut = simulate_arm(rng, n_users)
+        xc, uc = simulate_arm(rng, n_users, counts=counts)
+        xt, ut = simulate_arm(rng, n_users, counts=counts)
         results = compare_quantiles(xc, uc, xt, ut, list(QS), n_resamples=n_resamples, seed=r)
         for j, d in enumerate(results):
             assert d.bootstrap_ci is not None
@@ -116,11 +131,16 @@ def bootstrap_coverage(runs: int, n_users: int, seed: int, n_resamples: int) -> 
 
 
 def planted_power(
-    runs: int, n_users: int, seed: int, lift: float = 0.03, q: float = 0.95
+    runs: int,
+    n_users: int,
+    seed: int,
+    lift: float = 0.03,
+    q: float = 0.95,
+    counts: str = "lognormal",
 ) -> dict[str, float]:
     """Empirical power at alpha 0.05 of a planted ``lift`` on the q-th quantile against the
     power predicted from each experiment's clustered SE, and the interval's coverage."""
-    sims = experiments(runs, n_users, 1.0 + lift, seed + 1, qs=(q,))
+    sims = experiments(runs, n_users, 1.0 + lift, seed + 1, qs=(q,), counts=counts)
     truth = lift * true_quantile(q)
     se = sims["se"][:, 0]
     shift = abs(truth) / se
@@ -159,15 +179,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--bootstrap-experiments", type=int, default=200)
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples")
     parser.add_argument("--speed-rows", type=int, default=20_000_000)
+    parser.add_argument("--counts", choices=("lognormal", "pareto"), default="lognormal")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     runs = args.experiments
 
     start = time.perf_counter()
-    aa = aa_calibration(runs, args.users, args.seed)
+    aa = aa_calibration(runs, args.users, args.seed, args.counts)
     print(
         f"A/A coverage of the 95% interval of the quantile difference: {runs} experiments, "
-        f"{args.users} users per arm ({time.perf_counter() - start:.1f} s)"
+        f"{args.users} users per arm, {args.counts} impressions per user "
+        f"({time.perf_counter() - start:.1f} s)"
     )
     print(f"{'interval':<16}" + "".join(f"{f'p{round(100 * q)}':>18}" for q in QS))
     for name, label in (("clustered", "clustered delta"), ("per_impression", "per-impression")):
@@ -178,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.bootstrap_experiments > 0:
         start = time.perf_counter()
         b_runs = args.bootstrap_experiments
-        boot = bootstrap_coverage(b_runs, args.users, args.seed, args.resamples)
+        boot = bootstrap_coverage(b_runs, args.users, args.seed, args.resamples, args.counts)
         cells = "".join(f"{f'{c:.3f} +- {mc_se(c, b_runs):.3f}':>18}" for c in boot.values())
         print(f"{'unit bootstrap':<16}{cells}")
         print(
@@ -188,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("goal: clustered within [0.94, 0.96]; per-impression ignores the clustering")
 
     start = time.perf_counter()
-    power = planted_power(runs, args.power_users, args.seed)
+    power = planted_power(runs, args.power_users, args.seed, counts=args.counts)
     sd = mc_se(power["power"], runs)
     print(
         f"\nplanted 3% p95 regression (true delta {power['true_delta']:.2f}): {runs} "
