@@ -64,7 +64,7 @@ BAD = [
     ("click_rr@x", "metric 'click_rr@x': cutoff: expected a whole number from 1 to 1000000, got 'x'"),
     ("clicks@2.5", "metric 'clicks@2.5': cutoff: expected a whole number from 1 to 1000000, got '2.5'"),
     ("ctr(rel=2)@3", "metric 'ctr(rel=2)@3': rel: expected no relevance threshold (it applies "
-     "to mrr, recall, precision, hit, map, ap, bpref, rprec and infap), got one"),
+     "to mrr, recall, precision, hit, map, ap, gm_map, bpref, rprec, infap and rbp), got one"),
     ("sat_ctr(gain=exp)", "metric 'sat_ctr(gain=exp)': gain: expected no gain (it applies to "
      "ndcg and dcg), got one"),
 ]  # fmt: skip
