@@ -53,10 +53,12 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
 
 #: Judged metric families an engine does not compute (the memory engine computes every one
 #: of the registry: :func:`abrank.engines.memory.missing_kernels`). infAP's estimate reads
-#: three running counts per relevant row that the SQL definitions do not carry.
+#: three running counts per relevant row that the SQL definitions do not carry; the
+#: diversity families (alpha_ndcg, err_ia) read subtopic judgments, which the SQL engines'
+#: readers do not keep.
 UNSUPPORTED_FAMILIES: dict[str, tuple[str, ...]] = {
-    "duckdb": ("infap",),
-    "spark": ("infap",),
+    "duckdb": ("infap", "alpha_ndcg", "err_ia"),
+    "spark": ("infap", "alpha_ndcg", "err_ia"),
 }
 
 #: The words of each kind in messages.

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from abrank._lazy import pandas as pd
 from abrank.engines.condensed import condense
+from abrank.engines.diversity import alpha_ndcg, err_ia, subtopic_entries, subtopic_join
 from abrank.engines.prepared import Prepared
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import (
@@ -31,6 +32,7 @@ from abrank.io.arrow import (
     take_rows,
 )
 from abrank.io.columns import parse_numbers
+from abrank.io.subtopics import SUBTOPIC
 from abrank.metrics.names import GAINS, Metric
 from abrank.metrics.registry import judged_families
 
@@ -112,7 +114,7 @@ def prepare(
         raise DataError(f"rankings: columns: expected a rank or a score column, got {found}")
     rq = as_arrow(rankings["query_id"], "rankings: query_id")
     rd = as_arrow(rankings["doc_id"], "rankings: doc_id")
-    inline = jq = jd = jgrade = None
+    inline = jq = jd = jgrade = labels = None
     if judgments is None:
         if "relevance" not in rankings.columns:
             raise DataError(
@@ -125,7 +127,16 @@ def prepare(
         jq = as_arrow(judgments["query_id"], "judgments: query_id")
         jd = as_arrow(judgments["doc_id"], "judgments: doc_id")
         jgrade = _numbers(judgments["relevance"], "judgments: relevance", allow_nan=False)
-    return prepare_arrays(rq, rd, key, inline, jq, jd, jgrade, depth, reach)
+        if SUBTOPIC in judgments.columns:
+            labels = as_arrow(judgments[SUBTOPIC], "judgments: subtopic")
+    if labels is None or jq is None or jd is None or jgrade is None:
+        return prepare_arrays(rq, rd, key, inline, jq, jd, jgrade, depth, reach)
+    # subtopic judgments: every metric reads one (the highest) grade per (query, doc); the
+    # diversity metrics also read which subtopics each judged row is relevant to
+    jq, jd, jgrade, entry_pair, entry_label = subtopic_join(jq, jd, jgrade, labels)
+    prep = prepare_arrays(rq, rd, key, None, jq, jd, jgrade, depth, reach, keep_judgment=True)
+    prep.subtopics = subtopic_entries(prep.judged_code, jd, entry_pair, entry_label)
+    return prep
 
 
 def prepare_arrays(
@@ -138,9 +149,12 @@ def prepare_arrays(
     jgrade: np.ndarray | None,
     depth: int | None,
     reach: int | None,
+    keep_judgment: bool = False,
 ) -> Prepared:
     """prepare on arrays: ids as Arrow strings, ``key`` ascending = better rank, labels
-    either inline (per ranking row, NaN = unjudged) or as judgments (jq, jd, jgrade)."""
+    either inline (per ranking row, NaN = unjudged) or as judgments (jq, jd, jgrade).
+    ``keep_judgment`` keeps each judged row's judgment index (:attr:`Prepared.row_judgment`,
+    which the diversity metrics read)."""
     if inline is not None:
         codes, ids = query_codes(rq)
     else:
@@ -164,6 +178,8 @@ def prepare_arrays(
 
     def original(items: np.ndarray) -> np.ndarray:
         return items if rows is None else rows[items]
+
+    row_judgment: np.ndarray | None = None
 
     if inline is not None:
         # labels carried by the log: every labelled row is a judgment, kept or not
@@ -252,6 +268,8 @@ def prepare_arrays(
                 f"{_describe_pairs(jq, jd, lt[repeated] - n)}"
             )
         judged_grade = jgrade[judgment_of[judged_rows]]
+        if keep_judgment:
+            row_judgment = judgment_of[judged_rows].astype(np.int64)
 
     in_run = retrieved > 0
     in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)
@@ -265,6 +283,7 @@ def prepare_arrays(
         in_run=in_run,
         in_judgments=in_judgments,
         retrieved=retrieved,
+        row_judgment=row_judgment,
     )
 
 
@@ -508,6 +527,8 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "ndcg": _discounted,
     "dcg": _discounted,
     "err": _err,
+    "alpha_ndcg": lambda s, metric: alpha_ndcg(s.prep, metric),
+    "err_ia": lambda s, metric: err_ia(s.prep, metric),
     "recall": _binary(_recall),
     "precision": _binary(_precision),
     "hit": _binary(_hit),

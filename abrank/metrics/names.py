@@ -39,6 +39,7 @@ from abrank.metrics.registry import (
     MAX_REL,
     binary_families,
     click_families,
+    diversity_families,
     graded_families,
     join_names,
     judged_families,
@@ -47,6 +48,7 @@ from abrank.metrics.registry import (
 )
 
 __all__ = [
+    "DEFAULT_ALPHA",
     "GAINS",
     "JUDGED_ONLY",
     "Metric",
@@ -61,6 +63,8 @@ __all__ = [
 _SPELLINGS: dict[str, str] = spellings()
 
 GAINS = ("linear", "exp")
+#: The diversity families' redundancy penalty α when ``alpha=`` is not given (ndeval's).
+DEFAULT_ALPHA = 0.5
 _GAIN_ALIASES = {
     "linear": "linear",
     "log2": "linear",
@@ -90,8 +94,10 @@ class Metric:
 
     ``rel`` overrides the relevance threshold of binary metrics (mrr, recall, precision,
     hit, map, ap, bpref, rprec, infap); ``gain`` ("linear" or "exp") overrides the gain of
-    ndcg and dcg. The canonical :attr:`name` is what columns, summary keys and CLI output
-    use. With ``judged_only`` the metric scores each ranking with its unjudged documents
+    ndcg and dcg; ``alpha`` (from 0 to 1) the redundancy penalty of the diversity families
+    (alpha_ndcg, err_ia), None meaning :data:`DEFAULT_ALPHA` (a given 0.5 is stored as None,
+    so the canonical name leaves the default out). The canonical :attr:`name` is what
+    columns, summary keys and CLI output use. With ``judged_only`` the metric scores each ranking with its unjudged documents
     removed (name ``ndcg@10(judged)``); ``judged``, which counts unjudged documents, has no
     such variant.
     """
@@ -101,6 +107,7 @@ class Metric:
     rel: float | None = None
     gain: str | None = None
     judged_only: bool = False
+    alpha: float | None = None
 
     def __post_init__(self) -> None:
         family = str(self.family).lower()
@@ -166,6 +173,21 @@ class Metric:
                     f"metric {family}: gain: expected linear or exp, got {self.gain!r}"
                 )
             object.__setattr__(self, "gain", gain)
+        if self.alpha is not None:
+            if not spec.diversity:
+                raise ConfigError(
+                    f"metric {family}: alpha: expected no alpha (it applies to "
+                    f"{join_names(diversity_families())}), got one"
+                )
+            try:
+                alpha = float(self.alpha)
+            except (TypeError, ValueError):
+                alpha = math.nan
+            if isinstance(self.alpha, bool) or not 0.0 <= alpha <= 1.0:  # also refuses nan
+                raise ConfigError(
+                    f"metric {family}: alpha: expected a number from 0 to 1, got {self.alpha!r}"
+                )
+            object.__setattr__(self, "alpha", None if alpha == DEFAULT_ALPHA else alpha)
         if not isinstance(self.judged_only, (bool, np.bool_)):
             raise ConfigError(
                 f"metric {family}: judged_only: expected True or False, got {self.judged_only!r}"
@@ -176,6 +198,11 @@ class Metric:
                 f"metric {family}: (judged): expected a metric that reads grades, got "
                 f"{family}, which counts the unjudged documents a judged-only variant removes"
             )
+
+    @property
+    def redundancy(self) -> float:
+        """α of a diversity family (:data:`DEFAULT_ALPHA` when not given)."""
+        return DEFAULT_ALPHA if self.alpha is None else float(self.alpha)
 
     @property
     def lower_is_better(self) -> bool:
@@ -203,6 +230,8 @@ class Metric:
             params.append(f"gain={self.gain}")
         if self.rel is not None:
             params.append(f"rel={_number(self.rel)}")
+        if self.alpha is not None:
+            params.append(f"alpha={_number(self.alpha)}")
         text = head + (f"({','.join(params)})" if params else "")
         text += f"@{self.k}" if self.k is not None else ""
         return text + (f"({JUDGED_ONLY})" if self.judged_only else "")
@@ -212,8 +241,8 @@ class Metric:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe description: name, label, family, k, rel, gain, and for a judged-only
-        metric ``judged_only: True`` (left out otherwise, so plain descriptions keep their
-        keys)."""
+        metric ``judged_only: True``, for a diversity metric with another α than 0.5 its
+        ``alpha`` (both left out otherwise, so plain descriptions keep their keys)."""
         out: dict[str, Any] = {
             "name": self.name,
             "label": self.label,
@@ -224,6 +253,8 @@ class Metric:
         }
         if self.judged_only:
             out["judged_only"] = True
+        if self.alpha is not None:
+            out["alpha"] = self.alpha
         return out
 
 
@@ -287,6 +318,7 @@ def parse_metric(text: str | Metric) -> Metric:
         k = int(cutoff)
     rel: float | None = None
     gain: str | None = None
+    alpha: float | None = None
     params = match.groupdict().get("params")
     if params is not None and params.strip():
         for item in params.split(","):
@@ -308,13 +340,20 @@ def parse_metric(text: str | Metric) -> Metric:
                     ) from None
             elif key in ("gain", "dcg"):
                 gain = value
+            elif key == "alpha":
+                try:
+                    alpha = float(value)
+                except ValueError:
+                    raise ConfigError(
+                        f"metric {text!r}: alpha: expected a number from 0 to 1, got {value!r}"
+                    ) from None
             else:
                 raise ConfigError(
-                    f"metric {text!r}: parameters: expected rel=<number> or gain=linear|exp, "
-                    f"got {key!r}"
+                    f"metric {text!r}: parameters: expected rel=<number>, gain=linear|exp or "
+                    f"alpha=<number from 0 to 1>, got {key!r}"
                 )
     try:
-        return Metric(family, k, rel=rel, gain=gain, judged_only=judged_only)
+        return Metric(family, k, rel=rel, gain=gain, judged_only=judged_only, alpha=alpha)
     except ConfigError as exc:
         message = str(exc)
         if message.startswith("metric "):

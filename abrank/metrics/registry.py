@@ -20,6 +20,7 @@ __all__ = [
     "MetricSpec",
     "binary_families",
     "click_families",
+    "diversity_families",
     "graded_families",
     "judged_families",
     "join_names",
@@ -35,7 +36,7 @@ MAX_CUTOFF = 1_000_000
 #: The largest relevance threshold (``rel=``) in absolute value: grades are small numbers.
 MAX_REL = 1_000_000.0
 
-Relevance = Literal["binary", "graded", "judged", "click"]
+Relevance = Literal["binary", "graded", "subtopic", "judged", "click"]
 Cutoff = Literal["optional", "required", "none"]
 
 
@@ -45,7 +46,9 @@ class MetricSpec:
 
     ``relevance`` says what the family reads of a judgment: ``binary`` (grade >= the
     relevance threshold is relevant; takes ``rel=``), ``graded`` (the grade as a gain;
-    takes ``gain=``), ``judged`` (only whether a judgment exists) or ``click`` (no
+    takes ``gain=``), ``subtopic`` (a diversity family: whether the document is relevant,
+    grade > 0, to each subtopic of the query; takes ``alpha=``), ``judged`` (only whether a
+    judgment exists) or ``click`` (no
     judgment at all: the clicks, and dwell times, of an impression log). ``cutoff`` is
     ``optional`` (``name`` or ``name@k``), ``required`` (``name@k`` only) or ``none``; a
     family with a ``twin`` turns into it when the cutoff is given where it has none, or
@@ -77,6 +80,11 @@ class MetricSpec:
     def graded(self) -> bool:
         """The family uses grades as gains (linear or exponential, ``gain=``)."""
         return self.relevance == "graded" and not self.fixed_gain
+
+    @property
+    def diversity(self) -> bool:
+        """The family reads subtopic judgments (alpha-nDCG, ERR-IA) and takes ``alpha=``."""
+        return self.relevance == "subtopic"
 
     @property
     def click(self) -> bool:
@@ -135,6 +143,27 @@ FAMILIES: dict[str, MetricSpec] = {
             "times 1 / rank; 0 for an unjudged document",
             ir_measures=("ERR@k",),
             fixed_gain=True,
+        ),
+        MetricSpec(
+            "alpha_ndcg",
+            "α-nDCG",
+            "subtopic",
+            "required",
+            "α-DCG over the α-DCG of ndeval's greedy ideal ordering (Clarke et al. 2008): the "
+            "gain at rank i sums, over the subtopics the document is relevant to (grade > 0), "
+            "(1 - α)^(the higher-ranked documents relevant to that subtopic), discount "
+            "1 / log2(i + 1); α = 0.5 unless `alpha=` says otherwise",
+            ir_measures=("alpha_nDCG@k",),
+        ),
+        MetricSpec(
+            "err_ia",
+            "ERR-IA",
+            "subtopic",
+            "required",
+            "intent-aware ERR as ndeval computes it: the same gains with discount 1 / i, over "
+            "the number of subtopics S times sum over i <= k of (1 - α)^(i-1) / i (the "
+            "'ideal ideal' normalisation ir_measures' ERR_IA reports); α = 0.5 by default",
+            ir_measures=("ERR_IA@k",),
         ),
         MetricSpec(
             "recall",
@@ -308,6 +337,11 @@ def graded_families() -> list[str]:
     return [spec.family for spec in FAMILIES.values() if spec.graded]
 
 
+def diversity_families() -> list[str]:
+    """Families scored from subtopic judgments (take ``alpha=``), in registry order."""
+    return [spec.family for spec in FAMILIES.values() if spec.diversity]
+
+
 def click_families() -> list[str]:
     """Families scored from impression logs (clicks, dwell), in registry order."""
     return [spec.family for spec in FAMILIES.values() if spec.click]
@@ -337,7 +371,7 @@ def known_names() -> str:
     listed = f"; click metrics {', '.join(clicks)}" if clicks else ""
     return (
         f"{own}; ir_measures spellings {ir}; trec_eval spellings {trec}{listed}; "
-        "parameters as in mrr(rel=2)@10 or ndcg(gain=exp)@10"
+        "parameters as in mrr(rel=2)@10, ndcg(gain=exp)@10 or alpha_ndcg(alpha=0.7)@10"
     )
 
 

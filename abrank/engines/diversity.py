@@ -1,0 +1,233 @@
+"""Diversity metrics from subtopic judgments: α-nDCG@k and ERR-IA@k, as ndeval computes them.
+
+ndeval (the TREC Web track's evaluation tool, which pyndeval wraps and ir_measures calls)
+reads each judgment as binary per subtopic: a document is relevant to a subtopic when its
+grade there is above 0. The gain of the document at rank i is
+
+    G(i) = sum over the subtopics s it is relevant to of (1 - α)^c_s(i-1),
+
+c_s(i-1) counting the documents above rank i relevant to s: each further document on an
+already covered subtopic is worth (1 - α) times the previous one (Clarke et al., SIGIR
+2008). Then
+
+- α-DCG@k = sum_{i<=k} G(i) / log2(i + 1), and α-nDCG@k = α-DCG@k over the α-DCG@k of
+  ndeval's *greedy* ideal ordering: rank by rank, the judged document of highest gain given
+  those already placed, equal gains going to the larger doc id (bytewise), as ndeval's
+  ``idealResult`` breaks them;
+- ERR-IA@k = sum_{i<=k} G(i) / i over S * sum_{i<=k} (1 - α)^(i-1) / i, S the number of
+  subtopics with a relevant judgment: ndeval's "ideal ideal" normalisation, the ``ERR-IA``
+  that ir_measures' ``ERR_IA`` reports (not the greedy-normalised ``nERR-IA``). ndeval
+  leaves ERR-IA@1 undivided (its loop starts at rank 2); abrank divides it too.
+
+Judgments without subtopics are one subtopic per query (α-nDCG is then a binary nDCG with
+redundancy penalty). A query without any relevant judgment (S = 0) is undefined (NaN),
+as NDCG is; ndeval prints 0 for it (``no_relevant: zero`` gives that).
+
+Everything is whole-column NumPy: the run's gains are one stable sort of the (row,
+subtopic) entries of the top k rows, and the greedy ideal ordering is k steps, each a
+segmented arg-max over every query's remaining candidates at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from abrank.engines.prepared import Prepared, SubtopicJudgments
+from abrank.io.arrow import doc_keys, equal_pairs, positions, query_codes
+from abrank.io.subtopics import subtopic_codes
+from abrank.metrics.names import Metric
+
+__all__ = [
+    "alpha_ndcg",
+    "err_ia",
+    "subtopic_join",
+]
+
+
+def subtopic_join(
+    jq: pa.ChunkedArray, jd: pa.ChunkedArray, jgrade: np.ndarray, labels: pa.ChunkedArray
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray, np.ndarray, np.ndarray]:
+    """Subtopic judgments as one judgment per (query, doc) plus their relevant entries.
+
+    Returns the (query, doc) pairs in order of first judgment with the highest grade over
+    their subtopics (what every other metric reads), and per relevant subtopic judgment
+    (grade > 0) the index of its pair and its subtopic label's code (order of first
+    appearance). (query, subtopic, doc) triples are unique: the readers check so.
+    """
+    codes, _ = query_codes(jq)
+    first, later = equal_pairs(codes, doc_keys(jd), jd)
+    rep = np.arange(codes.size, dtype=np.int64)
+    rep[later] = first
+    is_first = rep == np.arange(codes.size)
+    pair_of_first = np.cumsum(is_first) - 1
+    pair = pair_of_first[rep]
+    grade = np.full(int(is_first.sum()), -np.inf)
+    np.maximum.at(grade, pair, jgrade)
+    keep = pa.array(np.flatnonzero(is_first))
+    relevant = jgrade > 0
+    label = subtopic_codes(labels)
+    return jq.take(keep), jd.take(keep), grade, pair[relevant], label[relevant]
+
+
+def subtopic_entries(
+    judged_code: np.ndarray, jd: pa.ChunkedArray, entry_pair: np.ndarray, entry_label: np.ndarray
+) -> SubtopicJudgments:
+    """The :class:`SubtopicJudgments` of the prepared join: ``judged_code`` the query code
+    of each (query, doc) judgment, ``jd`` its doc id, the entries from :func:`subtopic_join`."""
+    order = np.lexsort((entry_label, entry_pair))
+    judgment, label = entry_pair[order], entry_label[order]
+    query = judged_code[judgment].astype(np.int64)
+    _, subtopic = np.unique(query * (int(label.max(initial=0)) + 1) + label, return_inverse=True)
+    has = np.zeros(judged_code.size, dtype=bool)
+    has[judgment] = True
+    cand = np.flatnonzero(has)
+    if cand.size:
+        docs = jd.take(pa.array(cand))
+        table = pa.table({"q": pa.array(judged_code[cand]), "d": docs})
+        by = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("d", "descending")])
+        cand = cand[by.to_numpy()]
+    return SubtopicJudgments(
+        judgment=judgment,
+        subtopic=subtopic.reshape(-1).astype(np.int64),
+        count=int(subtopic.max(initial=-1)) + 1,
+        candidates=cand,
+    )
+
+
+def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The indices starts[i] .. starts[i] + counts[i] - 1, for every i, concatenated."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    shift = np.repeat(starts - (ends - counts), counts)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+class _Entries:
+    """The relevant (judgment, subtopic) entries of a prepared join, grouped by judgment;
+    judgments without subtopics are one subtopic per query (each relevant judgment one
+    entry)."""
+
+    def __init__(self, prep: Prepared):
+        self.nq = len(prep.ids)
+        sub = prep.subtopics
+        if sub is None:
+            self.judgment = np.flatnonzero(prep.judged_grade > 0)
+            self.subtopic = prep.judged_code[self.judgment].astype(np.int64)
+            self.count = self.nq
+            # any order within a query will do (one subtopic: equal gains are equal
+            # documents), but queries must come in blocks
+            self.candidates = self.judgment[np.argsort(self.subtopic, kind="stable")]
+        else:
+            self.judgment, self.subtopic = sub.judgment, sub.subtopic
+            self.count, self.candidates = sub.count, sub.candidates
+        njudged = prep.judged_code.size
+        self.per_judgment = np.bincount(self.judgment, minlength=njudged)
+        self.start = np.cumsum(self.per_judgment) - self.per_judgment
+        # S: subtopics with a relevant judgment, per query
+        query_of = np.zeros(self.count, dtype=np.int64)
+        query_of[self.subtopic] = prep.judged_code[self.judgment]
+        present = np.zeros(self.count, dtype=bool)
+        present[self.subtopic] = True
+        self.subtopics = np.bincount(query_of[present], minlength=self.nq).astype(np.float64)
+
+
+def _row_gains(
+    prep: Prepared, entries: _Entries, k: int, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the top k and G(i) of each: the sum over its relevant subtopics of
+    (1 - α)^(documents above it relevant to that subtopic)."""
+    if prep.subtopics is None:
+        rows = np.flatnonzero((prep.row_pos < k) & (prep.row_grade > 0))
+        entry_row = np.arange(rows.size)
+        subtopic = prep.row_code[rows].astype(np.int64)
+    else:
+        if prep.row_judgment is None:
+            raise ValueError("prepared join: subtopic judgments without row_judgment")
+        rows = np.flatnonzero(prep.row_pos < k)
+        judgment = prep.row_judgment[rows]
+        counts = entries.per_judgment[judgment]
+        entry = _expand(entries.start[judgment], counts)
+        entry_row = np.repeat(np.arange(rows.size), counts)
+        subtopic = entries.subtopic[entry]
+    # rows come in rank order within each query, and a subtopic belongs to one query: the
+    # entries above an entry on its subtopic are the earlier ones of its group
+    order = np.argsort(subtopic, kind="stable")
+    seen = np.empty(subtopic.size, dtype=np.int64)
+    seen[order] = positions(subtopic[order])
+    gain = np.power(1.0 - alpha, seen)
+    return rows, np.bincount(entry_row, weights=gain, minlength=rows.size)
+
+
+def _ideal_dcg(prep: Prepared, entries: _Entries, k: int, alpha: float) -> np.ndarray:
+    """α-DCG@k of ndeval's greedy ideal ordering, per query: at each of k steps, every
+    query places its remaining judged document of highest gain (equal gains: the larger doc
+    id), and the subtopics it covers lose a factor (1 - α). Gains are summed, and compared,
+    exactly as ndeval sums them (subtopic by subtopic, in label order), so that equal gains
+    are found equal where ndeval finds them so."""
+    nq = entries.nq
+    out = np.zeros(nq)
+    cand = entries.candidates
+    if cand.size == 0:
+        return out
+    # candidates numbered 0..C-1 in their order; entries re-keyed to them
+    number = np.full(prep.judged_code.size, -1, dtype=np.int64)
+    number[cand] = np.arange(cand.size)
+    entry_cand = number[entries.judgment]
+    by_cand = np.argsort(entry_cand, kind="stable")  # label order kept within a candidate
+    entry_cand, entry_sub = entry_cand[by_cand], entries.subtopic[by_cand]
+    cq = prep.judged_code[cand].astype(np.int64)
+    block_start = np.flatnonzero(np.r_[True, cq[1:] != cq[:-1]])
+    block_of = np.cumsum(np.r_[True, cq[1:] != cq[:-1]]) - 1
+    block_query = cq[block_start]
+    gain = np.ones(entries.count)
+    placed = np.zeros(cand.size, dtype=bool)
+    decay = 1.0 - alpha
+    for step in range(min(k, int(np.bincount(block_of).max()))):
+        score = np.bincount(entry_cand, weights=gain[entry_sub], minlength=cand.size)
+        score[placed] = -1.0
+        best = np.maximum.reduceat(score, block_start)
+        top = np.flatnonzero((score == best[block_of]) & (score >= 0))
+        if top.size == 0:
+            break
+        pick = top[np.r_[True, block_of[top][1:] != block_of[top][:-1]]]  # first: largest doc
+        out[block_query[block_of[pick]]] += score[pick] / np.log2(step + 2.0)
+        placed[pick] = True
+        now = np.zeros(cand.size, dtype=bool)
+        now[pick] = True
+        covered = entry_sub[now[entry_cand]]
+        gain[covered] *= decay
+    return out
+
+
+def alpha_ndcg(prep: Prepared, metric: Metric) -> np.ndarray:
+    """α-nDCG@k per query (NaN where no subtopic has a relevant judgment)."""
+    k, alpha = int(metric.k or 0), metric.redundancy
+    entries = _Entries(prep)
+    rows, gains = _row_gains(prep, entries, k, alpha)
+    dcg = np.bincount(
+        prep.row_code[rows], weights=gains / np.log2(prep.row_pos[rows] + 2.0), minlength=entries.nq
+    )
+    ideal = _ideal_dcg(prep, entries, k, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(ideal > 0, dcg / ideal, 0.0)
+    return np.where(entries.subtopics > 0, value, np.nan)
+
+
+def err_ia(prep: Prepared, metric: Metric) -> np.ndarray:
+    """ERR-IA@k per query, ndeval's "ideal ideal" normalised value (NaN where no subtopic
+    has a relevant judgment)."""
+    k, alpha = int(metric.k or 0), metric.redundancy
+    entries = _Entries(prep)
+    rows, gains = _row_gains(prep, entries, k, alpha)
+    err = np.bincount(
+        prep.row_code[rows], weights=gains / (prep.row_pos[rows] + 1.0), minlength=entries.nq
+    )
+    # sum_{i<=k} (1 - α)^(i-1) / i, the (1 - α) powers made as ndeval makes them
+    powers = np.cumprod(np.r_[1.0, np.full(k - 1, 1.0 - alpha)])
+    best = float(np.sum(powers / np.arange(1.0, k + 1.0)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(entries.subtopics > 0, err / (entries.subtopics * best), np.nan)
