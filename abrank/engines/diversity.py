@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from abrank.engines.prepared import Prepared, SubtopicJudgments
-from abrank.io.arrow import doc_keys, equal_pairs, positions, query_codes
+from abrank.io.arrow import positions, query_codes
 from abrank.io.subtopics import subtopic_codes
 from abrank.metrics.names import Metric
 
@@ -57,12 +57,17 @@ def subtopic_join(
     appearance). (query, subtopic, doc) triples are unique: the readers check so.
     """
     codes, _ = query_codes(jq)
-    first, later = equal_pairs(codes, doc_keys(jd), jd)
-    rep = np.arange(codes.size, dtype=np.int64)
-    rep[later] = first
-    is_first = rep == np.arange(codes.size)
-    pair_of_first = np.cumsum(is_first) - 1
-    pair = pair_of_first[rep]
+    docs = jd.combine_chunks() if isinstance(jd, pa.ChunkedArray) else jd
+    doc_code = pc.dictionary_encode(docs).indices.to_numpy(zero_copy_only=False)
+    key = codes.astype(np.int64) * (int(doc_code.max(initial=0)) + 1) + doc_code
+    # pairs numbered in order of first judgment (a hash pass, no sort of the judgments)
+    pair = pc.dictionary_encode(pa.array(key)).indices.to_numpy(zero_copy_only=False)
+    pair = pair.astype(np.int64)
+    # a row is its pair's first exactly when its number exceeds every number before it
+    is_first = np.empty(pair.size, dtype=bool)
+    if pair.size:
+        is_first[0] = True
+        is_first[1:] = pair[1:] > np.maximum.accumulate(pair[:-1])
     grade = np.full(int(is_first.sum()), -np.inf)
     np.maximum.at(grade, pair, jgrade)
     keep = pa.array(np.flatnonzero(is_first))
