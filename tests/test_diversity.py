@@ -6,7 +6,9 @@ engines' equality with the memory engine is in ``test_diversity_sql.py``."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -402,3 +404,61 @@ def test_bad_names(text, message):
     with pytest.raises(ConfigError) as info:
         parse_metric(text)
     assert str(info.value) == message
+
+
+# ---------------------------------------------------------------------------- end to end
+
+
+def _write_experiment(folder, engine: str = "memory") -> Path:
+    """A small offline experiment on subtopic qrels: two TREC runs over 60 queries."""
+    run, judgments = _synthetic(seed=5, queries=60)
+    rng = np.random.default_rng(5)
+    qrels = folder / "diversity.qrels"
+    qrels.write_text(
+        "".join(
+            f"{q} {s} {d} {int(g)}\n"
+            for q, s, d, g in judgments[["query_id", "subtopic", "doc_id", "relevance"]].itertuples(
+                index=False
+            )
+        )
+    )
+    for name, noise in (("control", 0.0), ("treatment", 3.0)):
+        scored = run.assign(score=run["score"] + noise * rng.random(len(run)))
+        (folder / f"{name}.run").write_text(
+            "".join(
+                f"{q} Q0 {d} 0 {s!r} {name}\n"
+                for q, d, s in scored[["query_id", "doc_id", "score"]].itertuples(index=False)
+            )
+        )
+    config = folder / "diversity.yaml"
+    config.write_text(
+        "name: diversity\n"
+        "title: Diversity readout\n"
+        f"engine: {engine}\n"
+        "control: {name: control, path: control.run, format: trec}\n"
+        "treatments:\n  - {name: treatment, path: treatment.run, format: trec}\n"
+        "judgments: {path: diversity.qrels, format: qrels}\n"
+        "metrics: [alpha_ndcg@10, err_ia@10, 'alpha_ndcg(alpha=0.7)@5', ndcg@10]\n"
+        "analysis: {resamples: 200, seed: 3}\n"
+    )
+    return config
+
+
+def test_abrank_run_compares_diversity_metrics(tmp_path, capsys):
+    from abrank.cli import main
+
+    config = _write_experiment(tmp_path)
+    out = tmp_path / "report"
+    assert main(["run", str(config), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "α-nDCG@10" in printed and "ERR-IA@10" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    compared = {c["metric"] for c in summary["comparisons"] if c["segment"] is None}
+    assert compared >= {"alpha_ndcg@10", "err_ia@10", "alpha_ndcg(alpha=0.7)@5", "ndcg@10"}
+    per_query = pd.read_csv(out / "per_query.csv", dtype={"query_id": str})
+    # the readout's values are evaluate()'s on the same files
+    judgments = read_trec_qrels(tmp_path / "diversity.qrels")
+    expected = evaluate(read_trec_run(tmp_path / "control.run"), judgments, ["alpha_ndcg@10"])
+    control = per_query[per_query["arm"] == "control"].set_index("query_id")["alpha_ndcg@10"]
+    joined = expected["alpha_ndcg@10"].dropna()
+    assert np.allclose(control.loc[joined.index].to_numpy(), joined.to_numpy(), atol=1e-12)
