@@ -53,12 +53,10 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
 
 #: Judged metric families an engine does not compute (the memory engine computes every one
 #: of the registry: :func:`abrank.engines.memory.missing_kernels`). infAP's estimate reads
-#: three running counts per relevant row that the SQL definitions do not carry; the
-#: diversity families (alpha_ndcg, err_ia) read subtopic judgments, which the SQL engines'
-#: readers do not keep.
+#: three running counts per relevant row that the SQL definitions do not carry.
 UNSUPPORTED_FAMILIES: dict[str, tuple[str, ...]] = {
-    "duckdb": ("infap", "alpha_ndcg", "err_ia"),
-    "spark": ("infap", "alpha_ndcg", "err_ia"),
+    "duckdb": ("infap",),
+    "spark": ("infap",),
 }
 
 #: The words of each kind in messages.

@@ -42,6 +42,9 @@ from abrank.metrics.names import Metric
 __all__ = [
     "alpha_ndcg",
     "err_ia",
+    "err_ia_norm",
+    "greedy_ideal_dcg",
+    "subtopic_entries",
     "subtopic_join",
 ]
 
@@ -112,16 +115,22 @@ def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 class _Entries:
-    """The relevant (judgment, subtopic) entries of a prepared join, grouped by judgment;
-    judgments without subtopics are one subtopic per query (each relevant judgment one
-    entry)."""
+    """The relevant (judgment, subtopic) entries of a join, grouped by judgment; judgments
+    without subtopics are one subtopic per query (each relevant judgment one entry).
+    ``judged_code`` and ``judged_grade``: query code and grade of each judgment."""
 
-    def __init__(self, prep: Prepared):
-        self.nq = len(prep.ids)
-        sub = prep.subtopics
+    def __init__(
+        self,
+        judged_code: np.ndarray,
+        judged_grade: np.ndarray,
+        sub: SubtopicJudgments | None,
+        nq: int,
+    ):
+        self.nq = nq
+        self.judged_code = judged_code
         if sub is None:
-            self.judgment = np.flatnonzero(prep.judged_grade > 0)
-            self.subtopic = prep.judged_code[self.judgment].astype(np.int64)
+            self.judgment = np.flatnonzero(judged_grade > 0)
+            self.subtopic = judged_code[self.judgment].astype(np.int64)
             self.count = self.nq
             # any order within a query will do (one subtopic: equal gains are equal
             # documents), but queries must come in blocks
@@ -129,15 +138,18 @@ class _Entries:
         else:
             self.judgment, self.subtopic = sub.judgment, sub.subtopic
             self.count, self.candidates = sub.count, sub.candidates
-        njudged = prep.judged_code.size
-        self.per_judgment = np.bincount(self.judgment, minlength=njudged)
+        self.per_judgment = np.bincount(self.judgment, minlength=judged_code.size)
         self.start = np.cumsum(self.per_judgment) - self.per_judgment
         # S: subtopics with a relevant judgment, per query
         query_of = np.zeros(self.count, dtype=np.int64)
-        query_of[self.subtopic] = prep.judged_code[self.judgment]
+        query_of[self.subtopic] = judged_code[self.judgment]
         present = np.zeros(self.count, dtype=bool)
         present[self.subtopic] = True
         self.subtopics = np.bincount(query_of[present], minlength=self.nq).astype(np.float64)
+
+    @classmethod
+    def of(cls, prep: Prepared) -> _Entries:
+        return cls(prep.judged_code, prep.judged_grade, prep.subtopics, len(prep.ids))
 
 
 def _row_gains(
@@ -167,7 +179,7 @@ def _row_gains(
     return rows, np.bincount(entry_row, weights=gain, minlength=rows.size)
 
 
-def _ideal_dcg(prep: Prepared, entries: _Entries, k: int, alpha: float) -> np.ndarray:
+def _ideal_dcg(entries: _Entries, k: int, alpha: float) -> np.ndarray:
     """α-DCG@k of ndeval's greedy ideal ordering, per query: at each of k steps, every
     query places its remaining judged document of highest gain (equal gains: the larger doc
     id), and the subtopics it covers lose a factor (1 - α). Gains are summed, and compared,
@@ -179,12 +191,12 @@ def _ideal_dcg(prep: Prepared, entries: _Entries, k: int, alpha: float) -> np.nd
     if cand.size == 0:
         return out
     # candidates numbered 0..C-1 in their order; entries re-keyed to them
-    number = np.full(prep.judged_code.size, -1, dtype=np.int64)
+    number = np.full(entries.judged_code.size, -1, dtype=np.int64)
     number[cand] = np.arange(cand.size)
     entry_cand = number[entries.judgment]
     by_cand = np.argsort(entry_cand, kind="stable")  # label order kept within a candidate
     entry_cand, entry_sub = entry_cand[by_cand], entries.subtopic[by_cand]
-    cq = prep.judged_code[cand].astype(np.int64)
+    cq = entries.judged_code[cand].astype(np.int64)
     block_start = np.flatnonzero(np.r_[True, cq[1:] != cq[:-1]])
     block_of = np.cumsum(np.r_[True, cq[1:] != cq[:-1]]) - 1
     block_query = cq[block_start]
@@ -211,12 +223,12 @@ def _ideal_dcg(prep: Prepared, entries: _Entries, k: int, alpha: float) -> np.nd
 def alpha_ndcg(prep: Prepared, metric: Metric) -> np.ndarray:
     """α-nDCG@k per query (NaN where no subtopic has a relevant judgment)."""
     k, alpha = int(metric.k or 0), metric.redundancy
-    entries = _Entries(prep)
+    entries = _Entries.of(prep)
     rows, gains = _row_gains(prep, entries, k, alpha)
     dcg = np.bincount(
         prep.row_code[rows], weights=gains / np.log2(prep.row_pos[rows] + 2.0), minlength=entries.nq
     )
-    ideal = _ideal_dcg(prep, entries, k, alpha)
+    ideal = _ideal_dcg(entries, k, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(ideal > 0, dcg / ideal, 0.0)
     return np.where(entries.subtopics > 0, value, np.nan)
@@ -226,13 +238,40 @@ def err_ia(prep: Prepared, metric: Metric) -> np.ndarray:
     """ERR-IA@k per query, ndeval's "ideal ideal" normalised value (NaN where no subtopic
     has a relevant judgment)."""
     k, alpha = int(metric.k or 0), metric.redundancy
-    entries = _Entries(prep)
+    entries = _Entries.of(prep)
     rows, gains = _row_gains(prep, entries, k, alpha)
     err = np.bincount(
         prep.row_code[rows], weights=gains / (prep.row_pos[rows] + 1.0), minlength=entries.nq
     )
-    # sum_{i<=k} (1 - α)^(i-1) / i, the (1 - α) powers made as ndeval makes them
-    powers = np.cumprod(np.r_[1.0, np.full(k - 1, 1.0 - alpha)])
-    best = float(np.sum(powers / np.arange(1.0, k + 1.0)))
+    best = err_ia_norm(k, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(entries.subtopics > 0, err / (entries.subtopics * best), np.nan)
+
+
+def err_ia_norm(k: int, alpha: float) -> float:
+    """ERR-IA's "ideal ideal" per subtopic: sum_{i<=k} (1 - α)^(i-1) / i (the (1 - α)
+    powers made as ndeval makes them, by repeated products)."""
+    powers = np.cumprod(np.r_[1.0, np.full(k - 1, 1.0 - alpha)])
+    return float(np.sum(powers / np.arange(1.0, k + 1.0)))
+
+
+def greedy_ideal_dcg(
+    query_ids: pa.ChunkedArray,
+    doc_ids: pa.ChunkedArray,
+    labels: pa.ChunkedArray | None,
+    cutoffs: dict[tuple[int, float], None] | list[tuple[int, float]],
+) -> tuple[pa.Array, dict[tuple[int, float], np.ndarray]]:
+    """The α-DCG@k of ndeval's greedy ideal ordering per query, for each (k, α), from the
+    *relevant* judgments alone (query, doc and subtopic label of each; ``labels`` None: one
+    subtopic a query): what the SQL engines divide their α-DCG by, the memory engine's
+    numbers exactly. Returns the sorted distinct query ids and one value per id and (k, α)."""
+    grade = np.ones(len(query_ids))
+    if labels is None:
+        codes, ids = query_codes(query_ids)
+        entries = _Entries(codes, grade, None, len(ids))
+    else:
+        jq, jd, jgrade, entry_pair, entry_label = subtopic_join(query_ids, doc_ids, grade, labels)
+        codes, ids = query_codes(jq)
+        sub = subtopic_entries(codes, jd, entry_pair, entry_label)
+        entries = _Entries(codes, jgrade, sub, len(ids))
+    return ids, {(k, a): _ideal_dcg(entries, k, a) for k, a in cutoffs}
