@@ -462,3 +462,21 @@ def test_abrank_run_compares_diversity_metrics(tmp_path, capsys):
     control = per_query[per_query["arm"] == "control"].set_index("query_id")["alpha_ndcg@10"]
     joined = expected["alpha_ndcg@10"].dropna()
     assert np.allclose(control.loc[joined.index].to_numpy(), joined.to_numpy(), atol=1e-12)
+
+
+def test_abrank_metrics_reads_the_subtopics_of_a_qrels_file(tmp_path, capsys):
+    from abrank.cli import main
+
+    config = _write_experiment(tmp_path)
+    qrels, run = tmp_path / "diversity.qrels", tmp_path / "control.run"
+    assert config.exists()
+    assert main(["metrics", str(qrels), str(run), "-m", "alpha_ndcg@10", "err_ia@10", "-q"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    printed = {(m.strip(), q): float(v) for m, q, v in lines}
+    expected = evaluate(read_trec_run(run), read_trec_qrels(qrels), ["alpha_ndcg@10", "err_ia@10"])
+    checked = 0
+    for name in ("alpha_ndcg@10", "err_ia@10"):
+        for query, value in expected[name].fillna(0.0).items():
+            assert printed[(name, query)] == pytest.approx(value, abs=1e-4)
+            checked += 1
+    assert checked >= 100  # the judged queries of the run, both metrics

@@ -131,8 +131,24 @@ def prepare(
             labels = as_arrow(judgments[SUBTOPIC], "judgments: subtopic")
     if labels is None or jq is None or jd is None or jgrade is None:
         return prepare_arrays(rq, rd, key, inline, jq, jd, jgrade, depth, reach)
-    # subtopic judgments: every metric reads one (the highest) grade per (query, doc); the
-    # diversity metrics also read which subtopics each judged row is relevant to
+    return prepare_subtopics(rq, rd, key, jq, jd, jgrade, labels, depth, reach)
+
+
+def prepare_subtopics(
+    rq: pa.ChunkedArray,
+    rd: pa.ChunkedArray,
+    key: np.ndarray,
+    jq: pa.ChunkedArray,
+    jd: pa.ChunkedArray,
+    jgrade: np.ndarray,
+    labels: pa.ChunkedArray,
+    depth: int | None,
+    reach: int | None,
+) -> Prepared:
+    """prepare_arrays on subtopic judgments (``labels``: each judgment's subtopic; (query,
+    subtopic, doc) unique): every metric reads one grade per (query, doc), the highest over
+    its subtopics; the diversity metrics also read which subtopics each judged row is
+    relevant to (:attr:`Prepared.subtopics`)."""
     jq, jd, jgrade, entry_pair, entry_label = subtopic_join(jq, jd, jgrade, labels)
     prep = prepare_arrays(rq, rd, key, None, jq, jd, jgrade, depth, reach, keep_judgment=True)
     prep.subtopics = subtopic_entries(prep.judged_code, jd, entry_pair, entry_label)
