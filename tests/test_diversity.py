@@ -480,3 +480,21 @@ def test_abrank_metrics_reads_the_subtopics_of_a_qrels_file(tmp_path, capsys):
             assert printed[(name, query)] == pytest.approx(value, abs=1e-4)
             checked += 1
     assert checked >= 100  # the judged queries of the run, both metrics
+
+
+def test_err_ia_at_1_is_divided_where_ndeval_leaves_it_undivided():
+    """ndeval's normalising loop starts at rank 2, so its ERR-IA@1 is the number of
+    subtopics the first document covers; abrank divides it by S like every other cutoff."""
+    pyndeval = pytest.importorskip("pyndeval", reason="pyndeval (ndeval's C code) is not installed")
+    run, judgments = _synthetic(seed=9, queries=100)
+    ours = evaluate(run, judgments, ["err_ia@1"])["err_ia@1"]
+    theirs = _pyndeval_values(pyndeval, judgments, run, ["ERR-IA@1"], 0.5)
+    relevant = judgments[judgments["relevance"] > 0]
+    subtopics = relevant.groupby("query_id")["subtopic"].nunique()
+    checked = 0
+    for query, row in theirs.items():
+        if np.isnan(ours[query]):
+            continue
+        assert ours[query] * subtopics[query] == pytest.approx(row["ERR-IA@1"], abs=1e-12)
+        checked += 1
+    assert checked >= 80
