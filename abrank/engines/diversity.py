@@ -128,6 +128,7 @@ class _Entries:
     ):
         self.nq = nq
         self.judged_code = judged_code
+        self.single = sub is None  # one subtopic a query
         if sub is None:
             self.judgment = np.flatnonzero(judged_grade > 0)
             self.subtopic = judged_code[self.judgment].astype(np.int64)
@@ -190,6 +191,14 @@ def _ideal_dcg(entries: _Entries, k: int, alpha: float) -> np.ndarray:
     cand = entries.candidates
     if cand.size == 0:
         return out
+    if entries.single:
+        # one subtopic a query: every relevant document gains (1 - α)^t at step t, so the
+        # ideal is the first min(k, R) terms of one series (the greedy's sums, term by term)
+        steps = np.arange(k)
+        decays = np.cumprod(np.r_[1.0, np.full(k - 1, 1.0 - alpha)])
+        series = np.concatenate(([0.0], np.cumsum(decays / np.log2(steps + 2.0))))
+        relevant = np.bincount(entries.judged_code[cand], minlength=nq)
+        return series[np.minimum(relevant, k)]
     # candidates numbered 0..C-1 in their order; entries re-keyed to them
     number = np.full(entries.judged_code.size, -1, dtype=np.int64)
     number[cand] = np.arange(cand.size)
@@ -200,23 +209,23 @@ def _ideal_dcg(entries: _Entries, k: int, alpha: float) -> np.ndarray:
     block_start = np.flatnonzero(np.r_[True, cq[1:] != cq[:-1]])
     block_of = np.cumsum(np.r_[True, cq[1:] != cq[:-1]]) - 1
     block_query = cq[block_start]
+    per_cand = np.bincount(entry_cand, minlength=cand.size)
+    cand_start = np.cumsum(per_cand) - per_cand
     gain = np.ones(entries.count)
-    placed = np.zeros(cand.size, dtype=bool)
+    placed = np.zeros(cand.size)  # -inf once placed
     decay = 1.0 - alpha
     for step in range(min(k, int(np.bincount(block_of).max()))):
-        score = np.bincount(entry_cand, weights=gain[entry_sub], minlength=cand.size)
-        score[placed] = -1.0
+        summed = np.bincount(entry_cand, weights=gain[entry_sub], minlength=cand.size)
+        score = np.add(summed, placed)
         best = np.maximum.reduceat(score, block_start)
-        top = np.flatnonzero((score == best[block_of]) & (score >= 0))
+        top = np.flatnonzero(score == best[block_of])
+        top = top[score[top] >= 0]  # a query with nothing left has best -inf
         if top.size == 0:
             break
         pick = top[np.r_[True, block_of[top][1:] != block_of[top][:-1]]]  # first: largest doc
         out[block_query[block_of[pick]]] += score[pick] / np.log2(step + 2.0)
-        placed[pick] = True
-        now = np.zeros(cand.size, dtype=bool)
-        now[pick] = True
-        covered = entry_sub[now[entry_cand]]
-        gain[covered] *= decay
+        placed[pick] = -np.inf
+        gain[entry_sub[_expand(cand_start[pick], per_cand[pick])]] *= decay
     return out
 
 
