@@ -498,3 +498,21 @@ def test_err_ia_at_1_is_divided_where_ndeval_leaves_it_undivided():
         assert ours[query] * subtopics[query] == pytest.approx(row["ERR-IA@1"], abs=1e-12)
         checked += 1
     assert checked >= 80
+
+
+def test_online_logs_and_simulated_clicks_read_subtopic_judgments():
+    from abrank.engines.clicks import judged_inputs
+    from abrank.interleaving.build import grades_of_shown
+
+    rankings, judgments = _hand()
+    # one impression per query, the hand ranking as shown
+    log = rankings.assign(impression_id="i" + rankings["query_id"], query=rankings["query_id"])
+    ranked, judged = judged_inputs(log, judgments)
+    assert "subtopic" in judged.columns
+    values = evaluate(ranked, judged, ["alpha_ndcg@3", "ndcg@5"])
+    expected = evaluate(rankings, judgments, ["alpha_ndcg@3", "ndcg@5"])
+    assert values.at["i1", "alpha_ndcg@3"] == pytest.approx(expected.at["1", "alpha_ndcg@3"])
+    assert values.at["i1", "ndcg@5"] == pytest.approx(expected.at["1", "ndcg@5"])
+    # simulated users see a document's highest grade over its subtopics
+    grades = grades_of_shown(rankings, judgments)
+    assert grades.tolist()[:3] == [1.0, pytest.approx(np.nan, nan_ok=True), 2.0]

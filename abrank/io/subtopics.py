@@ -16,6 +16,8 @@ sees one grade per (query, doc): the highest over its subtopics (:func:`collapse
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,6 +62,10 @@ def collapse_arrays(
     )
 
 
+@overload
+def collapse_frame(judgments: pd.DataFrame) -> pd.DataFrame: ...
+@overload
+def collapse_frame(judgments: None) -> None: ...
 def collapse_frame(judgments: pd.DataFrame | None) -> pd.DataFrame | None:
     """The judgments frame with one row per (query, doc) (the highest grade over its
     subtopics) when it has a ``subtopic`` column; the frame itself otherwise."""
