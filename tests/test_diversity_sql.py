@@ -165,3 +165,23 @@ def test_an_experiment_on_duckdb_gives_the_memory_engines_values(tmp_path):
         np.testing.assert_allclose(
             duckdb[column].to_numpy(), memory[column].to_numpy(), rtol=0, atol=1e-12
         )
+
+
+def test_a_subtopic_column_of_another_name_is_mapped_by_columns(backend, tmp_path):
+    qrels, run = _files(tmp_path, seed=23)
+    table = tmp_path / "intents.csv"
+    frame = read_trec_qrels(qrels).rename(columns={"subtopic": "intent", "relevance": "grade"})
+    frame.to_csv(table, index=False)
+    columns = {"subtopic": "intent"}
+    memory_judgments = read_judgments(table, columns=columns)
+    assert "subtopic" in memory_judgments.columns
+    ranked = open_rankings(backend, "div_run_m", TableSource((str(run),), "trec", str(run)))
+    judged = open_judgments(
+        backend, "div_mapped", TableSource((str(table),), "csv", str(table), columns=columns)
+    )
+    assert judged.subtopics is not None
+    sql = score_arm_sql(
+        backend, ranked.sql, judged.sql, METRICS, ranked_by="score", subtopics=judged.subtopics
+    )
+    memory = score_arm(read_trec_run(run), memory_judgments, METRICS)
+    assert _assert_same(memory, sql) >= 1000

@@ -304,6 +304,8 @@ def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: 
     )
     canonical = set(column.values())
     extra = tuple(c for c in names if c not in canonical)
+    if judgments and SUBTOPIC in column:  # a subtopic column named by columns.subtopic
+        extra = (*extra, SUBTOPIC)
     ids = {c: _id_text(source, c, column[c], kind[column[c]]) for c in ("query_id", "doc_id")}
     missing = {
         c: f"{quote(column[c])} IS NULL OR {ids[c]} IS NULL OR {ids[c]} = ''"
@@ -319,7 +321,12 @@ def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: 
         f"CASE WHEN {missing['query_id']} THEN 1 WHEN {missing['doc_id']} THEN 2 ELSE 0 END "
         "AS fields_bad",
         f"{number_bad} AS number_bad",
-        *[quote(c) for c in extra],
+        *[
+            quote(c)
+            if c != SUBTOPIC or SUBTOPIC not in column
+            else f"{quote(column[SUBTOPIC])} AS {SUBTOPIC}"
+            for c in extra
+        ],
     ]
     sql = f"SELECT {', '.join(parts)} FROM {name}"
     return _Rows(sql, ranked_by, extra, value_kind, listing)
