@@ -30,6 +30,9 @@ segmented arg-max over every query's remaining candidates at once.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from typing import cast
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -180,25 +183,29 @@ def _row_gains(
     return rows, np.bincount(entry_row, weights=gain, minlength=rows.size)
 
 
-def _ideal_dcg(entries: _Entries, k: int, alpha: float) -> np.ndarray:
-    """α-DCG@k of ndeval's greedy ideal ordering, per query: at each of k steps, every
-    query places its remaining judged document of highest gain (equal gains: the larger doc
-    id), and the subtopics it covers lose a factor (1 - α). Gains are summed, and compared,
-    exactly as ndeval sums them (subtopic by subtopic, in label order), so that equal gains
-    are found equal where ndeval finds them so."""
+def _ideal_dcg(entries: _Entries, cutoffs: Collection[int], alpha: float) -> dict[int, np.ndarray]:
+    """α-DCG@k of ndeval's greedy ideal ordering per query, at every cutoff k (one greedy
+    search serves them all: the first k steps are the same whatever the deepest): at each
+    step every query places its remaining judged document of highest gain (equal gains: the
+    larger doc id), and the subtopics it covers lose a factor (1 - α). Gains are summed, and
+    compared, exactly as ndeval sums them (subtopic by subtopic, in label order), so that
+    equal gains are found equal where ndeval finds them so."""
     nq = entries.nq
+    wanted = sorted({int(k) for k in cutoffs})
+    deepest = wanted[-1] if wanted else 0
     out = np.zeros(nq)
     cand = entries.candidates
     if cand.size == 0:
-        return out
+        return {k: out for k in wanted}
     if entries.single:
         # one subtopic a query: every relevant document gains (1 - α)^t at step t, so the
         # ideal is the first min(k, R) terms of one series (the greedy's sums, term by term)
-        steps = np.arange(k)
-        decays = np.cumprod(np.r_[1.0, np.full(k - 1, 1.0 - alpha)])
+        steps = np.arange(deepest)
+        decays = np.cumprod(np.r_[1.0, np.full(deepest - 1, 1.0 - alpha)])
         series = np.concatenate(([0.0], np.cumsum(decays / np.log2(steps + 2.0))))
         relevant = np.bincount(entries.judged_code[cand], minlength=nq)
-        return series[np.minimum(relevant, k)]
+        return {k: series[np.minimum(relevant, k)] for k in wanted}
+    found: dict[int, np.ndarray] = {}
     # candidates numbered 0..C-1 in their order; entries re-keyed to them
     number = np.full(entries.judged_code.size, -1, dtype=np.int64)
     number[cand] = np.arange(cand.size)
@@ -214,7 +221,9 @@ def _ideal_dcg(entries: _Entries, k: int, alpha: float) -> np.ndarray:
     gain = np.ones(entries.count)
     placed = np.zeros(cand.size)  # -inf once placed
     decay = 1.0 - alpha
-    for step in range(min(k, int(np.bincount(block_of).max()))):
+    for step in range(min(deepest, int(np.bincount(block_of).max()))):
+        if step in wanted:  # the sums over the first `step` places
+            found[step] = out.copy()
         summed = np.bincount(entry_cand, weights=gain[entry_sub], minlength=cand.size)
         score = np.add(summed, placed)
         best = np.maximum.reduceat(score, block_start)
@@ -226,28 +235,52 @@ def _ideal_dcg(entries: _Entries, k: int, alpha: float) -> np.ndarray:
         out[block_query[block_of[pick]]] += score[pick] / np.log2(step + 2.0)
         placed[pick] = -np.inf
         gain[entry_sub[_expand(cand_start[pick], per_cand[pick])]] *= decay
-    return out
+    return {k: found.get(k, out) for k in wanted}
 
 
-def alpha_ndcg(prep: Prepared, metric: Metric) -> np.ndarray:
-    """α-nDCG@k per query (NaN where no subtopic has a relevant judgment)."""
+def _entries(prep: Prepared, memo: dict | None) -> _Entries:
+    """The entries of ``prep``, made once per ``memo``."""
+    if memo is None:
+        return _Entries.of(prep)
+    if "entries" not in memo:
+        memo["entries"] = _Entries.of(prep)
+    return cast(_Entries, memo["entries"])
+
+
+def alpha_ndcg(
+    prep: Prepared,
+    metric: Metric,
+    memo: dict | None = None,
+    cutoffs: Collection[int] = (),
+) -> np.ndarray:
+    """α-nDCG@k per query (NaN where no subtopic has a relevant judgment).
+
+    ``memo`` (a dict kept by the caller for one prepared join) keeps the entries and the
+    ideal DCGs between calls; ``cutoffs``: every cutoff of alpha_ndcg at this α the caller
+    will ask for, which one greedy search then serves."""
     k, alpha = int(metric.k or 0), metric.redundancy
-    entries = _Entries.of(prep)
+    entries = _entries(prep, memo)
+    key = ("ideal", alpha)
+    ideals = None if memo is None else memo.get(key)
+    if ideals is None or k not in ideals:
+        ideals = _ideal_dcg(entries, {k, *cutoffs}, alpha)
+        if memo is not None:
+            memo[key] = ideals
+    ideal = ideals[k]
     rows, gains = _row_gains(prep, entries, k, alpha)
     dcg = np.bincount(
         prep.row_code[rows], weights=gains / np.log2(prep.row_pos[rows] + 2.0), minlength=entries.nq
     )
-    ideal = _ideal_dcg(entries, k, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(ideal > 0, dcg / ideal, 0.0)
     return np.where(entries.subtopics > 0, value, np.nan)
 
 
-def err_ia(prep: Prepared, metric: Metric) -> np.ndarray:
+def err_ia(prep: Prepared, metric: Metric, memo: dict | None = None) -> np.ndarray:
     """ERR-IA@k per query, ndeval's "ideal ideal" normalised value (NaN where no subtopic
-    has a relevant judgment)."""
+    has a relevant judgment); ``memo`` as for :func:`alpha_ndcg`."""
     k, alpha = int(metric.k or 0), metric.redundancy
-    entries = _Entries.of(prep)
+    entries = _entries(prep, memo)
     rows, gains = _row_gains(prep, entries, k, alpha)
     err = np.bincount(
         prep.row_code[rows], weights=gains / (prep.row_pos[rows] + 1.0), minlength=entries.nq
@@ -283,4 +316,8 @@ def greedy_ideal_dcg(
         codes, ids = query_codes(jq)
         sub = subtopic_entries(codes, jd, entry_pair, entry_label)
         entries = _Entries(codes, jgrade, sub, len(ids))
-    return ids, {(k, a): _ideal_dcg(entries, k, a) for k, a in cutoffs}
+    out: dict[tuple[int, float], np.ndarray] = {}
+    for a in dict.fromkeys(a for _, a in cutoffs):
+        ks = [k for k, b in cutoffs if b == a]
+        out.update({(k, a): v for k, v in _ideal_dcg(entries, ks, a).items()})
+    return ids, out

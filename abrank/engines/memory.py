@@ -378,6 +378,7 @@ class _Shared:
         self._num_rel: dict[float, np.ndarray] = {}
         self._relevant: dict[float, tuple] = {}
         self._ideal: dict[str, dict] = {}
+        self.memo: dict = {}  # what the diversity kernels share (abrank.engines.diversity)
 
     def threshold(self, metric: Metric) -> float:
         return float(metric.rel if metric.rel is not None else self.rel_level)
@@ -450,6 +451,22 @@ def _err(s: _Shared, metric: Metric) -> np.ndarray:
     gainful = s.prep.judged_code[s.prep.judged_grade > 0]
     defined = np.bincount(gainful, minlength=s.nq) > 0
     return np.where(defined, values, np.nan)
+
+
+def _alpha_ndcg(s: _Shared, metric: Metric) -> np.ndarray:
+    """α-nDCG (:func:`abrank.engines.diversity.alpha_ndcg`): one greedy ideal search for
+    every cutoff of the call at this α."""
+    cutoffs = {
+        int(m.k)
+        for m in s.metrics
+        if m.family == "alpha_ndcg" and m.redundancy == metric.redundancy and m.k is not None
+    }
+    return alpha_ndcg(s.prep, metric, s.memo, cutoffs)
+
+
+def _err_ia(s: _Shared, metric: Metric) -> np.ndarray:
+    """ERR-IA (:func:`abrank.engines.diversity.err_ia`)."""
+    return err_ia(s.prep, metric, s.memo)
 
 
 def _judged(s: _Shared, metric: Metric) -> np.ndarray:
@@ -543,8 +560,8 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "ndcg": _discounted,
     "dcg": _discounted,
     "err": _err,
-    "alpha_ndcg": lambda s, metric: alpha_ndcg(s.prep, metric),
-    "err_ia": lambda s, metric: err_ia(s.prep, metric),
+    "alpha_ndcg": _alpha_ndcg,
+    "err_ia": _err_ia,
     "recall": _binary(_recall),
     "precision": _binary(_precision),
     "hit": _binary(_hit),
