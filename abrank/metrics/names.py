@@ -19,6 +19,12 @@ default, ``2**grade - 1`` with ``gain="exp"``), grades <= 0 give no gain, and it
 ordering comes from *all* judgments of the query; unjudged documents are not relevant;
 P@k divides by k even when fewer documents were retrieved; only the first ``depth``
 documents of a query count.
+
+The diversity metrics ``alpha_ndcg@k`` and ``err_ia@k`` (ir_measures' ``alpha_nDCG@k``,
+``ERR_IA@k``; ``alpha=`` sets the redundancy penalty, 0.5 by default) read subtopic
+judgments as ndeval does (:mod:`abrank.engines.diversity`); every other metric reads one
+grade per (query, doc) of subtopic judgments, the highest over its subtopics
+(:mod:`abrank.io.subtopics`).
 """
 
 from __future__ import annotations
