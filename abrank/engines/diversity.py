@@ -183,6 +183,42 @@ def _row_gains(
     return rows, np.bincount(entry_row, weights=gain, minlength=rows.size)
 
 
+class _Greedy:
+    """The greedy search's candidates (grouped by query, in tie-break order) and their
+    entries (grouped by candidate, in label order), with what each step reads of them."""
+
+    def __init__(self, entry_cand: np.ndarray, entry_sub: np.ndarray, cand_query: np.ndarray):
+        self.entry_cand, self.entry_sub = entry_cand, entry_sub
+        self.size = cand_query.size
+        new_block = np.r_[True, cand_query[1:] != cand_query[:-1]]
+        self.block_start = np.flatnonzero(new_block)
+        self.block_of = np.cumsum(new_block) - 1
+        self.block_query = cand_query[self.block_start].astype(np.int64)
+        self.block_size = np.diff(np.r_[self.block_start, self.size])
+        self.longest = int(self.block_size.max(initial=0))
+        self.per_cand = np.bincount(entry_cand, minlength=self.size)
+        self.cand_start = np.cumsum(self.per_cand) - self.per_cand
+        self.placed = np.zeros(self.size)  # -inf once placed
+        self.cand_query = cand_query
+
+    def remaining(self, step: int) -> int:
+        """Candidates of the queries that still have one to place after ``step`` steps."""
+        return int(self.block_size[self.block_size > step].sum())
+
+    def without_done(self, step: int) -> _Greedy:
+        """The search without the queries whose candidates are all placed (one a step)."""
+        keep = (self.block_size > step)[self.block_of]
+        renumber = np.cumsum(keep) - 1
+        kept_entry = keep[self.entry_cand]
+        smaller = _Greedy(
+            renumber[self.entry_cand[kept_entry]],
+            self.entry_sub[kept_entry],
+            self.cand_query[keep],
+        )
+        smaller.placed = self.placed[keep]
+        return smaller
+
+
 def _ideal_dcg(entries: _Entries, cutoffs: Collection[int], alpha: float) -> dict[int, np.ndarray]:
     """α-DCG@k of ndeval's greedy ideal ordering per query, at every cutoff k (one greedy
     search serves them all: the first k steps are the same whatever the deepest): at each
@@ -211,30 +247,27 @@ def _ideal_dcg(entries: _Entries, cutoffs: Collection[int], alpha: float) -> dic
     number[cand] = np.arange(cand.size)
     entry_cand = number[entries.judgment]
     by_cand = np.argsort(entry_cand, kind="stable")  # label order kept within a candidate
-    entry_cand, entry_sub = entry_cand[by_cand], entries.subtopic[by_cand]
-    cq = entries.judged_code[cand].astype(np.int64)
-    block_start = np.flatnonzero(np.r_[True, cq[1:] != cq[:-1]])
-    block_of = np.cumsum(np.r_[True, cq[1:] != cq[:-1]]) - 1
-    block_query = cq[block_start]
-    per_cand = np.bincount(entry_cand, minlength=cand.size)
-    cand_start = np.cumsum(per_cand) - per_cand
+    state = _Greedy(entry_cand[by_cand], entries.subtopic[by_cand], entries.judged_code[cand])
     gain = np.ones(entries.count)
-    placed = np.zeros(cand.size)  # -inf once placed
     decay = 1.0 - alpha
-    for step in range(min(deepest, int(np.bincount(block_of).max()))):
+    for step in range(min(deepest, state.longest)):
         if step in wanted:  # the sums over the first `step` places
             found[step] = out.copy()
-        summed = np.bincount(entry_cand, weights=gain[entry_sub], minlength=cand.size)
-        score = np.add(summed, placed)
-        best = np.maximum.reduceat(score, block_start)
-        top = np.flatnonzero(score == best[block_of])
+        if 2 * state.remaining(step) < state.size:  # most queries done: drop them
+            state = state.without_done(step)
+        summed = np.bincount(state.entry_cand, weights=gain[state.entry_sub], minlength=state.size)
+        score = np.add(summed, state.placed)
+        best = np.maximum.reduceat(score, state.block_start)
+        top = np.flatnonzero(score == best[state.block_of])
         top = top[score[top] >= 0]  # a query with nothing left has best -inf
         if top.size == 0:
             break
-        pick = top[np.r_[True, block_of[top][1:] != block_of[top][:-1]]]  # first: largest doc
-        out[block_query[block_of[pick]]] += score[pick] / np.log2(step + 2.0)
-        placed[pick] = -np.inf
-        gain[entry_sub[_expand(cand_start[pick], per_cand[pick])]] *= decay
+        block = state.block_of[top]
+        pick = top[np.r_[True, block[1:] != block[:-1]]]  # the first: the largest doc id
+        out[state.block_query[state.block_of[pick]]] += score[pick] / np.log2(step + 2.0)
+        state.placed[pick] = -np.inf
+        covered = _expand(state.cand_start[pick], state.per_cand[pick])
+        gain[state.entry_sub[covered]] *= decay
     return {k: found.get(k, out) for k in wanted}
 
 
