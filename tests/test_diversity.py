@@ -516,3 +516,25 @@ def test_online_logs_and_simulated_clicks_read_subtopic_judgments():
     # simulated users see a document's highest grade over its subtopics
     grades = grades_of_shown(rankings, judgments)
     assert grades.tolist()[:3] == [1.0, pytest.approx(np.nan, nan_ok=True), 2.0]
+
+
+def test_the_greedy_search_drops_finished_queries_without_changing_values():
+    """Most queries have 2 or 3 relevant documents, a few have 30: after three steps the
+    search goes on over the few alone (what it keeps must be renumbered right)."""
+    pyndeval = pytest.importorskip("pyndeval", reason="pyndeval (ndeval's C code) is not installed")
+    rng = np.random.default_rng(13)
+    judged, ranked = [], []
+    for q in range(120):
+        qid = f"q{q:03d}"
+        docs = [f"d{i:02d}" for i in range(30 if q % 20 == 0 else int(rng.integers(2, 4)))]
+        for d in docs:
+            for s in rng.choice(5, size=int(rng.integers(1, 4)), replace=False):
+                judged.append((qid, f"s{s}", d, 1))
+        for r, d in enumerate(rng.permutation(docs + ["x1", "x2"])):
+            ranked.append((qid, d, float(-r)))
+    judgments = pd.DataFrame(judged, columns=["query_id", "subtopic", "doc_id", "relevance"])
+    run = pd.DataFrame(ranked, columns=["query_id", "doc_id", "score"])
+    ours = evaluate(run, judgments, [f"alpha_ndcg@{k}" for k in KS] + [f"err_ia@{k}" for k in KS])
+    measures = [f"alpha-nDCG@{k}" for k in KS] + [f"ERR-IA@{k}" for k in KS]
+    compared, worst = _compare(ours, _pyndeval_values(pyndeval, judgments, run, measures, 0.5), 0.5)
+    assert compared == 120 * 8 and worst < 1e-9
