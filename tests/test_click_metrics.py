@@ -46,8 +46,8 @@ def test_every_click_spelling_resolves(text, family, k, name, label):
 def test_click_families_are_a_kind_of_the_one_registry():
     assert click_families() == ["click_rr", "ctr", "clicks", "abandonment", "sat_ctr"]
     assert judged_families() == [
-        "mrr", "ndcg", "dcg", "err", "recall", "precision", "hit", "map", "ap", "gm_map", "bpref",
-        "rprec", "infap", "rbp", "rbp_residual", "judged"
+        "mrr", "ndcg", "dcg", "err", "alpha_ndcg", "err_ia", "recall", "precision", "hit",
+        "map", "ap", "gm_map", "bpref", "rprec", "infap", "rbp", "rbp_residual", "judged"
     ]  # fmt: skip
     assert all(FAMILIES[f].relevance == "click" for f in click_families())
     assert not any(parse_metric(name).is_click for name in ("mrr@10", "ndcg", "map", "judged@5"))

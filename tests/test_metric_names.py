@@ -141,7 +141,7 @@ def test_unknown_name_without_close_match_has_no_suggestion():
         (
             "mrr(depth=3)",
             "metric 'mrr(depth=3)': parameters: expected rel=<number>, "
-            "gain=linear|exp or p=<persistence>, got 'depth'",
+            "gain=linear|exp, p=<persistence> or alpha=<number from 0 to 1>, got 'depth'",
         ),
         ("mrr(rel)", "metric 'mrr(rel)': parameters: expected name=value, got 'rel'"),
     ],
@@ -180,8 +180,9 @@ def test_direct_construction_is_validated():
     with pytest.raises(ConfigError) as info:
         Metric("ndcgg", 10)
     assert str(info.value) == (
-        "metric: family: expected one of mrr, ndcg, dcg, err, recall, precision, hit, map, ap, "
-        "gm_map, bpref, rprec, infap, rbp, rbp_residual, judged, got 'ndcgg'"
+        "metric: family: expected one of mrr, ndcg, dcg, err, alpha_ndcg, err_ia, recall, "
+        "precision, hit, map, ap, gm_map, bpref, rprec, infap, rbp, rbp_residual, judged, "
+        "got 'ndcgg'"
     )
     with pytest.raises(ConfigError):
         Metric("ndcg", 0)

@@ -33,10 +33,12 @@ def test_readme_metric_table_is_the_registry_rendered():
 
 def test_readme_table_has_one_row_per_family():
     rows = _readme_table().splitlines()[2:]
-    assert len(rows) == len(FAMILIES) == 21  # 16 judged families and 5 click ones
+    assert len(rows) == len(FAMILIES) == 23  # 18 judged families and 5 click ones
     assert rows[0].startswith("| `mrr`, `mrr@k` | MRR | binary |")
     assert rows[3].startswith("| `err`, `err@k` | ERR | graded |")
-    assert rows[5].startswith("| `precision@k` | P | binary |")
+    assert rows[4].startswith("| `alpha_ndcg@k` | α-nDCG | subtopic |")
+    assert rows[5].startswith("| `err_ia@k` | ERR-IA | subtopic |")
+    assert rows[7].startswith("| `precision@k` | P | binary |")
 
 
 def _sample(spelling: str, spec: MetricSpec) -> tuple[str, int | None]:
@@ -91,10 +93,9 @@ def test_a_spelling_claimed_by_two_families_is_refused(monkeypatch):
 
 def test_known_names_list_every_family_in_registry_order():
     assert known_names().startswith(
-        "mrr, mrr@k, ndcg, ndcg@k, dcg, dcg@k, err, err@k, recall, recall@k, precision@k, hit, "
-        "hit@k, map, ap@k, gm_map, bpref, rprec, infap, rbp, rbp@k, rbp_residual, rbp_residual@k, judged, "
-        "judged@k; ir_measures spellings RR@k, "
-        "nDCG@k,"
+        "mrr, mrr@k, ndcg, ndcg@k, dcg, dcg@k, err, err@k, alpha_ndcg@k, err_ia@k, recall, "
+        "recall@k, precision@k, hit, hit@k, map, ap@k, gm_map, bpref, rprec, infap, rbp, rbp@k, "
+        "rbp_residual, rbp_residual@k, judged, judged@k; ir_measures spellings RR@k, nDCG@k,"
     )
     with pytest.raises(ConfigError) as info:
         parse_metric("ndgc@10")

@@ -54,6 +54,8 @@ class Columns(Strict):
     rank: str | None = None
     score: str | None = None
     relevance: str | None = None
+    # subtopic judgments (abrank.io.subtopics): the subtopic each judgment grades
+    subtopic: str | None = None
     # online logs (DESIGN.md "Online logs"): one row per shown result
     impression_id: str | None = None
     user_id: str | None = None

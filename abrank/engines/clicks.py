@@ -30,6 +30,7 @@ from abrank.io.arrow import as_arrow, query_codes, take_rows
 from abrank.io.columns import parse_numbers
 from abrank.io.idcodes import text_codes
 from abrank.io.online import clicked_flags, impression_codes
+from abrank.io.subtopics import SUBTOPIC
 from abrank.metrics.names import Metric, click_metrics
 
 __all__ = [
@@ -368,9 +369,13 @@ def judged_inputs(
             "relevance": judgments["relevance"].to_numpy(),
         }
     )
+    kept = ["query_id", "doc_id", "relevance"]
+    if SUBTOPIC in judgments.columns:  # subtopic judgments stay so (diversity metrics)
+        judged[SUBTOPIC] = judgments[SUBTOPIC].astype(str).to_numpy()
+        kept.append(SUBTOPIC)
     expanded = served.merge(judged, on="query", how="inner", sort=False)
     expanded = expanded.sort_values(["query_id", "doc_id"], kind="stable", ignore_index=True)
-    return rankings, expanded[["query_id", "doc_id", "relevance"]]
+    return rankings, expanded[kept]
 
 
 # --------------------------------------------------------------------------- helpers

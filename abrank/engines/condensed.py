@@ -30,10 +30,11 @@ def condense(prep: Prepared, *, keep_negative: bool = True) -> Prepared:
     with ``keep_negative=False`` such rows are removed too, as trec_eval, which reads a
     negative grade as "in the pool but not judged", removes them.
     """
-    code, grade = prep.row_code, prep.row_grade
+    code, grade, judgment = prep.row_code, prep.row_grade, prep.row_judgment
     if not keep_negative:
         kept = grade >= 0
         code, grade = code[kept], grade[kept]
+        judgment = None if judgment is None else judgment[kept]
     nq = len(prep.ids)
     retrieved = np.bincount(code, minlength=nq).astype(prep.retrieved.dtype, copy=False)
     return dataclasses.replace(
@@ -41,5 +42,6 @@ def condense(prep: Prepared, *, keep_negative: bool = True) -> Prepared:
         row_code=code,
         row_pos=positions(code).astype(prep.row_pos.dtype, copy=False),
         row_grade=grade,
+        row_judgment=judgment,
         retrieved=retrieved,
     )

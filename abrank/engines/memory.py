@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from abrank._lazy import pandas as pd
 from abrank.engines.condensed import condense
+from abrank.engines.diversity import alpha_ndcg, err_ia, subtopic_entries, subtopic_join
 from abrank.engines.prepared import Prepared
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import (
@@ -31,6 +32,7 @@ from abrank.io.arrow import (
     take_rows,
 )
 from abrank.io.columns import parse_numbers
+from abrank.io.subtopics import SUBTOPIC
 from abrank.metrics.names import GAINS, Metric
 from abrank.metrics.registry import judged_families
 
@@ -112,7 +114,7 @@ def prepare(
         raise DataError(f"rankings: columns: expected a rank or a score column, got {found}")
     rq = as_arrow(rankings["query_id"], "rankings: query_id")
     rd = as_arrow(rankings["doc_id"], "rankings: doc_id")
-    inline = jq = jd = jgrade = None
+    inline = jq = jd = jgrade = labels = None
     if judgments is None:
         if "relevance" not in rankings.columns:
             raise DataError(
@@ -125,7 +127,32 @@ def prepare(
         jq = as_arrow(judgments["query_id"], "judgments: query_id")
         jd = as_arrow(judgments["doc_id"], "judgments: doc_id")
         jgrade = _numbers(judgments["relevance"], "judgments: relevance", allow_nan=False)
-    return prepare_arrays(rq, rd, key, inline, jq, jd, jgrade, depth, reach)
+        if SUBTOPIC in judgments.columns:
+            labels = as_arrow(judgments[SUBTOPIC], "judgments: subtopic")
+    if labels is None or jq is None or jd is None or jgrade is None:
+        return prepare_arrays(rq, rd, key, inline, jq, jd, jgrade, depth, reach)
+    return prepare_subtopics(rq, rd, key, jq, jd, jgrade, labels, depth, reach)
+
+
+def prepare_subtopics(
+    rq: pa.ChunkedArray,
+    rd: pa.ChunkedArray,
+    key: np.ndarray,
+    jq: pa.ChunkedArray,
+    jd: pa.ChunkedArray,
+    jgrade: np.ndarray,
+    labels: pa.ChunkedArray,
+    depth: int | None,
+    reach: int | None,
+) -> Prepared:
+    """prepare_arrays on subtopic judgments (``labels``: each judgment's subtopic; (query,
+    subtopic, doc) unique): every metric reads one grade per (query, doc), the highest over
+    its subtopics; the diversity metrics also read which subtopics each judged row is
+    relevant to (:attr:`Prepared.subtopics`)."""
+    jq, jd, jgrade, entry_pair, entry_label = subtopic_join(jq, jd, jgrade, labels)
+    prep = prepare_arrays(rq, rd, key, None, jq, jd, jgrade, depth, reach, keep_judgment=True)
+    prep.subtopics = subtopic_entries(prep.judged_code, jd, entry_pair, entry_label)
+    return prep
 
 
 def prepare_arrays(
@@ -138,9 +165,12 @@ def prepare_arrays(
     jgrade: np.ndarray | None,
     depth: int | None,
     reach: int | None,
+    keep_judgment: bool = False,
 ) -> Prepared:
     """prepare on arrays: ids as Arrow strings, ``key`` ascending = better rank, labels
-    either inline (per ranking row, NaN = unjudged) or as judgments (jq, jd, jgrade)."""
+    either inline (per ranking row, NaN = unjudged) or as judgments (jq, jd, jgrade).
+    ``keep_judgment`` keeps each judged row's judgment index (:attr:`Prepared.row_judgment`,
+    which the diversity metrics read)."""
     if inline is not None:
         codes, ids = query_codes(rq)
     else:
@@ -164,6 +194,8 @@ def prepare_arrays(
 
     def original(items: np.ndarray) -> np.ndarray:
         return items if rows is None else rows[items]
+
+    row_judgment: np.ndarray | None = None
 
     if inline is not None:
         # labels carried by the log: every labelled row is a judgment, kept or not
@@ -252,6 +284,8 @@ def prepare_arrays(
                 f"{_describe_pairs(jq, jd, lt[repeated] - n)}"
             )
         judged_grade = jgrade[judgment_of[judged_rows]]
+        if keep_judgment:
+            row_judgment = judgment_of[judged_rows].astype(np.int64)
 
     in_run = retrieved > 0
     in_judgments = np.bincount(jcodes, minlength=nq) > 0 if jcodes.size else np.zeros(nq, bool)
@@ -265,6 +299,7 @@ def prepare_arrays(
         in_run=in_run,
         in_judgments=in_judgments,
         retrieved=retrieved,
+        row_judgment=row_judgment,
     )
 
 
@@ -343,6 +378,7 @@ class _Shared:
         self._num_rel: dict[float, np.ndarray] = {}
         self._relevant: dict[float, tuple] = {}
         self._ideal: dict[str, dict] = {}
+        self.memo: dict = {}  # what the diversity kernels share (abrank.engines.diversity)
 
     def threshold(self, metric: Metric) -> float:
         return float(metric.rel if metric.rel is not None else self.rel_level)
@@ -443,6 +479,22 @@ def _rbp_residual(s: _Shared, metric: Metric) -> np.ndarray:
     return 1.0 - np.bincount(s.q[sel], weights=weights, minlength=s.nq)
 
 
+def _alpha_ndcg(s: _Shared, metric: Metric) -> np.ndarray:
+    """α-nDCG (:func:`abrank.engines.diversity.alpha_ndcg`): one greedy ideal search for
+    every cutoff of the call at this α."""
+    cutoffs = {
+        int(m.k)
+        for m in s.metrics
+        if m.family == "alpha_ndcg" and m.redundancy == metric.redundancy and m.k is not None
+    }
+    return alpha_ndcg(s.prep, metric, s.memo, cutoffs)
+
+
+def _err_ia(s: _Shared, metric: Metric) -> np.ndarray:
+    """ERR-IA (:func:`abrank.engines.diversity.err_ia`)."""
+    return err_ia(s.prep, metric, s.memo)
+
+
 def _judged(s: _Shared, metric: Metric) -> np.ndarray:
     k = metric.k
     hits = s.count(s.q, s.p, k)
@@ -534,6 +586,8 @@ KERNELS: dict[str, Callable[[_Shared, Metric], np.ndarray]] = {
     "ndcg": _discounted,
     "dcg": _discounted,
     "err": _err,
+    "alpha_ndcg": _alpha_ndcg,
+    "err_ia": _err_ia,
     "recall": _binary(_recall),
     "precision": _binary(_precision),
     "hit": _binary(_hit),

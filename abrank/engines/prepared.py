@@ -12,7 +12,28 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["Prepared"]
+__all__ = ["Prepared", "SubtopicJudgments"]
+
+
+@dataclass(frozen=True)
+class SubtopicJudgments:
+    """The relevant subtopic judgments (grade > 0) behind the prepared join's one judgment
+    per (query, doc), for the diversity metrics (:mod:`abrank.engines.diversity`).
+
+    An *entry* is one (document, subtopic) pair that is relevant. Entries are grouped by
+    judgment (``judgment``: the index of their (query, doc) judgment in
+    :attr:`Prepared.judged_code`), and within a judgment ordered by subtopic label in order
+    of first appearance in the judgments (ndeval's subtopic numbering, whose order its sums
+    follow). ``subtopic`` numbers the (query, subtopic) pairs densely from 0 to
+    ``count - 1``; ``candidates`` lists the judgments with at least one entry, by query code
+    and then doc id *descending* (bytewise): the order in which ndeval's greedy ideal
+    ordering prefers documents of equal gain.
+    """
+
+    judgment: np.ndarray
+    subtopic: np.ndarray
+    count: int
+    candidates: np.ndarray
 
 
 @dataclass
@@ -29,3 +50,7 @@ class Prepared:
     in_run: np.ndarray  # per query code: the ranking holds it
     in_judgments: np.ndarray  # per query code: it has at least one judgment
     retrieved: np.ndarray  # per query code: kept rows
+    # with subtopic judgments only (None otherwise, at no cost to the ordinary path): per
+    # judged row, the index of its judgment in judged_code; and the subtopic entries
+    row_judgment: np.ndarray | None = None
+    subtopics: SubtopicJudgments | None = None

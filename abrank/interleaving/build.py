@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from abrank.errors import ConfigError, DataError
 from abrank.io.idcodes import text_codes
+from abrank.io.subtopics import collapse_frame
 
 METHODS: tuple[str, ...] = ("team_draft", "balanced")
 """The interleaving methods :func:`interleave` knows."""
@@ -144,7 +145,9 @@ def interleave(
 
 def grades_of_shown(shown: pd.DataFrame, judgments: pd.DataFrame) -> pd.Series:
     """Each shown result's grade in ``judgments`` (canonical frame: ``query_id``,
-    ``doc_id``, ``relevance``), aligned on ``shown``'s index; NaN when unjudged."""
+    ``doc_id``, ``relevance``), aligned on ``shown``'s index; NaN when unjudged. Subtopic
+    judgments give each document its highest grade."""
+    judgments = collapse_frame(judgments)
     keys = pd.MultiIndex.from_arrays(
         [judgments["query_id"].astype(str), judgments["doc_id"].astype(str)]
     )

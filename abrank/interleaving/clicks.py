@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from abrank.errors import ConfigError, DataError
+from abrank.io.subtopics import collapse_frame
 
 CLICK_PROFILES: dict[str, dict[str, dict[float, float]]] = {
     "perfect": {
@@ -244,6 +245,7 @@ def _grades_of(shown: pd.DataFrame, judgments: pd.DataFrame | None) -> np.ndarra
             )
         return pd.to_numeric(shown["relevance"], errors="coerce").to_numpy(dtype=float)
     _need_columns(judgments, ("query_id", "doc_id", "relevance"), "judgments")
+    judgments = collapse_frame(judgments)  # subtopic judgments: a document's highest grade
     keys = ["query_id", "doc_id"]
     table = judgments[keys + ["relevance"]].astype({"query_id": str, "doc_id": str})
     twice = table.duplicated(keys).to_numpy()

@@ -37,6 +37,7 @@ from abrank.io.online import (
     read_impressions,
     split_log,
 )
+from abrank.io.subtopics import SUBTOPIC
 from abrank.io.tables import check_head, listing, read_table
 
 __all__ = [
@@ -202,8 +203,33 @@ def _judgments(
         missing=_cells(frame, path, fmt, sep)("relevance"),
         bounded=True,
     )
+    if SUBTOPIC in frame.columns:  # subtopic judgments: one judgment per triple
+        frame[SUBTOPIC] = _subtopic_labels(frame[SUBTOPIC], path, first_line)
+        repeated = frame.duplicated(["query_id", SUBTOPIC, "doc_id"]).to_numpy()
+        if repeated.any():
+            row = int(np.flatnonzero(repeated)[0])
+            q, t, d = (frame[c].iloc[row] for c in ("query_id", SUBTOPIC, "doc_id"))
+            raise DataError(
+                f"{path}: {_where(path, row + first_line)}: expected one judgment per "
+                f"(query_id, subtopic, doc_id) triple, got {int(repeated.sum())} repeated: "
+                f"({q!r}, {t!r}, {d!r})"
+            )
+        return frame[["query_id", "doc_id", "relevance", SUBTOPIC]]
     frame = _deduplicate(frame, path, first_line, "error", what="judgments")
     return frame[["query_id", "doc_id", "relevance"]]
+
+
+def _subtopic_labels(values: pd.Series, path: str | Path, first_line: int) -> pd.Series:
+    """A table's subtopic column as strings (integers as written: ``3``, not ``3.0``); a
+    missing cell is an error naming its line."""
+    missing = values.isna().to_numpy()
+    if missing.any():
+        _fail_at(path, first_line, values, missing, SUBTOPIC, "a subtopic label")
+    if pd.api.types.is_float_dtype(values.dtype):
+        whole = values == values.round()
+        if whole.all():
+            values = values.astype(np.int64)
+    return values.astype(str)
 
 
 def read_attributes(

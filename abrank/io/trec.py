@@ -30,6 +30,7 @@ from abrank.io.arrow import (
 from abrank.io.columns import parse_numbers
 from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, open_bytes
 from abrank.io.head import HEAD_BYTES, long_line_error, read_head, read_only
+from abrank.io.subtopics import SUBTOPIC, collapse_arrays, is_subtopic_column, subtopic_codes
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
@@ -120,31 +121,70 @@ def read_trec_qrels(path: str | Path) -> pd.DataFrame:
 
     Returns the canonical judgments frame ``query_id``, ``doc_id`` (str) and
     ``relevance`` (float64). A (query, doc) pair judged twice is an error, as in trec_eval.
+    A file whose second column holds more than one distinct value (``Q0`` counting as
+    ``0``) holds subtopic judgments (:mod:`abrank.io.subtopics`): the frame then has a
+    ``subtopic`` column (str) too, and a (query, subtopic, doc) triple judged twice is the
+    error.
     """
-    qid, doc, grade = qrels_arrays(path)
-    return pd.DataFrame(
-        {"query_id": _to_str_series(qid), "doc_id": _to_str_series(doc), "relevance": grade}
-    )
+    qid, doc, grade, subtopic = qrels_columns(path)
+    columns = {"query_id": _to_str_series(qid), "doc_id": _to_str_series(doc), "relevance": grade}
+    if subtopic is not None:
+        columns[SUBTOPIC] = _to_str_series(subtopic)
+    return pd.DataFrame(columns)
 
 
 def qrels_arrays(
     path: str | Path, check: bool = True
 ) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
     """Query ids, doc ids and grades of a qrels file, checked (numbers; no repeated pair
-    unless ``check`` is False)."""
-    wanted = {"query_id": 0, "doc_id": 2, "relevance": 3}
+    unless ``check`` is False). Subtopic judgments come as one grade per (query, doc), the
+    highest over its subtopics (:func:`abrank.io.subtopics.collapse_arrays`)."""
+    qid, doc, grade, subtopic = qrels_columns(path, check)
+    if subtopic is not None:
+        return collapse_arrays(qid, doc, grade)
+    return qid, doc, grade
+
+
+def qrels_columns(
+    path: str | Path, check: bool = True
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray, pa.ChunkedArray | None]:
+    """Query ids, doc ids, grades and subtopics (None unless the file holds subtopic
+    judgments) of a qrels file, in file order, checked (numbers; no repeated (query, doc)
+    pair, or (query, subtopic, doc) triple, unless ``check`` is False)."""
+    wanted = {"query_id": 0, "iter": 1, "doc_id": 2, "relevance": 3}
     table, lines = _read_fields(path, QRELS_FIELDS, wanted)
     grade = _numbers(path, table, lines, "relevance", QRELS_FIELDS, wanted, bounded=True)
     qid, doc = table["query_id"], table["doc_id"]
+    subtopic = table["iter"] if is_subtopic_column(table["iter"]) else None
+    if subtopic is not None:
+        subtopic = subtopic.cast(pa.string())
     if not check:
-        return qid, doc, grade
-    later = repeated_pairs(query_codes(qid)[0], doc)
+        return qid, doc, grade, subtopic
+    codes = query_codes(qid)[0]
+    if subtopic is None:
+        later = repeated_pairs(codes, doc)
+        if later.size:
+            raise DataError(
+                f"{path}: line {lines[int(later[0])]}: expected one judgment per (query, doc) "
+                f"pair, got {later.size} repeated: "
+                f"{name_pairs(qid, doc, later, lines.__getitem__)}"
+            )
+        return qid, doc, grade, None
+    sub = subtopic_codes(subtopic)
+    _, pair = np.unique(codes.astype(np.int64) * (int(sub.max()) + 1) + sub, return_inverse=True)
+    later = repeated_pairs(pair.reshape(-1), doc)
     if later.size:
-        raise DataError(
-            f"{path}: line {lines[int(later[0])]}: expected one judgment per (query, doc) pair, "
-            f"got {later.size} repeated: {name_pairs(qid, doc, later, lines.__getitem__)}"
+        shown = ", ".join(
+            f"({qid[int(r)].as_py()!r}, {subtopic[int(r)].as_py()!r}, {doc[int(r)].as_py()!r}) "
+            f"at line {lines[int(r)]}"
+            for r in later[:_SHOWN]
         )
-    return qid, doc, grade
+        more = f" and {later.size - _SHOWN} more" if later.size > _SHOWN else ""
+        raise DataError(
+            f"{path}: line {lines[int(later[0])]}: expected one judgment per (query, subtopic, "
+            f"doc) triple, got {later.size} repeated: {shown}{more}"
+        )
+    return qid, doc, grade, subtopic
 
 
 def _numbers(
@@ -291,9 +331,7 @@ def _parse_fields(
                     delimiter=" ", quote_char=False, double_quote=False
                 ),
                 convert_options=pacsv.ConvertOptions(
-                    column_types={
-                        name: pa.float64() if name in _NUMERIC else pa.string() for name in wanted
-                    },
+                    column_types={name: _column_type(name) for name in wanted},
                     include_columns=list(wanted),
                     strings_can_be_null=False,
                     null_values=[],
@@ -306,6 +344,16 @@ def _parse_fields(
     except (pa.ArrowInvalid, UnicodeDecodeError):
         pass
     return _read_fields_split(path, source, fields, wanted, extra_allowed=fields == RUN_FIELDS)
+
+
+def _column_type(name: str) -> pa.DataType:
+    """How the fast path reads a field: numbers as float64, qrels' second column (mostly one
+    value repeated) dictionary-encoded, ids as strings."""
+    if name in _NUMERIC:
+        return pa.float64()
+    if name == "iter":
+        return pa.dictionary(pa.int32(), pa.string())
+    return pa.string()
 
 
 def _read_fields_split(

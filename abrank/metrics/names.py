@@ -19,6 +19,12 @@ default, ``2**grade - 1`` with ``gain="exp"``), grades <= 0 give no gain, and it
 ordering comes from *all* judgments of the query; unjudged documents are not relevant;
 P@k divides by k even when fewer documents were retrieved; only the first ``depth``
 documents of a query count.
+
+The diversity metrics ``alpha_ndcg@k`` and ``err_ia@k`` (ir_measures' ``alpha_nDCG@k``,
+``ERR_IA@k``; ``alpha=`` sets the redundancy penalty, 0.5 by default) read subtopic
+judgments as ndeval does (:mod:`abrank.engines.diversity`); every other metric reads one
+grade per (query, doc) of subtopic judgments, the highest over its subtopics
+(:mod:`abrank.io.subtopics`).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from abrank.metrics.registry import (
     RBP_PERSISTENCE,
     binary_families,
     click_families,
+    diversity_families,
     graded_families,
     join_names,
     judged_families,
@@ -49,6 +56,7 @@ from abrank.metrics.registry import (
 )
 
 __all__ = [
+    "DEFAULT_ALPHA",
     "GAINS",
     "JUDGED_ONLY",
     "Metric",
@@ -63,6 +71,8 @@ __all__ = [
 _SPELLINGS: dict[str, str] = spellings()
 
 GAINS = ("linear", "exp")
+#: The diversity families' redundancy penalty α when ``alpha=`` is not given (ndeval's).
+DEFAULT_ALPHA = 0.5
 _GAIN_ALIASES = {
     "linear": "linear",
     "log2": "linear",
@@ -93,8 +103,11 @@ class Metric:
     ``rel`` overrides the relevance threshold of binary metrics (mrr, recall, precision,
     hit, map, ap, bpref, rprec, infap); ``gain`` ("linear" or "exp") overrides the gain of
     ndcg and dcg; ``p`` is the persistence of rbp and rbp_residual (a number strictly
-    between 0 and 1; 0.8 when not given, and always part of their names: ``rbp(p=0.8)``).
-    The canonical :attr:`name` is what columns, summary keys and CLI output use. With ``judged_only`` the metric scores each ranking with its unjudged documents
+    between 0 and 1; 0.8 when not given, and always part of their names: ``rbp(p=0.8)``);
+    ``alpha`` (from 0 to 1) the redundancy penalty of the diversity families (alpha_ndcg,
+    err_ia), None meaning :data:`DEFAULT_ALPHA` (a given 0.5 is stored as None, so the
+    canonical name leaves the default out). The canonical :attr:`name` is what columns,
+    summary keys and CLI output use. With ``judged_only`` the metric scores each ranking with its unjudged documents
     removed (name ``ndcg@10(judged)``); ``judged``, which counts unjudged documents, has no
     such variant.
     """
@@ -105,6 +118,7 @@ class Metric:
     gain: str | None = None
     judged_only: bool = False
     p: float | None = None
+    alpha: float | None = None
 
     def __post_init__(self) -> None:
         family = str(self.family).lower()
@@ -171,6 +185,21 @@ class Metric:
                 )
             object.__setattr__(self, "gain", gain)
         self._check_persistence(family, spec.persistence)
+        if self.alpha is not None:
+            if not spec.diversity:
+                raise ConfigError(
+                    f"metric {family}: alpha: expected no alpha (it applies to "
+                    f"{join_names(diversity_families())}), got one"
+                )
+            try:
+                alpha = float(self.alpha)
+            except (TypeError, ValueError):
+                alpha = math.nan
+            if isinstance(self.alpha, bool) or not 0.0 <= alpha <= 1.0:  # also refuses nan
+                raise ConfigError(
+                    f"metric {family}: alpha: expected a number from 0 to 1, got {self.alpha!r}"
+                )
+            object.__setattr__(self, "alpha", None if alpha == DEFAULT_ALPHA else alpha)
         if not isinstance(self.judged_only, (bool, np.bool_)):
             raise ConfigError(
                 f"metric {family}: judged_only: expected True or False, got {self.judged_only!r}"
@@ -202,6 +231,11 @@ class Metric:
         object.__setattr__(self, "p", persistence)
 
     @property
+    def redundancy(self) -> float:
+        """α of a diversity family (:data:`DEFAULT_ALPHA` when not given)."""
+        return DEFAULT_ALPHA if self.alpha is None else float(self.alpha)
+
+    @property
     def lower_is_better(self) -> bool:
         """A decrease of the metric is the improvement (abandonment)."""
         return FAMILIES[self.family].lower_is_better
@@ -229,6 +263,8 @@ class Metric:
             params.append(f"gain={self.gain}")
         if self.rel is not None:
             params.append(f"rel={_number(self.rel)}")
+        if self.alpha is not None:
+            params.append(f"alpha={_number(self.alpha)}")
         text = head + (f"({','.join(params)})" if params else "")
         text += f"@{self.k}" if self.k is not None else ""
         return text + (f"({JUDGED_ONLY})" if self.judged_only else "")
@@ -238,8 +274,9 @@ class Metric:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe description: name, label, family, k, rel, gain, and for a judged-only
-        metric ``judged_only: True``, for rbp its persistence ``p`` (each left out otherwise,
-        so plain descriptions keep their keys)."""
+        metric ``judged_only: True``, for rbp its persistence ``p``, for a diversity metric
+        with another α than 0.5 its ``alpha`` (each left out otherwise, so plain descriptions
+        keep their keys)."""
         out: dict[str, Any] = {
             "name": self.name,
             "label": self.label,
@@ -252,6 +289,8 @@ class Metric:
             out["judged_only"] = True
         if self.p is not None:
             out["p"] = self.p
+        if self.alpha is not None:
+            out["alpha"] = self.alpha
         return out
 
 
@@ -316,6 +355,7 @@ def parse_metric(text: str | Metric) -> Metric:
     rel: float | None = None
     gain: str | None = None
     persistence: str | None = None
+    alpha: float | None = None
     params = match.groupdict().get("params")
     if params is not None and params.strip():
         for item in params.split(","):
@@ -339,14 +379,23 @@ def parse_metric(text: str | Metric) -> Metric:
                 gain = value
             elif key == "p":
                 persistence = value
+            elif key == "alpha":
+                try:
+                    alpha = float(value)
+                except ValueError:
+                    raise ConfigError(
+                        f"metric {text!r}: alpha: expected a number from 0 to 1, got {value!r}"
+                    ) from None
             else:
                 raise ConfigError(
-                    f"metric {text!r}: parameters: expected rel=<number>, gain=linear|exp or "
-                    f"p=<persistence>, got {key!r}"
+                    f"metric {text!r}: parameters: expected rel=<number>, gain=linear|exp, "
+                    f"p=<persistence> or alpha=<number from 0 to 1>, got {key!r}"
                 )
     try:
         p = _persistence(text, persistence)
-        return Metric(family, k, rel=rel, gain=gain, judged_only=judged_only, p=p)
+        return Metric(
+            family, k, rel=rel, gain=gain, judged_only=judged_only, p=p, alpha=alpha
+        )
     except ConfigError as exc:
         message = str(exc)
         if message.startswith("metric "):

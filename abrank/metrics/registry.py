@@ -22,6 +22,7 @@ __all__ = [
     "RBP_PERSISTENCE",
     "binary_families",
     "click_families",
+    "diversity_families",
     "graded_families",
     "judged_families",
     "join_names",
@@ -46,7 +47,7 @@ GEOMETRIC_FLOOR = 1e-5
 #: probability 0.8 (Moffat & Zobel's middle value, ir_measures' and trec_eval's default).
 RBP_PERSISTENCE = 0.8
 
-Relevance = Literal["binary", "graded", "judged", "click"]
+Relevance = Literal["binary", "graded", "subtopic", "judged", "click"]
 Cutoff = Literal["optional", "required", "none"]
 
 
@@ -56,7 +57,9 @@ class MetricSpec:
 
     ``relevance`` says what the family reads of a judgment: ``binary`` (grade >= the
     relevance threshold is relevant; takes ``rel=``), ``graded`` (the grade as a gain;
-    takes ``gain=``), ``judged`` (only whether a judgment exists) or ``click`` (no
+    takes ``gain=``), ``subtopic`` (a diversity family: whether the document is relevant,
+    grade > 0, to each subtopic of the query; takes ``alpha=``), ``judged`` (only whether a
+    judgment exists) or ``click`` (no
     judgment at all: the clicks, and dwell times, of an impression log). ``cutoff`` is
     ``optional`` (``name`` or ``name@k``), ``required`` (``name@k`` only) or ``none``; a
     family with a ``twin`` turns into it when the cutoff is given where it has none, or
@@ -96,6 +99,11 @@ class MetricSpec:
     def graded(self) -> bool:
         """The family uses grades as gains (linear or exponential, ``gain=``)."""
         return self.relevance == "graded" and not self.fixed_gain
+
+    @property
+    def diversity(self) -> bool:
+        """The family reads subtopic judgments (alpha-nDCG, ERR-IA) and takes ``alpha=``."""
+        return self.relevance == "subtopic"
 
     @property
     def click(self) -> bool:
@@ -158,6 +166,30 @@ FAMILIES: dict[str, MetricSpec] = {
             ir_measures=("ERR@k",),
             fixed_gain=True,
             source="Chapelle, Metzler, Zhang & Grinspan 2009; gdeval (TREC Web track)",
+        ),
+        MetricSpec(
+            "alpha_ndcg",
+            "α-nDCG",
+            "subtopic",
+            "required",
+            "α-DCG over the α-DCG of ndeval's greedy ideal ordering (Clarke et al. 2008): the "
+            "gain at rank i sums, over the subtopics the document is relevant to (grade > 0), "
+            "(1 - α)^(the higher-ranked documents relevant to that subtopic), discount "
+            "1 / log2(i + 1); α = 0.5 unless `alpha=` says otherwise",
+            ir_measures=("alpha_nDCG@k",),
+            source="Clarke, Kolla, Cormack, Vechtomova, Ashkan, Büttcher & MacKinnon 2008; "
+            "ndeval (TREC Web track), pyndeval",
+        ),
+        MetricSpec(
+            "err_ia",
+            "ERR-IA",
+            "subtopic",
+            "required",
+            "intent-aware ERR as ndeval computes it: the same gains with discount 1 / i, over "
+            "the number of subtopics S times sum over i <= k of (1 - α)^(i-1) / i (the "
+            "'ideal ideal' normalisation ir_measures' ERR_IA reports); α = 0.5 by default",
+            ir_measures=("ERR_IA@k",),
+            source="Chapelle, Ji, Liao, Velipasaoglu, Lai & Wu 2011; ndeval (TREC Web track)",
         ),
         MetricSpec(
             "recall",
@@ -389,6 +421,11 @@ def persistence_families() -> list[str]:
     return [spec.family for spec in FAMILIES.values() if spec.persistence]
 
 
+def diversity_families() -> list[str]:
+    """Families scored from subtopic judgments (take ``alpha=``), in registry order."""
+    return [spec.family for spec in FAMILIES.values() if spec.diversity]
+
+
 def click_families() -> list[str]:
     """Families scored from impression logs (clicks, dwell), in registry order."""
     return [spec.family for spec in FAMILIES.values() if spec.click]
@@ -418,7 +455,8 @@ def known_names() -> str:
     listed = f"; click metrics {', '.join(clicks)}" if clicks else ""
     return (
         f"{own}; ir_measures spellings {ir}; trec_eval spellings {trec}{listed}; "
-        "parameters as in mrr(rel=2)@10, ndcg(gain=exp)@10 or rbp(p=0.9)"
+        "parameters as in mrr(rel=2)@10, ndcg(gain=exp)@10, rbp(p=0.9) or "
+        "alpha_ndcg(alpha=0.7)@10"
     )
 
 

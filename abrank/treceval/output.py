@@ -14,7 +14,7 @@ from abrank.errors import ConfigError, DataError
 from abrank.io.files import is_gzip, open_bytes
 from abrank.io.trec import (
     RUN_FIELDS,
-    qrels_arrays,
+    qrels_columns,
     read_trec_qrels,
     read_trec_run,
     run_arrays,
@@ -78,9 +78,11 @@ def trec_eval_text(
 
 def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | None) -> Prepared:
     """A TREC run joined to its qrels (the metrics engine's arrays), straight from the files."""
-    from abrank.engines.memory import prepare_arrays
+    from abrank.engines.memory import prepare_arrays, prepare_subtopics
 
-    jq, jd, grade = qrels_arrays(qrels_path, check=False)
+    jq, jd, grade, subtopics = qrels_columns(qrels_path, check=False)
+    if subtopics is not None:  # checked (a repeated triple would count twice), then joined
+        jq, jd, grade, subtopics = qrels_columns(qrels_path)
     rq, rd, score, _ = run_arrays(run_path)
     pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
     # Like trec_eval, refuse a run with a document twice among a query's first `depth`
@@ -88,6 +90,8 @@ def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | No
     # readers' own searches, which name the lines, run only when there is one to report.
     key = np.negative(score, out=score) if score.flags.writeable else -score  # best first
     try:
+        if subtopics is not None:
+            return prepare_subtopics(rq, rd, key, jq, jd, grade, subtopics, depth, None)
         return prepare_arrays(rq, rd, key, None, jq, jd, grade, depth, None)
     except DataError as exc:
         if str(exc).startswith("rankings: (query_id, doc_id)"):

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from abrank.config import Experiment
+from abrank.io.subtopics import collapse_frame
 
 MAX_ROWS = 50_000_000
 """The most ranking rows (all arms together; on an SQL engine, the most its top lists can
@@ -83,7 +84,8 @@ def with_explanation(
             if say is not None:
                 say(f"no explanation tables: {rows:,} ranking rows, more than {MAX_ROWS:,}")
             return readout
-        inputs = ExplanationInputs(dict(data.rankings), data.judgments)
+        # one grade per (query, doc): subtopic judgments' highest (abrank.io.subtopics)
+        inputs = ExplanationInputs(dict(data.rankings), collapse_frame(data.judgments))
     explanation = offline_explanation(
         {arm.name: inputs.rankings[arm.name] for arm in experiment.arms},
         inputs.judgments,

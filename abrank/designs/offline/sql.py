@@ -328,6 +328,7 @@ class SqlOffline:
                     depth=experiment.depth,
                     complete=True,
                     judged_k=JUDGED_K,
+                    subtopics=self.judgments.subtopics,
                 )
                 self.cache[(arm.name, options)] = scores
             arms[arm.name] = scores
@@ -462,6 +463,7 @@ def score_files(
             depth=depth,
             complete=complete,
             judged_only=judged_only,
+            subtopics=judged.subtopics,
         )
     finally:
         backend.close()

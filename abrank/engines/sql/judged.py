@@ -34,9 +34,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from abrank._lazy import pandas as pd
+from abrank.engines.diversity import err_ia_norm, greedy_ideal_dcg
 from abrank.engines.evaluate import ArmScores
 from abrank.engines.memory import check_options
 from abrank.engines.sql import Backend, compile_sql
+from abrank.io.subtopics import SUBTOPIC
 from abrank.metrics.names import Metric, as_judged_only, judged_metrics
 from abrank.metrics.registry import FAMILIES
 
@@ -116,6 +118,11 @@ class _Plan:
     def err(self) -> bool:
         """Whether a metric is ERR (the rows then carry the chance of reaching them)."""
         return any(m.family == "err" for m in self.metrics)
+
+    @property
+    def diversity(self) -> list[tuple[int, Metric]]:
+        """The diversity metrics (alpha_ndcg, err_ia), with their place among the metrics."""
+        return [(n, m) for n, m in enumerate(self.metrics) if FAMILIES[m.family].diversity]
 
     @property
     def kinds(self) -> list[str]:
@@ -201,6 +208,7 @@ def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) 
     )
     parts = [
         "r.query_id AS query_id",
+        *(["r.doc_id AS doc_id"] if plan.diversity else []),
         "j.grade AS grade",
         f"ROW_NUMBER() {window} - 1 AS pos",
         f"SUM(CASE WHEN j.grade IS NULL THEN 0 ELSE 1 END) {window} - 1 AS cpos",
@@ -283,6 +291,15 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
                     f"CASE WHEN {defined} THEN CAST({dcg} AS DOUBLE) / i{g}.idcg_{g}_{cut} END"
                 )
             continue
+        if FAMILIES[family].diversity:
+            # the sums of diversity_sql; alpha_ndcg's α-DCG is divided by the greedy ideal
+            # after the statement (score_arm_sql), err_ia's sum here by S times its ideal
+            summed = f"CAST(COALESCE(dv.div_{n}, 0) AS DOUBLE)"
+            if family == "err_ia":
+                best = sql_number(err_ia_norm(int(cast(int, k)), m.redundancy))
+                summed = f"{summed} / (ns.nsub * {best})"
+            values[out] = f"CASE WHEN COALESCE(ns.nsub, 0) > 0 THEN {summed} END"
+            continue
         if family == "err":
             err = agg(
                 f"err_{cut}_{view}",
@@ -361,6 +378,7 @@ def judged_sql(
     gain: str = "linear",
     depth: int | None = 1000,
     judged_k: int = 10,
+    subtopics: str | None = None,
 ) -> str:
     """The one statement (neutral dialect) of every metric's value per query.
 
@@ -368,7 +386,11 @@ def judged_sql(
     the canonical columns. The result has one row per query that is judged (with columns
     ``query_id``, ``in_run`` 1/0, ``m0``, ``m1``... in the order of ``metrics``, NULL where
     undefined, ``judged_share`` judged@``judged_k`` and ``first_relevant`` the 1-based rank
-    of the first document with a grade >= ``rel_level``, NULL for none).
+    of the first document with a grade >= ``rel_level``, NULL for none). A diversity
+    metric reads the relation ``subtopics`` (``query_id``, ``doc_id``, ``relevance``,
+    ``subtopic``) when the judgments have subtopics, else ``judgments`` as one subtopic a
+    query; alpha_ndcg's column is its α-DCG, which :func:`score_arm_sql` divides by the
+    ideal.
     """
     plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
     aggs, values = _aggregates(plan, depth)
@@ -382,6 +404,12 @@ def judged_sql(
         f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM numbered GROUP BY query_id)",
     ]
     joins = ["FROM query_stats AS s", "LEFT JOIN per_run AS r ON s.query_id = r.query_id"]
+    if plan.diversity:
+        ctes += diversity_ctes(plan, judgments, subtopics, depth)
+        joins += [
+            "LEFT JOIN nsub AS ns ON s.query_id = ns.query_id",
+            "LEFT JOIN div AS dv ON s.query_id = dv.query_id",
+        ]
     for kind in plan.kinds:
         g = plan.g(kind)
         ctes.append(f"ideal_{g} AS ({ideal_dcg_sql(kind, plan.ideal_cutoffs(kind), f'idcg_{g}_')})")
@@ -397,6 +425,83 @@ def judged_sql(
     return f"WITH {', '.join(ctes)} SELECT {', '.join(columns)} {' '.join(joins)}"
 
 
+def topics_sql(judgments: str, subtopics: str | None) -> str:
+    """The relevant (grade > 0) subtopic judgments: ``query_id``, ``doc_id``, ``subtopic``
+    (one empty label a query for judgments without subtopics)."""
+    source = subtopics if subtopics is not None else judgments
+    label = f"CAST({SUBTOPIC} AS VARCHAR)" if subtopics is not None else "CAST('' AS VARCHAR)"
+    return (
+        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+        f"{label} AS {SUBTOPIC} FROM {source} AS given_topics WHERE CAST(relevance AS DOUBLE) > 0"
+    )
+
+
+def diversity_ctes(
+    plan: _Plan, judgments: str, subtopics: str | None, depth: int | None
+) -> list[str]:
+    """The diversity metrics' relations (:mod:`abrank.engines.diversity`): ``nsub`` (S, the
+    subtopics with a relevant judgment, per query) and ``div``, per query and metric n the
+    sum ``div_n`` over the top k of each (row, subtopic) entry's (1 - α)^seen divided by
+    log2(rank + 1) (alpha_ndcg) or by the rank (err_ia), ``seen`` counting the entries of
+    its subtopic above it (one window over the entries of the top rows)."""
+    deepest = max(int(cast(int, m.k)) for _, m in plan.diversity)
+    kept = "" if depth is None else f" AND n.pos < {int(depth)}"
+    entries = (
+        "SELECT n.query_id AS query_id, n.pos AS pos, n.cpos AS cpos, ROW_NUMBER() OVER "
+        f"(PARTITION BY n.query_id, t.{SUBTOPIC} ORDER BY n.pos) - 1 AS seen FROM numbered AS n "
+        f"JOIN topics AS t ON n.query_id = t.query_id AND n.doc_id = t.doc_id "
+        f"WHERE n.cpos < {deepest}{kept}"
+    )
+    sums = []
+    for n, m in plan.diversity:
+        pos = "cpos" if m.judged_only else "pos"
+        discount = f"LOG(2, {pos} + 2)" if m.family == "alpha_ndcg" else f"({pos} + 1)"
+        decay = sql_number(1.0 - m.redundancy)
+        sums.append(
+            f"SUM(CASE WHEN {pos} < {int(cast(int, m.k))} THEN POWER({decay}, seen) / "
+            f"{discount} ELSE 0 END) AS div_{n}"
+        )
+    return [
+        f"topics AS ({topics_sql(judgments, subtopics)})",
+        f"nsub AS (SELECT query_id, COUNT(DISTINCT {SUBTOPIC}) AS nsub FROM topics "
+        "GROUP BY query_id)",
+        f"div_entries AS ({entries})",
+        f"div AS (SELECT query_id, {', '.join(sums)} FROM div_entries GROUP BY query_id)",
+    ]
+
+
+def _divide_by_ideal(
+    backend: Backend,
+    scores: ArmScores,
+    metrics: Sequence[Metric],
+    judgments: str,
+    subtopics: str | None,
+) -> ArmScores:
+    """alpha_ndcg's α-DCG over the α-DCG of ndeval's greedy ideal ordering, computed from
+    the relevant judgments as the memory engine computes it
+    (:func:`abrank.engines.diversity.greedy_ideal_dcg`)."""
+    wanted = [m for m in metrics if m.family == "alpha_ndcg"]
+    if not wanted:
+        return scores
+    topics = backend.run(compile_sql(topics_sql(judgments, subtopics), backend.dialect))
+    labels = topics.column(SUBTOPIC) if subtopics is not None else None
+    ids, ideal = greedy_ideal_dcg(
+        topics.column("query_id"),
+        topics.column("doc_id"),
+        labels,
+        list(dict.fromkeys((int(cast(int, m.k)), m.redundancy) for m in wanted)),
+    )
+    index = pd.Index(ids.to_pandas().astype("str"))
+    values = scores.values.copy()
+    for m in wanted:
+        found = pd.Series(ideal[(int(cast(int, m.k)), m.redundancy)], index=index)
+        best = found.reindex(values.index).fillna(0.0).to_numpy()
+        dcg = values[m.name].to_numpy(dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values[m.name] = np.where(np.isnan(dcg), np.nan, np.where(best > 0, dcg / best, 0.0))
+    return dataclasses.replace(scores, values=values)
+
+
 def score_arm_sql(
     backend: Backend,
     rankings: str,
@@ -410,6 +515,7 @@ def score_arm_sql(
     complete: bool = False,
     judged_k: int = 10,
     judged_only: bool = False,
+    subtopics: str | None = None,
 ) -> ArmScores:
     """The memory engine's ``score_arm`` on relations of an SQL engine.
 
@@ -419,7 +525,8 @@ def score_arm_sql(
     same :class:`~abrank.engines.evaluate.ArmScores`: values indexed by query id in byte
     order (the judged queries held by the rankings, with ``complete`` every judged
     query), NaN where undefined; judged@``judged_k`` averaged and the first relevant rank
-    over the ranked and judged queries.
+    over the ranked and judged queries. ``subtopics``: the relation of subtopic judgments
+    (:attr:`abrank.engines.sql.rankings.Opened.subtopics`), which the diversity metrics read.
     """
     from abrank.engines import check_metrics
 
@@ -439,9 +546,11 @@ def score_arm_sql(
         gain=gain,
         depth=depth,
         judged_k=int(judged_k),
+        subtopics=subtopics,
     )
     table = backend.run(compile_sql(sql, backend.dialect))
-    return arm_scores(table, parsed, complete)
+    scores = arm_scores(table, parsed, complete)
+    return _divide_by_ideal(backend, scores, parsed, judgments, subtopics)
 
 
 def arm_scores(table: pa.Table, metrics: Sequence[Metric], complete: bool) -> ArmScores:

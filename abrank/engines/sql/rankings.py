@@ -36,6 +36,7 @@ from abrank.engines.sql.sources import (
 )
 from abrank.errors import ConfigError, DataError
 from abrank.io.columns import ALIASES, alias_renames
+from abrank.io.subtopics import PLACEHOLDERS, SUBTOPIC
 
 __all__ = ["Opened", "TableSource", "open_judgments", "open_rankings"]
 
@@ -76,12 +77,18 @@ class Opened:
     """A checked input as a relation of canonical columns: ``sql`` is a parenthesised
     query (``query_id``, ``doc_id`` as text, ``score`` or ``rank`` as ``ranked_by`` says,
     or ``relevance``; then the file's other columns as ``extra``), and the rows of each
-    file read."""
+    file read. Subtopic judgments (:mod:`abrank.io.subtopics`: a qrels file's second column
+    of several values, or a table's ``subtopic`` column) are ``sql`` with one judgment per
+    (query, doc), the highest grade over its subtopics, as every metric but the diversity
+    ones reads them; ``subtopics`` is then the relation of the judgments as given
+    (``query_id``, ``doc_id``, ``relevance``, ``subtopic`` as text), unique per (query,
+    subtopic, doc)."""
 
     sql: str
     ranked_by: str | None
     extra: tuple[str, ...]
     file_rows: dict[str, int]
+    subtopics: str | None = None  # subtopic judgments only: the relation with them
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins."""
@@ -90,6 +97,7 @@ class Opened:
             "ranked_by": self.ranked_by,
             "extra": list(self.extra),
             "file_rows": dict(self.file_rows),
+            "subtopics": self.subtopics,
         }
 
 
@@ -228,8 +236,12 @@ def _trec_rows(
         f"CASE WHEN {fields_bad} THEN 1 ELSE 0 END AS fields_bad",
         f"{number_kind(value, text, bounded=value_name == 'relevance')} AS number_bad",
     ]
+    extra: tuple[str, ...] = ()
+    if value_name == "relevance":  # qrels: the second field, subtopics when it varies
+        parts.append(f"CASE WHEN {enough} THEN f[1] END AS {SUBTOPIC}")
+        extra = (SUBTOPIC,)
     sql = f"SELECT {', '.join(parts)} FROM ({split}) AS split WHERE n > 0"
-    return _Rows(sql, "score" if value_name == "score" else None)
+    return _Rows(sql, "score" if value_name == "score" else None, extra)
 
 
 def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: bool) -> _Rows:
@@ -292,6 +304,8 @@ def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: 
     )
     canonical = set(column.values())
     extra = tuple(c for c in names if c not in canonical)
+    if judgments and SUBTOPIC in column:  # a subtopic column named by columns.subtopic
+        extra = (*extra, SUBTOPIC)
     ids = {c: _id_text(source, c, column[c], kind[column[c]]) for c in ("query_id", "doc_id")}
     missing = {
         c: f"{quote(column[c])} IS NULL OR {ids[c]} IS NULL OR {ids[c]} = ''"
@@ -307,7 +321,12 @@ def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: 
         f"CASE WHEN {missing['query_id']} THEN 1 WHEN {missing['doc_id']} THEN 2 ELSE 0 END "
         "AS fields_bad",
         f"{number_bad} AS number_bad",
-        *[quote(c) for c in extra],
+        *[
+            quote(c)
+            if c != SUBTOPIC or SUBTOPIC not in column
+            else f"{quote(column[SUBTOPIC])} AS {SUBTOPIC}"
+            for c in extra
+        ],
     ]
     sql = f"SELECT {', '.join(parts)} FROM {name}"
     return _Rows(sql, ranked_by, extra, value_kind, listing)
@@ -364,10 +383,11 @@ def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> O
     backend.materialize(f"{name}_rows", compile_sql(rows.sql, backend.dialect))
     backend.drop(name)  # the lines or the file's own columns: read once, into the copy
     sql = f"SELECT * FROM {name}_rows"
-    pair_times = (
-        "SELECT query_id, doc_id, COUNT(*) AS times FROM good GROUP BY query_id, doc_id "
-        "HAVING COUNT(*) > 1"
-    )
+    subtopics = ranked_by is None and SUBTOPIC in extra and _holds_subtopics(backend, sql, trec)
+    if ranked_by is None and SUBTOPIC in extra and trec and not subtopics:
+        extra = tuple(c for c in extra if c != SUBTOPIC)  # ordinary qrels: 0 or Q0 throughout
+    keys = f"query_id, {SUBTOPIC}, doc_id" if subtopics else "query_id, doc_id"
+    pair_times = f"SELECT {keys}, COUNT(*) AS times FROM good GROUP BY {keys} HAVING COUNT(*) > 1"
     rank_times = (
         "SELECT query_id, rank, COUNT(*) AS times FROM good GROUP BY query_id, rank "
         "HAVING COUNT(*) > 1"
@@ -427,10 +447,22 @@ def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> O
             f"{place.where(bad)}: {value_name}: expected {EXPECTED[kind]}, got {got}{_more(count)}"
         )
     good = f"(SELECT * FROM ({sql}) AS checked WHERE fields_bad = 0 AND number_bad = 0) AS good"
+    if totals["pairs"] and subtopics:
+        _raise_repeated_triples(backend, source, good, place)
     if totals["pairs"] and not (ranked_by is not None and source.duplicates == "first"):
         _raise_repeated_pairs(backend, source, good, place, judgments=ranked_by is None)
     if totals["ranks"]:
         _raise_repeated_rank(backend, good, place)
+    if subtopics:  # labels as text, whatever the table's column type; one grade a pair
+        given = (
+            f"SELECT query_id, doc_id, relevance, CAST({quote(SUBTOPIC)} AS VARCHAR) AS "
+            f"{SUBTOPIC} FROM {good}"
+        )
+        collapsed = (
+            f"SELECT query_id, doc_id, MAX(relevance) AS relevance FROM ({given}) AS given "
+            "GROUP BY query_id, doc_id"
+        )
+        return Opened(f"({collapsed})", None, (), per_file, f"({given})")
     columns = ["query_id", "doc_id", value_name, *[quote(c) for c in extra]]
     selected = f"SELECT {', '.join(columns)} FROM {good}"
     if totals["pairs"]:  # duplicates: first keeps each pair's first occurrence
@@ -445,6 +477,52 @@ def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> O
         )
         selected = f"SELECT {', '.join(columns)} FROM ({numbered}) AS numbered WHERE occurrence = 1"
     return Opened(f"({selected})", ranked_by, extra, per_file)
+
+
+def _holds_subtopics(backend: Backend, rows: str, trec: bool) -> bool:
+    """Whether judgments hold subtopics: a table's ``subtopic`` column always; a qrels
+    file's second field when it holds more than one value, ``0`` and ``Q0`` counting as
+    one (:func:`abrank.io.subtopics.is_subtopic_column`)."""
+    if not trec:
+        return True
+    placeholders = ", ".join(f"'{p}'" for p in sorted(PLACEHOLDERS))
+    sql = (
+        f"SELECT COUNT(DISTINCT {SUBTOPIC}) AS n, SUM(CASE WHEN {SUBTOPIC} NOT IN "
+        f"({placeholders}) THEN 1 ELSE 0 END) AS other FROM ({rows}) AS r WHERE fields_bad = 0"
+    )
+    found = backend.run(compile_sql(sql, backend.dialect)).to_pylist()[0]
+    return int(found["n"] or 0) > 1 and int(found["other"] or 0) > 0
+
+
+def _raise_repeated_triples(
+    backend: Backend, source: TableSource, good: str, place: _Place
+) -> None:
+    """The memory engine's message for a (query, subtopic, doc) triple judged again."""
+    numbered = (
+        f"SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, {SUBTOPIC}, doc_id ORDER BY "
+        f"abrank_file, abrank_row) AS occurrence FROM {good}"
+    )
+    later = f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1"
+    count = backend.run(
+        compile_sql(f"SELECT COUNT(*) AS n FROM ({later}) AS l", backend.dialect)
+    ).to_pylist()[0]["n"]
+    shown_rows = place.first(later, limit=_SHOWN)
+
+    def at(row: Mapping[str, Any]) -> str:
+        if row.get("abrank_row") is None:
+            return ""
+        return f" at line {int(row['abrank_row']) + place.first_line}"
+
+    shown = ", ".join(
+        f"({r['query_id']!r}, {str(r[SUBTOPIC])!r}, {r['doc_id']!r}){at(r)}" for r in shown_rows
+    )
+    shown += f" and {count - _SHOWN} more" if count > _SHOWN else ""
+    trec = source.format in ("trec", "qrels")
+    what = "(query, subtopic, doc)" if trec else "(query_id, subtopic, doc_id)"
+    raise DataError(
+        f"{place.where(shown_rows[0])}: expected one judgment per {what} triple, got {count} "
+        f"repeated: {shown}"
+    )
 
 
 def _more(count: int) -> str:
