@@ -49,10 +49,14 @@ class OnlineDesign:
         """The online keys: a unit, the independent design, a split over the arms,
         covariates with a unit."""
         from abrank.config.online import checked_online
+        from abrank.errors import ConfigError
         from abrank.metrics import FAMILIES, parse_metric
 
         for index, name in enumerate(experiment.metrics):
-            family = parse_metric(name).family
+            try:
+                family = parse_metric(name).family
+            except ConfigError:  # a name no family has: the metric checks name it
+                continue
             if FAMILIES[family].geometric:
                 checks.add(
                     ("metrics", index),
