@@ -204,10 +204,35 @@ _PEAK = (
 )
 
 
+# pytrec_eval's parse + evaluate (as timed in this script) in a process of its own, which
+# prints its peak resident memory (MB)
+_PYTREC_PEAK = """
+import resource, sys
+import pytrec_eval
+with open(sys.argv[1]) as handle:
+    qrel = pytrec_eval.parse_qrel(handle)
+with open(sys.argv[2]) as handle:
+    run = pytrec_eval.parse_run(handle)
+measures = {"recip_rank", "ndcg_cut.10", "recall.100", "map"}
+pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
 def child_peak_mb(command: list[str]) -> float:
     """Peak resident memory of ``command`` run alone, in MB."""
     out = subprocess.run([sys.executable, "-c", _PEAK, *command], capture_output=True, check=True)
     return float(out.stdout)
+
+
+def print_table(title: str, rows: list[tuple[str, float, float | None]], base: float) -> None:
+    """A table of whole timings: tool, seconds, how many times abrank's time it takes
+    (above 1: abrank is faster), peak memory in MB ("-" where not measured)."""
+    print(title)
+    print(f"  {'tool':<52s} {'seconds':>8s} {'x abrank':>9s} {'peak MB':>8s}")
+    for name, seconds, peak in rows:
+        shown = f"{peak:,.0f}" if peak else "-"
+        print(f"  {name:<52s} {seconds:8.2f} {seconds / base:8.1f}x {shown:>8s}")
 
 
 def agree(name: str, ours, theirs: dict, metric_map: dict, tolerance: float = 1e-9) -> None:
@@ -257,21 +282,31 @@ def main() -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine: {os.cpu_count()} cores, load average {load} (other work slows every timing)")
     summary = [bench(shape, args) for shape in shapes]
-    print("\nsummary: abrank metrics (whole process) vs pytrec_eval (parse + evaluate)")
-    for shape, ours, dropin, theirs in summary:
-        pytrec = f"{theirs:.1f} s" if theirs else "-"
-        ratio = f"{theirs / ours:.1f}x" if theirs else "not measured"
-        ratio_dropin = f"{theirs / dropin:.1f}x" if theirs else "not measured"
+    print("\nsummary: abrank metrics (whole process) vs pytrec_eval (parse + evaluate); goal >= 5x")
+    print(
+        f"  {'shape':<7s} {'abrank s':>9s} {'peak MB':>8s} {'trec_eval cl s':>15s} "
+        f"{'pytrec_eval s':>14s} {'peak MB':>8s} {'ratio':>6s} {'ratio cl':>9s}"
+    )
+    for shape, ours, dropin, theirs, peaks in summary:
+        pytrec = f"{theirs:.2f}" if theirs else "-"
+        ratio = f"{theirs / ours:.1f}x" if theirs else "-"
+        ratio_dropin = f"{theirs / dropin:.1f}x" if theirs else "-"
+        their_peak = f"{peaks['pytrec_eval']:,.0f}" if "pytrec_eval" in peaks else "-"
         print(
-            f"  {shape:<7s} abrank {ours:6.2f} s (ratio {ratio}), with trec_eval's command line "
-            f"{dropin:6.2f} s (ratio {ratio_dropin}); pytrec_eval {pytrec}"
+            f"  {shape:<7s} {ours:9.2f} {peaks['abrank']:8,.0f} {dropin:15.2f} "
+            f"{pytrec:>14s} {their_peak:>8s} {ratio:>6s} {ratio_dropin:>9s}"
         )
+    print(
+        "  (cl: abrank metrics with trec_eval's command line, -q -m recip_rank -m ndcg_cut.10 ...)"
+    )
     return 0
 
 
-def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, float | None]:
+def bench(
+    shape: str, args: argparse.Namespace
+) -> tuple[str, float, float, float | None, dict[str, float]]:
     """Every timing of one collection shape; returns (shape, abrank s, abrank with
-    trec_eval's command line s, pytrec_eval s)."""
+    trec_eval's command line s, pytrec_eval s, peak MB by tool)."""
     judged = args.judged or (58 if shape == "dense" else 20)
     print(
         f"\n{shape} collection: {args.queries:,} queries x {args.depth} documents, "
@@ -291,6 +326,7 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
         flush=True,
     )
     t: dict[str, float] = {}
+    peaks: dict[str, float] = {}
 
     print("abrank")
     command = [
@@ -306,6 +342,7 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
     ]
     out = process("abrank metrics --per-query (whole process)", command, t, args.repeat)
     peak = child_peak_mb(command)
+    peaks["abrank"] = peak
     lines = out.stdout.count(b"\n")
     print(f"  printed {lines:,} lines; peak memory of the process {peak:,.0f} MB")
     command_all = [c for c in command if c != "--per-query"]
@@ -368,6 +405,12 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
             {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map": "map"},
         )
         del qrel_dict, run_dict, scores
+        out = subprocess.run(
+            [sys.executable, "-c", _PYTREC_PEAK, str(qrels_path), str(run_path)],
+            capture_output=True,
+            check=True,
+        )
+        peaks["pytrec_eval"] = float(out.stdout)
 
     if not args.skip_ranx:
         print("ranx")
@@ -472,7 +515,28 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
         irm = t["ir_measures read + calc (files)"]
         print(f"  abrank metrics vs ir_measures                : {irm / whole:6.1f}x")
     print(f"  peak memory of abrank metrics: {peak:,.0f} MB (goal < 2,000 MB)")
-    return shape, whole, t["abrank metrics -q -m recip_rank ... (trec_eval's)"], pytrec_total
+    rows: list[tuple[str, float, float | None]] = [
+        ("abrank metrics --per-query (whole process)", whole, peak),
+        (
+            "abrank metrics -q -m recip_rank ... (trec_eval's)",
+            t["abrank metrics -q -m recip_rank ... (trec_eval's)"],
+            None,
+        ),
+    ]
+    if pytrec_total is not None:
+        rows.append(
+            (
+                "pytrec_eval parse_qrel + parse_run + evaluate",
+                pytrec_total,
+                peaks.get("pytrec_eval"),
+            )
+        )
+    if "ranx evaluate (warm)" in t:
+        rows.append(("ranx from_file + warm evaluate", ranx_load, None))
+    if "ir_measures read + calc (files)" in t:
+        rows.append(("ir_measures read + calc", t["ir_measures read + calc (files)"], None))
+    print_table(f"{shape}: whole timings (x abrank: the tool's time over abrank's)", rows, whole)
+    return shape, whole, t["abrank metrics -q -m recip_rank ... (trec_eval's)"], pytrec_total, peaks
 
 
 if __name__ == "__main__":

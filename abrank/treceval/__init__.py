@@ -42,7 +42,7 @@ The measures without an abrank metric family of their own are computed in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -431,11 +431,16 @@ def format_report(
     threshold = float(rel_level)
     named = measures.metrics()
     values = compute(prep, [m for _, m in named], threshold, "linear") if named else {}
-    counts = {
-        "num_ret": prep.retrieved.astype(np.int64),
-        "num_rel": np.bincount(prep.judged_code[prep.judged_grade >= threshold], minlength=nq),
-        "num_rel_ret": np.bincount(prep.row_code[prep.row_grade >= threshold], minlength=nq),
-        "num_nonrel_judged_ret": np.bincount(
+    # the counts, each computed only when asked for (each is a pass over the judgments)
+    counts: dict[str, Callable[[], np.ndarray]] = {
+        "num_ret": lambda: prep.retrieved.astype(np.int64),
+        "num_rel": lambda: np.bincount(
+            prep.judged_code[prep.judged_grade >= threshold], minlength=nq
+        ),
+        "num_rel_ret": lambda: np.bincount(
+            prep.row_code[prep.row_grade >= threshold], minlength=nq
+        ),
+        "num_nonrel_judged_ret": lambda: np.bincount(
             prep.row_code[(prep.row_grade >= 0) & (prep.row_grade < threshold)], minlength=nq
         ),
     }
@@ -466,7 +471,7 @@ def format_report(
                 mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
                 columns.append((printed, shown if per_query else None, number, number.format(mean)))
         elif name in counts:
-            per = counts[name][scored]
+            per = counts[name]()[scored]
             count = int(per.sum())
             if name == "num_rel" and complete:
                 count = int(np.count_nonzero(prep.judged_grade > 0))
