@@ -40,6 +40,9 @@ import pyarrow.csv as pacsv
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "scratch"
 METRICS = ["mrr@10", "ndcg@10", "recall@100", "map"]
+#: CPU seconds (user + system, all threads) of each timing, beside its wall time: on a
+#: shared machine other work stretches wall times far more than CPU times
+CPU: dict[str, float] = {}
 TREC_EVAL_BINARY_SECONDS = 61.8  # trec_eval 9.0.8 end to end at this size, measured earlier
 
 
@@ -166,14 +169,15 @@ def write_dense_collection(
 def timed(label: str, func, results: dict, repeat: int = 1):
     """Run func `repeat` times; record and print the best wall time (the machine may be
     shared, and the minimum is the least disturbed run)."""
-    best = float("inf")
+    best = (float("inf"), 0.0)
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         value = func()
-        best = min(best, time.perf_counter() - start)
-    results[label] = best
+        best = min(best, (time.perf_counter() - start, time.process_time() - cpu))
+    results[label] = best[0]
+    CPU[label] = best[1]
     note = f" (best of {repeat})" if repeat > 1 else ""
-    print(f"  {label:<44s} {best:8.2f} s{note}", flush=True)
+    print(f"  {label:<44s} {best[0]:8.2f} s{note}; cpu {best[1]:.2f} s", flush=True)
     return value
 
 
@@ -190,6 +194,7 @@ def process(label: str, command: list[str], results: dict, repeat: int):
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         best = min(best, (wall, cpu))
     results[label] = best[0]
+    CPU[label] = best[1]
     print(f"  {label:<44s} {best[0]:8.2f} s (best of {repeat}; cpu {best[1]:.2f} s)", flush=True)
     return out
 
@@ -204,10 +209,41 @@ _PEAK = (
 )
 
 
+# pytrec_eval's parse + evaluate (as timed in this script) in a process of its own, which
+# prints its peak resident memory (MB)
+_PYTREC_PEAK = """
+import resource, sys
+import pytrec_eval
+with open(sys.argv[1]) as handle:
+    qrel = pytrec_eval.parse_qrel(handle)
+with open(sys.argv[2]) as handle:
+    run = pytrec_eval.parse_run(handle)
+measures = {"recip_rank", "ndcg_cut.10", "recall.100", "map"}
+pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
 def child_peak_mb(command: list[str]) -> float:
     """Peak resident memory of ``command`` run alone, in MB."""
     out = subprocess.run([sys.executable, "-c", _PEAK, *command], capture_output=True, check=True)
     return float(out.stdout)
+
+
+def print_table(
+    title: str, rows: list[tuple[str, float, float | None, float | None]], base: tuple[float, float]
+) -> None:
+    """A table of whole timings: tool, wall seconds and CPU seconds with how many times
+    abrank's each is (above 1: abrank is faster), peak memory in MB ("-": not measured)."""
+    print(title)
+    print(
+        f"  {'tool':<50s} {'wall s':>7s} {'x abrank':>9s} {'cpu s':>7s} {'x abrank':>9s} "
+        f"{'peak MB':>8s}"
+    )
+    for name, wall, cpu, peak in rows:
+        shown = f"{peak:,.0f}" if peak else "-"
+        cpu_text = f"{cpu:7.2f} {cpu / base[1]:8.1f}x" if cpu else f"{'-':>7s} {'-':>9s}"
+        print(f"  {name:<50s} {wall:7.2f} {wall / base[0]:8.1f}x {cpu_text} {shown:>8s}")
 
 
 def agree(name: str, ours, theirs: dict, metric_map: dict, tolerance: float = 1e-9) -> None:
@@ -257,21 +293,36 @@ def main() -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine: {os.cpu_count()} cores, load average {load} (other work slows every timing)")
     summary = [bench(shape, args) for shape in shapes]
-    print("\nsummary: abrank metrics (whole process) vs pytrec_eval (parse + evaluate)")
-    for shape, ours, dropin, theirs in summary:
-        pytrec = f"{theirs:.1f} s" if theirs else "-"
-        ratio = f"{theirs / ours:.1f}x" if theirs else "not measured"
-        ratio_dropin = f"{theirs / dropin:.1f}x" if theirs else "not measured"
+    print("\nsummary: abrank metrics (whole process) vs pytrec_eval (parse + evaluate); goal >= 5x")
+    print(
+        f"  {'shape':<7s} {'abrank s':>9s} {'cpu s':>6s} {'peak MB':>8s} {'cl s':>6s} "
+        f"{'pytrec_eval s':>14s} {'cpu s':>6s} {'peak MB':>8s} {'ratio':>6s} {'cpu ratio':>10s} "
+        f"{'ratio cl':>9s}"
+    )
+    for shape, ours, dropin, theirs, info in summary:
+        pytrec = f"{theirs:.2f}" if theirs else "-"
+        ratio = f"{theirs / ours:.1f}x" if theirs else "-"
+        ratio_dropin = f"{theirs / dropin:.1f}x" if theirs else "-"
+        their_cpu = info.get("cpu pytrec_eval")
+        cpu_ratio = f"{their_cpu / info['cpu abrank']:.1f}x" if their_cpu else "-"
+        their_peak = f"{info['peak pytrec_eval']:,.0f}" if "peak pytrec_eval" in info else "-"
         print(
-            f"  {shape:<7s} abrank {ours:6.2f} s (ratio {ratio}), with trec_eval's command line "
-            f"{dropin:6.2f} s (ratio {ratio_dropin}); pytrec_eval {pytrec}"
+            f"  {shape:<7s} {ours:9.2f} {info['cpu abrank']:6.2f} {info['peak abrank']:8,.0f} "
+            f"{dropin:6.2f} {pytrec:>14s} {f'{their_cpu:.2f}' if their_cpu else '-':>6s} "
+            f"{their_peak:>8s} {ratio:>6s} {cpu_ratio:>10s} {ratio_dropin:>9s}"
         )
+    print(
+        "  (cl: abrank metrics with trec_eval's command line, -q -m recip_rank -m ndcg_cut.10 ...;"
+        " cpu: user + system seconds, which other work on the machine inflates far less)"
+    )
     return 0
 
 
-def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, float | None]:
+def bench(
+    shape: str, args: argparse.Namespace
+) -> tuple[str, float, float, float | None, dict[str, float]]:
     """Every timing of one collection shape; returns (shape, abrank s, abrank with
-    trec_eval's command line s, pytrec_eval s)."""
+    trec_eval's command line s, pytrec_eval s, peak MB and CPU s by tool)."""
     judged = args.judged or (58 if shape == "dense" else 20)
     print(
         f"\n{shape} collection: {args.queries:,} queries x {args.depth} documents, "
@@ -291,6 +342,7 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
         flush=True,
     )
     t: dict[str, float] = {}
+    info: dict[str, float] = {}  # peak MB and CPU seconds by tool, for the summary
 
     print("abrank")
     command = [
@@ -306,6 +358,7 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
     ]
     out = process("abrank metrics --per-query (whole process)", command, t, args.repeat)
     peak = child_peak_mb(command)
+    info["peak abrank"] = peak
     lines = out.stdout.count(b"\n")
     print(f"  printed {lines:,} lines; peak memory of the process {peak:,.0f} MB")
     command_all = [c for c in command if c != "--per-query"]
@@ -368,6 +421,12 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
             {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map": "map"},
         )
         del qrel_dict, run_dict, scores
+        out = subprocess.run(
+            [sys.executable, "-c", _PYTREC_PEAK, str(qrels_path), str(run_path)],
+            capture_output=True,
+            check=True,
+        )
+        info["peak pytrec_eval"] = float(out.stdout)
 
     if not args.skip_ranx:
         print("ranx")
@@ -433,7 +492,8 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
         )
 
     print("ratios (how many times faster abrank is)")
-    whole = t["abrank metrics --per-query (whole process)"]
+    whole_label = "abrank metrics --per-query (whole process)"
+    whole = t[whole_label]
     pytrec_total = None
     if "pytrec_eval RelevanceEvaluator + evaluate" in t:
         pytrec_total = (
@@ -472,7 +532,36 @@ def bench(shape: str, args: argparse.Namespace) -> tuple[str, float, float, floa
         irm = t["ir_measures read + calc (files)"]
         print(f"  abrank metrics vs ir_measures                : {irm / whole:6.1f}x")
     print(f"  peak memory of abrank metrics: {peak:,.0f} MB (goal < 2,000 MB)")
-    return shape, whole, t["abrank metrics -q -m recip_rank ... (trec_eval's)"], pytrec_total
+    dropin_label = "abrank metrics -q -m recip_rank ... (trec_eval's)"
+    rows: list[tuple[str, float, float | None, float | None]] = [
+        ("abrank metrics --per-query (whole process)", whole, CPU.get(whole_label), peak),
+        (dropin_label, t[dropin_label], CPU.get(dropin_label), None),
+    ]
+    if pytrec_total is not None:
+        info["cpu pytrec_eval"] = pytrec_cpu = (
+            CPU["pytrec_eval parse_qrel + parse_run"]
+            + CPU["pytrec_eval RelevanceEvaluator + evaluate"]
+        )
+        rows.append(
+            (
+                "pytrec_eval parse_qrel + parse_run + evaluate",
+                pytrec_total,
+                pytrec_cpu,
+                info.get("peak pytrec_eval"),
+            )
+        )
+    if "ranx evaluate (warm)" in t:
+        rows.append(("ranx from_file + warm evaluate", ranx_load, None, None))
+    if "ir_measures read + calc (files)" in t:
+        irm_label = "ir_measures read + calc (files)"
+        rows.append(("ir_measures read + calc", t[irm_label], CPU.get(irm_label), None))
+    print_table(
+        f"{shape}: whole timings (x abrank: the tool's time over abrank's)",
+        rows,
+        (whole, CPU[whole_label]),
+    )
+    info["cpu abrank"] = CPU[whole_label]
+    return shape, whole, t[dropin_label], pytrec_total, info
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from abrank.io.arrow import (
     as_arrow,
     doc_keys,
     equal_pairs,
+    joined_codes,
     order_rows,
     positions,
     query_codes,
@@ -232,7 +233,7 @@ def prepare_arrays(
         # matches move to ranked positions afterwards; else on the kept rows, ranked.
         given_order = n == size  # no row was cut (always so when ``rows`` is None)
         if rows is None or given_order:
-            all_codes = np.concatenate([codes, jcodes])
+            all_codes = joined_codes(codes, jcodes)  # no copy: query_codes wrote them so
 
             def run_row(items: np.ndarray) -> np.ndarray:
                 return items
@@ -339,14 +340,19 @@ def _ideal_dcg(prep: Prepared, kind: str, cutoffs: set[int | None], nq: int) -> 
     runs of equal gains, so IDCG@k is a sum over gain levels of gain x (the discounts of
     that run's positions below k), read from one table of cumulative discounts.
     """
-    gains = _gain(prep.judged_grade, kind)
-    positive = gains > 0
-    codes, gains = prep.judged_code[positive], gains[positive]
+    gains = _gain(prep.judged_grade, kind)  # >= 0
+    # the levels of every judgment, gain 0 among them (no copy of the judgments without
+    # it); that level, the lowest, is dropped from the counts below
     levels, level_of = gain_levels(gains)
+    zero = int(levels.size > 0 and levels[0] == 0)
+    width, levels = levels.size, levels[zero:]
     out = {}
-    if 0 < levels.size <= 32 and nq * levels.size <= 8 * codes.size + 1_000_000:
-        count = np.bincount(codes * levels.size + level_of, minlength=nq * levels.size)
-        count = count.reshape(nq, levels.size)[:, ::-1]  # highest gain first
+    if 0 < levels.size <= 32 and nq * levels.size <= 8 * np.count_nonzero(gains) + 1_000_000:
+        cells = prep.judged_code.astype(np.int64)  # bincount counts in int64
+        cells *= width
+        cells += level_of
+        count = np.bincount(cells, minlength=nq * width).reshape(nq, width)
+        count = count[:, zero:][:, ::-1]  # highest gain first
         end = np.cumsum(count, axis=1)
         start = end - count
         longest = int(end[:, -1].max())
@@ -357,6 +363,8 @@ def _ideal_dcg(prep: Prepared, kind: str, cutoffs: set[int | None], nq: int) -> 
             span = cumulative[hi] - cumulative[lo]
             out[k] = span @ levels[::-1]
         return out
+    positive = gains > 0
+    codes, gains = prep.judged_code[positive], gains[positive]
     order = np.lexsort((-gains, codes))
     codes, gains = codes[order], gains[order]
     ideal_pos = positions(codes)

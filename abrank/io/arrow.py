@@ -229,15 +229,51 @@ def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray] | np.ndarra
     dictionaries = [e.dictionary.cast(pa.large_string()) for e in encoded]
     union = pc.unique(pa.concat_arrays(dictionaries)) if len(dictionaries) > 1 else dictionaries[0]
     ids = union.take(pc.sort_indices(union))
+    # the columns' codes one after another in one array (each column's a view of it), so
+    # that a caller that needs them all together (the join) has them without a copy
+    sizes = [len(column) for column in columns]
+    joint = np.empty(sum(sizes), dtype=np.int32)
     codes = []
-    for e in encoded:
+    start = 0
+    for e, size in zip(encoded, sizes, strict=True):
         remap = pc.index_in(e.dictionary, value_set=ids).to_numpy(zero_copy_only=False)
         remap = remap.astype(np.int32)
+        out = joint[start : start + size]
+        start += size
         if e.lengths is None:
-            codes.append(remap[e.indices])
-        else:  # one code per run of equal neighbours: one pass writes every row's code
-            codes.append(np.repeat(remap[e.indices], e.lengths))
+            np.take(remap, e.indices, out=out, mode="clip")
+        else:  # one code per run of equal neighbours
+            _fill_runs(out, remap[e.indices], e.lengths)
+        codes.append(out)
     return (codes if len(columns) > 1 else codes[0]), ids
+
+
+def _fill_runs(out: np.ndarray, values: np.ndarray, lengths: np.ndarray) -> None:
+    """``out[:] = np.repeat(values, lengths)`` (lengths >= 1) without a temporary: each
+    run's first row gets the step from the run before, and a running sum spreads it."""
+    if not out.size:
+        return
+    out.fill(0)
+    steps = np.diff(values.astype(np.int64), prepend=0)
+    out[np.cumsum(lengths) - lengths] = steps
+    np.cumsum(out, out=out)
+
+
+def joined_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """``np.concatenate([first, second])``: without a copy when ``second`` follows ``first``
+    in one array, as :func:`query_codes` writes the codes of several columns."""
+    base = first.base
+    if (
+        isinstance(base, np.ndarray)
+        and second.base is base
+        and base.ndim == 1
+        and base.dtype == first.dtype == second.dtype
+        and base.size == first.size + second.size
+        and first.ctypes.data == base.ctypes.data
+        and second.ctypes.data == first.ctypes.data + first.nbytes
+    ):
+        return base
+    return np.concatenate([first, second])
 
 
 class _Encoded:
@@ -596,11 +632,17 @@ def equal_pairs(
         np.less(diff, below, out=eq[lo:hi])
     del scratch
     # a pair of equal neighbours is alone in its group unless the pair before or after it
-    # is equal too (a group of three or more: rare, settled exactly below)
-    alone = eq.copy()
-    alone[1:] &= ~eq[:-1]
-    alone[:-1] &= ~eq[1:]
-    at = np.flatnonzero(alone)
+    # is equal too (a group of three or more: rare, settled exactly below); told apart on
+    # the equal pairs' positions, far fewer than the rows
+    at = np.flatnonzero(eq)
+    del eq
+    chained = at[1:] == at[:-1] + 1  # pair j and pair j + 1 share a row
+    crowded = np.zeros(at.size, dtype=bool)
+    crowded[1:] = chained
+    crowded[:-1] |= chained
+    del chained
+    crowd = at[crowded]
+    at = at[~crowded]
     index = np.int32 if n < 2**31 else np.int64
     low = np.uint64((1 << ibits) - 1)
     item = packed[at]
@@ -612,9 +654,8 @@ def equal_pairs(
     later = item.astype(index)
     del item
     del at
-    crowd = np.flatnonzero(eq & ~alone)
     members = np.unique(np.bitwise_and(packed[np.concatenate([crowd, crowd + 1])], low))
-    del packed, eq, alone
+    del packed
     same = keys.equal(first, later)
     first, later = first[same], later[same]
     if not keys.exact and first.size:

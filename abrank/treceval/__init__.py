@@ -42,7 +42,7 @@ The measures without an abrank metric family of their own are computed in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -424,17 +424,23 @@ def format_report(
     from abrank.metrics import Metric
     from abrank.treceval.all_trec import relstrings
     from abrank.treceval.default_set import geometric_mean
+    from abrank.treceval.lines import join_lines
 
     nq = len(prep.ids)
     scored = scored_queries(prep, complete)
     threshold = float(rel_level)
     named = measures.metrics()
     values = compute(prep, [m for _, m in named], threshold, "linear") if named else {}
-    counts = {
-        "num_ret": prep.retrieved.astype(np.int64),
-        "num_rel": np.bincount(prep.judged_code[prep.judged_grade >= threshold], minlength=nq),
-        "num_rel_ret": np.bincount(prep.row_code[prep.row_grade >= threshold], minlength=nq),
-        "num_nonrel_judged_ret": np.bincount(
+    # the counts, each computed only when asked for (each is a pass over the judgments)
+    counts: dict[str, Callable[[], np.ndarray]] = {
+        "num_ret": lambda: prep.retrieved.astype(np.int64),
+        "num_rel": lambda: np.bincount(
+            prep.judged_code[prep.judged_grade >= threshold], minlength=nq
+        ),
+        "num_rel_ret": lambda: np.bincount(
+            prep.row_code[prep.row_grade >= threshold], minlength=nq
+        ),
+        "num_nonrel_judged_ret": lambda: np.bincount(
             prep.row_code[(prep.row_grade >= 0) & (prep.row_grade < threshold)], minlength=nq
         ),
     }
@@ -442,7 +448,7 @@ def format_report(
     number = f"{{:6.{digits}f}}"
     value_of = {printed: values[metric.name] for printed, metric in named}
     # (name, per-query values or None, how a value prints, the all row's text or None)
-    columns: list[tuple[str, list | None, str, str | None]] = []
+    columns: list[tuple[str, np.ndarray | list[str] | None, str, str | None]] = []
     for name, cutoffs in measures.cutoffs.items():
         if name == "runid":
             columns.append(("runid", None, "", "" if runid is None else runid))
@@ -463,37 +469,45 @@ def format_report(
                 column = np.where(prep.in_run, column, 0.0)  # trec_eval -c: missing score 0
                 shown = column[scored]
                 mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
-                per = column[scored].tolist() if per_query else None
-                columns.append((printed, per, number, number.format(mean)))
+                columns.append((printed, shown if per_query else None, number, number.format(mean)))
         elif name in counts:
-            per = counts[name][scored]
+            per = counts[name]()[scored]
             count = int(per.sum())
             if name == "num_rel" and complete:
                 count = int(np.count_nonzero(prep.judged_grade > 0))
-            columns.append((name, per.tolist() if per_query else None, "{}", str(count)))
+            columns.append((name, per if per_query else None, "{}", str(count)))
         else:
             for printed in [name] if cutoffs is None else [f"{name}_{k}" for k in cutoffs]:
                 column = np.nan_to_num(value_of[printed], nan=0.0)
                 # trec_eval adds the queries' values one by one in query order, then divides
                 shown = column[scored]
                 mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
-                per = column[scored].tolist() if per_query else None
-                columns.append((printed, per, number, number.format(mean)))
+                columns.append((printed, shown if per_query else None, number, number.format(mean)))
     text = ""
     if per_query:
-        shown = [c for c in columns if c[1] is not None]
+        shown = [(name, per, style) for name, per, style, _ in columns if per is not None]
         if shown:
-            # one format per query (all its lines), not one per value: quick at 100,000s
-            template = "".join(
-                f"{name:<22}\t{{0}}\t{style.replace('{', '{' + str(i + 1), 1)}\n"
-                for i, (name, _, style, _) in enumerate(shown)
+            text = join_lines(
+                prep.ids.filter(pa.array(scored)),
+                [f"{name:<22}" for name, _, _ in shown],
+                [_texts(per, style, digits) for _, per, style in shown],
             )
-            qids = prep.ids.filter(pa.array(scored)).to_pylist()
-            text = "".join(map(template.format, qids, *(c[1] for c in shown)))
     # relstring has per-query rows only (no "all" text)
     return text + "".join(
         f"{name:<22}\tall\t{total}\n" for name, _, _, total in columns if total is not None
     )
+
+
+def _texts(values: np.ndarray | list[str], style: str, digits: int) -> pa.Array:
+    """One column of per-query rows as text: a measure's values (``%6.4f``), counts, or
+    relstrings (quoted)."""
+    from abrank.treceval.lines import fixed_texts
+
+    if style == "{}":
+        return pa.array(np.asarray(values, dtype=np.int64)).cast(pa.string())
+    if style == "'{}'":
+        return pa.array([f"'{text}'" for text in values], type=pa.string())
+    return fixed_texts(np.asarray(values, dtype=np.float64), digits, 6)
 
 
 def _derived(

@@ -20,6 +20,7 @@ from abrank.io.trec import (
     run_arrays,
 )
 from abrank.metrics import Metric
+from abrank.treceval.lines import arrow_ids, fixed_texts, join_lines, repr_texts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +73,7 @@ def trec_eval_text(
     results = compute(prep, parsed, float(rel_level), "linear")
     # trec_eval scores an undefined value (no relevant judgment) as 0
     columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
-    qids = prep.ids.filter(pa.array(scored)).to_pylist()
+    qids = prep.ids.filter(pa.array(scored))
     return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
 
 
@@ -237,7 +238,7 @@ def run_tag(path: str | Path) -> str:
 
 
 def format_trec_eval(
-    qids: Sequence[str],
+    qids: Sequence[str] | pa.Array,
     columns: dict[str, np.ndarray],
     *,
     per_query: bool = False,
@@ -247,30 +248,19 @@ def format_trec_eval(
 
     Per-query rows group all measures of one query, then the next query; one ``all`` row
     per metric follows with the mean. Undefined values must already be scored (trec_eval
-    prints 0 for them).
+    prints 0 for them). ``qids`` may be an Arrow array (no Python string per query).
     """
 
     def text(value: float) -> str:
         return repr(value) if digits is None else f"{value:.{digits}f}"
 
-    def texts(column: np.ndarray) -> list[str]:
-        column = np.asarray(column, dtype=np.float64)
-        distinct, index = np.unique(column, return_inverse=True)
-        # (-0.0 equals 0.0 to np.unique but prints apart)
-        if distinct.size * 2 > column.size or np.signbit(column).any():
-            return list(map(text, column.tolist()))
-        # few distinct values (mrr@k takes k + 1): each is formatted once
-        shown = list(map(text, distinct.tolist()))
-        return [shown[i] for i in index.tolist()]
-
-    out: list[str] = []
-    if per_query:
-        blocks = [
-            [f"{name}\t{q}\t{v}" for q, v in zip(qids, texts(column), strict=True)]
-            for name, column in columns.items()
+    out = ""
+    if per_query and columns:
+        texts = [
+            repr_texts(column) if digits is None else fixed_texts(column, digits)
+            for column in columns.values()
         ]
-        out = [line for row in zip(*blocks, strict=True) for line in row]
-    for name, column in columns.items():
-        (mean,) = texts(np.array([np.mean(column)]))
-        out.append(f"{name}\tall\t{mean}")
-    return "\n".join(out) + "\n"
+        out = join_lines(arrow_ids(qids), list(columns), texts)
+    means = (text(float(np.mean(np.asarray(c, dtype=np.float64)))) for c in columns.values())
+    rows = "".join(f"{name}\tall\t{mean}\n" for name, mean in zip(columns, means, strict=True))
+    return out + rows if out or rows else "\n"
