@@ -104,6 +104,9 @@ METRICS = [
     "rbp_residual(p=0.9)@10",
     "gm_map",
     "gm_map(rel=2,judged)",
+    "infap",
+    "infap(rel=2)",
+    "infap(judged)",
 ]
 
 
@@ -340,25 +343,65 @@ def test_generated_cases_score_as_on_the_memory_engine(backend, seed, ranked_by,
     assert memory.values.isna().any().any()  # undefined values are part of the check
 
 
-@pytest.mark.parametrize("name", ["infap", "infAP", "infap(rel=2)", "infap(judged)"])
-def test_infap_is_refused_with_the_engine_that_computes_it(backend, name):
+def test_a_family_an_engine_lacks_is_refused_with_the_engine_that_computes_it(
+    backend, monkeypatch
+):
+    """Every family has an SQL definition now; the refusal that a family added to the
+    registry before its SQL definition gets is still one clear ConfigError."""
+    from abrank import engines
+
+    monkeypatch.setitem(engines.UNSUPPORTED_FAMILIES, backend.dialect, ("infap",))
     rankings, judgments = generated(0)
-    with pytest.raises(ConfigError) as info:
-        score_arm_sql(
-            backend,
-            relation(backend, rankings),
-            relation(backend, judgments),
-            ["map", name],
+    for name in ["infap", "infAP", "infap(rel=2)", "infap(judged)"]:
+        with pytest.raises(ConfigError) as info:
+            score_arm_sql(
+                backend,
+                relation(backend, rankings),
+                relation(backend, judgments),
+                ["map", name],
+            )
+        assert str(info.value).startswith(f"metric {name.lower().replace('(judged)', '')}")
+        assert (
+            f"expected a metric engine {backend.dialect} computes, got infap, which only "
+            "engine memory computes" in str(info.value)
         )
-    assert str(info.value).startswith(f"metric {name.lower().replace('(judged)', '')}")
-    assert (
-        f"expected a metric engine {backend.dialect} computes, got infap, which only "
-        "engine memory computes" in str(info.value)
+
+
+def test_infap_on_graded_pools_equals_trec_eval(backend, shared_data):
+    """qrels.rel_level grades -1 (in the pool, unjudged) to 4: infAP at -l2 per query as
+    trec_eval prints it (out.test.aql), and the memory engine's values to 1e-12."""
+    from abrank.io import read_judgments, read_rankings
+
+    folder = shared_data / "trec_eval-tests" / "test"
+    rankings = read_rankings(folder / "results.test")
+    judgments = read_judgments(folder / "qrels.rel_level")
+    options = dict(rel_level=2, depth=None)
+    memory = score_arm(rankings, judgments, ["infap", "infap(rel=1)"], **options)
+    sql = score_arm_sql(
+        backend,
+        relation(backend, rankings),
+        relation(backend, judgments),
+        ["infap", "infap(rel=1)"],
+        ranked_by="rank",
+        **options,
     )
+    assert_same_scores(memory, sql)
+    printed = {
+        query: value
+        for name, query, value in (
+            line.split() for line in (folder / "out.test.aql").read_text().splitlines()
+        )
+        if name == "infAP" and query != "all"
+    }
+    assert len(printed) == 3
+    for query, value in printed.items():
+        assert f"{sql.values.loc[query, 'infap']:6.4f}" == value, query
 
 
-def test_abrank_metrics_on_duckdb_refuses_infap_and_computes_rprec(tmp_path, capsys):
-    """R-precision by hand: q1 has 2 relevant judgments (a, c); its top 2 are a, b."""
+def test_abrank_metrics_on_duckdb_computes_infap_and_rprec(tmp_path, capsys):
+    """By hand: q1 judges a and c relevant, b not; the run ranks a, b, c. R-precision: one
+    of the top 2 is relevant, 1/2. infAP: a at the top scores 1; c at position 2 (0-based)
+    has r = 1, n = 1, u = 0 above: 1/3 + 2/3 x 2/2 x (1 + e)/(2 + 2e) = 2/3; (1 + 2/3) / 2."""
     (tmp_path / "qrels").write_text("q1 0 a 1\nq1 0 b 0\nq1 0 c 1\n")
     (tmp_path / "run").write_text("q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\n")
     files = [str(tmp_path / "qrels"), str(tmp_path / "run")]
@@ -367,8 +410,10 @@ def test_abrank_metrics_on_duckdb_refuses_infap_and_computes_rprec(tmp_path, cap
     assert (code, out) == (0, "rprec\tall\t0.5\n"), err
     code = main(["metrics", "--engine", "duckdb", "-m", "infap", *files])
     out, err = capsys.readouterr()
-    assert code == 2 and out == ""
-    assert "metric infap: expected a metric engine duckdb computes" in err
+    assert code == 0, err
+    name, query, value = out.split("\t")
+    assert (name, query) == ("infap", "all")
+    assert float(value) == pytest.approx(5 / 6, abs=1e-12)
 
 
 def test_values_by_hand(backend):

@@ -52,11 +52,11 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
 }
 
 #: Judged metric families an engine does not compute (the memory engine computes every one
-#: of the registry: :func:`abrank.engines.memory.missing_kernels`). infAP's estimate reads
-#: three running counts per relevant row that the SQL definitions do not carry.
+#: of the registry: :func:`abrank.engines.memory.missing_kernels`); none now, and a family
+#: added to the registry before its SQL definition is named here until it has one.
 UNSUPPORTED_FAMILIES: dict[str, tuple[str, ...]] = {
-    "duckdb": ("infap",),
-    "spark": ("infap",),
+    "duckdb": (),
+    "spark": (),
 }
 
 #: The words of each kind in messages.

@@ -288,7 +288,7 @@ FAMILIES: dict[str, MetricSpec] = {
             "none",
             "inferred AP (Yilmaz & Aslam 2006): AP estimated from a sampled pool, where a "
             "negative grade marks a pooled document left unjudged; equals AP when the pool "
-            "is fully judged (memory engine only)",
+            "is fully judged",
             ir_measures=("infAP",),
             trec_eval=("infAP",),
             source="Yilmaz & Aslam 2006; trec_eval infAP",

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from abrank._lazy import pandas as pd
 from abrank.engines.diversity import err_ia_norm, greedy_ideal_dcg
 from abrank.engines.evaluate import ArmScores
+from abrank.engines.inferred_ap import INFAP_EPSILON
 from abrank.engines.memory import check_options
 from abrank.engines.sql import Backend, compile_sql
 from abrank.io.subtopics import SUBTOPIC
@@ -77,6 +78,22 @@ def _rbp_weight(p: float, pos: str) -> str:
     return f"({sql_number(1.0 - p)} * POWER({sql_number(p)}, {pos}))"
 
 
+def _infap_term(i: int, pos: str) -> str:
+    """infAP's term of a relevant row at 0-based position j (``pos``), as
+    :func:`abrank.engines.inferred_ap.inferred_ap` computes it: 1 at the top, else
+    1/(j+1) + j/(j+1) x (r+n+u)/j x (r+e)/(r+n+2e), with r the relevant rows above
+    (``rc_i`` - 1), n the judged nonrelevant ones (``na_i``) and u those in the pool but
+    unjudged (``pa``)."""
+    j = f"CAST({pos} AS DOUBLE)"
+    r, n, u = f"(rc_{i} - 1)", f"na_{i}", "pa"
+    eps = sql_number(INFAP_EPSILON)
+    later = (
+        f"{_ONE} / ({j} + 1) + ({j} / ({j} + 1)) * (CAST({r} + {n} + {u} AS DOUBLE) / {j}) "
+        f"* ((CAST({r} AS DOUBLE) + {eps}) / (CAST({r} + {n} AS DOUBLE) + 2 * {eps}))"
+    )
+    return f"(CASE WHEN {pos} = 0 THEN {_ONE} ELSE {later} END)"
+
+
 def _within(k: int | None, pos: str) -> str:
     return "TRUE" if k is None else f"{pos} < {int(k)}"
 
@@ -105,14 +122,20 @@ class _Plan:
     @property
     def running(self) -> list[float]:
         """Thresholds that need running counts or R on each row (average precision,
-        bpref, R-precision)."""
+        bpref, R-precision, infAP)."""
         return sorted(
             {
                 self.threshold(m)
                 for m in self.metrics
-                if m.family in ("map", "ap", "gm_map", "bpref", "rprec")
+                if m.family in ("map", "ap", "gm_map", "bpref", "rprec", "infap")
             }
         )
+
+    @property
+    def pooled(self) -> bool:
+        """Whether a metric is infAP (the rows then carry the pooled-but-unjudged rows above
+        them: judgments of negative grade)."""
+        return any(m.family == "infap" for m in self.metrics)
 
     @property
     def err(self) -> bool:
@@ -216,6 +239,9 @@ def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) 
     if plan.err:  # log of prod (1 - stop) over the rows above: ERR's chance of reaching it
         above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
         parts.append(f"COALESCE(SUM(LN(1 - {_err_stop('j.grade')})) {above}, 0) AS err_reach")
+    if plan.pooled:  # infAP: the rows above in the pool but not judged (a negative grade)
+        pooled = "CASE WHEN j.grade < 0 THEN 1 ELSE 0 END"
+        parts.append(f"SUM({pooled}) {window} - ({pooled}) AS pa")
     for t in plan.running:
         i, lit = plan.t(t), sql_number(t)
         nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
@@ -341,6 +367,12 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
                 f"bpref_{i}",
                 f"SUM(CASE WHEN {kept}{relevant} THEN (CASE WHEN na_{i} > 0 THEN {_ONE} - {share} "
                 f"ELSE {_ONE} END) ELSE 0 END)",
+            )
+            value = f"{sums} / {nrel}"
+        elif family == "infap":
+            sums = agg(
+                f"infap_{i}_{view}",
+                f"SUM(CASE WHEN {kept}{relevant} THEN {_infap_term(i, pos)} ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
         elif family == "rbp":
