@@ -160,17 +160,8 @@ class Metric:
                 f"metric {family}: cutoff: expected no cutoff ({family} takes none), got @{self.k}"
             )
         if self.rel is not None:
-            if not spec.binary:
-                raise ConfigError(
-                    f"metric {family}: rel: expected no relevance threshold (it applies to "
-                    f"{join_names(binary_families())}), got one"
-                )
-            try:
-                rel = float(self.rel)
-            except (TypeError, ValueError):
-                rel = math.nan
-            if not -MAX_REL <= rel <= MAX_REL:  # also refuses nan
-                raise ConfigError(f"metric {family}: rel: expected {_REL_RANGE}, got {self.rel!r}")
+            _takes(family, "rel", "relevance threshold", spec.binary, binary_families())
+            rel = _within(family, "rel", self.rel, -MAX_REL, MAX_REL, _REL_RANGE)
             object.__setattr__(self, "rel", rel)
         if self.gain is not None:
             if not spec.graded:
@@ -186,19 +177,8 @@ class Metric:
             object.__setattr__(self, "gain", gain)
         self._check_persistence(family, spec.persistence)
         if self.alpha is not None:
-            if not spec.diversity:
-                raise ConfigError(
-                    f"metric {family}: alpha: expected no alpha (it applies to "
-                    f"{join_names(diversity_families())}), got one"
-                )
-            try:
-                alpha = float(self.alpha)
-            except (TypeError, ValueError):
-                alpha = math.nan
-            if isinstance(self.alpha, bool) or not 0.0 <= alpha <= 1.0:  # also refuses nan
-                raise ConfigError(
-                    f"metric {family}: alpha: expected a number from 0 to 1, got {self.alpha!r}"
-                )
+            _takes(family, "alpha", "alpha", spec.diversity, diversity_families())
+            alpha = _within(family, "alpha", self.alpha, 0.0, 1.0, "a number from 0 to 1")
             object.__setattr__(self, "alpha", None if alpha == DEFAULT_ALPHA else alpha)
         if not isinstance(self.judged_only, (bool, np.bool_)):
             raise ConfigError(
@@ -212,23 +192,17 @@ class Metric:
             )
 
     def _check_persistence(self, family: str, takes_it: bool) -> None:
-        if not takes_it:
-            if self.p is not None:
+        if self.p is not None:
+            _takes(family, "p", "persistence", takes_it, persistence_families())
+        if takes_it:
+            value = RBP_PERSISTENCE if self.p is None else self.p
+            p = _within(family, "p", value, 0.0, 1.0, "a number strictly between 0 and 1")
+            if p in (0.0, 1.0):
                 raise ConfigError(
-                    f"metric {family}: p: expected no persistence (it applies to "
-                    f"{join_names(persistence_families())}), got one"
+                    f"metric {family}: p: expected a number strictly between 0 and 1, "
+                    f"got {self.p!r}"
                 )
-            return
-        value = RBP_PERSISTENCE if self.p is None else self.p
-        try:
-            persistence = float(value)
-        except (TypeError, ValueError):
-            persistence = math.nan
-        if isinstance(value, bool) or not 0.0 < persistence < 1.0:  # also refuses nan
-            raise ConfigError(
-                f"metric {family}: p: expected a number strictly between 0 and 1, got {self.p!r}"
-            )
-        object.__setattr__(self, "p", persistence)
+            object.__setattr__(self, "p", p)
 
     @property
     def redundancy(self) -> float:
@@ -292,6 +266,27 @@ class Metric:
         if self.alpha is not None:
             out["alpha"] = self.alpha
         return out
+
+
+def _takes(family: str, key: str, what: str, takes_it: bool, families: list[str]) -> None:
+    """ConfigError when ``family`` takes no ``key=`` parameter, naming those that do."""
+    if not takes_it:
+        raise ConfigError(
+            f"metric {family}: {key}: expected no {what} (it applies to "
+            f"{join_names(families)}), got one"
+        )
+
+
+def _within(family: str, key: str, value: object, low: float, high: float, what: str) -> float:
+    """A parameter's number, refused (naming ``what`` was expected) outside [low, high], as
+    NaN, or as True/False."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not low <= number <= high:  # also refuses nan
+        raise ConfigError(f"metric {family}: {key}: expected {what}, got {value!r}")
+    return number
 
 
 def _number(value: float) -> str:
