@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from abrank.cli import main
 from abrank.engines.evaluate import evaluate
-from abrank.io.arrow import doc_keys, equal_pairs, take_rows
+from abrank.io.arrow import equal_pairs, take_rows
+from abrank.io.doc_keys import doc_keys
 from abrank.io.trec import repeated_pairs
 
 # --------------------------------------------------------------------------- the regression

@@ -23,7 +23,6 @@ from abrank.engines.prepared import Prepared
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import (
     as_arrow,
-    doc_keys,
     equal_pairs,
     joined_codes,
     order_rows,
@@ -33,6 +32,7 @@ from abrank.io.arrow import (
     take_rows,
 )
 from abrank.io.columns import parse_numbers
+from abrank.io.doc_keys import doc_keys
 from abrank.io.subtopics import SUBTOPIC
 from abrank.metrics.names import GAINS, Metric
 from abrank.metrics.registry import judged_families

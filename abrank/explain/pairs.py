@@ -23,7 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from abrank.io.arrow import DocKeys, doc_keys, mix_bits, take_rows
+from abrank.io.arrow import take_rows
+from abrank.io.doc_keys import DocKeys, doc_keys, mix_bits
 
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 _ODD = np.uint64(0xBF58476D1CE4E5B9)

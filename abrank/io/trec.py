@@ -21,13 +21,13 @@ import pyarrow.csv as pacsv
 from abrank._lazy import pandas as pd
 from abrank.errors import ConfigError, DataError
 from abrank.io.arrow import (
-    doc_keys,
     equal_pairs,
     order_rows,
     positions,
     query_codes,
 )
 from abrank.io.columns import parse_numbers
+from abrank.io.doc_keys import doc_keys
 from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, open_bytes
 from abrank.io.head import HEAD_BYTES, long_line_error, read_head, read_only
 from abrank.io.subtopics import SUBTOPIC, collapse_arrays, is_subtopic_column, subtopic_codes
