@@ -6,7 +6,9 @@ and joined once (:func:`abrank.engines.memory.prepare`); then each metric's kern
 (:func:`abrank.engines.memory.compute` on that one metric) is timed, best of ``--repeat``,
 and printed with its ratio to ndcg@10's. The join is shared by every metric of a run, so
 the kernel is what one more metric adds; the goal for the measures added with trec_eval
-10 (err, rbp and its residual, gm_map, rprec, infap) is at most 1.5 x ndcg@10 each.
+10 (err, rbp and its residual, gm_map, rprec, infap, and alpha_ndcg and err_ia, here on
+ordinary judgments: one subtopic a query; ``bench_diversity.py`` times them on subtopic
+judgments) is at most 1.5 x ndcg@10 each.
 
 Run:  python benchmarks/bench_metric_costs.py [--queries N] [--repeat R]
 """
@@ -42,8 +44,13 @@ METRICS = [
     "gm_map",
     "rprec",
     "infap",
+    "alpha_ndcg@10",
+    "err_ia@10",
 ]
-NEW = {"err@10", "err", "rbp", "rbp@10", "rbp_residual", "gm_map", "rprec", "infap"}
+NEW = {
+    "err@10", "err", "rbp", "rbp@10", "rbp_residual", "gm_map", "rprec", "infap",
+    "alpha_ndcg@10", "err_ia@10",
+}  # fmt: skip
 
 
 def best_of(repeat: int, work) -> float:

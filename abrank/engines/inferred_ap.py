@@ -17,12 +17,9 @@ if TYPE_CHECKING:
 INFAP_EPSILON = 0.00001
 
 
-def _relevant_judgments(prep: Prepared, rel_level: float) -> np.ndarray:
-    codes = prep.judged_code[prep.judged_grade >= rel_level]
-    return np.bincount(codes, minlength=len(prep.ids)).astype(np.float64)
-
-
-def inferred_ap(prep: Prepared, rel_level: float) -> np.ndarray:
+def inferred_ap(
+    prep: Prepared, rel_level: float, relevant_rows: tuple | None = None
+) -> np.ndarray:
     """infAP (Yilmaz & Aslam, CIKM 2006) per query code, as ``m_infap.c`` estimates it.
 
     For the relevant document at 0-based position j (j > 0), with r relevant, n judged
@@ -31,24 +28,35 @@ def inferred_ap(prep: Prepared, rel_level: float) -> np.ndarray:
     were in the pool are assumed relevant in the judged share; those outside the pool
     count as nonrelevant. A relevant document at the top scores 1. Their sum is divided by
     the number of relevant judgments. With a fully judged pool it equals AP.
+
+    ``relevant_rows`` is the relevant rows' (query code, position, 1-based rank among the
+    relevant rows) when the caller has them (the memory engine shares them among metrics).
     """
     q, g = prep.row_code, prep.row_grade
     relevant = g >= rel_level
+    if relevant_rows is None:
+        rq = q[relevant]
+        rp = prep.row_pos[relevant]
+        r = positions(rq).astype(np.float64)  # relevant rows above each relevant one
+    else:
+        rq, rp, rank = relevant_rows
+        r = rank - 1.0
     unjudged = g < 0
-    r = positions(q[relevant]).astype(np.float64)  # relevant rows above each relevant one
-    u = sum_above(q, unjudged.astype(np.int64))[relevant].astype(np.float64)
+    pooled = bool(unjudged.any())  # pools with documents left unjudged (sampled pools)
+    u = sum_above(q, unjudged.astype(np.int64))[relevant].astype(np.float64) if pooled else 0.0
     if rel_level >= 0:  # relevant, nonrelevant and unjudged part the judged rows above
-        n = positions(q)[relevant].astype(np.float64) - r - u
+        n = positions(q)[relevant] - r - u
     else:  # a negative threshold makes some unjudged rows relevant too
         nonrel = (g >= 0) & ~relevant
         n = sum_above(q, nonrel.astype(np.int64))[relevant].astype(np.float64)
-    j = prep.row_pos[relevant].astype(np.float64)
+    j = rp.astype(np.float64)
     eps = INFAP_EPSILON
     with np.errstate(divide="ignore", invalid="ignore"):
         later = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((r + n + u) / j) * (
             (r + eps) / (r + n + 2 * eps)
         )
     terms = np.where(j == 0, 1.0, later)
-    sums = np.bincount(q[relevant], weights=terms, minlength=len(prep.ids))
-    big_r = _relevant_judgments(prep, rel_level)
+    sums = np.bincount(rq, weights=terms, minlength=len(prep.ids))
+    codes = prep.judged_code[prep.judged_grade >= rel_level]
+    big_r = np.bincount(codes, minlength=len(prep.ids)).astype(np.float64)
     return np.where(big_r > 0, sums / np.where(big_r > 0, big_r, 1.0), 0.0)
