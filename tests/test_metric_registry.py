@@ -33,7 +33,14 @@ def test_readme_metric_table_is_the_registry_rendered():
 
 def test_readme_table_has_one_row_per_family():
     rows = _readme_table().splitlines()[2:]
-    assert len(rows) == len(FAMILIES) == 21  # 16 judged families and 5 click ones
+    # 16 judged families and 5 click ones, then the 4 stats of numeric metrics
+    assert len(rows) == len(FAMILIES) + 4 == 25
+    assert [row.split("`stat: ")[1].split("`")[0] for row in rows[21:]] == [
+        "mean",
+        "sum",
+        "ratio",
+        "quantile",
+    ]
     assert rows[0].startswith("| `mrr`, `mrr@k` | MRR | binary |")
     assert rows[3].startswith("| `err`, `err@k` | ERR | graded |")
     assert rows[5].startswith("| `precision@k` | P | binary |")

@@ -40,10 +40,11 @@ class OnlineDesign:
         return parse_metric(name).name
 
     def metric_label(self, experiment: Experiment, name: str) -> str:
-        """The metric's label (``CTR@3``)."""
+        """The metric's label (``CTR@3``; a numeric metric's name as the config gives it)."""
         from abrank.metrics import parse_metric
 
-        return parse_metric(name).label
+        numeric = experiment.numeric_metrics.get(name)
+        return numeric.label if numeric is not None else parse_metric(name).label
 
     def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
         """The online keys: a unit, the independent design, a split over the arms,
@@ -52,7 +53,12 @@ class OnlineDesign:
         from abrank.metrics import FAMILIES, parse_metric
 
         for index, name in enumerate(experiment.metrics):
-            family = parse_metric(name).family
+            if name in experiment.numeric_metrics:
+                continue
+            try:
+                family = parse_metric(name).family
+            except ConfigError:  # a numeric metric with a problem: reported by its checks
+                continue
             if FAMILIES[family].geometric:
                 checks.add(
                     ("metrics", index),
@@ -77,8 +83,10 @@ class OnlineDesign:
         from abrank.engines import check_supported
         from abrank.metrics import parse_metric
 
-        judged = any(not parse_metric(m).is_click for m in experiment.metrics)
+        judged = any(not parse_metric(m).is_click for m in experiment.ranking_metrics)
         check_supported(engine, "online-judged" if engine != "memory" and judged else "online")
+        if experiment.numeric_metrics:
+            check_supported(engine, "online-numeric")
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
@@ -89,6 +97,7 @@ class OnlineDesign:
         from abrank.designs.online.compare import compare_online
         from abrank.designs.online.explain import from_log_in_memory, log_rows, with_explanation
         from abrank.designs.online.logs import load_online, online_evidence, score_online
+        from abrank.designs.online.numeric import with_numeric
         from abrank.designs.online.sql import score_online_sql
 
         if engine.name == "memory":
@@ -98,6 +107,9 @@ class OnlineDesign:
         else:
             data, scores = score_online_sql(experiment, engine, say, inputs=inputs)
         evidence = online_evidence(experiment, data, scores)
+        if experiment.numeric_metrics:
+            say("reading the numeric metrics' log columns")
+            evidence = with_numeric(experiment, data, evidence)
         say("comparing arms on per-unit sums")
         comparisons, too_small = compare_online(experiment, data, evidence)
         say("summarising")

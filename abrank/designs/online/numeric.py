@@ -1,0 +1,434 @@
+"""Numeric and quantile metrics of log columns in the online design (DESIGN.md "Numeric and
+quantile metrics from log columns").
+
+Each arm's log columns are read per impression (:func:`impression_values`: an impression's
+value is the one its rows hold; a missing one is counted, never silently dropped), and each
+numeric metric (:class:`abrank.metrics.numeric.NumericMetric`) becomes what the comparison
+loop reads:
+
+- ``mean``, ``sum`` and ``ratio`` become per-unit sums (M_u, D_u) beside the click metrics'
+  in the evidence (:func:`with_numeric`), so the clustered delta method, the unit bootstrap
+  and the permutation test of every ratio metric compare them unchanged:
+  mean per impression M_u = Σ values, D_u = values; ratio per impression M_u = Σ numerator,
+  D_u = Σ denominator; at ``level: unit`` (and for ``sum``) M_u is the unit's mean, total or
+  ratio and D_u = 1, so the arm's value is the mean over units;
+- ``quantile`` metrics are compared on the impression values themselves
+  (:class:`OnlineSamples`, :func:`abrank.stats.quantile_comparison.compare_quantile_arms`),
+  clustered on the unit; at ``level: unit`` on the units' means, each unit its own cluster.
+
+``cap`` winsorizes the values a stat reads (impression values, or per-unit values at
+``level: unit``; a ratio's numerator) at that quantile of the arm's values, separately
+overall and in each segment value. ``diagnostics.numeric_metrics`` (the evidence's extra
+``numeric``) says per metric and arm how many impressions had a value, how many had none,
+and where the cap fell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from abrank.analysis.comparisons import ArmPair, done
+from abrank.analysis.units import UnitSamples
+from abrank.config import Experiment
+from abrank.errors import DataError
+from abrank.evidence import Evidence
+from abrank.metrics.numeric import NumericMetric
+
+__all__ = [
+    "ArmColumns",
+    "OnlineSamples",
+    "QuantileSample",
+    "arm_columns",
+    "impression_values",
+    "metric_sums",
+    "with_numeric",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmColumns:
+    """One arm's log columns per impression: each impression's unit (code into
+    ``unit_labels``, the index of the arm's per-unit sums), its segment value per segment
+    column (codes into the column's values), and each column's value (NaN: missing)."""
+
+    unit: np.ndarray
+    unit_labels: pd.Index
+    segments: Mapping[str, tuple[np.ndarray, pd.Index]]
+    values: Mapping[str, np.ndarray]
+
+    @property
+    def impressions(self) -> int:
+        return int(self.unit.size)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantileSample:
+    """One arm's values of a quantile metric (finite, capped) and their units (None: each
+    value a unit's own)."""
+
+    values: np.ndarray
+    units: np.ndarray | None
+
+    @property
+    def n_units(self) -> int:
+        if self.units is None:
+            return int(self.values.size)
+        return int(np.unique(self.units).size) if self.units.size else 0
+
+
+def impression_values(
+    values: np.ndarray, codes: np.ndarray, n: int, *, column: str, path: str, ids: Any
+) -> np.ndarray:
+    """Per impression (codes 0..n-1 of the rows) the value its rows hold: the first value
+    that is not missing (NaN where none is); a DataError naming the file, the column and
+    the impression when two rows of an impression hold different values."""
+    out = np.full(n, np.nan)
+    valid = np.flatnonzero(~np.isnan(values))
+    if valid.size == 0:
+        return out
+    impressions, first = np.unique(codes[valid], return_index=True)
+    out[impressions] = values[valid[first]]
+    differs = values[valid] != out[codes[valid]]
+    if differs.any():
+        row = int(valid[np.flatnonzero(differs)[0]])
+        code = int(codes[row])
+        raise DataError(
+            f"{path}: {column}: expected one value per impression (on each of its rows, or "
+            f"on some rows with the others empty), got {out[code]:g} and {values[row]:g} in "
+            f"impression {ids[code]}"
+        )
+    return out
+
+
+def arm_columns(
+    frame: pd.DataFrame,
+    columns: list[str],
+    *,
+    unit: str,
+    segments: list[str],
+    unit_labels: pd.Index,
+    path: str,
+    whole: Any,
+) -> ArmColumns:
+    """An arm's columns per impression, from its impressions frame (the rows of
+    :func:`abrank.io.read_impressions`); ``unit_labels`` is the index of the arm's per-unit
+    sums (units in code order). A column missing from the log is a DataError naming the
+    file and listing the columns found (``whole()`` reads them)."""
+    from abrank.engines.clicks import ImpressionIndex
+
+    index = ImpressionIndex.of(frame)
+    n = len(index.ids)
+    unit_of, unit_ids = index.column_codes(frame, unit)
+    if len(unit_ids) != len(unit_labels):
+        raise DataError(f"{path}: {unit}: expected the units of the per-unit sums")
+    by_segment = {
+        column: index.column_codes(frame, column, segment=True)
+        for column in segments
+        if column != unit
+    }
+    values = {}
+    for column in columns:
+        if column not in frame.columns:
+            found = ", ".join(map(str, whole().columns))
+            raise DataError(
+                f"{path}: metrics: expected a column {column!r} (a numeric metric reads it), "
+                f"found columns: {found}"
+            )
+        raw = frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        values[column] = impression_values(
+            raw, index.codes, n, column=column, path=path, ids=index.ids
+        )
+    return ArmColumns(
+        unit=np.asarray(unit_of, dtype=np.int64),
+        unit_labels=unit_labels,
+        segments={
+            c: (np.asarray(codes, dtype=np.int64), pd.Index(v))
+            for c, (codes, v) in by_segment.items()
+        },
+        values=values,
+    )
+
+
+def _cap(values: np.ndarray, cap: float | None) -> tuple[np.ndarray, float | None]:
+    """``values`` winsorized at their ``cap`` quantile (numpy's linear rule), and the cap."""
+    if cap is None or values.size == 0:
+        return values, None
+    limit = float(np.quantile(values, cap))
+    return np.minimum(values, limit), limit
+
+
+def _valid(metric: NumericMetric, arm: ArmColumns, keep: np.ndarray | None) -> np.ndarray:
+    """The impressions (of ``keep``, a mask; None: all) where every column has a value."""
+    mask = np.ones(arm.impressions, dtype=bool) if keep is None else keep.copy()
+    for column in metric.columns:
+        mask &= np.isfinite(arm.values[column])
+    return mask
+
+
+def metric_sums(
+    metric: NumericMetric, arm: ArmColumns, keep: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Per unit of the arm (code order), M_u and D_u of a mean, sum or ratio metric over the
+    impressions of ``keep`` (None: all), and the cap applied (None: none)."""
+    valid = _valid(metric, arm, keep)
+    units = arm.unit[valid]
+    n = len(arm.unit_labels)
+    if metric.stat == "ratio":
+        numerator = arm.values[str(metric.numerator)][valid]
+        denominator = arm.values[str(metric.denominator)][valid]
+    else:
+        numerator = arm.values[str(metric.column)][valid]
+        denominator = np.ones(numerator.size)
+    if metric.level == "impression":  # mean or ratio of the pooled impressions
+        numerator, limit = _cap(numerator, metric.cap)
+        return (
+            np.bincount(units, numerator, minlength=n),
+            np.bincount(units, denominator, minlength=n),
+            limit,
+        )
+    total = np.bincount(units, numerator, minlength=n)
+    weight = np.bincount(units, denominator, minlength=n)
+    has = weight > 0 if metric.stat == "ratio" else np.bincount(units, minlength=n) > 0
+    if metric.stat == "sum":
+        per_unit = total
+    else:
+        per_unit = np.divide(total, weight, out=np.zeros(n), where=weight > 0)
+    capped, limit = _cap(per_unit[has], metric.cap)
+    out = np.zeros(n)
+    out[has] = capped
+    return out, has.astype(np.float64), limit
+
+
+def quantile_sample(
+    metric: NumericMetric, arm: ArmColumns, keep: np.ndarray | None = None
+) -> tuple[QuantileSample, float | None]:
+    """A quantile metric's values over the impressions of ``keep`` (None: all), capped, and
+    the cap applied: the impression values with their units, or at ``level: unit`` each
+    unit's mean (every unit its own cluster)."""
+    valid = _valid(metric, arm, keep)
+    values = arm.values[str(metric.column)][valid]
+    units = arm.unit[valid]
+    if metric.level == "unit":
+        n = len(arm.unit_labels)
+        count = np.bincount(units, minlength=n)
+        has = count > 0
+        values = np.bincount(units, values, minlength=n)[has] / count[has]
+        capped, limit = _cap(values, metric.cap)
+        return QuantileSample(capped, None), limit
+    capped, limit = _cap(values, metric.cap)
+    return QuantileSample(capped, units), limit
+
+
+def _segment_mask(arm: ArmColumns, column: str, value: str) -> np.ndarray:
+    codes, values = arm.segments[column]
+    found = np.flatnonzero(values.astype(str) == value)
+    if found.size == 0:
+        return np.zeros(arm.impressions, dtype=bool)
+    return codes == int(found[0])
+
+
+def _segment_sums(metric: NumericMetric, arm: ArmColumns, column: str) -> pd.DataFrame:
+    """Per (segment value, unit) of the arm, M_u and D_u of ``metric`` (capped within each
+    value), indexed as the segment sums of the click metrics."""
+    codes, values = arm.segments[column]
+    parts = []
+    for code, value in enumerate(values):
+        keep = codes == code
+        if not keep.any():
+            continue
+        total, weight, _ = metric_sums(metric, arm, keep)
+        present = np.flatnonzero(np.bincount(arm.unit[keep], minlength=len(arm.unit_labels)))
+        index = pd.MultiIndex.from_arrays(
+            [pd.Index([value] * present.size, dtype=values.dtype), arm.unit_labels.take(present)],
+            names=[column, arm.unit_labels.name],
+        )
+        parts.append(
+            pd.DataFrame(
+                {metric.name: total[present], f"{metric.name}:n": weight[present]}, index=index
+            )
+        )
+    if not parts:
+        return pd.DataFrame(columns=[metric.name, f"{metric.name}:n"])
+    return pd.concat(parts)
+
+
+def with_numeric(experiment: Experiment, data: Any, evidence: Evidence) -> Evidence:
+    """``evidence`` with the numeric metrics: per-unit sums of the mean, sum and ratio
+    metrics added to every arm's sums (overall and per segment), and as extras the arms'
+    columns per impression (``numeric_columns``) and ``numeric``, each metric's counts of
+    values and missing values per arm and the cap applied (summary.json's
+    ``diagnostics.numeric_metrics``)."""
+    from abrank.designs.online.logs import numeric_columns, whole_frame
+
+    unit = experiment.analysis.unit or "user_id"
+    segments = list(experiment.segments.columns)
+    columns = numeric_columns(experiment)
+    arms: dict[str, ArmColumns] = {}
+    for name, frame in data.impressions.items():
+        path = data.paths[name]
+        arms[name] = arm_columns(
+            frame,
+            columns,
+            unit=unit,
+            segments=segments,
+            unit_labels=evidence.sums[name].index,
+            path=path,
+            whole=lambda name=name, path=path: whole_frame(experiment, name, path),
+        )
+    sums = {name: table.copy() for name, table in evidence.sums.items()}
+    segment_sums = {
+        column: {name: table.copy() for name, table in by_arm.items()}
+        for column, by_arm in evidence.segment_sums.items()
+    }
+    diagnostics: dict[str, dict[str, Any]] = {}
+    for metric in experiment.numeric_metrics.values():
+        entry: dict[str, Any] = {
+            **metric.to_dict(),
+            "describes": metric.describe(),
+            "impressions": {},
+            "missing": {},
+            "capped_at": {} if metric.cap is not None else None,
+        }
+        for name, arm in arms.items():
+            valid = _valid(metric, arm, None)
+            entry["impressions"][name] = int(valid.sum())
+            entry["missing"][name] = int(arm.impressions - valid.sum())
+            if metric.stat == "quantile":
+                _, limit = quantile_sample(metric, arm)
+            else:
+                total, weight, limit = metric_sums(metric, arm)
+                sums[name][metric.name] = total
+                sums[name][f"{metric.name}:n"] = weight
+                for column in segments:
+                    if column == unit:
+                        continue
+                    table = segment_sums[column][name]
+                    found = _segment_sums(metric, arm, column)
+                    joined = table.join(found, how="left")
+                    segment_sums[column][name] = joined.fillna(
+                        {metric.name: 0.0, f"{metric.name}:n": 0.0}
+                    )
+            if metric.cap is not None:
+                entry["capped_at"][name] = limit
+        diagnostics[metric.name] = entry
+    return dataclasses.replace(
+        evidence,
+        sums=sums,
+        segment_sums=segment_sums,
+        extras={**evidence.extras, "numeric_columns": arms, "numeric": diagnostics},
+    )
+
+
+QUANTILE_RESAMPLES = 2_000
+"""At most this many unit-bootstrap resamples for a quantile's second opinion: each one
+re-reads every impression (10,000 would take seconds per comparison on the demo), and a
+percentile interval's ends move by a fraction of its SE's noise beyond 2,000."""
+
+
+def quantile_resamples(settings: Any, segment: str | None) -> int:
+    """The bootstrap resamples of a quantile comparison: the configured number, at most
+    :data:`QUANTILE_RESAMPLES`, for the overall comparisons only (none without the
+    ``bootstrap`` test, none per segment: there the delta method stands alone)."""
+    if segment is not None or "bootstrap" not in settings.tests:
+        return 0
+    return int(min(settings.n_resamples, QUANTILE_RESAMPLES))
+
+
+class OnlineSamples:
+    """The online design's samples for the comparison loop: per-unit sums for every metric
+    (:class:`~abrank.analysis.units.UnitSamples`, the numeric means, sums and ratios among
+    them), and for a quantile metric each arm's impression values and units, compared by
+    :func:`~abrank.stats.quantile_comparison.compare_quantile_arms`."""
+
+    def __init__(self, experiment: Experiment, evidence: Evidence, covariates: Any = None):
+        self.experiment = experiment
+        self.sums = UnitSamples(experiment, evidence, covariates)
+        self.arms: Mapping[str, ArmColumns] = evidence.extras.get("numeric_columns", {})
+        self.quantiles = {
+            name: m for name, m in experiment.numeric_metrics.items() if m.stat == "quantile"
+        }
+
+    def metrics(self) -> list[str]:
+        return list(self.experiment.metrics)
+
+    def _pair(self, pair: ArmPair, metric: str, keep: Any) -> tuple:
+        spec = self.quantiles[metric]
+        out = []
+        for arm in (pair.control, pair.treatment):
+            columns = self.arms[arm]
+            mask = None if keep is None else _segment_mask(columns, *keep)
+            out.append(quantile_sample(spec, columns, mask)[0])
+        return tuple(out)
+
+    def overall(self, pair: ArmPair, metric: str) -> tuple:
+        if metric in self.quantiles:
+            return self._pair(pair, metric, None)
+        return self.sums.overall(pair, metric)
+
+    def segments(self, pair: ArmPair) -> list[tuple[str, Any]]:
+        return self.sums.segments(pair)
+
+    def in_segment(self, pair: ArmPair, metric: str, key: Any) -> tuple:
+        if metric in self.quantiles:
+            return self._pair(pair, metric, key)
+        return self.sums.in_segment(pair, metric, key)
+
+    def size(self, samples: tuple) -> int:
+        control, treatment = samples
+        if isinstance(control, QuantileSample):
+            return min(control.n_units, treatment.n_units)
+        return self.sums.size(samples)
+
+    def start(self, samples: Mapping[str, Any], pair: ArmPair, segment: str | None) -> Future:
+        sums = {m: s for m, s in samples.items() if m not in self.quantiles}
+        found: dict[str, Any] = {}
+        if sums:
+            for comparison in self.sums.start(sums, pair, segment).result():
+                found[comparison.metric] = comparison
+        for metric, (control, treatment) in samples.items():
+            if metric in self.quantiles:
+                found[metric] = self._quantile(metric, control, treatment, pair, segment)
+        return done(lambda: [found[m] for m in samples])
+
+    def _quantile(
+        self,
+        metric: str,
+        control: QuantileSample,
+        treatment: QuantileSample,
+        pair: ArmPair,
+        segment: str | None,
+    ) -> Any:
+        from abrank.analysis.comparisons import test_settings
+        from abrank.stats.quantile import quantile_arm
+        from abrank.stats.quantile_comparison import compare_quantile_arms
+
+        spec = self.quantiles[metric]
+        settings = test_settings(self.experiment)
+        unit = self.experiment.analysis.unit or "user_id"
+        return compare_quantile_arms(
+            quantile_arm(control.values, control.units, "control_values"),
+            quantile_arm(treatment.values, treatment.units, "treatment_values"),
+            float(spec.q or 0.0),
+            unit=unit,
+            per_unit=spec.level == "unit",
+            alpha=settings.alpha,
+            confidence_level=settings.confidence_level,
+            n_resamples=quantile_resamples(settings, segment),
+            seed=settings.seed,
+            metric=metric,
+            treatment_name=pair.name,
+            segment=segment,
+            primary_test=settings.primary_test,
+        )
+
+    def lower_is_better(self, metric: str) -> bool:
+        spec = self.experiment.numeric_metrics.get(metric)
+        if spec is not None:
+            return spec.lower_is_better
+        return self.sums.lower_is_better(metric)
