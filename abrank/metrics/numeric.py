@@ -108,8 +108,8 @@ class NumericMetric:
     mean, total or ratio); ``column`` (mean, sum, quantile) or ``numerator`` and
     ``denominator`` (ratio); ``q``: the quantile; ``cap``: winsorize the values the stat
     reads at this quantile, per arm and segment (values above it are set to it; for a
-    ratio, the numerator); ``direction``: which way is better; ``approximate``: sketch
-    quantiles on an engine that has them (the memory engine's are exact).
+    ratio, the numerator); ``direction``: which way is better; ``approximate``: reserved
+    for sketch quantiles (only false for now: every engine computes exact quantiles).
     """
 
     name: str
@@ -228,8 +228,14 @@ def parse_numeric(entry: Mapping[str, Any]) -> tuple[NumericMetric | None, list[
     if cap is not None and not _fraction(cap, closed=False):
         problems.append(("cap", f"expected a quantile above 0 and below 1 (0.99), got {cap!r}"))
     approximate = entry.get("approximate", False)
-    if not isinstance(approximate, bool):
-        problems.append(("approximate", f"expected true or false, got {approximate!r}"))
+    if approximate is not False:
+        problems.append(
+            (
+                "approximate",
+                f"expected false (every engine computes exact quantiles; sketch quantiles are "
+                f"not available yet), got {approximate!r}",
+            )
+        )
     if problems:
         return None, problems
     return (

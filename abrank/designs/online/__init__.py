@@ -85,8 +85,7 @@ class OnlineDesign:
 
         judged = any(not parse_metric(m).is_click for m in experiment.ranking_metrics)
         check_supported(engine, "online-judged" if engine != "memory" and judged else "online")
-        if experiment.numeric_metrics:
-            check_supported(engine, "online-numeric")
+
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
@@ -97,7 +96,7 @@ class OnlineDesign:
         from abrank.designs.online.compare import compare_online
         from abrank.designs.online.explain import from_log_in_memory, log_rows, with_explanation
         from abrank.designs.online.logs import load_online, online_evidence, score_online
-        from abrank.designs.online.numeric import with_numeric
+        from abrank.designs.online.numeric import memory_columns, sql_columns, with_numeric
         from abrank.designs.online.sql import score_online_sql
 
         if engine.name == "memory":
@@ -108,8 +107,12 @@ class OnlineDesign:
             data, scores = score_online_sql(experiment, engine, say, inputs=inputs)
         evidence = online_evidence(experiment, data, scores)
         if experiment.numeric_metrics:
-            say("reading the numeric metrics' log columns")
-            evidence = with_numeric(experiment, data, evidence)
+            say(f"reading the numeric metrics' log columns on {engine.name}")
+            if engine.name == "memory":
+                arms = memory_columns(experiment, data, evidence)
+            else:
+                arms = sql_columns(experiment, engine, inputs, evidence)
+            evidence = with_numeric(experiment, evidence, arms)
         say("comparing arms on per-unit sums")
         comparisons, too_small = compare_online(experiment, data, evidence)
         say("summarising")

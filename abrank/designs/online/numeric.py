@@ -258,16 +258,12 @@ def _segment_sums(metric: NumericMetric, arm: ArmColumns, column: str) -> pd.Dat
     return pd.concat(parts)
 
 
-def with_numeric(experiment: Experiment, data: Any, evidence: Evidence) -> Evidence:
-    """``evidence`` with the numeric metrics: per-unit sums of the mean, sum and ratio
-    metrics added to every arm's sums (overall and per segment), and as extras the arms'
-    columns per impression (``numeric_columns``) and ``numeric``, each metric's counts of
-    values and missing values per arm and the cap applied (summary.json's
-    ``diagnostics.numeric_metrics``)."""
+def memory_columns(experiment: Experiment, data: Any, evidence: Evidence) -> dict[str, ArmColumns]:
+    """Every arm's numeric columns per impression from its impressions in memory
+    (:func:`abrank.designs.online.logs.load_online`)."""
     from abrank.designs.online.logs import numeric_columns, whole_frame
 
     unit = experiment.analysis.unit or "user_id"
-    segments = list(experiment.segments.columns)
     columns = numeric_columns(experiment)
     arms: dict[str, ArmColumns] = {}
     for name, frame in data.impressions.items():
@@ -276,11 +272,66 @@ def with_numeric(experiment: Experiment, data: Any, evidence: Evidence) -> Evide
             frame,
             columns,
             unit=unit,
-            segments=segments,
+            segments=list(experiment.segments.columns),
             unit_labels=evidence.sums[name].index,
             path=path,
             whole=lambda name=name, path=path: whole_frame(experiment, name, path),
         )
+    return arms
+
+
+def sql_columns(
+    experiment: Experiment, engine: Any, inputs: Any, evidence: Evidence
+) -> dict[str, ArmColumns]:
+    """Every arm's numeric columns per impression, computed by an SQL engine where the logs
+    lie (:func:`abrank.engines.column_sums.column_impressions`: one row per impression
+    comes back); impressions of units the per-unit sums left out (mixed units dropped) are
+    left out too."""
+    from abrank.analysis.engine import log_sources
+    from abrank.designs.online.logs import numeric_columns
+    from abrank.engines.column_sums import ColumnRequest, column_impressions
+
+    unit = experiment.analysis.unit or "user_id"
+    segments = [c for c in experiment.segments.columns if c != unit]
+    columns = numeric_columns(experiment)
+    request = ColumnRequest(
+        columns=tuple(columns),
+        arms=tuple(str(arm.name) for arm in experiment.arms),
+        unit=unit,
+        segments=tuple(segments),
+    )
+    sources = [source for source, _ in log_sources(experiment, inputs, engine.name)]
+    table = column_impressions(engine, sources, request, "impression_id")
+    arms: dict[str, ArmColumns] = {}
+    for name, labels in ((n, t.index) for n, t in evidence.sums.items()):
+        mine = table[table["arm"] == name]
+        codes = labels.get_indexer(pd.Index(mine[unit].astype(str)))
+        kept = codes >= 0
+        mine = mine[kept]
+        by_segment = {}
+        for column in segments:
+            found, values = pd.factorize(mine[column].astype(str), sort=True)
+            by_segment[column] = (np.asarray(found, dtype=np.int64), pd.Index(values))
+        arms[name] = ArmColumns(
+            unit=codes[kept].astype(np.int64),
+            unit_labels=labels,
+            segments=by_segment,
+            values={c: mine[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in columns},
+        )
+    return arms
+
+
+def with_numeric(
+    experiment: Experiment, evidence: Evidence, arms: Mapping[str, ArmColumns]
+) -> Evidence:
+    """``evidence`` with the numeric metrics, from every arm's columns per impression
+    (:func:`memory_columns` or :func:`sql_columns`): per-unit sums of the mean, sum and
+    ratio metrics added to every arm's sums (overall and per segment), and as extras the
+    arms' columns (``numeric_columns``) and ``numeric``, each metric's counts of values and
+    missing values per arm and the cap applied (summary.json's
+    ``diagnostics.numeric_metrics``)."""
+    unit = experiment.analysis.unit or "user_id"
+    segments = list(experiment.segments.columns)
     sums = {name: table.copy() for name, table in evidence.sums.items()}
     segment_sums = {
         column: {name: table.copy() for name, table in by_arm.items()}
