@@ -70,16 +70,16 @@ class ArmColumns:
 @dataclasses.dataclass(frozen=True)
 class QuantileSample:
     """One arm's values of a quantile metric (finite, capped) and their units (None: each
-    value a unit's own)."""
+    value a unit's own), and the prepared arm of :mod:`abrank.stats.quantile` (None when
+    there is no value)."""
 
     values: np.ndarray
     units: np.ndarray | None
+    arm: Any = None
 
     @property
     def n_units(self) -> int:
-        if self.units is None:
-            return int(self.values.size)
-        return int(np.unique(self.units).size) if self.units.size else 0
+        return int(self.arm.n_units) if self.arm is not None else 0
 
 
 def impression_values(
@@ -92,7 +92,13 @@ def impression_values(
     valid = np.flatnonzero(~np.isnan(values))
     if valid.size == 0:
         return out
-    impressions, first = np.unique(codes[valid], return_index=True)
+    coded = codes[valid]
+    if coded.size > 1 and bool((coded[1:] >= coded[:-1]).all()):
+        # rows in blocks by impression (as read_impressions returns them): no sort needed
+        first = np.flatnonzero(np.concatenate(([True], coded[1:] != coded[:-1])))
+        impressions = coded[first]
+    else:
+        impressions, first = np.unique(coded, return_index=True)
     out[impressions] = values[valid[first]]
     differs = values[valid] != out[codes[valid]]
     if differs.any():
@@ -212,8 +218,10 @@ def quantile_sample(
     the cap applied: the impression values with their units, or at ``level: unit`` each
     unit's mean (every unit its own cluster)."""
     valid = _valid(metric, arm, keep)
-    values = arm.values[str(metric.column)][valid]
-    units = arm.unit[valid]
+    values = arm.values[str(metric.column)]
+    units = arm.unit
+    if not valid.all():  # (no copy of the arm's values when every impression has one)
+        values, units = values[valid], units[valid]
     if metric.level == "unit":
         n = len(arm.unit_labels)
         count = np.bincount(units, minlength=n)
@@ -404,17 +412,27 @@ class OnlineSamples:
         self.quantiles = {
             name: m for name, m in experiment.numeric_metrics.items() if m.stat == "quantile"
         }
+        # prepared (sorted) arms, shared by the quantiles of one column: p50, p95, p99 of
+        # latency sort each arm's latencies once
+        self.prepared: dict[tuple, QuantileSample] = {}
 
     def metrics(self) -> list[str]:
         return list(self.experiment.metrics)
 
     def _pair(self, pair: ArmPair, metric: str, keep: Any) -> tuple:
+        from abrank.stats.quantile import quantile_arm
+
         spec = self.quantiles[metric]
         out = []
         for arm in (pair.control, pair.treatment):
-            columns = self.arms[arm]
-            mask = None if keep is None else _segment_mask(columns, *keep)
-            out.append(quantile_sample(spec, columns, mask)[0])
+            key = (arm, spec.column, spec.level, spec.cap, keep)
+            if key not in self.prepared:
+                columns = self.arms[arm]
+                mask = None if keep is None else _segment_mask(columns, *keep)
+                found = quantile_sample(spec, columns, mask)[0]
+                prepared = quantile_arm(found.values, found.units) if found.values.size else None
+                self.prepared[key] = dataclasses.replace(found, arm=prepared)
+            out.append(self.prepared[key])
         return tuple(out)
 
     def overall(self, pair: ArmPair, metric: str) -> tuple:
@@ -456,15 +474,21 @@ class OnlineSamples:
         segment: str | None,
     ) -> Any:
         from abrank.analysis.comparisons import test_settings
-        from abrank.stats.quantile import quantile_arm
         from abrank.stats.quantile_comparison import compare_quantile_arms
 
         spec = self.quantiles[metric]
         settings = test_settings(self.experiment)
         unit = self.experiment.analysis.unit or "user_id"
+        for arm, sample in ((pair.control, control), (pair.treatment, treatment)):
+            if sample.arm is None:
+                where = f" in {segment}" if segment is not None else ""
+                raise DataError(
+                    f"{metric}: expected a value of {spec.column} in arm {arm}{where}, got none "
+                    "(every impression's value is missing)"
+                )
         return compare_quantile_arms(
-            quantile_arm(control.values, control.units, "control_values"),
-            quantile_arm(treatment.values, treatment.units, "treatment_values"),
+            control.arm,
+            treatment.arm,
             float(spec.q or 0.0),
             unit=unit,
             per_unit=spec.level == "unit",
