@@ -496,3 +496,22 @@ def test_the_demo_reports_its_latency_guardrail():
     assert experiment.metric_roles["latency_p95"].role == "guardrail"
     assert json.dumps(spec.to_dict())
     assert not math.isnan(spec.q or math.nan)
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_validate_checks_the_numeric_columns_on_the_runs_engine(tmp_path, capsys, engine):
+    _small_log().drop(columns="latency_ms").to_csv(tmp_path / "log.csv", index=False)
+    path = _config(tmp_path, P95)
+    assert main(["validate", str(path), "--engine", engine]) == 2
+    err = capsys.readouterr().err
+    assert "expected a column 'latency_ms'" in err and "Traceback" not in err
+    _small_log().to_csv(tmp_path / "log.csv", index=False)
+    assert main(["validate", str(path), "--engine", engine]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'log.csv'}: line 4: latency_ms: expected a number, got 'slow'" in err
+
+
+def test_a_quantile_without_any_value_in_an_arm_is_named(tmp_path, capsys):
+    log = _small_log().assign(latency_ms=[np.nan, 12.0, np.nan, 9.0])
+    err = _run_exit(tmp_path, capsys, log, P95)
+    assert "p95: expected a value of latency_ms in arm a, got none" in err

@@ -86,7 +86,6 @@ class OnlineDesign:
         judged = any(not parse_metric(m).is_click for m in experiment.ranking_metrics)
         check_supported(engine, "online-judged" if engine != "memory" and judged else "online")
 
-
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
         the sample-ratio check, the readout with its explanation tables
@@ -131,9 +130,11 @@ class OnlineDesign:
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """Impressions and units per arm (read by the chosen engine: on an SQL engine, from
-        the per-unit sums it returns) and the units seen in more than one arm."""
+        the per-unit sums it returns) and the units seen in more than one arm; the numeric
+        metrics' columns checked (present, numbers, one value per impression)."""
         from abrank.analysis.validate import ArmInputs
         from abrank.designs.online.logs import load_online
+        from abrank.designs.online.numeric import check_columns
         from abrank.designs.online.sql import score_online_sql
 
         unit = experiment.analysis.unit
@@ -146,6 +147,7 @@ class OnlineDesign:
                 name: (frame["impression_id"].nunique(), frame[unit].nunique())
                 for name, frame in data.impressions.items()
             }
+        check_columns(experiment, data, engine, inputs)
         arms = tuple(
             ArmInputs(name, impressions=int(impressions), units=int(units))
             for name, (impressions, units) in counts.items()

@@ -288,6 +288,55 @@ def memory_columns(experiment: Experiment, data: Any, evidence: Evidence) -> dic
     return arms
 
 
+def check_columns(experiment: Experiment, data: Any, engine: Any, inputs: Any) -> None:
+    """What ``abrank validate`` checks of the numeric metrics' columns, on the run's engine:
+    each log has them, their cells are numbers, each impression's rows agree (DataErrors
+    as :func:`arm_columns` and :func:`abrank.engines.column_sums.column_impressions` raise
+    them)."""
+    from abrank.designs.online.logs import numeric_columns, whole_frame
+
+    if not experiment.numeric_metrics:
+        return
+    columns = numeric_columns(experiment)
+    if engine.name != "memory":
+        _impressions(experiment, engine, inputs, columns)
+        return
+    from abrank.engines.clicks import ImpressionIndex
+
+    for name, frame in data.impressions.items():
+        path = data.paths[name]
+        for column in columns:
+            if column not in frame.columns:
+                found = ", ".join(map(str, whole_frame(experiment, name, path).columns))
+                raise DataError(
+                    f"{path}: metrics: expected a column {column!r} (a numeric metric reads "
+                    f"it), found columns: {found}"
+                )
+            index = ImpressionIndex.of(frame)
+            raw = frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
+            impression_values(
+                raw, index.codes, len(index.ids), column=column, path=path, ids=index.ids
+            )
+
+
+def _impressions(
+    experiment: Experiment, engine: Any, inputs: Any, columns: list[str]
+) -> pd.DataFrame:
+    """The SQL engine's rows per impression of ``columns`` (see :func:`sql_columns`)."""
+    from abrank.analysis.engine import log_sources
+    from abrank.engines.column_sums import ColumnRequest, column_impressions
+
+    unit = experiment.analysis.unit or "user_id"
+    request = ColumnRequest(
+        columns=tuple(columns),
+        arms=tuple(str(arm.name) for arm in experiment.arms),
+        unit=unit,
+        segments=tuple(c for c in experiment.segments.columns if c != unit),
+    )
+    sources = [source for source, _ in log_sources(experiment, inputs, engine.name)]
+    return column_impressions(engine, sources, request, "impression_id")
+
+
 def sql_columns(
     experiment: Experiment, engine: Any, inputs: Any, evidence: Evidence
 ) -> dict[str, ArmColumns]:
@@ -295,21 +344,12 @@ def sql_columns(
     lie (:func:`abrank.engines.column_sums.column_impressions`: one row per impression
     comes back); impressions of units the per-unit sums left out (mixed units dropped) are
     left out too."""
-    from abrank.analysis.engine import log_sources
     from abrank.designs.online.logs import numeric_columns
-    from abrank.engines.column_sums import ColumnRequest, column_impressions
 
     unit = experiment.analysis.unit or "user_id"
     segments = [c for c in experiment.segments.columns if c != unit]
     columns = numeric_columns(experiment)
-    request = ColumnRequest(
-        columns=tuple(columns),
-        arms=tuple(str(arm.name) for arm in experiment.arms),
-        unit=unit,
-        segments=tuple(segments),
-    )
-    sources = [source for source, _ in log_sources(experiment, inputs, engine.name)]
-    table = column_impressions(engine, sources, request, "impression_id")
+    table = _impressions(experiment, engine, inputs, columns)
     arms: dict[str, ArmColumns] = {}
     for name, labels in ((n, t.index) for n, t in evidence.sums.items()):
         mine = table[table["arm"] == name]
