@@ -515,3 +515,27 @@ def test_a_quantile_without_any_value_in_an_arm_is_named(tmp_path, capsys):
     log = _small_log().assign(latency_ms=[np.nan, 12.0, np.nan, 9.0])
     err = _run_exit(tmp_path, capsys, log, P95)
     assert "p95: expected a value of latency_ms in arm a, got none" in err
+
+
+def test_a_sequential_readout_gives_a_quantile_its_confidence_sequence():
+    from abrank.stats.sequential import ConfidenceSequence, SequenceTuning
+
+    rng = np.random.default_rng(2)
+    units = rng.integers(0, 500, size=(2, 3000))
+    values = rng.lognormal(size=(2, 3000)) * np.array([[1.0], [1.1]])
+    control, treatment = quantile_arm(values[0], units[0]), quantile_arm(values[1], units[1])
+    fixed = compare_quantile_arms(control, treatment, 0.95, unit="user_id")
+    always = compare_quantile_arms(
+        control, treatment, 0.95, unit="user_id", primary_test="sequential"
+    )
+    assert always.primary_test == "sequential" and always.delta == fixed.delta
+    assert always.ci_method.startswith("confidence sequence (delta method on the quantile's")
+    assert always.p_values["t"] == fixed.p_value
+    n = control.n_units + treatment.n_units
+    se = fixed.extra["quantile"]["se"]
+    rho = SequenceTuning.of(None, 0.95).rho_at(n)
+    sequence = ConfidenceSequence(fixed.delta, n, n * se**2, rho)
+    assert always.ci == pytest.approx(sequence.interval(0.95), abs=1e-12)
+    assert always.p_value == pytest.approx(sequence.p_value, abs=1e-15)
+    assert always.ci[1] - always.ci[0] > fixed.ci[1] - fixed.ci[0]
+    assert always.mde is not None and always.mde > fixed.mde

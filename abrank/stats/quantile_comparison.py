@@ -51,6 +51,11 @@ __all__ = ["TEST", "compare_quantile_arms"]
 TEST = "t"
 """The registry name of the verdict's test: the delta method's (as for ratio metrics)."""
 
+SEQUENTIAL = "sequential"
+"""The registry name of the always-valid test: with it as the primary test, a quantile's
+verdict, interval, lift interval and MDE are the asymptotic confidence sequence's
+(:mod:`abrank.stats.sequential`) on the delta method's SE, as for ratio metrics."""
+
 NOTE_PRIMARY = (
     "the quantile's verdict is the delta method's test (the configured primary test {test} "
     "has no quantile version here)"
@@ -72,11 +77,14 @@ def compare_quantile_arms(
     treatment_name: str = "treatment",
     segment: str | None = None,
     primary_test: str = TEST,
+    sequential_tuning: int | None = None,
 ) -> Comparison:
     """The :class:`Comparison` of treatment - control at the q-th quantile of two prepared
     arms (:func:`abrank.stats.quantile.quantile_arm`; ``per_unit``: each value is a unit's,
     every unit its own cluster). ``n_resamples`` > 0 adds the unit bootstrap's interval,
-    seeded from (seed, metric, treatment_name, segment)."""
+    seeded from (seed, metric, treatment_name, segment). With ``primary_test`` sequential,
+    the verdict is the confidence sequence's (tuned at ``sequential_tuning`` units, None:
+    the comparison's own), over n = the units of both arms with per-unit variance n se^2."""
 
     @functools.lru_cache(maxsize=8)
     def at(level: float) -> QuantileDifference:
@@ -120,7 +128,19 @@ def compare_quantile_arms(
             return percentile_interval(resampled, level)
 
     notes = list(diff.notes)
-    if primary_test != TEST:
+    p_values = {TEST: diff.p_value}
+    verdict_test = TEST
+    method = "delta method on the quantile's influence function"
+    sequence = (
+        _sequence(diff, n_c + n_t, confidence_level, sequential_tuning)
+        if primary_test == SEQUENTIAL
+        else None
+    )
+    if sequence is not None:
+        verdict_test, (p_sequence, primary_at, relative_at, mde_at) = SEQUENTIAL, sequence
+        p_values[SEQUENTIAL] = p_sequence
+        method = f"confidence sequence ({method})"
+    elif primary_test != TEST:
         notes.append(NOTE_PRIMARY.format(test=primary_test))
     sd = diff.se / math.sqrt(1.0 / n_c + 1.0 / n_t) if n_c and n_t else math.nan
     how = "per unit (each unit one value)" if per_unit else f"clustered by {unit}"
@@ -135,10 +155,10 @@ def compare_quantile_arms(
         treatment_mean=diff.treatment.point,
         delta=diff.delta,
         relative_lift=relative,
-        p_values={TEST: diff.p_value},
-        primary_test=TEST,
+        p_values=p_values,
+        primary_test=verdict_test,
         primary_at=primary_at,
-        ci_method=f"delta method on the quantile's influence function, {how}",
+        ci_method=f"{method}, {how}",
         bootstrap_at=bootstrap_at,
         relative_at=relative_at,
         mde_at=mde_at,
@@ -157,6 +177,39 @@ def compare_quantile_arms(
         n_units={"control": n_c, "treatment": n_t},
         extra={"quantile": quantile_extra(diff, deltas)},
     )
+
+
+def _sequence(
+    diff: QuantileDifference, n: int, confidence_level: float, tuning: int | None
+) -> tuple[float, Any, Any, Any] | None:
+    """The confidence sequence's p-value, interval, lift interval and MDE (functions of the
+    level, resp. alpha) of a quantile difference; None without a finite, positive SE."""
+    from abrank.stats.sequential import (
+        ConfidenceSequence,
+        SequenceTuning,
+        detectable_delta,
+        log_ratio_sequence,
+    )
+
+    if not (math.isfinite(diff.se) and diff.se > 0 and n >= 2):
+        return None
+    tuned = SequenceTuning.of(tuning, confidence_level)
+    variance = n * diff.se**2
+    sequence = ConfidenceSequence(diff.delta, n, variance, tuned.rho_at(n))
+    relative = log_ratio_sequence(
+        diff.control.point,
+        diff.treatment.point,
+        diff.control.se**2,
+        diff.treatment.se**2,
+        0.0,
+        n,
+        tuned,
+    )
+
+    def mde_at(a: float) -> float | None:
+        return detectable_delta(n, variance, a, tuned)
+
+    return sequence.p_value, sequence.interval, relative, mde_at
 
 
 def quantile_extra(diff: QuantileDifference, deltas: np.ndarray | None) -> dict[str, Any]:

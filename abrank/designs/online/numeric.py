@@ -540,6 +540,7 @@ class OnlineSamples:
             treatment_name=pair.name,
             segment=segment,
             primary_test=settings.primary_test,
+            sequential_tuning=settings.sequential_tuning,
         )
 
     def lower_is_better(self, metric: str) -> bool:
