@@ -46,7 +46,7 @@ def get_engine(name: str = "memory") -> ModuleType:
 #: What each engine runs now: kinds of experiment (see :func:`check_supported`). The SQL
 #: engines' backends are :data:`abrank.engines.sql.BACKENDS`.
 SUPPORTED: dict[str, tuple[str, ...]] = {
-    "memory": ("offline", "online", "interleaved", "online-numeric"),
+    "memory": ("offline", "online", "interleaved"),
     "duckdb": ("offline", "online", "interleaved"),
     "spark": ("offline", "online", "interleaved"),
 }
@@ -65,7 +65,6 @@ KINDS = {
     "online": "online experiments on click metrics",
     "interleaved": "interleaving experiments",
     "online-judged": "judged metrics on an online log",
-    "online-numeric": "numeric and quantile metrics of log columns",
 }
 
 
