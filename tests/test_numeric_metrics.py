@@ -441,7 +441,9 @@ def _same(memory: dict, other: dict) -> None:
     assert memory["diagnostics"]["numeric_metrics"] == other["diagnostics"]["numeric_metrics"]
 
 
-def test_duckdb_gives_the_memory_engines_numeric_comparisons(tmp_path):
+def _engines_config(tmp_path: Path) -> Path:
+    """The latency log with missing values and a revenue column, and a config of every
+    stat, segments by device."""
     _latency_log(tmp_path)
     frame = pd.read_parquet(tmp_path / "log.parquet")
     frame.loc[frame.index[::7], "latency_ms"] = np.nan  # missing values, counted alike
@@ -457,10 +459,20 @@ def test_duckdb_gives_the_memory_engines_numeric_comparisons(tmp_path):
     )
     path = _config(tmp_path, metrics, "segments: {columns: [device]}\n")
     path.write_text(path.read_text().replace("log.csv", "log.parquet"))
+    return path
+
+
+def test_duckdb_gives_the_memory_engines_numeric_comparisons(tmp_path):
+    path = _engines_config(tmp_path)
     memory = abrank.run_experiment(path).summary
     duckdb = abrank.run_experiment(path, engine="duckdb").summary
     _same(memory, duckdb)
     assert memory["diagnostics"]["numeric_metrics"]["latency_p95"]["missing"]["a"] > 0
+
+
+def test_spark_gives_the_memory_engines_numeric_comparisons(tmp_path, spark):
+    path = _engines_config(tmp_path)
+    _same(abrank.run_experiment(path).summary, abrank.run_experiment(path, engine=spark).summary)
 
 
 def test_two_values_in_one_impression_are_refused_on_duckdb(tmp_path, capsys):
