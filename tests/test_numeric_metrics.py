@@ -551,3 +551,16 @@ def test_a_sequential_readout_gives_a_quantile_its_confidence_sequence():
     assert always.p_value == pytest.approx(sequence.p_value, abs=1e-15)
     assert always.ci[1] - always.ci[0] > fixed.ci[1] - fixed.ci[0]
     assert always.mde is not None and always.mde > fixed.mde
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_an_infinite_value_is_refused_with_its_row(tmp_path, capsys, engine):
+    log = _small_log().assign(latency_ms=[10.0, 12.0, np.inf, 9.0])
+    log.to_parquet(tmp_path / "log.parquet", index=False)
+    path = _config(tmp_path, P95, f"engine: {engine}\n")
+    path.write_text(path.read_text().replace("log.csv", "log.parquet"))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{tmp_path / 'log.parquet'}: row 3: latency_ms: expected a finite number, got 'inf'" in err
+    )

@@ -96,6 +96,7 @@ def column_impressions(
                 kind = described[wanted[column]]
                 value = number(quote(wanted[column]), kind, source.decimal)
                 _check_cells(backend, relation, source, quote(wanted[column]), kind, value, column)
+                _check_finite(backend, relation, source, value, kind, column)
                 cells[column] = f"CASE WHEN {is_nan(value, kind)} THEN NULL ELSE {value} END"
             arm = _literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
             if source.arm is None:
@@ -302,6 +303,28 @@ def _check_cells(
     if found:
         row = found[0]
         raise DataError(f"{_place(source, row)}: {column}: expected a number, got {row['cell']!r}")
+
+
+def _check_finite(
+    backend: Any, relation: str, source: LogSource, value: str, kind: str, column: str
+) -> None:
+    """A DataError naming the first infinite cell of ``column`` (as the memory engine's
+    reader refuses it: a numeric metric's values are finite or missing)."""
+    from abrank.engines.sql import compile_sql
+    from abrank.engines.sql.sources import is_nan
+
+    if kind == "int":
+        return
+    sql = (
+        f"SELECT abrank_file, abrank_row, {value} AS cell FROM {relation} "
+        f"WHERE NOT ({is_nan(value, kind)}) "
+        f"AND ABS({value}) > 1.7976931348623157E308 ORDER BY abrank_file, abrank_row LIMIT 1"
+    )
+    found = backend.run(compile_sql(sql, backend.dialect)).to_pylist()
+    if found:
+        row = found[0]
+        cell = repr(str(float(row["cell"])))  # 'inf' or '-inf', as the memory engine says
+        raise DataError(f"{_place(source, row)}: {column}: expected a finite number, got {cell}")
 
 
 def _check_present(backend: Any, relation: str, source: LogSource, cell: str, column: str) -> None:
