@@ -54,7 +54,7 @@ def checked_numeric(
             checks.add(
                 loc,
                 f"expected a numeric metric only in an online A/B test (a log of impressions "
-                f"with its columns), got {metric.name!r} in a {design} experiment",
+                f"with its columns), got {metric.name!r} in an experiment of the {design} design",
             )
             continue
         found[metric.name] = metric
