@@ -9,7 +9,7 @@ or an SQL engine's :func:`abrank.engines.column_sums.column_impressions` hands t
 each impression's unit and value) is simulated for two arms, about 10 impressions per user,
 log-normal latencies with a per-user effect. Timed: the comparison loop
 (:func:`abrank.analysis.comparisons.compare_all` over
-:class:`~abrank.designs.online.numeric.OnlineSamples`) making the three quantile comparisons,
+:class:`~abrank.designs.online.numeric_samples.OnlineSamples`) making the three quantile comparisons,
 each a full :class:`~abrank.stats.Comparison`: the point (numpy's linear rule), the clustered
 delta-method interval through the order statistics, the relative lift, the MDE. Each arm is
 sorted once for the three quantiles. ``--resamples`` adds the unit bootstrap (the readout
@@ -65,7 +65,8 @@ def arm_columns(rng: np.random.Generator, impressions: int, slower: float):
 def main(argv: Sequence[str] | None = None) -> None:
     from abrank.analysis.comparisons import compare_all
     from abrank.config import load_experiment
-    from abrank.designs.online.numeric import OnlineSamples, impression_values
+    from abrank.designs.online.numeric import impression_values
+    from abrank.designs.online.numeric_samples import OnlineSamples
     from abrank.evidence import Evidence
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -13,7 +13,8 @@ loop reads:
   D_u = Σ denominator; at ``level: unit`` (and for ``sum``) M_u is the unit's mean, total or
   ratio and D_u = 1, so the arm's value is the mean over units;
 - ``quantile`` metrics are compared on the impression values themselves
-  (:class:`OnlineSamples`, :func:`abrank.stats.quantile_comparison.compare_quantile_arms`),
+  (:mod:`abrank.designs.online.numeric_samples`,
+  :func:`abrank.stats.quantile_comparison.compare_quantile_arms`),
   clustered on the unit; at ``level: unit`` on the units' means, each unit its own cluster.
 
 ``cap`` winsorizes the values a stat reads (impression values, or per-unit values at
@@ -27,14 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.comparisons import ArmPair, done
-from abrank.analysis.units import UnitSamples
 from abrank.config import Experiment
 from abrank.errors import DataError
 from abrank.evidence import Evidence
@@ -42,11 +40,16 @@ from abrank.metrics.numeric import NumericMetric
 
 __all__ = [
     "ArmColumns",
-    "OnlineSamples",
-    "QuantileSample",
     "arm_columns",
+    "check_columns",
     "impression_values",
+    "memory_columns",
     "metric_sums",
+    "quantile_values",
+    "segment_mask",
+    "sql_columns",
+    "valid_impressions",
+    "winsorized",
     "with_numeric",
 ]
 
@@ -66,20 +69,14 @@ class ArmColumns:
     def impressions(self) -> int:
         return int(self.unit.size)
 
-
-@dataclasses.dataclass(frozen=True)
-class QuantileSample:
-    """One arm's values of a quantile metric (finite, capped) and their units (None: each
-    value a unit's own), and the prepared arm of :mod:`abrank.stats.quantile` (None when
-    there is no value)."""
-
-    values: np.ndarray
-    units: np.ndarray | None
-    arm: Any = None
-
-    @property
-    def n_units(self) -> int:
-        return int(self.arm.n_units) if self.arm is not None else 0
+    def to_dict(self) -> dict[str, Any]:
+        """Sizes, JSON-safe: impressions, units, the segment columns and value columns."""
+        return {
+            "impressions": self.impressions,
+            "units": len(self.unit_labels),
+            "segments": list(self.segments),
+            "columns": list(self.values),
+        }
 
 
 def impression_values(
@@ -161,7 +158,7 @@ def arm_columns(
     )
 
 
-def _cap(values: np.ndarray, cap: float | None) -> tuple[np.ndarray, float | None]:
+def winsorized(values: np.ndarray, cap: float | None) -> tuple[np.ndarray, float | None]:
     """``values`` winsorized at their ``cap`` quantile (numpy's linear rule), and the cap."""
     if cap is None or values.size == 0:
         return values, None
@@ -169,7 +166,9 @@ def _cap(values: np.ndarray, cap: float | None) -> tuple[np.ndarray, float | Non
     return np.minimum(values, limit), limit
 
 
-def _valid(metric: NumericMetric, arm: ArmColumns, keep: np.ndarray | None) -> np.ndarray:
+def valid_impressions(
+    metric: NumericMetric, arm: ArmColumns, keep: np.ndarray | None
+) -> np.ndarray:
     """The impressions (of ``keep``, a mask; None: all) where every column has a value."""
     mask = np.ones(arm.impressions, dtype=bool) if keep is None else keep.copy()
     for column in metric.columns:
@@ -182,7 +181,7 @@ def metric_sums(
 ) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Per unit of the arm (code order), M_u and D_u of a mean, sum or ratio metric over the
     impressions of ``keep`` (None: all), and the cap applied (None: none)."""
-    valid = _valid(metric, arm, keep)
+    valid = valid_impressions(metric, arm, keep)
     units = arm.unit[valid]
     n = len(arm.unit_labels)
     if metric.stat == "ratio":
@@ -192,7 +191,7 @@ def metric_sums(
         numerator = arm.values[str(metric.column)][valid]
         denominator = np.ones(numerator.size)
     if metric.level == "impression":  # mean or ratio of the pooled impressions
-        numerator, limit = _cap(numerator, metric.cap)
+        numerator, limit = winsorized(numerator, metric.cap)
         return (
             np.bincount(units, numerator, minlength=n),
             np.bincount(units, denominator, minlength=n),
@@ -205,19 +204,19 @@ def metric_sums(
         per_unit = total
     else:
         per_unit = np.divide(total, weight, out=np.zeros(n), where=weight > 0)
-    capped, limit = _cap(per_unit[has], metric.cap)
+    capped, limit = winsorized(per_unit[has], metric.cap)
     out = np.zeros(n)
     out[has] = capped
     return out, has.astype(np.float64), limit
 
 
-def quantile_sample(
+def quantile_values(
     metric: NumericMetric, arm: ArmColumns, keep: np.ndarray | None = None
-) -> tuple[QuantileSample, float | None]:
-    """A quantile metric's values over the impressions of ``keep`` (None: all), capped, and
-    the cap applied: the impression values with their units, or at ``level: unit`` each
-    unit's mean (every unit its own cluster)."""
-    valid = _valid(metric, arm, keep)
+) -> tuple[np.ndarray, np.ndarray | None, float | None]:
+    """A quantile metric's values over the impressions of ``keep`` (None: all), capped,
+    their units, and the cap applied: the impression values with their units, or at
+    ``level: unit`` each unit's mean (units None: every unit its own cluster)."""
+    valid = valid_impressions(metric, arm, keep)
     values = arm.values[str(metric.column)]
     units = arm.unit
     if not valid.all():  # (no copy of the arm's values when every impression has one)
@@ -226,14 +225,14 @@ def quantile_sample(
         n = len(arm.unit_labels)
         count = np.bincount(units, minlength=n)
         has = count > 0
-        values = np.bincount(units, values, minlength=n)[has] / count[has]
-        capped, limit = _cap(values, metric.cap)
-        return QuantileSample(capped, None), limit
-    capped, limit = _cap(values, metric.cap)
-    return QuantileSample(capped, units), limit
+        means = np.bincount(units, values, minlength=n)[has] / count[has]
+        capped, limit = winsorized(means, metric.cap)
+        return capped, None, limit
+    capped, limit = winsorized(values, metric.cap)
+    return capped, units, limit
 
 
-def _segment_mask(arm: ArmColumns, column: str, value: str) -> np.ndarray:
+def segment_mask(arm: ArmColumns, column: str, value: str) -> np.ndarray:
     codes, values = arm.segments[column]
     found = np.flatnonzero(values.astype(str) == value)
     if found.size == 0:
@@ -395,11 +394,11 @@ def with_numeric(
             "capped_at": {} if metric.cap is not None else None,
         }
         for name, arm in arms.items():
-            valid = _valid(metric, arm, None)
+            valid = valid_impressions(metric, arm, None)
             entry["impressions"][name] = int(valid.sum())
             entry["missing"][name] = int(arm.impressions - valid.sum())
             if metric.stat == "quantile":
-                _, limit = quantile_sample(metric, arm)
+                _, _, limit = quantile_values(metric, arm)
             else:
                 total, weight, limit = metric_sums(metric, arm)
                 sums[name][metric.name] = total
@@ -422,129 +421,3 @@ def with_numeric(
         segment_sums=segment_sums,
         extras={**evidence.extras, "numeric_columns": arms, "numeric": diagnostics},
     )
-
-
-QUANTILE_RESAMPLES = 2_000
-"""At most this many unit-bootstrap resamples for a quantile's second opinion: each one
-re-reads every impression (10,000 would take seconds per comparison on the demo), and a
-percentile interval's ends move by a fraction of its SE's noise beyond 2,000."""
-
-
-def quantile_resamples(settings: Any, segment: str | None) -> int:
-    """The bootstrap resamples of a quantile comparison: the configured number, at most
-    :data:`QUANTILE_RESAMPLES`, for the overall comparisons only (none without the
-    ``bootstrap`` test, none per segment: there the delta method stands alone)."""
-    if segment is not None or "bootstrap" not in settings.tests:
-        return 0
-    return int(min(settings.n_resamples, QUANTILE_RESAMPLES))
-
-
-class OnlineSamples:
-    """The online design's samples for the comparison loop: per-unit sums for every metric
-    (:class:`~abrank.analysis.units.UnitSamples`, the numeric means, sums and ratios among
-    them), and for a quantile metric each arm's impression values and units, compared by
-    :func:`~abrank.stats.quantile_comparison.compare_quantile_arms`."""
-
-    def __init__(self, experiment: Experiment, evidence: Evidence, covariates: Any = None):
-        self.experiment = experiment
-        self.sums = UnitSamples(experiment, evidence, covariates)
-        self.arms: Mapping[str, ArmColumns] = evidence.extras.get("numeric_columns", {})
-        self.quantiles = {
-            name: m for name, m in experiment.numeric_metrics.items() if m.stat == "quantile"
-        }
-        # prepared (sorted) arms, shared by the quantiles of one column: p50, p95, p99 of
-        # latency sort each arm's latencies once
-        self.prepared: dict[tuple, QuantileSample] = {}
-
-    def metrics(self) -> list[str]:
-        return list(self.experiment.metrics)
-
-    def _pair(self, pair: ArmPair, metric: str, keep: Any) -> tuple:
-        from abrank.stats.quantile import quantile_arm
-
-        spec = self.quantiles[metric]
-        out = []
-        for arm in (pair.control, pair.treatment):
-            key = (arm, spec.column, spec.level, spec.cap, keep)
-            if key not in self.prepared:
-                columns = self.arms[arm]
-                mask = None if keep is None else _segment_mask(columns, *keep)
-                found = quantile_sample(spec, columns, mask)[0]
-                prepared = quantile_arm(found.values, found.units) if found.values.size else None
-                self.prepared[key] = dataclasses.replace(found, arm=prepared)
-            out.append(self.prepared[key])
-        return tuple(out)
-
-    def overall(self, pair: ArmPair, metric: str) -> tuple:
-        if metric in self.quantiles:
-            return self._pair(pair, metric, None)
-        return self.sums.overall(pair, metric)
-
-    def segments(self, pair: ArmPair) -> list[tuple[str, Any]]:
-        return self.sums.segments(pair)
-
-    def in_segment(self, pair: ArmPair, metric: str, key: Any) -> tuple:
-        if metric in self.quantiles:
-            return self._pair(pair, metric, key)
-        return self.sums.in_segment(pair, metric, key)
-
-    def size(self, samples: tuple) -> int:
-        control, treatment = samples
-        if isinstance(control, QuantileSample):
-            return min(control.n_units, treatment.n_units)
-        return self.sums.size(samples)
-
-    def start(self, samples: Mapping[str, Any], pair: ArmPair, segment: str | None) -> Future:
-        sums = {m: s for m, s in samples.items() if m not in self.quantiles}
-        found: dict[str, Any] = {}
-        if sums:
-            for comparison in self.sums.start(sums, pair, segment).result():
-                found[comparison.metric] = comparison
-        for metric, (control, treatment) in samples.items():
-            if metric in self.quantiles:
-                found[metric] = self._quantile(metric, control, treatment, pair, segment)
-        return done(lambda: [found[m] for m in samples])
-
-    def _quantile(
-        self,
-        metric: str,
-        control: QuantileSample,
-        treatment: QuantileSample,
-        pair: ArmPair,
-        segment: str | None,
-    ) -> Any:
-        from abrank.analysis.comparisons import test_settings
-        from abrank.stats.quantile_comparison import compare_quantile_arms
-
-        spec = self.quantiles[metric]
-        settings = test_settings(self.experiment)
-        unit = self.experiment.analysis.unit or "user_id"
-        for arm, sample in ((pair.control, control), (pair.treatment, treatment)):
-            if sample.arm is None:
-                where = f" in {segment}" if segment is not None else ""
-                raise DataError(
-                    f"{metric}: expected a value of {spec.column} in arm {arm}{where}, got none "
-                    "(every impression's value is missing)"
-                )
-        return compare_quantile_arms(
-            control.arm,
-            treatment.arm,
-            float(spec.q or 0.0),
-            unit=unit,
-            per_unit=spec.level == "unit",
-            alpha=settings.alpha,
-            confidence_level=settings.confidence_level,
-            n_resamples=quantile_resamples(settings, segment),
-            seed=settings.seed,
-            metric=metric,
-            treatment_name=pair.name,
-            segment=segment,
-            primary_test=settings.primary_test,
-            sequential_tuning=settings.sequential_tuning,
-        )
-
-    def lower_is_better(self, metric: str) -> bool:
-        spec = self.experiment.numeric_metrics.get(metric)
-        if spec is not None:
-            return spec.lower_is_better
-        return self.sums.lower_is_better(metric)
