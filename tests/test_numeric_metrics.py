@@ -564,3 +564,28 @@ def test_an_infinite_value_is_refused_with_its_row(tmp_path, capsys, engine):
     assert (
         f"{tmp_path / 'log.parquet'}: row 3: latency_ms: expected a finite number, got 'inf'" in err
     )
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_log_per_arm_reads_each_arms_column(tmp_path, engine):
+    _latency_log(tmp_path)
+    log = pd.read_parquet(tmp_path / "log.parquet")
+    for arm in ("a", "b"):
+        log[log["arm"] == arm].drop(columns="arm").to_csv(tmp_path / f"{arm}.csv", index=False)
+    path = tmp_path / "arms.yaml"
+    path.write_text(
+        "name: arms\ncontrol: {name: a, path: a.csv}\ntreatments: [{name: b, path: b.csv}]\n"
+        "analysis: {design: independent, unit: user_id, resamples: 200}\n"
+        f"engine: {engine}\n"
+        "metrics:\n  - ctr@1\n"
+        "  - {name: p90, column: latency_ms, stat: quantile, q: 0.9, direction: lower}\n"
+    )
+    comp = next(
+        c for c in abrank.run_experiment(path).summary["comparisons"] if c["metric"] == "p90"
+    )
+    a, b = log[log["arm"] == "a"], log[log["arm"] == "b"]
+    (expected,) = compare_quantiles(
+        a["latency_ms"], a["user_id"], b["latency_ms"], b["user_id"], 0.9
+    )
+    assert comp["delta"] == pytest.approx(expected.delta, abs=1e-9)
+    assert comp["ci_unadjusted"] == pytest.approx(list(expected.ci), abs=1e-9)  # before Holm
