@@ -589,3 +589,18 @@ def test_a_log_per_arm_reads_each_arms_column(tmp_path, engine):
     )
     assert comp["delta"] == pytest.approx(expected.delta, abs=1e-9)
     assert comp["ci_unadjusted"] == pytest.approx(list(expected.ci), abs=1e-9)  # before Holm
+
+
+def test_the_planner_sizes_a_test_with_a_quantile_guardrail(latency):
+    from abrank.planner.rule import plan_for_rule
+
+    folder, readout = latency
+    plan = plan_for_rule(load_experiment(folder / "exp.yaml"))
+    (entry,) = [m for m in plan.to_dict()["metrics"] if m["metric"] == "latency_p95"]
+    comp = next(
+        c
+        for c in readout.summary["comparisons"]
+        if c["metric"] == "latency_p95" and c["segment"] is None
+    )
+    assert entry["role"] == "guardrail"
+    assert entry["se"] == pytest.approx(comp["quantile"]["se"], rel=1e-6)
