@@ -233,6 +233,8 @@ def quantile_values(
 
 
 def segment_mask(arm: ArmColumns, column: str, value: str) -> np.ndarray:
+    """The arm's impressions whose ``column`` holds ``value`` (as text: a segment label's
+    value), a boolean mask; none when the arm never has it."""
     codes, values = arm.segments[column]
     found = np.flatnonzero(values.astype(str) == value)
     if found.size == 0:
