@@ -33,7 +33,14 @@ def test_readme_metric_table_is_the_registry_rendered():
 
 def test_readme_table_has_one_row_per_family():
     rows = _readme_table().splitlines()[2:]
-    assert len(rows) == len(FAMILIES) == 23  # 18 judged families and 5 click ones
+    # 18 judged families and 5 click ones, then the 4 stats of numeric metrics
+    assert len(rows) == len(FAMILIES) + 4 == 27
+    assert [row.split("`stat: ")[1].split("`")[0] for row in rows[23:]] == [
+        "mean",
+        "sum",
+        "ratio",
+        "quantile",
+    ]
     assert rows[0].startswith("| `mrr`, `mrr@k` | MRR | binary |")
     assert rows[3].startswith("| `err`, `err@k` | ERR | graded |")
     assert rows[4].startswith("| `alpha_ndcg@k` | α-nDCG | subtopic |")

@@ -472,10 +472,15 @@ def test_cli_refuses_a_folder_abrank_did_not_write(tmp_path, capsys):
 
 
 def test_cli_refuses_an_online_experiment(tmp_path, capsys):
+    """An online experiment without metric roles (the online demo's config has roles, with
+    which ``simulate`` plans from the pilot readout instead: its metrics stripped of them)."""
+    text = (EXPERIMENTS / "demo-online.yaml").read_text(encoding="utf-8")
+    start, end = text.index("metrics:\n"), text.index("primary_metric:")
+    text = text[:start] + "metrics: [click_rr@10, ctr@3]\n" + text[end:]
+    config = tmp_path / "demo-online.yaml"
+    config.write_text(text.replace("data/", f"{EXPERIMENTS / 'data'}/"), encoding="utf-8")
     out_dir = tmp_path / "plan"
-    code, _, err = run_cli(
-        capsys, "simulate", EXPERIMENTS / "demo-online.yaml", "--users", 40, "--out", out_dir
-    )
+    code, _, err = run_cli(capsys, "simulate", config, "--users", 40, "--out", out_dir)
     assert code == 2
     assert "demo-online.yaml: expected an offline experiment (a ranking per arm and" in err
     assert not out_dir.exists()

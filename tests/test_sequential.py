@@ -391,6 +391,9 @@ def test_online_demo_with_sequential_inference_clusters_and_keeps_cuped() -> Non
     assert methods == {
         "confidence sequence (delta method + CUPED), clustered by user_id",
         "confidence sequence (delta method), clustered by user_id",
+        # the demo's latency_p95 guardrail: the sequence on the quantile's delta-method SE
+        "confidence sequence (delta method on the quantile's influence function), clustered "
+        "by user_id",
     }
     for comp in summary["comparisons"]:
         assert comp["p_values"]["sequential"] == comp["p_value"] > comp["p_values"]["t"]

@@ -161,12 +161,13 @@ def impression_reader(
     filled: Sequence[str] = (),
     teams: Sequence[str] | None = None,
     files: InputFiles | None = None,
+    numeric: Sequence[str] = (),
 ) -> Callable[[str], pd.DataFrame]:
     """A reader of impression log files with the columns and options of ``source`` (a
     ``log:`` or an arm of the config) and the formats of ``files`` (None: detected by the
     reader, as declared in ``source``); ``keep``, ``filled`` (the segment columns) and
-    ``teams`` (an interleaved log's arms) as for :func:`abrank.io.read_impressions` (None:
-    every column)."""
+    ``teams`` (an interleaved log's arms) and ``numeric`` (the columns of numeric metrics)
+    as for :func:`abrank.io.read_impressions` (None: every column)."""
     from abrank.io import read_impressions
 
     def read(file: str) -> pd.DataFrame:
@@ -179,6 +180,7 @@ def impression_reader(
             keep=keep,
             filled=filled,
             teams=teams,
+            numeric=numeric,
         )
 
     return read

@@ -81,6 +81,8 @@ def build_unit_readout(
     warnings += concentration_warnings(concentration, unit, analysis.primary_test)
     warnings += peeking_warnings(experiment)
     warnings += comparison_warnings(comparisons)
+    numeric = extras.get("numeric")
+    warnings += numeric_warnings(numeric or {})
     for metric, count in undefined.items():
         if count:
             warnings.append(
@@ -110,6 +112,7 @@ def build_unit_readout(
             srm=check,
             mixed_units=mixed,
             concentration=concentration,
+            numeric_metrics=numeric,
         ),
         inputs=tuple(InputFile(**item) for item in evidence.inputs),
         unit=unit,
@@ -121,7 +124,15 @@ def build_unit_readout(
         ignore_index=True,
     )
     per_row = per_row[["arm", *per_row.columns.drop("arm")]]
-    values = unit_means(evidence, experiment.primary_metric or experiment.metrics[0])
+    charted = [experiment.primary_metric or experiment.metrics[0], *experiment.metrics]
+    # a quantile metric has no per-unit sums: the chart shows the first metric that has
+    sums = next(iter(evidence.sums.values()))
+    shown = next((m for m in charted if m in sums.columns), None)
+    values = (
+        unit_means(evidence, shown)
+        if shown is not None
+        else pd.DataFrame({"arm": pd.Series(dtype=str), "value": pd.Series(dtype=float)})
+    )
     return Readout.from_summary(
         summary,
         per_row,
@@ -132,6 +143,26 @@ def build_unit_readout(
         ctr_by_rank=extras.get("ctr_by_rank"),
         unit_values=values,
     )
+
+
+def numeric_warnings(numeric: dict[str, dict[str, Any]]) -> list[str]:
+    """A warning per numeric metric whose column lacks a value on some impressions (they
+    are counted and left out of its comparisons, never silently dropped)."""
+    out = []
+    for name, entry in numeric.items():
+        missing = {arm: int(n) for arm, n in entry.get("missing", {}).items()}
+        if not any(missing.values()):
+            continue
+        total = {arm: missing[arm] + int(entry["impressions"].get(arm, 0)) for arm in missing}
+        arms = ", ".join(f"{arm} {n:,} of {total[arm]:,}" for arm, n in missing.items())
+        columns = " or ".join(
+            str(entry[k]) for k in ("column", "numerator", "denominator") if entry.get(k)
+        )
+        out.append(
+            f"{name}: no value of {columns} on {sum(missing.values()):,} impressions ({arms}), "
+            "left out of its comparisons"
+        )
+    return out
 
 
 def mixed_warnings(mixed: Any, units: dict[str, int]) -> list[str]:

@@ -19,12 +19,14 @@ from abrank.config.decision import checked_roles
 from abrank.config.experiment import Experiment
 from abrank.config.explain import check_explain
 from abrank.config.metrics import checked_metrics
+from abrank.config.numeric import checked_numeric, role_entries
 from abrank.config.offline import resolved_judgments
 from abrank.config.online import resolved_log
 from abrank.config.outputs import check_name, check_window, checked_output
 from abrank.config.problems import Checks
 from abrank.config.segments import resolved_segments
 from abrank.design_registry import DESIGNS
+from abrank.metrics.numeric import is_numeric_entry
 
 
 def check_semantics(
@@ -36,22 +38,30 @@ def check_semantics(
     checks = Checks(source, lines, base_dir)
     check_name(checks, exp.name)
     design = DESIGNS.of(exp)
+    numeric = checked_numeric(checks, entries or {}, design.name)
+    exp = exp.model_copy(update={"numeric_metrics": numeric})
+
+    own = {e.get("name") for e in (entries or {}).values() if is_numeric_entry(e)}
+
+    def metric_name(name: str) -> str:  # a numeric metric's name is the config's own
+        return name if name in own else design.metric_name(name)
+
     log = resolved_log(checks, exp.log)
     _, arm_logs = design.arm_holds(exp)
     arms = named_arms(checks, exp.arms, one_log=log is not None, optional_paths=not arm_logs)
     judgments = resolved_judgments(checks, exp.judgments)
     segments = resolved_segments(checks, exp.segments)
-    metrics, primary = checked_metrics(checks, exp.metrics, exp.primary_metric, design.metric_name)
+    metrics, primary = checked_metrics(checks, exp.metrics, exp.primary_metric, metric_name)
     named = len(metrics) == len(exp.metrics)  # else a name failed: its problem is reported
     roles, decision = checked_roles(
-        checks, entries or {} if named else {}, metrics, exp.decision, design.metric_name
+        checks, role_entries(entries or {}) if named else {}, metrics, exp.decision, metric_name
     )
     if roles and exp.primary_metric is None:  # the first success metric leads the readout
         primary = next((m for m, r in roles.items() if r.role == "success"), primary)
     analysis = checked_analysis(checks, exp.analysis, design.statistics)
     analysis = design.check(checks, exp, analysis)
     output = checked_output(checks, exp.output)
-    check_explain(checks, exp.explain, metrics if named else [])
+    check_explain(checks, exp.explain, [m for m in metrics if m not in own] if named else [])
     logs = [exp.log.path] if exp.log is not None else [arm.path for arm in exp.arms]
     check_window(checks, exp.window, logs)
     resolved = exp.model_copy(

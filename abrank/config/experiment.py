@@ -27,10 +27,11 @@ from abrank.config.outputs import CumulativeWindow
 from abrank.config.segments import SegmentsConfig
 from abrank.config.simulation import SimulationConfig
 from abrank.errors import ConfigError
+from abrank.metrics.numeric import NumericMetric
 from abrank.stats.registry import INTERLEAVED
 
 #: Fields that abrank sets on a validated experiment, never a config.
-SOURCE_FIELDS = {"source", "text", "date", "metric_roles"}
+SOURCE_FIELDS = {"source", "text", "date", "metric_roles", "numeric_metrics"}
 
 
 class Experiment(Strict):
@@ -72,6 +73,9 @@ class Experiment(Strict):
     date: dt.date | None = None
     #: each metric's role by canonical name (set from ``metrics`` mappings; empty: no roles)
     metric_roles: dict[str, MetricRole] = {}
+    #: the numeric metrics of log columns by name (set from ``metrics`` mappings with a
+    #: ``stat`` or ``column``, abrank.config.numeric; empty: none)
+    numeric_metrics: dict[str, NumericMetric] = {}
 
     @model_validator(mode="before")
     @classmethod
@@ -135,6 +139,12 @@ class Experiment(Strict):
         return self.model_copy(update={"date": day})
 
     @property
+    def ranking_metrics(self) -> list[str]:
+        """The metrics whose names the parser of metric names knows: every metric but the
+        numeric ones of log columns (:attr:`numeric_metrics`)."""
+        return [m for m in self.metrics if m not in self.numeric_metrics]
+
+    @property
     def interleaved(self) -> bool:
         """An interleaving test: one log of interleaved lists, credits as metrics."""
         return self.analysis.design == INTERLEAVED
@@ -147,4 +157,4 @@ class Experiment(Strict):
 
         if self.interleaved:
             return False
-        return self.log is not None or any(parse_metric(m).is_click for m in self.metrics)
+        return self.log is not None or any(parse_metric(m).is_click for m in self.ranking_metrics)

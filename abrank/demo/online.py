@@ -20,6 +20,9 @@ or not. The generator is vectorized over (impressions x ranks) matrices:
 * **dwell**: a clicked result satisfies with a chance that rises with its grade; satisfied
   clicks dwell long (lognormal around 75 s), others short (around 9 s), so a ``sat_dwell`` of
   30 s separates them;
+* **latency**: each served list's latency in ms, lognormal around 180 ms: a user's own level
+  (device, network) times the impression's noise; the reranker's lists take 3% longer (a
+  heavier model), which the ``latency_p95`` guardrail reads;
 * **a logging leak**: about 0.2% of users (with two or more impressions) have their last
   impression served by the other arm, so they appear in both arms;
 * **a pre-period table** for CUPED: about 82% of the users (the others are new) with their
@@ -68,6 +71,7 @@ LOG_COLUMNS: tuple[str, ...] = (
     "query",
     "device",
     "arm",
+    "latency_ms",
 )
 PRE_METRICS: tuple[str, ...] = ("click_rr@10", "ctr@3", "abandonment")
 PRE_COLUMNS: tuple[str, ...] = ("user_id", "impressions", *PRE_METRICS)
@@ -106,6 +110,10 @@ _SHORT_DWELL = (np.log(9.0), 0.7)  # ... and of an unsatisfied one
 _LEAK_SHARE = 0.002  # users whose last impression comes from the other arm
 _PRE_COVERAGE = 0.82  # users seen in the pre-period (the rest are new)
 _PRE_ACTIVITY = 2.0  # the pre-period is longer (four weeks): activity x this
+_LATENCY_MEDIAN_MS = 180.0  # a served list's latency: lognormal around this median
+_LATENCY_USER_SIGMA = 0.35  # log-sd of a user's own latency (device, network, region)
+_LATENCY_SIGMA = 0.45  # log-sd of an impression's latency around its user's
+_LATENCY_SLOWDOWN = 1.03  # the reranker's lists take 3% longer at every quantile
 
 
 @dataclass(frozen=True)
@@ -211,6 +219,7 @@ def make_online_demo(
     docs = np.where(
         treated, queries.treatment_docs[user_device, query], queries.control_docs[query]
     )
+    latency = _latency(seed, users, owner, served)
     log = _log_frame(
         by_time,
         user_ids[owner],
@@ -221,6 +230,7 @@ def make_online_demo(
         queries.ids[query],
         user_device,
         served,
+        latency,
     )
     pre = _pre_frame(user_ids, covered, pre_counts, pre_clicked)
     return OnlineDemo(log, pre, seed, users, float(impressions_per_user))
@@ -338,6 +348,19 @@ def _clicks(
     return clicked.astype(np.int8), dwell
 
 
+def _latency(seed: int, users: int, owner: np.ndarray, served: np.ndarray) -> np.ndarray:
+    """Each impression's latency in ms (one decimal): lognormal, a user's own level times
+    the impression's noise, the reranker's x :data:`_LATENCY_SLOWDOWN`. Drawn from a
+    generator of its own, so that every other column is the draw it was before latency
+    was logged."""
+    rng = np.random.default_rng([seed, 1])
+    user = rng.normal(0.0, _LATENCY_USER_SIGMA, size=users)
+    noise = rng.normal(0.0, _LATENCY_SIGMA, size=owner.size)
+    log_latency = np.log(_LATENCY_MEDIAN_MS) + user[owner] + noise
+    log_latency += np.where(served == 1, np.log(_LATENCY_SLOWDOWN), 0.0)
+    return np.round(np.exp(log_latency), 1)
+
+
 def _leaked_last_impressions(rng: np.random.Generator, counts: np.ndarray) -> np.ndarray:
     """Positions (in the user-grouped impressions) of the leaked users' last impressions."""
     eligible = np.flatnonzero(counts >= 2)
@@ -370,6 +393,7 @@ def _log_frame(
     query: np.ndarray,
     device: np.ndarray,
     served: np.ndarray,
+    latency: np.ndarray,
 ) -> pd.DataFrame:
     """One row per shown result, impressions in ``order`` (numbered 1, 2, ... in that order)."""
     n = len(order)
@@ -387,6 +411,7 @@ def _log_frame(
             device[per_row], pd.Index(list(ONLINE_DEVICES))
         ),
         "arm": lambda: pd.Categorical.from_codes(served[per_row], pd.Index(list(ONLINE_ARMS))),
+        "latency_ms": lambda: latency[per_row],
     }
     # Column by column, so that pandas keeps one block per column instead of copying the
     # integer columns into one 2-D block (a second copy of a large log).

@@ -24,7 +24,7 @@ from abrank.engines.sql.sources import LogSource
 from abrank.errors import DataError
 from abrank.evidence import ROWS, Evidence
 
-__all__ = ["ColumnRequest", "column_sums"]
+__all__ = ["ColumnRequest", "column_impressions", "column_sums"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,87 @@ def column_sums(engine: Any, sources: Sequence[LogSource], request: ColumnReques
     else:
         rows, read = _sql_rows(engine, sources, request)
     return _evidence(rows, read, request)
+
+
+def column_impressions(
+    engine: Any, sources: Sequence[LogSource], request: ColumnRequest, impression: str
+) -> pd.DataFrame:
+    """One row per (arm, impression) of the logs, computed by an SQL engine where the
+    files lie: ``arm``, the ``impression`` id, the unit and segment values as text, and per
+    column of ``request`` its value (NaN: missing). The quantiles of a numeric metric read
+    every value, so the engine returns one row per impression instead of sums (a tenth of
+    a log with a row per shown result). An impression whose rows hold two different values
+    of a column is a DataError naming the log, the column and the impression; the cells
+    are checked as :func:`column_sums` checks them."""
+    from abrank.engines.sql import compile_sql, open_backend, quote
+    from abrank.engines.sql.sources import is_nan, number, register_source, text_id
+
+    backend = open_backend(engine.name, engine.options, engine.connection)
+    try:
+        selects = []
+        for index, source in enumerate(sources):
+            relation = f"abrank_impressions_{index}"
+            described = dict(register_source(backend, relation, source))
+            wanted = _wanted(source, request)
+            wanted[impression] = source.columns.get(impression, impression)
+            for log in wanted.values():
+                if log not in described:
+                    raise DataError(
+                        _missing_column(
+                            source.label, log, [c for c in described if not c.startswith("abrank_")]
+                        )
+                    )
+            cells = {}
+            for canon in [*_keys(source, request), impression]:
+                cells[canon] = text_id(quote(wanted[canon]), described[wanted[canon]])
+            for column in request.columns:
+                kind = described[wanted[column]]
+                value = number(quote(wanted[column]), kind, source.decimal)
+                _check_cells(backend, relation, source, quote(wanted[column]), kind, value, column)
+                _check_finite(backend, relation, source, value, kind, column)
+                cells[column] = f"CASE WHEN {is_nan(value, kind)} THEN NULL ELSE {value} END"
+            arm = _literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
+            if source.arm is None:
+                _check_sql_arms(backend, relation, source, arm, request)
+            listed = ", ".join(f"{sql} AS {quote(name)}" for name, sql in cells.items())
+            selects.append(
+                f"SELECT {arm} AS abrank_arm, '{_label(source)}' AS abrank_log, {listed} "
+                f"FROM {relation}"
+            )
+        union = " UNION ALL ".join(selects)
+        keys = [request.unit, *[s for s in request.segments if s != request.unit]]
+        firsts = ", ".join(f"MIN({quote(k)}) AS {quote(k)}" for k in keys)
+        values = ", ".join(
+            f"MIN({quote(c)}) AS {quote(c)}, MAX({quote(c)}) AS {quote(c + ':max')}"
+            for c in request.columns
+        )
+        grouped = (
+            f"SELECT abrank_arm, MIN(abrank_log) AS abrank_log, {quote(impression)}, {firsts}, "
+            f"{values} FROM ({union}) AS abrank_rows GROUP BY abrank_arm, {quote(impression)}"
+        )
+        table = backend.run(compile_sql(grouped, backend.dialect)).to_pandas()
+    finally:
+        backend.close()
+    for column in request.columns:
+        low = table[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        high = table[f"{column}:max"].to_numpy(dtype=np.float64, na_value=np.nan)
+        differs = np.flatnonzero(low != high)
+        differs = differs[~np.isnan(low[differs])]
+        if differs.size:
+            row = table.iloc[int(differs[0])]
+            raise DataError(
+                f"{row['abrank_log']}: {column}: expected one value per impression (on each "
+                f"of its rows, or on some rows with the others empty), got {low[differs[0]]:g} "
+                f"and {high[differs[0]]:g} in impression {row[impression]}"
+            )
+        table[column] = low
+    table = table.drop(columns=[f"{c}:max" for c in request.columns] + ["abrank_log"])
+    return table.rename(columns={"abrank_arm": "arm"})
+
+
+def _label(source: LogSource) -> str:
+    """A log's name as messages show it, as an SQL string's text."""
+    return str(source.label).replace("'", "''")
 
 
 # --------------------------------------------------------------------------- memory
@@ -222,6 +303,28 @@ def _check_cells(
     if found:
         row = found[0]
         raise DataError(f"{_place(source, row)}: {column}: expected a number, got {row['cell']!r}")
+
+
+def _check_finite(
+    backend: Any, relation: str, source: LogSource, value: str, kind: str, column: str
+) -> None:
+    """A DataError naming the first infinite cell of ``column`` (as the memory engine's
+    reader refuses it: a numeric metric's values are finite or missing)."""
+    from abrank.engines.sql import compile_sql
+    from abrank.engines.sql.sources import is_nan
+
+    if kind == "int":
+        return
+    sql = (
+        f"SELECT abrank_file, abrank_row, {value} AS cell FROM {relation} "
+        f"WHERE NOT ({is_nan(value, kind)}) "
+        f"AND ABS({value}) > 1.7976931348623157E308 ORDER BY abrank_file, abrank_row LIMIT 1"
+    )
+    found = backend.run(compile_sql(sql, backend.dialect)).to_pylist()
+    if found:
+        row = found[0]
+        cell = repr(str(float(row["cell"])))  # 'inf' or '-inf', as the memory engine says
+        raise DataError(f"{_place(source, row)}: {column}: expected a finite number, got {cell}")
 
 
 def _check_present(backend: Any, relation: str, source: LogSource, cell: str, column: str) -> None:

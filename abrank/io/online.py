@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
 from abrank.io.arrow import as_arrow, positions, query_codes, take_rows
-from abrank.io.columns import IMPRESSION_ALIASES
+from abrank.io.columns import IMPRESSION_ALIASES, parse_numbers
 from abrank.io.detect import check_table_options, detect_format
 from abrank.io.formats import BY_NAME, TABLE_NAMES
 from abrank.io.idcodes import category_text, text_codes
@@ -75,6 +75,7 @@ def read_impressions(
     keep: Collection[str] | None = None,
     filled: Collection[str] = (),
     teams: Collection[str] | None = None,
+    numeric: Collection[str] = (),
 ) -> pd.DataFrame:
     """Load an impression log into the canonical impressions frame.
 
@@ -102,7 +103,10 @@ def read_impressions(
     not exactly 1..n (one missing or repeated), an impression with two users or in two
     arms, a dwell that is negative or no number, an empty log; and an empty cell in one of
     the columns ``filled`` names (the segment columns, by the log's name or canonically);
-    a ``team`` that names none of ``teams`` (the arms of an interleaved log), when given.
+    a ``team`` that names none of ``teams`` (the arms of an interleaved log), when given;
+    a cell of a ``numeric`` column (by the log's name: the columns of numeric metrics) that
+    is not a number or is infinite (an empty one is NaN: a missing value, counted by the
+    metric); those columns are float64.
     """
     fmt = detect_format(path, format, judgments=True)
     if BY_NAME[fmt].kind != "table":
@@ -128,7 +132,9 @@ def read_impressions(
     where = _place_of(path, "row" if fmt == "parquet" else "line", first_line)
     rank_name = next(str(name) for name, canon in names.items() if canon == "rank")
     missing = missing_cells(path, fmt, rank_name, sep)
-    out = _converted(log, where, decimal, missing=missing, filled=filled, teams=teams)
+    out = _converted(
+        log, where, decimal, missing=missing, filled=filled, teams=teams, numeric=numeric
+    )
     codes = np.asarray(out["impression_id"].codes, dtype=np.int32)
     rows = _row_order(codes, out["rank"])
     if rows is not None:
@@ -230,6 +236,7 @@ def _converted(
     missing: Callable[[int], str] | None = None,
     filled: Collection[str] = (),
     teams: Collection[str] | None = None,
+    numeric: Collection[str] = (),
 ) -> dict[str, Any]:
     """The log's columns converted to the canonical types, each cell checked (ids present,
     team values that name an arm of ``teams``, ``clicked`` 0/1, ranks whole numbers >= 1,
@@ -251,6 +258,11 @@ def _converted(
     for column in filled:
         if column in log:
             segment_values_present(log[column], _in_column(where, column))
+    for column in numeric:
+        if column in log and column not in out:
+            out[column] = parse_numbers(
+                log[column], _in_column(where, column), allow_missing=True, decimal=decimal
+            )
     for column, values in log.items():
         if column not in out:
             out[column] = other_column(values)

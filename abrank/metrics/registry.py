@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from abrank.metrics.numeric import NUMERIC_STATS
+
 __all__ = [
     "FAMILIES",
     "MAX_CUTOFF",
@@ -461,7 +463,9 @@ def known_names() -> str:
 
 
 def markdown_table() -> str:
-    """The metric table of README.md (a test keeps the two equal)."""
+    """The metric table of README.md (a test keeps the two equal): every family, then the
+    four stats of numeric metrics of log columns (:data:`abrank.metrics.numeric.NUMERIC_STATS`),
+    whose names the config chooses."""
     rows = [
         "| metric | label | relevance | also accepted | what it measures | source |",
         "|---|---|---|---|---|---|",
@@ -473,5 +477,10 @@ def markdown_table() -> str:
         rows.append(
             f"| {names} | {spec.label} | {spec.relevance} | {others} | {spec.description} "
             f"| {spec.source or '—'} |"
+        )
+    for stat in NUMERIC_STATS.values():
+        rows.append(
+            f"| `{stat.usage}` | its name | numeric | `stat: {stat.stat}` | per impression: "
+            f"{stat.impression}; `level: unit`: {stat.unit} | {stat.interval} |"
         )
     return "\n".join(rows)

@@ -290,6 +290,9 @@ class DiagnosticsSummary(Record):
     mixed_units: MixedUnitsSummary | None = None
     interleaving: InterleavingChecks | None = None
     concentration: UnitConcentration | None = None  # online, interleaved: per unit
+    #: online, with numeric metrics of log columns: metric -> its spec, the impressions
+    #: with a value and without one per arm, the cap applied per arm
+    numeric_metrics: dict[str, dict[str, Any]] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
@@ -312,6 +315,7 @@ class DiagnosticsSummary(Record):
             "mixed_units",
             "interleaving",
             "concentration",
+            "numeric_metrics",
         }
     )
 

@@ -70,7 +70,11 @@ def metric_entries(summary: Summary | dict[str, Any]) -> list[tuple[str, str]]:
         else "the satisfied-click dwell (analysis.sat_dwell)"
     )
     entries = []
+    numeric = (summary.diagnostics.numeric_metrics or {}) if summary.diagnostics else {}
     for name in names:
+        if name in numeric:
+            entries.append((metric_label(summary, name), numeric_meaning(numeric[name])))
+            continue
         try:
             metric = parse_metric(name)
         except ConfigError:
@@ -81,6 +85,21 @@ def metric_entries(summary: Summary | dict[str, Any]) -> list[tuple[str, str]]:
             text = meaning.format(k=top, dwell=dwell)
             entries.append((metric_label(summary, name), text))
     return entries
+
+
+def numeric_meaning(entry: dict[str, Any]) -> str:
+    """What a numeric metric of a log column measures (its ``diagnostics.numeric_metrics``
+    entry), in the legend's words."""
+    how = (
+        "the delta method on the quantile's influence function, clustered on the unit"
+        if entry.get("stat") == "quantile"
+        else "the delta method over units"
+    )
+    better = "lower" if entry.get("direction") == "lower" else "higher"
+    return (
+        f"{entry.get('describes', '')}, from the log's column: {better} is better; its "
+        f"interval from {how}; impressions without a value are counted and left out."
+    )
 
 
 def _corrections(summary: Summary) -> list[tuple[str, str]]:

@@ -210,6 +210,12 @@ class QueryTable:
         except duckdb.Error as exc:
             raise DataError(f"{path}: expected the query table abrank wrote, got {exc}") from None
         self.columns = tuple(str(row[0]) for row in self._con.execute("DESCRIBE q").fetchall())
+        # the metrics the table splits by query (not the numeric metrics of log columns)
+        held = tuple(m for m in self.metrics if f"{self.control}:{m}" in self.columns)
+        if held and held != self.metrics:
+            self.metrics = held
+            if self.primary not in held:
+                self.primary = held[0]
         arm_prefixes = tuple(f"{arm}:" for arm in self.arms)
         self.segment_columns = tuple(
             c

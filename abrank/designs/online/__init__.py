@@ -40,10 +40,11 @@ class OnlineDesign:
         return parse_metric(name).name
 
     def metric_label(self, experiment: Experiment, name: str) -> str:
-        """The metric's label (``CTR@3``)."""
+        """The metric's label (``CTR@3``; a numeric metric's name as the config gives it)."""
         from abrank.metrics import parse_metric
 
-        return parse_metric(name).label
+        numeric = experiment.numeric_metrics.get(name)
+        return numeric.label if numeric is not None else parse_metric(name).label
 
     def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
         """The online keys: a unit, the independent design, a split over the arms,
@@ -53,6 +54,8 @@ class OnlineDesign:
         from abrank.metrics import FAMILIES, parse_metric
 
         for index, name in enumerate(experiment.metrics):
+            if name in experiment.numeric_metrics:
+                continue
             try:
                 family = parse_metric(name).family
             except ConfigError:  # a name no family has: the metric checks name it
@@ -81,7 +84,7 @@ class OnlineDesign:
         from abrank.engines import check_supported
         from abrank.metrics import parse_metric
 
-        judged = any(not parse_metric(m).is_click for m in experiment.metrics)
+        judged = any(not parse_metric(m).is_click for m in experiment.ranking_metrics)
         check_supported(engine, "online-judged" if engine != "memory" and judged else "online")
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
@@ -93,6 +96,7 @@ class OnlineDesign:
         from abrank.designs.online.compare import compare_online
         from abrank.designs.online.explain import from_log_in_memory, log_rows, with_explanation
         from abrank.designs.online.logs import load_online, online_evidence, score_online
+        from abrank.designs.online.numeric import memory_columns, sql_columns, with_numeric
         from abrank.designs.online.sql import score_online_sql
 
         if engine.name == "memory":
@@ -102,6 +106,13 @@ class OnlineDesign:
         else:
             data, scores = score_online_sql(experiment, engine, say, inputs=inputs)
         evidence = online_evidence(experiment, data, scores)
+        if experiment.numeric_metrics:
+            say(f"reading the numeric metrics' log columns on {engine.name}")
+            if engine.name == "memory":
+                arms = memory_columns(experiment, data, evidence)
+            else:
+                arms = sql_columns(experiment, engine, inputs, evidence)
+            evidence = with_numeric(experiment, evidence, arms)
         say("comparing arms on per-unit sums")
         comparisons, too_small = compare_online(experiment, data, evidence)
         say("summarising")
@@ -120,9 +131,11 @@ class OnlineDesign:
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """Impressions and units per arm (read by the chosen engine: on an SQL engine, from
-        the per-unit sums it returns) and the units seen in more than one arm."""
+        the per-unit sums it returns) and the units seen in more than one arm; the numeric
+        metrics' columns checked (present, numbers, one value per impression)."""
         from abrank.analysis.validate import ArmInputs
         from abrank.designs.online.logs import load_online
+        from abrank.designs.online.numeric import check_columns
         from abrank.designs.online.sql import score_online_sql
 
         unit = experiment.analysis.unit
@@ -135,6 +148,7 @@ class OnlineDesign:
                 name: (frame["impression_id"].nunique(), frame[unit].nunique())
                 for name, frame in data.impressions.items()
             }
+        check_columns(experiment, data, engine, inputs)
         arms = tuple(
             ArmInputs(name, impressions=int(impressions), units=int(units))
             for name, (impressions, units) in counts.items()

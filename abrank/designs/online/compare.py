@@ -18,13 +18,21 @@ __all__ = ["compare_online"]
 def compare_online(
     experiment: Experiment, data: OnlineData, evidence: Any
 ) -> tuple[list, list[dict]]:
-    """Every metric x pair comparison of an online experiment (:func:`compare_units`),
+    """Every metric x pair comparison of an online experiment (:func:`compare_units`; with
+    numeric metrics of log columns,
+    :class:`~abrank.designs.online.numeric_samples.OnlineSamples`),
     the overall ones CUPED-adjusted when ``analysis.covariates`` is given."""
 
     def covariates(control: str, treatment: str) -> dict:
         return _covariates(experiment, data, evidence, control, treatment)
 
-    return compare_units(experiment, evidence, covariates if data.covariates is not None else None)
+    adjust = covariates if data.covariates is not None else None
+    if experiment.numeric_metrics:  # quantiles compare impression values, not sums
+        from abrank.analysis.comparisons import compare_all
+        from abrank.designs.online.numeric_samples import OnlineSamples
+
+        return compare_all(experiment, OnlineSamples(experiment, evidence, adjust))
+    return compare_units(experiment, evidence, adjust)
 
 
 def _covariates(

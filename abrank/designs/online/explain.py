@@ -19,14 +19,17 @@ def with_explanation(
     readout: Any, experiment: Experiment, data: Any, scores: Any, say: Any = None
 ) -> Any:
     """``readout`` with its ``queries`` and ``rankings`` tables, when every arm's
-    impressions are in memory and they hold at most :data:`MAX_ROWS` rows; as it is
-    otherwise."""
+    impressions are in memory and they hold at most :data:`MAX_ROWS` rows, and some metric
+    is a click or judged metric (numeric metrics of log columns are not split by query); as
+    it is otherwise."""
     from abrank.explain.online_tables import online_explanation
     from abrank.explain.tables import experiment_depth
 
     say = say or (lambda message: None)
     frames = {arm.name: data.impressions.get(arm.name) for arm in experiment.arms}
     if any(frame is None or len(frame) == 0 for frame in frames.values()):
+        return readout
+    if not experiment.ranking_metrics:
         return readout
     rows = sum(len(frame) for frame in frames.values())
     if rows > MAX_ROWS:
@@ -36,7 +39,7 @@ def with_explanation(
         frames,
         {name: scores.values[name] for name in frames},
         control=experiment.control.name,
-        metrics=list(experiment.metrics),
+        metrics=list(experiment.ranking_metrics),  # numeric metrics have no per-query split
         unit=experiment.analysis.unit or "user_id",
         segments=list(experiment.segments.columns),
         depth=experiment_depth(experiment),

@@ -81,7 +81,13 @@ def load_online(
         files = source.files
         say(f"loading the log ({shown_files(files)})")
         frame, sizes = read_window(
-            impression_reader(log, [*keep, "arm"], experiment.segments.columns, files=source),
+            impression_reader(
+                log,
+                [*keep, "arm"],
+                experiment.segments.columns,
+                files=source,
+                numeric=numeric_columns(experiment),
+            ),
             files,
             key="impression_id",
             order=order,
@@ -98,7 +104,13 @@ def load_online(
             files = source.files
             say(f"loading {arm.name} ({shown_files(files)})")
             frames[arm.name], sizes = read_window(
-                impression_reader(arm, keep, experiment.segments.columns, files=source),
+                impression_reader(
+                    arm,
+                    keep,
+                    experiment.segments.columns,
+                    files=source,
+                    numeric=numeric_columns(experiment),
+                ),
                 files,
                 key="impression_id",
                 order=order,
@@ -157,16 +169,23 @@ def load_covariates(
 def needed_columns(experiment: Experiment) -> list[str]:
     """The impression columns an experiment reads besides impression_id, rank and clicked
     (the ``keep`` of :func:`abrank.io.read_impressions`): the unit and segment columns,
-    ``dwell`` for satisfied clicks, ``doc_id`` and ``query`` for judged metrics."""
+    ``dwell`` for satisfied clicks, ``doc_id`` and ``query`` for judged metrics, the
+    columns of numeric metrics."""
     from abrank.metrics import parse_metric
 
-    metrics = [parse_metric(name) for name in experiment.metrics]
+    metrics = [parse_metric(name) for name in experiment.ranking_metrics]
     wanted = [experiment.analysis.unit or "user_id", *experiment.segments.columns]
+    wanted += numeric_columns(experiment)
     if any(m.is_click and m.family == "sat_ctr" for m in metrics):
         wanted.append("dwell")
     if any(not m.is_click for m in metrics):
         wanted += ["doc_id", "query"]
     return list(dict.fromkeys(wanted))
+
+
+def numeric_columns(experiment: Experiment) -> list[str]:
+    """The log columns that the numeric metrics read (by the log's names), each once."""
+    return list(dict.fromkeys(c for m in experiment.numeric_metrics.values() for c in m.columns))
 
 
 def whole_frame(experiment: Experiment, arm: str, path: str) -> pd.DataFrame:
@@ -196,7 +215,7 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     from abrank.engines.evaluate import evaluate
     from abrank.metrics import parse_metric
 
-    metrics = [parse_metric(name) for name in experiment.metrics]
+    metrics = [parse_metric(name) for name in experiment.ranking_metrics]
     clicks = [m for m in metrics if m.is_click]
     judged = [m for m in metrics if not m.is_click]
     if judged and data.judgments is None:
@@ -211,7 +230,7 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
     segment_sums: dict[str, dict[str, pd.DataFrame]] = {column: {} for column in segments}
     rank_tables = []
     undefined = {m.name: 0 for m in judged}
-    needed = needed_columns(experiment)
+    needed = [c for c in needed_columns(experiment) if c not in numeric_columns(experiment)]
     for name, frame in data.impressions.items():
         if any(column not in frame.columns for column in needed):
             # so that the error lists every column
@@ -237,7 +256,10 @@ def score_online(experiment: Experiment, data: OnlineData) -> OnlineScores:
             if experiment.no_relevant == "zero":
                 scored = scored.fillna(0.0)
             parts.append(scored)
-        table = parts[0] if len(parts) == 1 else pd.concat(parts, axis=1)
+        if parts:
+            table = parts[0] if len(parts) == 1 else pd.concat(parts, axis=1)
+        else:  # numeric metrics only: they are read by abrank.designs.online.numeric
+            table = pd.DataFrame(index=index.labels())
         if judged:  # judged metrics have values for the impressions of judged queries only
             table = table.reindex(index.labels())
         table.index.name = "impression_id"

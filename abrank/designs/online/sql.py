@@ -10,6 +10,8 @@ fingerprints of the files read.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from abrank.analysis.engine import EngineChoice, log_sources
@@ -19,6 +21,9 @@ from abrank.designs.online.logs import OnlineData, OnlineScores, load_covariates
 from abrank.inputs import Inputs, resolve_inputs
 
 __all__ = ["score_online_sql"]
+
+#: The click metric an aggregation of numeric metrics only counts with (its sums dropped).
+COUNTING = "clicks@1"
 
 
 def score_online_sql(
@@ -36,8 +41,12 @@ def score_online_sql(
     sources = log_sources(experiment, resolved, choice.name)
     files = [file for source, _ in sources for file in source.files]
     say(f"aggregating on {choice.name} ({shown_files(files)})")
+    metrics = tuple(parse_metric(m) for m in experiment.ranking_metrics)
+    # numeric metrics only: the aggregation still counts units and impressions, with one
+    # click metric whose sums are then left out
+    counted = metrics or (parse_metric(COUNTING),)
     request = ClickRequest(
-        metrics=tuple(parse_metric(m) for m in experiment.metrics),
+        metrics=counted,
         arms=tuple(names),
         unit=unit,
         segments=tuple(experiment.segments.columns),
@@ -49,6 +58,15 @@ def score_online_sql(
         result = click_aggregates(backend, [s for s, _ in sources], request)
     finally:
         backend.close()
+    if not metrics:
+        result = dataclasses.replace(
+            result,
+            sums={arm: t.drop(columns=[COUNTING]) for arm, t in result.sums.items()},
+            segment_sums={
+                column: {arm: t.drop(columns=[COUNTING]) for arm, t in by_arm.items()}
+                for column, by_arm in result.segment_sums.items()
+            },
+        )
     read = [
         log.entry(file, result.file_rows.get(file, 0))
         for source, log in sources
@@ -65,7 +83,11 @@ def score_online_sql(
         inputs=read,
         paths=paths,
     )
-    columns = [*experiment.metrics, unit, *[c for c in experiment.segments.columns if c != unit]]
+    columns = [
+        *experiment.ranking_metrics,
+        unit,
+        *[c for c in experiment.segments.columns if c != unit],
+    ]
     empty = pd.DataFrame(columns=columns, index=pd.Index([], name="impression_id", dtype="str"))
     scores = OnlineScores(
         values={name: empty for name in names},
