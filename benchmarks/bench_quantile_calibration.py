@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from abrank.stats.quantile import compare_quantiles
+from abrank.stats.quantile_bootstrap import compare_quantiles
 
 QS = (0.5, 0.95, 0.99)
 MU, SD_USER, SD_IMPRESSION = 4.0, 0.6, 0.5

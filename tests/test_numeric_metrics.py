@@ -21,7 +21,8 @@ from abrank.config import load_experiment
 from abrank.errors import ConfigError
 from abrank.render import md_escape, render_markdown
 from abrank.stats import compare_clustered
-from abrank.stats.quantile import compare_quantiles, quantile_arm
+from abrank.stats.quantile import quantile_arm
+from abrank.stats.quantile_bootstrap import compare_quantiles
 from abrank.stats.quantile_comparison import compare_quantile_arms
 from abrank.stats.unit_sums import UnitSums
 

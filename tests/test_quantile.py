@@ -19,7 +19,6 @@ from abrank.stats.quantile import (
     NOTE_NO_LIFT,
     NOTE_ONE_UNIT,
     NOTE_ZERO_WIDTH,
-    compare_quantiles,
     quantile_arm,
     quantile_difference,
     quantile_estimate,
@@ -28,6 +27,7 @@ from abrank.stats.quantile import (
 from abrank.stats.quantile_bootstrap import (
     bootstrap_deltas,
     bootstrap_quantiles,
+    compare_quantiles,
     percentile_interval,
     weighted_quantiles,
 )

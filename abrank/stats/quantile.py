@@ -49,8 +49,7 @@ values only and refuses NaN or infinity with a DataError naming the first one.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -393,62 +392,4 @@ def quantile_difference(
         naive_p_value=_normal_p(delta, naive_se),
         confidence_level=level,
         notes=tuple(notes),
-    )
-
-
-def compare_quantiles(
-    control_values: Any,
-    control_units: Any,
-    treatment_values: Any,
-    treatment_units: Any,
-    qs: float | Sequence[float],
-    *,
-    confidence_level: float = 0.95,
-    n_resamples: int = 0,
-    seed: int | None = 0,
-    metric: str = "quantile",
-    treatment_name: str = "treatment",
-    segment: str | None = None,
-) -> tuple[QuantileDifference, ...]:
-    """Treatment - control at each quantile of ``qs``, one :class:`QuantileDifference` each,
-    in order.
-
-    Each arm is given as its finite impression values and their units (None: every
-    impression its own unit); each arm is sorted once for all ``qs``. With ``n_resamples``
-    > 0 a unit bootstrap (units resampled with replacement within each arm, seeded from
-    (seed, metric, treatment_name, segment) as in :mod:`abrank.stats.seeding`) adds its
-    percentile interval of each delta, all quantiles from the same resamples.
-    """
-    from abrank.stats.quantile_bootstrap import bootstrap_deltas, percentile_interval
-
-    levels = [checked_q(q) for q in ([qs] if isinstance(qs, (int, float)) else qs)]
-    level = checked_level(confidence_level)
-    control = quantile_arm(control_values, control_units, "control_values")
-    treatment = quantile_arm(treatment_values, treatment_units, "treatment_values")
-    results = [
-        quantile_difference(
-            estimate_from_arm(control, q, level), estimate_from_arm(treatment, q, level)
-        )
-        for q in levels
-    ]
-    if n_resamples <= 0 or min(control.n_units, treatment.n_units) < 2:
-        return tuple(results)
-    deltas = bootstrap_deltas(
-        control,
-        treatment,
-        levels,
-        n_resamples,
-        seed=seed,
-        metric=metric,
-        treatment_name=treatment_name,
-        segment=segment,
-    )
-    return tuple(
-        replace(
-            result,
-            bootstrap_ci=percentile_interval(deltas[:, j], level),
-            bootstrap_se=float(np.std(deltas[:, j], ddof=1)),
-            n_resamples=int(n_resamples),
-        )
-        for j, result in enumerate(results)
     )

@@ -12,18 +12,28 @@ the data. Blocks of resamples are drawn at once (as many as fit in
 :data:`abrank.stats.resampling.CHUNK_ELEMENTS` weights), all quantiles from the same
 resamples. Seeding follows :mod:`abrank.stats.seeding`: one generator per (seed, metric,
 treatment, segment), the control's resamples drawn first, then the treatment's.
+:func:`compare_quantiles` gives each quantile's difference with this second opinion.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from abrank.stats import resampling as rs
-from abrank.stats.quantile import QuantileArm, estimate_from_arm
+from abrank.stats.quantile import (
+    QuantileArm,
+    QuantileDifference,
+    checked_level,
+    checked_q,
+    estimate_from_arm,
+    quantile_arm,
+    quantile_difference,
+)
 from abrank.stats.results import Interval
 from abrank.stats.seeding import generator
 
@@ -190,3 +200,59 @@ def percentile_interval(resampled: np.ndarray, confidence_level: float) -> Inter
     tail = (1.0 - confidence_level) / 2.0
     low, high = np.quantile(resampled, [tail, 1.0 - tail])
     return (float(low), float(high))
+
+
+def compare_quantiles(
+    control_values: Any,
+    control_units: Any,
+    treatment_values: Any,
+    treatment_units: Any,
+    qs: float | Sequence[float],
+    *,
+    confidence_level: float = 0.95,
+    n_resamples: int = 0,
+    seed: int | None = 0,
+    metric: str = "quantile",
+    treatment_name: str = "treatment",
+    segment: str | None = None,
+) -> tuple[QuantileDifference, ...]:
+    """Treatment - control at each quantile of ``qs``, one :class:`QuantileDifference` each,
+    in order.
+
+    Each arm is given as its finite impression values and their units (None: every
+    impression its own unit); each arm is sorted once for all ``qs``. With ``n_resamples``
+    > 0 a unit bootstrap (units resampled with replacement within each arm, seeded from
+    (seed, metric, treatment_name, segment) as in :mod:`abrank.stats.seeding`) adds its
+    percentile interval of each delta, all quantiles from the same resamples.
+    """
+    levels = [checked_q(q) for q in ([qs] if isinstance(qs, (int, float)) else qs)]
+    level = checked_level(confidence_level)
+    control = quantile_arm(control_values, control_units, "control_values")
+    treatment = quantile_arm(treatment_values, treatment_units, "treatment_values")
+    results = [
+        quantile_difference(
+            estimate_from_arm(control, q, level), estimate_from_arm(treatment, q, level)
+        )
+        for q in levels
+    ]
+    if n_resamples <= 0 or min(control.n_units, treatment.n_units) < 2:
+        return tuple(results)
+    deltas = bootstrap_deltas(
+        control,
+        treatment,
+        levels,
+        n_resamples,
+        seed=seed,
+        metric=metric,
+        treatment_name=treatment_name,
+        segment=segment,
+    )
+    return tuple(
+        replace(
+            result,
+            bootstrap_ci=percentile_interval(deltas[:, j], level),
+            bootstrap_se=float(np.std(deltas[:, j], ddof=1)),
+            n_resamples=int(n_resamples),
+        )
+        for j, result in enumerate(results)
+    )
