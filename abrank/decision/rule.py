@@ -317,6 +317,8 @@ def _signed(value: Any, scale: str | None = None) -> str:
         return "n/a"
     if scale == "relative":
         return f"{value * 100:+.1f}%"
+    if abs(value) >= 10:  # a latency, a revenue: no noise digits (abrank.render.text)
+        return f"{value:+.{1 if abs(value) >= 100 else 2}f}"
     return f"{value:+.3f}" if abs(value) >= 0.0005 or value == 0 else f"{value:+.2g}"
 
 

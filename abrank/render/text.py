@@ -49,14 +49,25 @@ def is_number(value: Any) -> TypeGuard[float]:
     )
 
 
-def fmt_value(value: Any, digits: int = 3) -> str:
-    """A mean or a metric value: ``0.540``; ``n/a`` when missing or not finite."""
-    return f"{value:.{digits}f}" if is_number(value) else "n/a"
+def scaled_digits(value: float, digits: int | None = None) -> int:
+    """Decimals for a number of its size when none are asked for: 3 below 10 (metric values
+    and their changes: ``0.540``), 2 from 10 and 1 from 100 (a latency in milliseconds:
+    ``457.9``), so that a wide scale shows no noise digits."""
+    if digits is not None:
+        return digits
+    size = abs(value)
+    return 1 if size >= 100 else 2 if size >= 10 else 3
 
 
-def fmt_signed(value: Any, digits: int = 3) -> str:
-    """A delta or a CI bound, always signed: ``+0.240``, ``-0.012``."""
-    return f"{value:+.{digits}f}" if is_number(value) else "n/a"
+def fmt_value(value: Any, digits: int | None = None) -> str:
+    """A mean or a metric value: ``0.540``, ``457.9`` (:func:`scaled_digits`); ``n/a`` when
+    missing or not finite."""
+    return f"{value:.{scaled_digits(value, digits)}f}" if is_number(value) else "n/a"
+
+
+def fmt_signed(value: Any, digits: int | None = None) -> str:
+    """A delta or a CI bound, always signed: ``+0.240``, ``-0.012``, ``+16.30``."""
+    return f"{value:+.{scaled_digits(value, digits)}f}" if is_number(value) else "n/a"
 
 
 def fmt_percent(value: Any) -> str:
