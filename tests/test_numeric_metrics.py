@@ -734,3 +734,41 @@ def test_the_planner_sizes_a_test_with_a_quantile_guardrail(latency):
     )
     assert entry["role"] == "guardrail"
     assert entry["se"] == pytest.approx(comp["quantile"]["se"], rel=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_a_sketchs_per_unit_counts_are_exact_against_its_quantile(tmp_path, request, engine):
+    from abrank.analysis.engine import EngineChoice, log_sources
+    from abrank.engines.column_sketch import sketch_quantiles
+    from abrank.engines.column_sums import ColumnRequest
+    from abrank.inputs import resolve_inputs
+
+    connection = request.getfixturevalue("spark") if engine == "spark" else None
+    experiment = load_experiment(_sketched_config(tmp_path))
+    sources = [s for s, _ in log_sources(experiment, resolve_inputs(experiment), engine)]
+    found = sketch_quantiles(
+        EngineChoice(engine, {}, connection),
+        sources,
+        ColumnRequest(("latency_ms",), ("a", "b"), "user_id", ("device",)),
+        "impression_id",
+        {"p90": ("latency_ms", 0.9)},
+        confidence_level=0.95,
+    )["p90"]
+    log = pd.read_parquet(tmp_path / "log.parquet")
+    for arm in ("a", "b"):
+        mine = log[log["arm"] == arm]
+        assert found.missing[arm] == int(mine["latency_ms"].isna().sum())
+        for key, sketch in [(None, found.overall[arm])] + [
+            (value, found.segments[("device", value)][arm]) for value in ("desktop", "mobile")
+        ]:
+            rows = mine if key is None else mine[mine["device"] == key]
+            rows = rows.dropna(subset=["latency_ms"])
+            by_unit = rows.groupby(rows["user_id"].astype(str))["latency_ms"]
+            below = by_unit.apply(lambda v, p=sketch.point: int((v <= p).sum()))
+            assert sketch.below.tolist() == below.sort_index().tolist()
+            assert sketch.counts.tolist() == by_unit.size().sort_index().tolist()
+            if engine == "spark":  # Greenwald-Khanna returns an order statistic
+                assert sketch.point in set(rows["latency_ms"])
+            assert sketch.grid_values.tolist() == sorted(sketch.grid_values.tolist())
+            low, high = sketch.at(0.89), sketch.at(0.91)
+            assert low <= sketch.point <= high
