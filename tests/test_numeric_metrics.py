@@ -772,3 +772,22 @@ def test_a_sketchs_per_unit_counts_are_exact_against_its_quantile(tmp_path, requ
             assert sketch.grid_values.tolist() == sorted(sketch.grid_values.tolist())
             low, high = sketch.at(0.89), sketch.at(0.91)
             assert low <= sketch.point <= high
+
+
+def test_a_sketch_leaves_out_the_dropped_mixed_units(tmp_path):
+    path = _sketched_config(tmp_path)
+    frame = pd.read_parquet(tmp_path / "log.parquet")
+    leaked = frame[frame["user_id"].isin([0, 1])].copy()  # users 0 and 1 in both arms
+    leaked["arm"] = leaked["arm"].map({"a": "b", "b": "a"})
+    leaked["impression_id"] += 100_000
+    pd.concat([frame, leaked]).to_parquet(tmp_path / "log.parquet", index=False)
+    path.write_text(
+        path.read_text().replace("resamples: 200}", "resamples: 200, mixed_units: drop}")
+    )
+    memory = abrank.run_experiment(path).summary
+    duckdb = abrank.run_experiment(path, engine="duckdb").summary
+    for name in ("latency_p95", "latency_mean"):
+        mine, theirs = (s["diagnostics"]["numeric_metrics"][name] for s in (duckdb, memory))
+        assert (mine["impressions"], mine["missing"]) == (theirs["impressions"], theirs["missing"])
+    comp = next(c for c in duckdb["comparisons"] if c["metric"] == "latency_p95")
+    assert comp["n_units"] == {"control": 199, "treatment": 198}
