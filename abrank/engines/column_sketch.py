@@ -8,8 +8,8 @@ segment value too) without any impression leaving the engine:
   values it summarized (Spark's documented relative error 1 / accuracy);
 - DuckDB: ``approx_quantile(value, q)`` (a t-digest): DuckDB states no error bound.
 
-For each quantile metric and each grouping (the arms overall, the arms within each value of
-each segment column) three aggregate queries run on the impression values
+For each grouping (the arms overall, the arms within each value of each segment column)
+three aggregate queries, every quantile metric in each, run on the impression values
 (:func:`abrank.engines.column_sums.impression_sql`, the units a mixed-unit drop left out
 excluded): the sketch's point Q_hat per group; per (group, unit) S_u = the impressions at or
 below Q_hat and N_u = those with a value; the sketch's quantiles at a grid of probabilities
@@ -127,22 +127,22 @@ def sketch_quantiles(
             str(r["abrank_arm"]): int(r["n"])
             for r in run(f"SELECT abrank_arm, COUNT(*) AS n FROM {IMPRESSIONS} GROUP BY abrank_arm")
         }
-        out: dict[str, SketchedQuantile] = {}
+        out = {name: SketchedQuantile() for name in metrics}
         segments = [s for s in request.segments if s != request.unit]
-        for name, (column, q) in metrics.items():
-            found = SketchedQuantile()
-            for segment in [None, *segments]:
-                arms = _sketch(run, dialect, quote(column), unit, segment, q, confidence_level)
+        quoted = {name: (quote(column), q) for name, (column, q) in metrics.items()}
+        for segment in [None, *segments]:
+            by_metric = _sketch(run, dialect, quoted, unit, segment, confidence_level)
+            for name, arms in by_metric.items():
                 for (arm, value), sketched in arms.items():
                     if segment is None:
-                        found.overall[arm] = sketched
+                        out[name].overall[arm] = sketched
                     else:
-                        found.segments.setdefault((segment, str(value)), {})[arm] = sketched
+                        out[name].segments.setdefault((segment, str(value)), {})[arm] = sketched
+        for found in out.values():
             for arm in request.arms:
                 have = found.overall[arm].n_impressions if arm in found.overall else 0
                 found.impressions[arm] = have
                 found.missing[arm] = totals.get(arm, 0) - have
-            out[name] = found
     finally:
         backend.close()
     return out
@@ -167,79 +167,98 @@ def _check_one_value(run: Any, low: str, high: str, column: str, impression: str
 def _sketch(
     run: Any,
     dialect: str,
-    value: str,
+    metrics: Mapping[str, tuple[str, float]],
     unit: str,
     segment: str | None,
-    q: float,
     confidence_level: float,
-) -> dict[tuple[str, str | None], SketchArm]:
-    """The sketched arms of one grouping: per (arm, segment value or None)."""
+) -> dict[str, dict[tuple[str, str | None], SketchArm]]:
+    """Per metric (-> its quoted column and q) the sketched arms of one grouping, per
+    (arm, segment value or None): three queries for all the metrics."""
     from abrank.engines.sql import quote
 
     keys = "abrank_arm" if segment is None else f"abrank_arm, {quote(segment)}"
     picked = "NULL" if segment is None else quote(segment)
-    present = f"{value} IS NOT NULL"
-    points = run(
-        f"SELECT abrank_arm, {picked} AS abrank_value, "
-        f"{_expression(dialect, value, [q])} AS point FROM {IMPRESSIONS} "
-        f"WHERE {present} GROUP BY {keys}"
+    names = list(metrics)
+    alias = {name: f"abrank_m{i}" for i, name in enumerate(names)}
+
+    def key_of(row: Mapping[str, Any]) -> tuple[str, str | None]:
+        return (str(row["abrank_arm"]), None if segment is None else str(row["abrank_value"]))
+
+    listed = ", ".join(
+        f"{_expression(dialect, value, [q])} AS {alias[name]}"
+        for name, (value, q) in metrics.items()
     )
-    groups = {
-        (str(r["abrank_arm"]), None if segment is None else str(r["abrank_value"])): float(
-            r["point"]
-        )
-        for r in points
-        if r["point"] is not None
-    }
-    if not groups:
+    points: dict[str, dict[tuple[str, str | None], float]] = {name: {} for name in names}
+    for r in run(
+        f"SELECT abrank_arm, {picked} AS abrank_value, {listed} FROM {IMPRESSIONS} GROUP BY {keys}"
+    ):
+        for name in names:
+            if r[alias[name]] is not None:  # None: no value in the group
+                points[name][key_of(r)] = float(r[alias[name]])
+    names = [name for name in names if points[name]]
+    if not names:
         return {}
 
     def match(arm: str, level: str | None) -> str:
         same = f"abrank_arm = {_text(arm)}"
         return same if segment is None else f"{same} AND {quote(segment)} = {_text(level)}"
 
-    cases = " ".join(
-        f"WHEN {match(arm, level)} THEN CAST({point!r} AS DOUBLE)"
-        for (arm, level), point in groups.items()
-    )
-    rows = run(
-        f"SELECT abrank_arm, {picked} AS abrank_value, {unit} AS abrank_unit, "
-        f"SUM(CASE WHEN {value} <= (CASE {cases} END) THEN 1 ELSE 0 END) AS s, "
-        f"COUNT(*) AS n FROM {IMPRESSIONS} WHERE {present} GROUP BY {keys}, {unit}"
-    )
-    sums: dict[tuple[str, str | None], list[tuple[str, int, int]]] = {}
-    for r in rows:
-        key = (str(r["abrank_arm"]), None if segment is None else str(r["abrank_value"]))
-        sums.setdefault(key, []).append((str(r["abrank_unit"]), int(r["s"]), int(r["n"])))
-    arms: dict[tuple[str, str | None], tuple[np.ndarray, np.ndarray]] = {}
-    grid: set[float] = set()
-    for key, found in sums.items():
-        found.sort()  # units in byte order, as the exact path codes them
-        below = np.array([s for _, s, _ in found], dtype=np.float64)
-        counts = np.array([n for _, _, n in found], dtype=np.float64)
-        arms[key] = (below, counts)
-        draft = SketchArm(q, groups[key], below, counts, np.empty(0), np.empty(0), "", "")
-        grid.update(sketch_grid(q, draft.indicator_se, confidence_level))
-    probabilities = sorted(grid)
-    curves = run(
-        f"SELECT abrank_arm, {picked} AS abrank_value, "
-        f"{_expression(dialect, value, probabilities)} AS grid FROM {IMPRESSIONS} "
-        f"WHERE {present} GROUP BY {keys}"
-    )
-    out: dict[tuple[str, str | None], SketchArm] = {}
-    for r in curves:
-        key = (str(r["abrank_arm"]), None if segment is None else str(r["abrank_value"]))
-        if key not in arms:
-            continue
-        below, counts = arms[key]
-        out[key] = SketchArm(
-            q=q,
-            point=groups[key],
-            below=below,
-            counts=counts,
-            grid=np.asarray(probabilities, dtype=np.float64),
-            grid_values=np.maximum.accumulate(np.asarray(r["grid"], dtype=np.float64)),
-            sketch=sketch_function(dialect),
-            bound=sketch_bound(dialect),
+    counted = []
+    for name in names:
+        value = metrics[name][0]
+        cases = " ".join(
+            f"WHEN {match(arm, level)} THEN CAST({point!r} AS DOUBLE)"
+            for (arm, level), point in points[name].items()
         )
+        counted.append(
+            f"SUM(CASE WHEN {value} <= (CASE {cases} END) THEN 1 ELSE 0 END) AS "
+            f"{alias[name]}_s, COUNT({value}) AS {alias[name]}_n"
+        )
+    sums: dict[str, dict[tuple[str, str | None], list[tuple[str, int, int]]]] = {
+        name: {} for name in names
+    }
+    for r in run(
+        f"SELECT abrank_arm, {picked} AS abrank_value, {unit} AS abrank_unit, "
+        f"{', '.join(counted)} FROM {IMPRESSIONS} GROUP BY {keys}, {unit}"
+    ):
+        for name in names:
+            n = int(r[f"{alias[name]}_n"])
+            if n:  # a unit without a value is not among the metric's units
+                found = sums[name].setdefault(key_of(r), [])
+                found.append((str(r["abrank_unit"]), int(r[f"{alias[name]}_s"]), n))
+    arms: dict[str, dict[tuple[str, str | None], tuple[np.ndarray, np.ndarray]]] = {}
+    grids: dict[str, list[float]] = {}
+    for name in names:
+        q = metrics[name][1]
+        arms[name], grid = {}, set()
+        for key, found in sums[name].items():
+            found.sort()  # units in byte order, as the exact path codes them
+            below = np.array([s for _, s, _ in found], dtype=np.float64)
+            counts = np.array([n for _, _, n in found], dtype=np.float64)
+            arms[name][key] = (below, counts)
+            draft = SketchArm(q, points[name][key], below, counts, np.empty(0), np.empty(0), "", "")
+            grid.update(sketch_grid(q, draft.indicator_se, confidence_level))
+        grids[name] = sorted(grid)
+    curves = ", ".join(
+        f"{_expression(dialect, metrics[name][0], grids[name])} AS {alias[name]}" for name in names
+    )
+    out: dict[str, dict[tuple[str, str | None], SketchArm]] = {name: {} for name in names}
+    for r in run(
+        f"SELECT abrank_arm, {picked} AS abrank_value, {curves} FROM {IMPRESSIONS} GROUP BY {keys}"
+    ):
+        key = key_of(r)
+        for name in names:
+            if key not in arms[name] or r[alias[name]] is None:
+                continue
+            below, counts = arms[name][key]
+            out[name][key] = SketchArm(
+                q=metrics[name][1],
+                point=points[name][key],
+                below=below,
+                counts=counts,
+                grid=np.asarray(grids[name], dtype=np.float64),
+                grid_values=np.maximum.accumulate(np.asarray(r[alias[name]], dtype=np.float64)),
+                sketch=sketch_function(dialect),
+                bound=sketch_bound(dialect),
+            )
     return out
