@@ -623,6 +623,13 @@ def test_duckdb_sketch_quantiles_say_that_duckdb_states_no_bound(tmp_path):
     assert any("DuckDB states no error bound" in n for n in comp["notes"])
     sketch = summary["diagnostics"]["numeric_metrics"]["latency_p50"]["sketch"]
     assert sketch["function"] == "approx_quantile (t-digest)" and sketch["accuracy"] is None
+    from abrank.render.glossary import numeric_meaning
+
+    meaning = numeric_meaning(summary["diagnostics"]["numeric_metrics"]["latency_p50"])
+    assert meaning.endswith(
+        "The quantile is the engine's sketch approx_quantile (t-digest) (DuckDB states no "
+        "error bound for its t-digest)."
+    )
 
 
 def test_the_demo_reports_its_latency_guardrail():
