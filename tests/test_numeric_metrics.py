@@ -580,7 +580,11 @@ def _check_sketched(tmp_path: Path, summary: dict, exact: dict, ranks: float) ->
             assert b["ci"] == pytest.approx(a["ci"], abs=0.05 * width), b["metric"]
             assert b["p_value"] == pytest.approx(a["p_value"], abs=0.03), b["metric"]
         assert b["bootstrap_ci"] is None and b["n_units"] == a["n_units"]
+        if b["ci_level"] > 0.95:  # Holm's level: the sketch read again, a wider interval
+            low, high = b["ci_unadjusted"]
+            assert b["ci"][0] < low and b["ci"][1] > high
         checked += 1
+    assert any(c["ci_level"] > 0.95 for c in summary["comparisons"] if c["segment"] is None)
     assert checked == 6
     assert (
         summary["diagnostics"]["numeric_metrics"]["latency_mean"]
