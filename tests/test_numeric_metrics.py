@@ -802,3 +802,25 @@ def test_a_sketch_leaves_out_the_dropped_mixed_units(tmp_path):
         assert (mine["impressions"], mine["missing"]) == (theirs["impressions"], theirs["missing"])
     comp = next(c for c in duckdb["comparisons"] if c["metric"] == "latency_p95")
     assert comp["n_units"] == {"control": 199, "treatment": 198}
+
+
+@pytest.mark.parametrize("verb", ["run", "validate"])
+def test_a_sketch_quantiles_column_is_checked_in_duckdb(tmp_path, capsys, verb):
+    sketched = P95.replace("direction: lower}", "direction: lower, approximate: true}")
+    path = _config(tmp_path, sketched, "engine: duckdb\n")
+    out = ["--out", str(tmp_path / "out")] if verb == "run" else []
+    _small_log().drop(columns="latency_ms").to_csv(tmp_path / "log.csv", index=False)
+    assert main([verb, str(path), *out]) == 2
+    err = capsys.readouterr().err
+    assert "expected a column 'latency_ms'" in err and "Traceback" not in err
+    _small_log().to_csv(tmp_path / "log.csv", index=False)
+    assert main([verb, str(path), *out]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'log.csv'}: line 4: latency_ms: expected a number, got 'slow'" in err
+    log = _small_log().assign(latency_ms=[10.0, 12.0, 11.0, 9.0])
+    log = pd.concat([log, log.iloc[[0]].assign(rank=2, latency_ms=13.0)], ignore_index=True)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    assert main([verb, str(path), *out]) == 2
+    err = capsys.readouterr().err
+    assert "latency_ms: expected one value per impression" in err
+    assert "got 10 and 13 in impression 1" in err and "Traceback" not in err

@@ -35,6 +35,7 @@ from abrank.stats.quantile_sketch import SketchArm, sketch_grid
 __all__ = [
     "SPARK_ACCURACY",
     "SketchedQuantile",
+    "check_sketch_columns",
     "sketch_bound",
     "sketch_function",
     "sketch_quantiles",
@@ -148,12 +149,37 @@ def sketch_quantiles(
     return out
 
 
-def _check_one_value(run: Any, low: str, high: str, column: str, impression: str) -> None:
+def check_sketch_columns(
+    engine: Any, sources: Sequence[LogSource], request: ColumnRequest, impression: str
+) -> None:
+    """What ``abrank validate`` checks of the columns only sketch quantiles read, in the
+    engine (nothing per impression comes back): each log has them, their cells are
+    numbers, each impression's rows agree (DataErrors as :func:`sketch_quantiles` raises
+    them)."""
+    from abrank.engines.sql import compile_sql, open_backend, quote
+
+    backend = open_backend(engine.name, engine.options, engine.connection)
+    try:
+        grouped = impression_sql(backend, sources, request, impression)
+
+        def run(sql: str) -> list[dict[str, Any]]:
+            return list(backend.run(compile_sql(sql, backend.dialect)).to_pylist())
+
+        for column in request.columns:
+            low, high = quote(column), quote(column + ":max")
+            _check_one_value(run, low, high, column, impression, f"({grouped}) AS abrank_i")
+    finally:
+        backend.close()
+
+
+def _check_one_value(
+    run: Any, low: str, high: str, column: str, impression: str, relation: str = IMPRESSIONS
+) -> None:
     from abrank.engines.sql import quote
 
     rows = run(
         f"SELECT abrank_log, {quote(impression)} AS abrank_id, {low} AS low, {high} AS high "
-        f"FROM {IMPRESSIONS} WHERE {low} <> {high} ORDER BY abrank_log, abrank_id LIMIT 1"
+        f"FROM {relation} WHERE {low} <> {high} ORDER BY abrank_log, abrank_id LIMIT 1"
     )
     if rows:
         row = rows[0]

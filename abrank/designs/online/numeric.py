@@ -293,14 +293,23 @@ def check_columns(experiment: Experiment, data: Any, engine: Any, inputs: Any) -
     """What ``abrank validate`` checks of the numeric metrics' columns, on the run's engine:
     each log has them, their cells are numbers, each impression's rows agree (DataErrors
     as :func:`arm_columns` and :func:`abrank.engines.column_sums.column_impressions` raise
-    them)."""
+    them; the columns only sketch quantiles read are checked in the engine)."""
     from abrank.designs.online.logs import numeric_columns, whole_frame
+    from abrank.designs.online.numeric_sketch import sketched
 
     if not experiment.numeric_metrics:
         return
     columns = numeric_columns(experiment)
     if engine.name != "memory":
-        _impressions(experiment, engine, inputs, columns)
+        from abrank.designs.online.numeric_sketch import check_sketched
+
+        skip = sketched(experiment, engine.name)
+        exact = {
+            c for n, m in experiment.numeric_metrics.items() if n not in skip for c in m.columns
+        }
+        if exact:
+            _impressions(experiment, engine, inputs, [c for c in columns if c in exact])
+        check_sketched(experiment, engine, inputs, [c for c in columns if c not in exact])
         return
     from abrank.engines.clicks import ImpressionIndex
 

@@ -19,7 +19,14 @@ from abrank.config import Experiment
 from abrank.evidence import Evidence
 from abrank.metrics.numeric import NumericMetric
 
-__all__ = ["NOTE_EXACT", "sketch_diagnostics", "sketch_note", "sketched", "with_sketches"]
+__all__ = [
+    "NOTE_EXACT",
+    "check_sketched",
+    "sketch_diagnostics",
+    "sketch_note",
+    "sketched",
+    "with_sketches",
+]
 
 NOTE_EXACT = (
     "approximate: true: the memory engine has no sketch, so this quantile is exact (as "
@@ -112,3 +119,23 @@ def with_sketches(
     return dataclasses.replace(
         evidence, extras={**evidence.extras, "numeric": ordered, "numeric_sketches": found}
     )
+
+
+def check_sketched(experiment: Experiment, engine: Any, inputs: Any, columns: list[str]) -> None:
+    """``abrank validate``'s checks of the log ``columns`` only sketch quantiles read, run
+    in the SQL ``engine`` (:func:`abrank.engines.column_sketch.check_sketch_columns`)."""
+    from abrank.analysis.engine import log_sources
+    from abrank.engines.column_sketch import check_sketch_columns
+    from abrank.engines.column_sums import ColumnRequest
+
+    if not columns:
+        return
+    unit = experiment.analysis.unit or "user_id"
+    request = ColumnRequest(
+        columns=tuple(columns),
+        arms=tuple(str(arm.name) for arm in experiment.arms),
+        unit=unit,
+        segments=tuple(c for c in experiment.segments.columns if c != unit),
+    )
+    sources = [source for source, _ in log_sources(experiment, inputs, engine.name)]
+    check_sketch_columns(engine, sources, request, "impression_id")
