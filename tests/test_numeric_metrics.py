@@ -352,6 +352,25 @@ def test_cap_winsorizes_per_arm(tmp_path):
             "{name: lat, column: latency_ms, stat: mean, direction: lower, colour: red}",
             "metrics[0].colour: unknown key",
         ),
+        (
+            "{name: lat, column: latency_ms, stat: mean, direction: lower, approximate: true}",
+            "metrics[0].approximate: expected approximate only with stat: quantile",
+        ),
+        (
+            "{name: lat, column: latency_ms, stat: quantile, q: 0.5, level: unit, "
+            "direction: lower, approximate: true}",
+            "metrics[0].approximate: expected approximate only at level: impression",
+        ),
+        (
+            "{name: lat, column: latency_ms, stat: quantile, q: 0.5, cap: 0.99, "
+            "direction: lower, approximate: true}",
+            "metrics[0].approximate: expected approximate without cap",
+        ),
+        (
+            "{name: lat, column: latency_ms, stat: quantile, q: 0.5, direction: lower, "
+            "approximate: yes please}",
+            "metrics[0].approximate: expected true or false, got 'yes please'",
+        ),
     ],
 )
 def test_a_bad_numeric_metric_is_named_with_its_line(tmp_path, capsys, entry, expected):
@@ -488,12 +507,133 @@ def test_two_values_in_one_impression_are_refused_on_duckdb(tmp_path, capsys):
     assert "Traceback" not in err
 
 
-def test_sketch_quantiles_are_refused_until_an_engine_has_them(tmp_path):
-    _hand_log(tmp_path)
-    entry = "  - {name: p95, column: latency_ms, stat: quantile, q: 0.95, direction: lower, "
-    path = _config(tmp_path, entry + "approximate: true}")
-    with pytest.raises(ConfigError, match=r"metrics\[0\]\.approximate: expected false"):
-        load_experiment(path)
+# --------------------------------------------------------------------------- sketches
+
+SKETCHED = """\
+  - ctr@1
+  - {name: latency_p95, column: latency_ms, stat: quantile, q: 0.95, direction: lower,
+     approximate: true}
+  - {name: latency_p50, column: latency_ms, stat: quantile, q: 0.5, direction: lower,
+     approximate: true}
+  - {name: latency_mean, column: latency_ms, stat: mean, direction: lower}"""
+
+
+def _sketched_config(tmp_path: Path, metrics: str = SKETCHED) -> Path:
+    """The latency log (1,946 impressions of 400 users) with missing latencies, segments by
+    device, and approximate quantiles."""
+    _latency_log(tmp_path)
+    frame = pd.read_parquet(tmp_path / "log.parquet")
+    frame.loc[frame.index[::11], "latency_ms"] = np.nan
+    frame.to_parquet(tmp_path / "log.parquet", index=False)
+    path = _config(tmp_path, metrics, "segments: {columns: [device]}\n")
+    path.write_text(path.read_text().replace("log.csv", "log.parquet"))
+    return path
+
+
+def test_the_memory_engine_computes_an_approximate_quantile_exactly(tmp_path):
+    exact = abrank.run_experiment(
+        _sketched_config(tmp_path, SKETCHED.replace("approximate: true", "approximate: false"))
+    ).summary
+    sketched = abrank.run_experiment(_sketched_config(tmp_path)).summary
+    for a, b in zip(exact["comparisons"], sketched["comparisons"], strict=True):
+        assert (a["metric"], a["segment"]) == (b["metric"], b["segment"])
+        for key in ("control_mean", "treatment_mean", "delta", "ci", "p_value", "bootstrap_ci"):
+            assert b[key] == a[key], (b["metric"], key)
+        if b["metric"].startswith("latency_p"):
+            assert any("the memory engine has no sketch" in n for n in b["notes"])
+    sketch = sketched["diagnostics"]["numeric_metrics"]["latency_p95"]["sketch"]
+    assert sketch == {"engine": "memory", "function": None, "accuracy": None, "bound": "exact"}
+
+
+def _within_ranks(approximate: float, values: np.ndarray, q: float, ranks: float) -> bool:
+    """Whether ``approximate`` lies between the order statistics of ``values`` (1-based
+    ranks) q n - ranks and q n + ranks, one rank of slack for the rank conventions."""
+    ordered = np.sort(values)
+    n = ordered.size
+    low = max(0, math.floor(q * n - ranks) - 2)
+    high = min(n - 1, math.ceil(q * n + ranks))
+    return bool(ordered[low] <= approximate <= ordered[high])
+
+
+def _check_sketched(tmp_path: Path, summary: dict, exact: dict, ranks: float) -> None:
+    """The approximate comparisons of ``summary`` against the exact ones of ``exact``: each
+    arm's quantile within ``ranks`` of the exact order statistic, the interval close."""
+    log = pd.read_parquet(tmp_path / "log.parquet").dropna(subset=["latency_ms"])
+    assert len(log) > 1500 and log["user_id"].nunique() > 350
+    pairs = zip(exact["comparisons"], summary["comparisons"], strict=True)
+    checked = 0
+    for a, b in pairs:
+        assert (a["metric"], a["segment"]) == (b["metric"], b["segment"])
+        if not b["metric"].startswith("latency_p"):
+            assert b["delta"] == pytest.approx(a["delta"], abs=1e-9)
+            continue
+        q = float(b["quantile"]["q"])
+        rows = log
+        if b["segment"] is not None:
+            column, value = b["segment"].split("=")
+            rows = log[log[column] == value]
+        for arm, key in (("a", "control_mean"), ("b", "treatment_mean")):
+            values = rows.loc[rows["arm"] == arm, "latency_ms"].to_numpy()
+            assert _within_ranks(b[key], values, q, ranks), (b["metric"], b["segment"], arm)
+        if b["segment"] is None:  # the interval: as the exact one, to the sketch's ranks
+            width = a["ci"][1] - a["ci"][0]
+            assert b["ci"] == pytest.approx(a["ci"], abs=0.05 * width), b["metric"]
+            assert b["p_value"] == pytest.approx(a["p_value"], abs=0.03), b["metric"]
+        assert b["bootstrap_ci"] is None and b["n_units"] == a["n_units"]
+        if b["ci_level"] > 0.95:  # Holm's level: the sketch read again, a wider interval
+            low, high = b["ci_unadjusted"]
+            assert b["ci"][0] < low and b["ci"][1] > high
+        checked += 1
+    assert any(c["ci_level"] > 0.95 for c in summary["comparisons"] if c["segment"] is None)
+    assert checked == 6
+    assert (
+        summary["diagnostics"]["numeric_metrics"]["latency_mean"]
+        == exact["diagnostics"]["numeric_metrics"]["latency_mean"]
+    )
+    for name in ("latency_p50", "latency_p95"):
+        mine = summary["diagnostics"]["numeric_metrics"][name]
+        theirs = exact["diagnostics"]["numeric_metrics"][name]
+        assert (mine["impressions"], mine["missing"]) == (theirs["impressions"], theirs["missing"])
+        assert mine["missing"]["a"] > 0
+
+
+def test_spark_sketch_quantiles_are_within_their_rank_bound(tmp_path, spark):
+    exact = abrank.run_experiment(
+        _sketched_config(tmp_path, SKETCHED.replace("approximate: true", "approximate: false"))
+    ).summary
+    path = _sketched_config(tmp_path)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--engine", "spark", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    n = max(summary["diagnostics"]["numeric_metrics"]["latency_p95"]["impressions"].values())
+    _check_sketched(tmp_path, summary, exact, n / 10_000)
+    comp = next(c for c in summary["comparisons"] if c["metric"] == "latency_p95")
+    (note,) = [n for n in comp["notes"] if n.startswith("approximate")]
+    assert "percentile_approx (accuracy 10,000)" in note and "at most n / 10,000" in note
+    sketch = summary["diagnostics"]["numeric_metrics"]["latency_p95"]["sketch"]
+    assert sketch["engine"] == "spark" and sketch["accuracy"] == 10_000
+    assert "n / 10,000" in sketch["bound"]
+
+
+def test_duckdb_sketch_quantiles_say_that_duckdb_states_no_bound(tmp_path):
+    exact = abrank.run_experiment(
+        _sketched_config(tmp_path, SKETCHED.replace("approximate: true", "approximate: false"))
+    ).summary
+    summary = abrank.run_experiment(_sketched_config(tmp_path), engine="duckdb").summary
+    # no stated bound: checked here against 1% of the values' ranks
+    n = max(summary["diagnostics"]["numeric_metrics"]["latency_p95"]["impressions"].values())
+    _check_sketched(tmp_path, summary, exact, 0.01 * n)
+    comp = next(c for c in summary["comparisons"] if c["metric"] == "latency_p50")
+    assert any("DuckDB states no error bound" in n for n in comp["notes"])
+    sketch = summary["diagnostics"]["numeric_metrics"]["latency_p50"]["sketch"]
+    assert sketch["function"] == "approx_quantile (t-digest)" and sketch["accuracy"] is None
+    from abrank.render.glossary import numeric_meaning
+
+    meaning = numeric_meaning(summary["diagnostics"]["numeric_metrics"]["latency_p50"])
+    assert meaning.endswith(
+        "The quantile is the engine's sketch approx_quantile (t-digest) (DuckDB states no "
+        "error bound for its t-digest)."
+    )
 
 
 def test_the_demo_reports_its_latency_guardrail():
@@ -605,3 +745,82 @@ def test_the_planner_sizes_a_test_with_a_quantile_guardrail(latency):
     )
     assert entry["role"] == "guardrail"
     assert entry["se"] == pytest.approx(comp["quantile"]["se"], rel=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_a_sketchs_per_unit_counts_are_exact_against_its_quantile(tmp_path, request, engine):
+    from abrank.analysis.engine import EngineChoice, log_sources
+    from abrank.engines.column_sketch import sketch_quantiles
+    from abrank.engines.column_sums import ColumnRequest
+    from abrank.inputs import resolve_inputs
+
+    connection = request.getfixturevalue("spark") if engine == "spark" else None
+    experiment = load_experiment(_sketched_config(tmp_path))
+    sources = [s for s, _ in log_sources(experiment, resolve_inputs(experiment), engine)]
+    found = sketch_quantiles(
+        EngineChoice(engine, {}, connection),
+        sources,
+        ColumnRequest(("latency_ms",), ("a", "b"), "user_id", ("device",)),
+        "impression_id",
+        {"p90": ("latency_ms", 0.9)},
+        confidence_level=0.95,
+    )["p90"]
+    log = pd.read_parquet(tmp_path / "log.parquet")
+    for arm in ("a", "b"):
+        mine = log[log["arm"] == arm]
+        assert found.missing[arm] == int(mine["latency_ms"].isna().sum())
+        for key, sketch in [(None, found.overall[arm])] + [
+            (value, found.segments[("device", value)][arm]) for value in ("desktop", "mobile")
+        ]:
+            rows = mine if key is None else mine[mine["device"] == key]
+            rows = rows.dropna(subset=["latency_ms"])
+            by_unit = rows.groupby(rows["user_id"].astype(str))["latency_ms"]
+            below = by_unit.apply(lambda v, p=sketch.point: int((v <= p).sum()))
+            assert sketch.below.tolist() == below.sort_index().tolist()
+            assert sketch.counts.tolist() == by_unit.size().sort_index().tolist()
+            if engine == "spark":  # Greenwald-Khanna returns an order statistic
+                assert sketch.point in set(rows["latency_ms"])
+            assert sketch.grid_values.tolist() == sorted(sketch.grid_values.tolist())
+            low, high = sketch.at(0.89), sketch.at(0.91)
+            assert low <= sketch.point <= high
+
+
+def test_a_sketch_leaves_out_the_dropped_mixed_units(tmp_path):
+    path = _sketched_config(tmp_path)
+    frame = pd.read_parquet(tmp_path / "log.parquet")
+    leaked = frame[frame["user_id"].isin([0, 1])].copy()  # users 0 and 1 in both arms
+    leaked["arm"] = leaked["arm"].map({"a": "b", "b": "a"})
+    leaked["impression_id"] += 100_000
+    pd.concat([frame, leaked]).to_parquet(tmp_path / "log.parquet", index=False)
+    path.write_text(
+        path.read_text().replace("resamples: 200}", "resamples: 200, mixed_units: drop}")
+    )
+    memory = abrank.run_experiment(path).summary
+    duckdb = abrank.run_experiment(path, engine="duckdb").summary
+    for name in ("latency_p95", "latency_mean"):
+        mine, theirs = (s["diagnostics"]["numeric_metrics"][name] for s in (duckdb, memory))
+        assert (mine["impressions"], mine["missing"]) == (theirs["impressions"], theirs["missing"])
+    comp = next(c for c in duckdb["comparisons"] if c["metric"] == "latency_p95")
+    assert comp["n_units"] == {"control": 199, "treatment": 198}
+
+
+@pytest.mark.parametrize("verb", ["run", "validate"])
+def test_a_sketch_quantiles_column_is_checked_in_duckdb(tmp_path, capsys, verb):
+    sketched = P95.replace("direction: lower}", "direction: lower, approximate: true}")
+    path = _config(tmp_path, sketched, "engine: duckdb\n")
+    out = ["--out", str(tmp_path / "out")] if verb == "run" else []
+    _small_log().drop(columns="latency_ms").to_csv(tmp_path / "log.csv", index=False)
+    assert main([verb, str(path), *out]) == 2
+    err = capsys.readouterr().err
+    assert "expected a column 'latency_ms'" in err and "Traceback" not in err
+    _small_log().to_csv(tmp_path / "log.csv", index=False)
+    assert main([verb, str(path), *out]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'log.csv'}: line 4: latency_ms: expected a number, got 'slow'" in err
+    log = _small_log().assign(latency_ms=[10.0, 12.0, 11.0, 9.0])
+    log = pd.concat([log, log.iloc[[0]].assign(rank=2, latency_ms=13.0)], ignore_index=True)
+    log.to_csv(tmp_path / "log.csv", index=False)
+    assert main([verb, str(path), *out]) == 2
+    err = capsys.readouterr().err
+    assert "latency_ms: expected one value per impression" in err
+    assert "got 10 and 13 in impression 1" in err and "Traceback" not in err

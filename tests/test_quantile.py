@@ -31,6 +31,8 @@ from abrank.stats.quantile_bootstrap import (
     percentile_interval,
     weighted_quantiles,
 )
+from abrank.stats.quantile_comparison import compare_quantile_arms
+from abrank.stats.quantile_sketch import SketchArm, sketch_grid
 from abrank.stats.seeding import generator
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_quantile_calibration.py"
@@ -388,3 +390,55 @@ def test_the_script_prints_its_table(capsys) -> None:
     out = capsys.readouterr().out
     assert "clustered delta" in out and "per-impression" in out and "p95" in out
     assert "predicted from the clustered SE" in out and "speed: p50, p95, p99" in out
+
+
+# --------------------------------------------------------------------------- sketches
+
+
+def _perfect_sketch(values: np.ndarray, units: np.ndarray, q: float) -> SketchArm:
+    """The sketch of an engine without error: numpy's quantiles, read on a fine grid."""
+    point = quantile_point(values, q)
+    codes, dense = np.unique(units, return_inverse=True)
+    below = np.bincount(dense[values <= point], minlength=codes.size).astype(np.float64)
+    counts = np.bincount(dense, minlength=codes.size).astype(np.float64)
+    draft = SketchArm(q, point, below, counts, np.empty(0), np.empty(0), "exact", "none")
+    grid = np.union1d(np.linspace(0, 1, 100_001), sketch_grid(q, draft.indicator_se, 0.95))
+    values_at = np.quantile(values, grid)
+    return SketchArm(q, point, below, counts, grid, values_at, "exact", "none")
+
+
+def test_an_errorless_sketch_gives_the_exact_comparison() -> None:
+    rng = np.random.default_rng(5)
+    arms = []
+    for shift in (0.0, 0.1):
+        units = rng.integers(0, 300, size=2_000)
+        level = rng.normal(0, 0.4, size=300)[units]
+        arms.append((np.exp(5 + shift + level + rng.normal(0, 0.5, units.size)), units))
+    q = 0.9
+    exact = compare_quantile_arms(quantile_arm(*arms[0]), quantile_arm(*arms[1]), q, unit="user_id")
+    sketched = compare_quantile_arms(
+        _perfect_sketch(*arms[0], q),
+        _perfect_sketch(*arms[1], q),
+        q,
+        unit="user_id",
+        n_resamples=200,
+        notes=("the sketch",),
+    )
+    assert sketched.delta == pytest.approx(exact.delta, abs=1e-12)
+    assert sketched.ci == pytest.approx(exact.ci, abs=1e-9)  # the ends lie on the grid
+    assert sketched.p_value == pytest.approx(exact.p_value, abs=1e-12)
+    assert sketched.n_units == exact.n_units
+    # another level (Holm's): read between grid points, 1e-5 apart in probability
+    assert sketched.levels is not None and exact.levels is not None
+    assert sketched.levels.primary(0.99) == pytest.approx(exact.levels.primary(0.99), rel=1e-3)
+    assert sketched.bootstrap_ci is None  # the impressions stayed in the engine
+    assert "the sketch" in sketched.notes
+
+
+def test_a_sketch_grid_holds_the_intervals_ends_at_its_level() -> None:
+    grid = sketch_grid(0.95, 0.01, 0.95)
+    z = 1.959963984540054
+    assert grid == sorted(grid) and 0.95 in grid
+    assert any(abs(p - (0.95 - z * 0.01)) < 1e-15 for p in grid)
+    assert max(grid) == 1.0 and min(grid) == pytest.approx(0.95 - 0.06)
+    assert sketch_grid(0.5, math.nan, 0.95) == [0.5]

@@ -24,7 +24,7 @@ from abrank.engines.sql.sources import LogSource
 from abrank.errors import DataError
 from abrank.evidence import ROWS, Evidence
 
-__all__ = ["ColumnRequest", "column_impressions", "column_sums"]
+__all__ = ["ColumnRequest", "column_impressions", "column_sums", "impression_sql"]
 
 
 @dataclass(frozen=True)
@@ -71,52 +71,11 @@ def column_impressions(
     a log with a row per shown result). An impression whose rows hold two different values
     of a column is a DataError naming the log, the column and the impression; the cells
     are checked as :func:`column_sums` checks them."""
-    from abrank.engines.sql import compile_sql, open_backend, quote
-    from abrank.engines.sql.sources import is_nan, number, register_source, text_id
+    from abrank.engines.sql import compile_sql, open_backend
 
     backend = open_backend(engine.name, engine.options, engine.connection)
     try:
-        selects = []
-        for index, source in enumerate(sources):
-            relation = f"abrank_impressions_{index}"
-            described = dict(register_source(backend, relation, source))
-            wanted = _wanted(source, request)
-            wanted[impression] = source.columns.get(impression, impression)
-            for log in wanted.values():
-                if log not in described:
-                    raise DataError(
-                        _missing_column(
-                            source.label, log, [c for c in described if not c.startswith("abrank_")]
-                        )
-                    )
-            cells = {}
-            for canon in [*_keys(source, request), impression]:
-                cells[canon] = text_id(quote(wanted[canon]), described[wanted[canon]])
-            for column in request.columns:
-                kind = described[wanted[column]]
-                value = number(quote(wanted[column]), kind, source.decimal)
-                _check_cells(backend, relation, source, quote(wanted[column]), kind, value, column)
-                _check_finite(backend, relation, source, value, kind, column)
-                cells[column] = f"CASE WHEN {is_nan(value, kind)} THEN NULL ELSE {value} END"
-            arm = _literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
-            if source.arm is None:
-                _check_sql_arms(backend, relation, source, arm, request)
-            listed = ", ".join(f"{sql} AS {quote(name)}" for name, sql in cells.items())
-            selects.append(
-                f"SELECT {arm} AS abrank_arm, '{_label(source)}' AS abrank_log, {listed} "
-                f"FROM {relation}"
-            )
-        union = " UNION ALL ".join(selects)
-        keys = [request.unit, *[s for s in request.segments if s != request.unit]]
-        firsts = ", ".join(f"MIN({quote(k)}) AS {quote(k)}" for k in keys)
-        values = ", ".join(
-            f"MIN({quote(c)}) AS {quote(c)}, MAX({quote(c)}) AS {quote(c + ':max')}"
-            for c in request.columns
-        )
-        grouped = (
-            f"SELECT abrank_arm, MIN(abrank_log) AS abrank_log, {quote(impression)}, {firsts}, "
-            f"{values} FROM ({union}) AS abrank_rows GROUP BY abrank_arm, {quote(impression)}"
-        )
+        grouped = impression_sql(backend, sources, request, impression)
         table = backend.run(compile_sql(grouped, backend.dialect)).to_pandas()
     finally:
         backend.close()
@@ -135,6 +94,60 @@ def column_impressions(
         table[column] = low
     table = table.drop(columns=[f"{c}:max" for c in request.columns] + ["abrank_log"])
     return table.rename(columns={"abrank_arm": "arm"})
+
+
+def impression_sql(
+    backend: Any, sources: Sequence[LogSource], request: ColumnRequest, impression: str
+) -> str:
+    """The neutral-dialect query of one row per (arm, impression) of the logs registered on
+    ``backend`` (see :func:`column_impressions`): ``abrank_arm``, ``abrank_log`` (the log's
+    name), the ``impression`` id, the unit and segments (their first value) and per column
+    of ``request`` its smallest value and, as ``<column>:max``, its largest (two differ
+    where an impression's rows disagree). The cells are checked on the way."""
+    from abrank.engines.sql import quote
+    from abrank.engines.sql.sources import is_nan, number, register_source, text_id
+
+    selects = []
+    for index, source in enumerate(sources):
+        relation = f"abrank_impressions_{index}"
+        described = dict(register_source(backend, relation, source))
+        wanted = _wanted(source, request)
+        wanted[impression] = source.columns.get(impression, impression)
+        for log in wanted.values():
+            if log not in described:
+                raise DataError(
+                    _missing_column(
+                        source.label, log, [c for c in described if not c.startswith("abrank_")]
+                    )
+                )
+        cells = {}
+        for canon in [*_keys(source, request), impression]:
+            cells[canon] = text_id(quote(wanted[canon]), described[wanted[canon]])
+        for column in request.columns:
+            kind = described[wanted[column]]
+            value = number(quote(wanted[column]), kind, source.decimal)
+            _check_cells(backend, relation, source, quote(wanted[column]), kind, value, column)
+            _check_finite(backend, relation, source, value, kind, column)
+            cells[column] = f"CASE WHEN {is_nan(value, kind)} THEN NULL ELSE {value} END"
+        arm = _literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
+        if source.arm is None:
+            _check_sql_arms(backend, relation, source, arm, request)
+        listed = ", ".join(f"{sql} AS {quote(name)}" for name, sql in cells.items())
+        selects.append(
+            f"SELECT {arm} AS abrank_arm, '{_label(source)}' AS abrank_log, {listed} "
+            f"FROM {relation}"
+        )
+    union = " UNION ALL ".join(selects)
+    keys = [request.unit, *[s for s in request.segments if s != request.unit]]
+    firsts = ", ".join(f"MIN({quote(k)}) AS {quote(k)}" for k in keys)
+    values = ", ".join(
+        f"MIN({quote(c)}) AS {quote(c)}, MAX({quote(c)}) AS {quote(c + ':max')}"
+        for c in request.columns
+    )
+    return (
+        f"SELECT abrank_arm, MIN(abrank_log) AS abrank_log, {quote(impression)}, {firsts}, "
+        f"{values} FROM ({union}) AS abrank_rows GROUP BY abrank_arm, {quote(impression)}"
+    )
 
 
 def _label(source: LogSource) -> str:

@@ -108,8 +108,9 @@ class NumericMetric:
     mean, total or ratio); ``column`` (mean, sum, quantile) or ``numerator`` and
     ``denominator`` (ratio); ``q``: the quantile; ``cap``: winsorize the values the stat
     reads at this quantile, per arm and segment (values above it are set to it; for a
-    ratio, the numerator); ``direction``: which way is better; ``approximate``: reserved
-    for sketch quantiles (only false for now: every engine computes exact quantiles).
+    ratio, the numerator); ``direction``: which way is better; ``approximate``: a sketch
+    quantile computed by the SQL engine (quantile per impression, without cap: Spark's
+    ``percentile_approx``, DuckDB's ``approx_quantile``; the memory engine's is exact).
     """
 
     name: str
@@ -228,12 +229,30 @@ def parse_numeric(entry: Mapping[str, Any]) -> tuple[NumericMetric | None, list[
     if cap is not None and not _fraction(cap, closed=False):
         problems.append(("cap", f"expected a quantile above 0 and below 1 (0.99), got {cap!r}"))
     approximate = entry.get("approximate", False)
-    if approximate is not False:
+    if not isinstance(approximate, bool):
+        problems.append(("approximate", f"expected true or false, got {approximate!r}"))
+    elif approximate and stat != "quantile":
         problems.append(
             (
                 "approximate",
-                f"expected false (every engine computes exact quantiles; sketch quantiles are "
-                f"not available yet), got {approximate!r}",
+                f"expected approximate only with stat: quantile (a sketch quantile), got "
+                f"stat: {stat}",
+            )
+        )
+    elif approximate and level != "impression":
+        problems.append(
+            (
+                "approximate",
+                "expected approximate only at level: impression (the engine's sketch reads the "
+                "impression values), got level: unit",
+            )
+        )
+    elif approximate and cap is not None:
+        problems.append(
+            (
+                "approximate",
+                "expected approximate without cap (the engine's sketch reads the values as "
+                "they are)",
             )
         )
     if problems:

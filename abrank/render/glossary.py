@@ -96,9 +96,16 @@ def numeric_meaning(entry: dict[str, Any]) -> str:
         else "the delta method over units"
     )
     better = "lower" if entry.get("direction") == "lower" else "higher"
+    sketch = entry.get("sketch") or {}
+    approximate = (
+        f" The quantile is the engine's sketch {sketch['function']} ({sketch['bound']})."
+        if sketch.get("function")
+        else ""
+    )
     return (
         f"{entry.get('describes', '')}, from the log's column: {better} is better; its "
         f"interval from {how}; impressions without a value are counted and left out."
+        f"{approximate}"
     )
 
 

@@ -44,6 +44,7 @@ from abrank.stats.quantile import (
     quantile_difference,
 )
 from abrank.stats.quantile_bootstrap import bootstrap_deltas, percentile_interval
+from abrank.stats.quantile_sketch import SketchArm, estimate_from_sketch
 from abrank.stats.results import Comparison, Interval, build_comparison, json_safe
 
 __all__ = ["TEST", "compare_quantile_arms"]
@@ -63,8 +64,8 @@ NOTE_PRIMARY = (
 
 
 def compare_quantile_arms(
-    control: QuantileArm,
-    treatment: QuantileArm,
+    control: QuantileArm | SketchArm,
+    treatment: QuantileArm | SketchArm,
     q: float,
     *,
     unit: str,
@@ -78,24 +79,38 @@ def compare_quantile_arms(
     segment: str | None = None,
     primary_test: str = TEST,
     sequential_tuning: int | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Comparison:
     """The :class:`Comparison` of treatment - control at the q-th quantile of two prepared
     arms (:func:`abrank.stats.quantile.quantile_arm`; ``per_unit``: each value is a unit's,
     every unit its own cluster). ``n_resamples`` > 0 adds the unit bootstrap's interval,
     seeded from (seed, metric, treatment_name, segment). With ``primary_test`` sequential,
     the verdict is the confidence sequence's (tuned at ``sequential_tuning`` units, None:
-    the comparison's own), over n = the units of both arms with per-unit variance n se^2."""
+    the comparison's own), over n = the units of both arms with per-unit variance n se^2.
+
+    Arms an engine's sketch gave (:class:`~abrank.stats.quantile_sketch.SketchArm`) are
+    compared alike, their intervals read from the sketch's quantile function, without the
+    bootstrap (their impressions stayed in the engine); ``notes`` are added to the
+    record's (the sketch and its bound)."""
+
+    def estimate(arm: QuantileArm | SketchArm, level: float) -> Any:
+        if isinstance(arm, SketchArm):
+            return estimate_from_sketch(arm, q, level)
+        return estimate_from_arm(arm, q, level)
 
     @functools.lru_cache(maxsize=8)
     def at(level: float) -> QuantileDifference:
-        return quantile_difference(
-            estimate_from_arm(control, q, level), estimate_from_arm(treatment, q, level)
-        )
+        return quantile_difference(estimate(control, level), estimate(treatment, level))
 
     diff = at(confidence_level)
     n_c, n_t = control.n_units, treatment.n_units
     deltas: np.ndarray | None = None
-    if n_resamples > 0 and min(n_c, n_t) >= 2:
+    if (
+        n_resamples > 0
+        and min(n_c, n_t) >= 2
+        and isinstance(control, QuantileArm)
+        and isinstance(treatment, QuantileArm)
+    ):
         deltas = bootstrap_deltas(
             control,
             treatment,
@@ -127,7 +142,7 @@ def compare_quantile_arms(
         def bootstrap_at(level: float) -> Interval:
             return percentile_interval(resampled, level)
 
-    notes = list(diff.notes)
+    listed = [*diff.notes, *notes]
     p_values = {TEST: diff.p_value}
     verdict_test = TEST
     method = "delta method on the quantile's influence function"
@@ -141,7 +156,7 @@ def compare_quantile_arms(
         p_values[SEQUENTIAL] = p_sequence
         method = f"confidence sequence ({method})"
     elif primary_test != TEST:
-        notes.append(NOTE_PRIMARY.format(test=primary_test))
+        listed.append(NOTE_PRIMARY.format(test=primary_test))
     sd = diff.se / math.sqrt(1.0 / n_c + 1.0 / n_t) if n_c and n_t else math.nan
     how = "per unit (each unit one value)" if per_unit else f"clustered by {unit}"
     relative = diff.relative_lift if math.isfinite(diff.relative_lift) else None
@@ -168,7 +183,7 @@ def compare_quantile_arms(
         confidence_level=confidence_level,
         n_resamples=int(n_resamples) if deltas is not None else 0,
         approximations=(),
-        notes=notes,
+        notes=listed,
         resampled_deltas=deltas,
     )
     return dataclasses.replace(

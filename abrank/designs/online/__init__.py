@@ -97,6 +97,7 @@ class OnlineDesign:
         from abrank.designs.online.explain import from_log_in_memory, log_rows, with_explanation
         from abrank.designs.online.logs import load_online, online_evidence, score_online
         from abrank.designs.online.numeric import memory_columns, sql_columns, with_numeric
+        from abrank.designs.online.numeric_sketch import with_sketches
         from abrank.designs.online.sql import score_online_sql
 
         if engine.name == "memory":
@@ -113,6 +114,9 @@ class OnlineDesign:
             else:
                 arms = sql_columns(experiment, engine, inputs, evidence)
             evidence = with_numeric(experiment, evidence, arms)
+            if engine.name != "memory":
+                dropped = data.mixed.units if data.dropped_units else ()
+                evidence = with_sketches(experiment, engine, inputs, evidence, tuple(dropped))
         say("comparing arms on per-unit sums")
         comparisons, too_small = compare_online(experiment, data, evidence)
         say("summarising")

@@ -293,14 +293,23 @@ def check_columns(experiment: Experiment, data: Any, engine: Any, inputs: Any) -
     """What ``abrank validate`` checks of the numeric metrics' columns, on the run's engine:
     each log has them, their cells are numbers, each impression's rows agree (DataErrors
     as :func:`arm_columns` and :func:`abrank.engines.column_sums.column_impressions` raise
-    them)."""
+    them; the columns only sketch quantiles read are checked in the engine)."""
     from abrank.designs.online.logs import numeric_columns, whole_frame
+    from abrank.designs.online.numeric_sketch import sketched
 
     if not experiment.numeric_metrics:
         return
     columns = numeric_columns(experiment)
     if engine.name != "memory":
-        _impressions(experiment, engine, inputs, columns)
+        from abrank.designs.online.numeric_sketch import check_sketched
+
+        skip = sketched(experiment, engine.name)
+        exact = {
+            c for n, m in experiment.numeric_metrics.items() if n not in skip for c in m.columns
+        }
+        if exact:
+            _impressions(experiment, engine, inputs, [c for c in columns if c in exact])
+        check_sketched(experiment, engine, inputs, [c for c in columns if c not in exact])
         return
     from abrank.engines.clicks import ImpressionIndex
 
@@ -344,12 +353,20 @@ def sql_columns(
     """Every arm's numeric columns per impression, computed by an SQL engine where the logs
     lie (:func:`abrank.engines.column_sums.column_impressions`: one row per impression
     comes back); impressions of units the per-unit sums left out (mixed units dropped) are
-    left out too."""
-    from abrank.designs.online.logs import numeric_columns
+    left out too. The columns only approximate quantiles read are left in the engine
+    (:mod:`abrank.designs.online.numeric_sketch`): none when they are all such."""
+    from abrank.designs.online.numeric_sketch import sketched
 
     unit = experiment.analysis.unit or "user_id"
     segments = [c for c in experiment.segments.columns if c != unit]
-    columns = numeric_columns(experiment)
+    skip = sketched(experiment, engine.name)
+    columns = list(
+        dict.fromkeys(
+            c for n, m in experiment.numeric_metrics.items() if n not in skip for c in m.columns
+        )
+    )
+    if not columns:  # approximate quantiles only: nothing per impression leaves the engine
+        return {}
     table = _impressions(experiment, engine, inputs, columns)
     arms: dict[str, ArmColumns] = {}
     for name, labels in ((n, t.index) for n, t in evidence.sums.items()):
@@ -379,6 +396,8 @@ def with_numeric(
     arms' columns (``numeric_columns``) and ``numeric``, each metric's counts of values and
     missing values per arm and the cap applied (summary.json's
     ``diagnostics.numeric_metrics``)."""
+    from abrank.designs.online.numeric_sketch import sketch_diagnostics
+
     unit = experiment.analysis.unit or "user_id"
     segments = list(experiment.segments.columns)
     sums = {name: table.copy() for name, table in evidence.sums.items()}
@@ -388,6 +407,10 @@ def with_numeric(
     }
     diagnostics: dict[str, dict[str, Any]] = {}
     for metric in experiment.numeric_metrics.values():
+        if any(c not in arm.values for arm in arms.values() for c in metric.columns):
+            continue  # a sketch quantile, left in the engine (numeric_sketch.with_sketches)
+        if not arms:
+            continue
         entry: dict[str, Any] = {
             **metric.to_dict(),
             "describes": metric.describe(),
@@ -416,6 +439,8 @@ def with_numeric(
                     )
             if metric.cap is not None:
                 entry["capped_at"][name] = limit
+        if metric.approximate:
+            entry["sketch"] = sketch_diagnostics("memory")
         diagnostics[metric.name] = entry
     return dataclasses.replace(
         evidence,

@@ -82,6 +82,8 @@ class OnlineSamples:
         # prepared (sorted) arms, shared by the quantiles of one column: p50, p95, p99 of
         # latency sort each arm's latencies once
         self.prepared: dict[tuple, QuantileSample] = {}
+        # approximate quantiles an SQL engine's sketch computed (numeric_sketch.with_sketches)
+        self.sketches: Mapping[str, Any] = evidence.extras.get("numeric_sketches", {})
 
     def metrics(self) -> list[str]:
         return list(self.experiment.metrics)
@@ -90,6 +92,14 @@ class OnlineSamples:
         from abrank.stats.quantile import quantile_arm
 
         spec = self.quantiles[metric]
+        if metric in self.sketches:
+            found = self.sketches[metric]
+            by_arm = found.overall if keep is None else found.segments.get(tuple(keep), {})
+            empty = np.empty(0)
+            return tuple(
+                QuantileSample(empty, None, by_arm.get(arm))
+                for arm in (pair.control, pair.treatment)
+            )
         out = []
         for arm in (pair.control, pair.treatment):
             key = (arm, spec.column, spec.level, spec.cap, keep)
@@ -141,7 +151,9 @@ class OnlineSamples:
         segment: str | None,
     ) -> Any:
         from abrank.analysis.comparisons import test_settings
+        from abrank.designs.online.numeric_sketch import NOTE_EXACT, sketch_note
         from abrank.stats.quantile_comparison import compare_quantile_arms
+        from abrank.stats.quantile_sketch import SketchArm
 
         spec = self.quantiles[metric]
         settings = test_settings(self.experiment)
@@ -153,6 +165,12 @@ class OnlineSamples:
                     f"{metric}: expected a value of {spec.column} in arm {arm}{where}, got none "
                     "(every impression's value is missing)"
                 )
+        notes: tuple[str, ...] = ()
+        if spec.approximate:
+            if isinstance(control.arm, SketchArm):
+                notes = (sketch_note(control.arm.sketch, control.arm.bound),)
+            else:
+                notes = (NOTE_EXACT,)
         return compare_quantile_arms(
             control.arm,
             treatment.arm,
@@ -168,6 +186,7 @@ class OnlineSamples:
             segment=segment,
             primary_test=settings.primary_test,
             sequential_tuning=settings.sequential_tuning,
+            notes=notes,
         )
 
     def lower_is_better(self, metric: str) -> bool:
