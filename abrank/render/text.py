@@ -122,6 +122,9 @@ def fmt_interval(bounds: Any, formatter: Callable[[Any], str] = fmt_signed) -> s
         return "n/a"
     if not all(is_number(b) for b in bounds):
         return "unbounded" if any(b is not None for b in bounds) else "n/a"
+    if formatter is fmt_signed:  # both ends with the decimals of the wider one
+        digits = scaled_digits(max(abs(bounds[0]), abs(bounds[1])))
+        return f"[{fmt_signed(bounds[0], digits)}, {fmt_signed(bounds[1], digits)}]"
     return f"[{formatter(bounds[0])}, {formatter(bounds[1])}]"
 
 
