@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from abrank.analysis.engine import EngineChoice, log_sources
 from abrank.analysis.load import Progress, shown_files
@@ -19,7 +20,7 @@ from abrank.config import Experiment
 from abrank.evidence import Evidence
 from abrank.inputs import Inputs
 
-__all__ = ["column_evidence"]
+__all__ = ["column_evidence", "column_request"]
 
 
 def column_evidence(
@@ -50,3 +51,22 @@ def column_evidence(
         log.entry(file, rows.get(file, 0)) for source, log in sources for file in source.files
     )
     return dataclasses.replace(evidence, inputs=read)
+
+
+def column_request(
+    experiment: Experiment, inputs: Inputs, engine: str, columns: Sequence[str]
+) -> tuple[Any, list[Any]]:
+    """The request of the log ``columns`` of numeric metrics (every arm, per unit of
+    ``analysis.unit``, per segment column but the unit) and the log sources that an SQL
+    ``engine`` reads it from: a :class:`~abrank.engines.column_sums.ColumnRequest` and the
+    :class:`~abrank.engines.sql.sources.LogSource` of each log."""
+    from abrank.engines.column_sums import ColumnRequest
+
+    unit = experiment.analysis.unit or "user_id"
+    request = ColumnRequest(
+        columns=tuple(dict.fromkeys(columns)),
+        arms=tuple(str(arm.name) for arm in experiment.arms),
+        unit=unit,
+        segments=tuple(c for c in experiment.segments.columns if c != unit),
+    )
+    return request, [source for source, _ in log_sources(experiment, inputs, engine)]

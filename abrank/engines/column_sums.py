@@ -105,21 +105,14 @@ def impression_sql(
     of ``request`` its smallest value and, as ``<column>:max``, its largest (two differ
     where an impression's rows disagree). The cells are checked on the way."""
     from abrank.engines.sql import quote
-    from abrank.engines.sql.sources import is_nan, number, register_source, text_id
+    from abrank.engines.sql.sources import is_nan, number, text_id
 
     selects = []
     for index, source in enumerate(sources):
         relation = f"abrank_impressions_{index}"
-        described = dict(register_source(backend, relation, source))
         wanted = _wanted(source, request)
         wanted[impression] = source.columns.get(impression, impression)
-        for log in wanted.values():
-            if log not in described:
-                raise DataError(
-                    _missing_column(
-                        source.label, log, [c for c in described if not c.startswith("abrank_")]
-                    )
-                )
+        described = _registered(backend, relation, source, wanted)
         cells = {}
         for canon in [*_keys(source, request), impression]:
             cells[canon] = text_id(quote(wanted[canon]), described[wanted[canon]])
@@ -241,22 +234,15 @@ def _sql_rows(
 ) -> tuple[pd.DataFrame, dict[str, int]]:
     """The per-(arm, segment values, unit) sums computed by an SQL engine, as rows."""
     from abrank.engines.sql import compile_sql, open_backend, quote
-    from abrank.engines.sql.sources import is_nan, number, register_source, text_id
+    from abrank.engines.sql.sources import is_nan, number, text_id
 
     backend = open_backend(engine.name, engine.options, engine.connection)
     try:
         selects = []
         for index, source in enumerate(sources):
             relation = f"abrank_columns_{index}"
-            described = dict(register_source(backend, relation, source))
             wanted = _wanted(source, request)
-            for log in wanted.values():
-                if log not in described:
-                    raise DataError(
-                        _missing_column(
-                            source.label, log, [c for c in described if not c.startswith("abrank_")]
-                        )
-                    )
+            described = _registered(backend, relation, source, wanted)
             cells = {}
             for canon in _keys(source, request):
                 cells[canon] = text_id(quote(wanted[canon]), described[wanted[canon]])
@@ -407,6 +393,21 @@ def _literal(value: str) -> str:
 
 
 # --------------------------------------------------------------------------- shared
+
+
+def _registered(
+    backend: Any, relation: str, source: LogSource, wanted: dict[str, str]
+) -> dict[str, str]:
+    """Register ``source`` as ``relation`` and return its columns' kinds, after checking
+    that the log has every column ``wanted`` (a DataError listing those it has)."""
+    from abrank.engines.sql.sources import register_source
+
+    described = dict(register_source(backend, relation, source))
+    for log in wanted.values():
+        if log not in described:
+            found = [c for c in described if not c.startswith("abrank_")]
+            raise DataError(_missing_column(source.label, log, found))
+    return described
 
 
 def _keys(source: LogSource, request: ColumnRequest) -> list[str]:

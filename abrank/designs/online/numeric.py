@@ -333,17 +333,10 @@ def _impressions(
     experiment: Experiment, engine: Any, inputs: Any, columns: list[str]
 ) -> pd.DataFrame:
     """The SQL engine's rows per impression of ``columns`` (see :func:`sql_columns`)."""
-    from abrank.analysis.engine import log_sources
-    from abrank.engines.column_sums import ColumnRequest, column_impressions
+    from abrank.analysis.log_columns import column_request
+    from abrank.engines.column_sums import column_impressions
 
-    unit = experiment.analysis.unit or "user_id"
-    request = ColumnRequest(
-        columns=tuple(columns),
-        arms=tuple(str(arm.name) for arm in experiment.arms),
-        unit=unit,
-        segments=tuple(c for c in experiment.segments.columns if c != unit),
-    )
-    sources = [source for source, _ in log_sources(experiment, inputs, engine.name)]
+    request, sources = column_request(experiment, inputs, engine.name, columns)
     return column_impressions(engine, sources, request, "impression_id")
 
 

@@ -80,22 +80,14 @@ def with_sketches(
     :class:`~abrank.engines.column_sketch.SketchedQuantile`) and their counts in
     ``numeric`` (summary.json's ``diagnostics.numeric_metrics``); the units ``dropped``
     (seen in several arms, dropped) are left out as from the per-unit sums."""
-    from abrank.analysis.engine import log_sources
+    from abrank.analysis.log_columns import column_request
     from abrank.engines.column_sketch import sketch_quantiles
-    from abrank.engines.column_sums import ColumnRequest
 
     metrics = sketched(experiment, engine.name)
     if not metrics:
         return evidence
-    unit = experiment.analysis.unit or "user_id"
-    arms = tuple(str(arm.name) for arm in experiment.arms)
-    request = ColumnRequest(
-        columns=tuple(dict.fromkeys(str(m.column) for m in metrics.values())),
-        arms=arms,
-        unit=unit,
-        segments=tuple(c for c in experiment.segments.columns if c != unit),
-    )
-    sources = [source for source, _ in log_sources(experiment, inputs, engine.name)]
+    columns = [str(m.column) for m in metrics.values()]
+    request, sources = column_request(experiment, inputs, engine.name, columns)
     found = sketch_quantiles(
         engine,
         sources,
@@ -124,18 +116,10 @@ def with_sketches(
 def check_sketched(experiment: Experiment, engine: Any, inputs: Any, columns: list[str]) -> None:
     """``abrank validate``'s checks of the log ``columns`` only sketch quantiles read, run
     in the SQL ``engine`` (:func:`abrank.engines.column_sketch.check_sketch_columns`)."""
-    from abrank.analysis.engine import log_sources
+    from abrank.analysis.log_columns import column_request
     from abrank.engines.column_sketch import check_sketch_columns
-    from abrank.engines.column_sums import ColumnRequest
 
     if not columns:
         return
-    unit = experiment.analysis.unit or "user_id"
-    request = ColumnRequest(
-        columns=tuple(columns),
-        arms=tuple(str(arm.name) for arm in experiment.arms),
-        unit=unit,
-        segments=tuple(c for c in experiment.segments.columns if c != unit),
-    )
-    sources = [source for source, _ in log_sources(experiment, inputs, engine.name)]
+    request, sources = column_request(experiment, inputs, engine.name, columns)
     check_sketch_columns(engine, sources, request, "impression_id")
