@@ -49,6 +49,7 @@ values only and refuses NaN or infinity with a DataError naming the first one.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -71,7 +72,8 @@ NOTE_NO_LIFT = "the control's quantile is 0: no relative lift"
 METHOD = "delta method on the quantile's indicator, order-statistic interval"
 
 
-def _z(confidence_level: float) -> float:
+def z_score(confidence_level: float) -> float:
+    """The two-sided normal quantile of ``confidence_level`` (1.96 at 0.95)."""
     return float(stats.norm.ppf(0.5 + confidence_level / 2.0))
 
 
@@ -239,13 +241,46 @@ def indicator_variance(below: np.ndarray, counts: np.ndarray) -> float:
     return float(np.var(deviations, ddof=1)) / n
 
 
-def _order_interval(sorted_values: np.ndarray, q: float, spread: float) -> Interval:
-    """[Qhat(q - spread), Qhat(q + spread)], p clipped to [0, 1]; NaNs for a NaN spread."""
-    if not math.isfinite(spread):
-        return (math.nan, math.nan)
-    low = interpolated(sorted_values, max(0.0, q - spread))
-    high = interpolated(sorted_values, min(1.0, q + spread))
-    return (low, high)
+def estimate_through(
+    quantile_at: Callable[[float], float],
+    q: float,
+    level: float,
+    *,
+    point: float,
+    n_impressions: int,
+    n_units: int,
+    share: float,
+    indicator_se: float,
+) -> QuantileEstimate:
+    """A :class:`QuantileEstimate` from an arm's quantile function ``quantile_at`` (its
+    sorted values, or an engine's sketch) and the indicator's share and clustered SE: the
+    interval [Q(q - z sigma_I), Q(q + z sigma_I)], p clipped to [0, 1], and beside it the
+    per-impression one, sigma_I^2 = I (1 - I) / (N - 1)."""
+    z = z_score(level)
+    n = n_impressions
+    naive_sigma = math.sqrt(share * (1.0 - share) / (n - 1)) if n > 1 else math.nan
+
+    def interval(spread: float) -> Interval:
+        if not math.isfinite(spread):
+            return (math.nan, math.nan)
+        return (quantile_at(max(0.0, q - spread)), quantile_at(min(1.0, q + spread)))
+
+    clustered = interval(z * indicator_se)
+    naive = interval(z * naive_sigma)
+    return QuantileEstimate(
+        q=q,
+        point=point,
+        n_impressions=n,
+        n_units=n_units,
+        indicator_mean=share,
+        indicator_se=indicator_se,
+        se=(clustered[1] - clustered[0]) / (2.0 * z),
+        interval=clustered,
+        naive_indicator_se=naive_sigma,
+        naive_se=(naive[1] - naive[0]) / (2.0 * z),
+        naive_interval=naive,
+        confidence_level=level,
+    )
 
 
 def estimate_from_arm(
@@ -257,7 +292,6 @@ def estimate_from_arm(
     by one comparison and one bincount) and a few look-ups in the sorted values.
     """
     q, level = checked_q(q), checked_level(confidence_level)
-    z = _z(level)
     sorted_values = arm.sorted_values
     n = arm.n_impressions
     point = interpolated(sorted_values, q)
@@ -268,23 +302,15 @@ def estimate_from_arm(
     else:
         below = np.bincount(arm.units[arm.values <= point], minlength=arm.n_units)
         variance = indicator_variance(below.astype(np.float64), arm.counts)
-    naive_variance = share * (1.0 - share) / (n - 1) if n > 1 else math.nan
-    sigma, naive_sigma = math.sqrt(variance), math.sqrt(naive_variance)
-    interval = _order_interval(sorted_values, q, z * sigma)
-    naive_interval = _order_interval(sorted_values, q, z * naive_sigma)
-    return QuantileEstimate(
-        q=q,
+    return estimate_through(
+        lambda p: interpolated(sorted_values, p),
+        q,
+        level,
         point=point,
         n_impressions=n,
         n_units=arm.n_units,
-        indicator_mean=share,
-        indicator_se=sigma,
-        se=(interval[1] - interval[0]) / (2.0 * z),
-        interval=interval,
-        naive_indicator_se=naive_sigma,
-        naive_se=(naive_interval[1] - naive_interval[0]) / (2.0 * z),
-        naive_interval=naive_interval,
-        confidence_level=level,
+        share=share,
+        indicator_se=math.sqrt(variance),
     )
 
 
@@ -360,7 +386,7 @@ def quantile_difference(
             f"{treatment.confidence_level}"
         )
     level = control.confidence_level
-    z = _z(level)
+    z = z_score(level)
     notes: list[str] = []
     delta = treatment.point - control.point
     se = math.hypot(control.se, treatment.se)

@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from abrank.stats.quantile import (
     QuantileEstimate,
     checked_level,
     checked_q,
+    estimate_through,
     indicator_variance,
+    z_score,
 )
-from abrank.stats.results import Interval
 
 __all__ = ["GRID_SPAN", "GRID_STEPS", "SketchArm", "estimate_from_sketch", "sketch_grid"]
 
@@ -42,10 +42,6 @@ GRID_STEPS = 120
 
 GRID_SPAN = 6.0
 """The grid spans q -+ GRID_SPAN sigma_I (a 99.9999998% interval's ranks)."""
-
-
-def _z(confidence_level: float) -> float:
-    return float(stats.norm.ppf(0.5 + confidence_level / 2.0))
 
 
 @dataclass(frozen=True)
@@ -102,7 +98,7 @@ def sketch_grid(q: float, sigma: float, confidence_level: float) -> list[float]:
     q -+ GRID_SPAN sigma, clipped to [0, 1] (q alone when sigma is not finite)."""
     if not math.isfinite(sigma):
         return [q]
-    z = _z(checked_level(confidence_level))
+    z = z_score(checked_level(confidence_level))
     points = {q, max(0.0, q - z * sigma), min(1.0, q + z * sigma)}
     for step in range(1, GRID_STEPS + 1):
         offset = GRID_SPAN * sigma * step / GRID_STEPS
@@ -118,30 +114,14 @@ def estimate_from_sketch(
     its per-unit sums, the interval from its sketch's quantile function; the
     per-impression ("naive") interval the same with sigma_I^2 = I (1 - I) / (N - 1)."""
     q, level = checked_q(q), checked_level(confidence_level)
-    z = _z(level)
     n = arm.n_impressions
-    share = float(arm.below.sum()) / n if n else math.nan
-    sigma = arm.indicator_se
-    naive_sigma = math.sqrt(share * (1.0 - share) / (n - 1)) if n > 1 else math.nan
-
-    def interval(spread: float) -> Interval:
-        if not math.isfinite(spread):
-            return (math.nan, math.nan)
-        return (arm.at(max(0.0, q - spread)), arm.at(min(1.0, q + spread)))
-
-    clustered = interval(z * sigma)
-    naive = interval(z * naive_sigma)
-    return QuantileEstimate(
-        q=q,
+    return estimate_through(
+        arm.at,
+        q,
+        level,
         point=arm.point,
         n_impressions=n,
         n_units=arm.n_units,
-        indicator_mean=share,
-        indicator_se=sigma,
-        se=(clustered[1] - clustered[0]) / (2.0 * z),
-        interval=clustered,
-        naive_indicator_se=naive_sigma,
-        naive_se=(naive[1] - naive[0]) / (2.0 * z),
-        naive_interval=naive,
-        confidence_level=level,
+        share=float(arm.below.sum()) / n if n else math.nan,
+        indicator_se=arm.indicator_se,
     )
