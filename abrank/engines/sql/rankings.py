@@ -498,9 +498,25 @@ def _raise_repeated_triples(
     backend: Backend, source: TableSource, good: str, place: _Place
 ) -> None:
     """The memory engine's message for a (query, subtopic, doc) triple judged again."""
+    count, first, shown = _repeated(backend, good, place, ("query_id", SUBTOPIC, "doc_id"))
+    trec = source.format in ("trec", "qrels")
+    what = "(query, subtopic, doc)" if trec else "(query_id, subtopic, doc_id)"
+    raise DataError(
+        f"{place.where(first)}: expected one judgment per {what} triple, got {count} "
+        f"repeated: {shown}"
+    )
+
+
+def _repeated(
+    backend: Backend, good: str, place: _Place, keys: tuple[str, ...]
+) -> tuple[int, Mapping[str, Any], str]:
+    """The rows of ``good`` whose ``keys`` stand at an earlier row (in file and line
+    order): how many, the first of them, and the first few shown as the memory engine
+    shows them (``('q1', 'd1') at line 4, ... and 2 more``)."""
+    partition = ", ".join(keys)
     numbered = (
-        f"SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, {SUBTOPIC}, doc_id ORDER BY "
-        f"abrank_file, abrank_row) AS occurrence FROM {good}"
+        f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {partition} ORDER BY abrank_file, "
+        "abrank_row) AS occurrence FROM " + good
     )
     later = f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1"
     count = backend.run(
@@ -511,18 +527,15 @@ def _raise_repeated_triples(
     def at(row: Mapping[str, Any]) -> str:
         if row.get("abrank_row") is None:
             return ""
+        # the memory engine's readers say "line" whatever the format
         return f" at line {int(row['abrank_row']) + place.first_line}"
 
-    shown = ", ".join(
-        f"({r['query_id']!r}, {str(r[SUBTOPIC])!r}, {r['doc_id']!r}){at(r)}" for r in shown_rows
-    )
+    def pair(row: Mapping[str, Any]) -> str:
+        return "(" + ", ".join(repr(str(row[k]) if k == SUBTOPIC else row[k]) for k in keys) + ")"
+
+    shown = ", ".join(f"{pair(r)}{at(r)}" for r in shown_rows)
     shown += f" and {count - _SHOWN} more" if count > _SHOWN else ""
-    trec = source.format in ("trec", "qrels")
-    what = "(query, subtopic, doc)" if trec else "(query_id, subtopic, doc_id)"
-    raise DataError(
-        f"{place.where(shown_rows[0])}: expected one judgment per {what} triple, got {count} "
-        f"repeated: {shown}"
-    )
+    return int(count), shown_rows[0], shown
 
 
 def _more(count: int) -> str:
@@ -580,33 +593,16 @@ def _raise_repeated_pairs(
     """The memory engine's message for (query, doc) pairs found again: a TREC file's
     names the line of the first one found again; a table's names the file, with the
     line of each pair shown."""
-    numbered = (
-        "SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, doc_id ORDER BY abrank_file, "
-        f"abrank_row) AS occurrence FROM {good}"
-    )
-    later = f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1"
-    count = backend.run(
-        compile_sql(f"SELECT COUNT(*) AS n FROM ({later}) AS l", backend.dialect)
-    ).to_pylist()[0]["n"]
-    shown_rows = place.first(later, limit=_SHOWN)
+    count, first, shown = _repeated(backend, good, place, ("query_id", "doc_id"))
     trec = source.format in ("trec", "qrels")
-
-    def at(row: Mapping[str, Any]) -> str:
-        if row.get("abrank_row") is None:
-            return ""
-        # the memory engine's table reader says "line" whatever the format
-        return f" at line {int(row['abrank_row']) + place.first_line}"
-
-    shown = ", ".join(f"({r['query_id']!r}, {r['doc_id']!r}){at(r)}" for r in shown_rows)
-    shown += f" and {count - _SHOWN} more" if count > _SHOWN else ""
     if not trec:
         what = "judgments" if judgments else "ranking"
         hint = "" if judgments else "; set `duplicates: first` to keep the first occurrence"
         raise DataError(
-            f"{shown_rows[0]['abrank_file']}: expected each (query_id, doc_id) pair once per "
+            f"{first['abrank_file']}: expected each (query_id, doc_id) pair once per "
             f"{what}, got {count} duplicates: {shown}{hint}"
         )
-    where = place.where(shown_rows[0])
+    where = place.where(first)
     if judgments:
         raise DataError(
             f"{where}: expected one judgment per (query, doc) pair, got {count} repeated: {shown}"
