@@ -53,7 +53,7 @@ class ScoredArms:
     unjudged_queries: dict[str, int]
     judged_queries: int
     #: rbp metric -> arm -> mean rbp, mean residual and the queries they cover
-    #: (:func:`rbp_ranges`); empty without an rbp metric
+    #: (:func:`rbp_range`); empty without an rbp metric
     rbp_residual: dict[str, dict[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def evidence(self) -> Evidence:
@@ -174,12 +174,11 @@ def arms_scored(
     first_relevant: dict[str, pd.Series] = {}
     undefined: dict[str, int] = {}
     ranges: dict[str, dict[str, dict[str, Any]]] = {}
+    with_residual = residual_pairs(metrics)
     for name, arm in arms.items():
         table = arm.values.reindex(universe).rename_axis("query_id")
         own = table.loc[present[name]] if present[name].size != universe.size else table
-        for metric, residual in zip(
-            (m for m in metrics if _has_residual(m)), residual_metrics(metrics), strict=True
-        ):
+        for metric, residual in with_residual:
             ranges.setdefault(metric.name, {})[name] = rbp_range(
                 own[metric.name], own[residual.name]
             )
@@ -212,17 +211,20 @@ def arms_scored(
     )
 
 
-def _has_residual(metric: Any) -> bool:
-    return bool(metric.family == "rbp" and not metric.judged_only)
+def residual_pairs(metrics: list) -> list[tuple[Any, Any]]:
+    """Every rbp metric (but a judged-only one) with its residual (``rbp_residual``, same
+    persistence and cutoff), in order."""
+    return [
+        (m, dataclasses.replace(m, family="rbp_residual", rel=None))
+        for m in metrics
+        if m.family == "rbp" and not m.judged_only
+    ]
 
 
 def residual_metrics(metrics: list) -> list:
-    """The residual (``rbp_residual``, same persistence and cutoff) of every rbp metric, in
-    order: scored beside it so that the readout can say what range the unjudged documents
-    leave open."""
-    return [
-        dataclasses.replace(m, family="rbp_residual", rel=None) for m in metrics if _has_residual(m)
-    ]
+    """The residual of every rbp metric (:func:`residual_pairs`): scored beside it so that
+    the readout can say what range the unjudged documents leave open."""
+    return [residual for _, residual in residual_pairs(metrics)]
 
 
 def rbp_range(values: pd.Series, residuals: pd.Series) -> dict[str, Any]:
