@@ -93,14 +93,13 @@ def geometric_comparison(comp: Comparison) -> Comparison:
         return comp
     base = math.exp(comp.control_mean)
     scaled = _scaled(base)
-    log_delta = comp.delta
     deltas = comp.resampled_deltas
     return dataclasses.replace(
         comp,
         control_mean=base,
         treatment_mean=math.exp(comp.treatment_mean),
-        delta=scaled(log_delta),
-        relative_lift=_ratio(log_delta),
+        delta=scaled(comp.delta),
+        relative_lift=_ratio(comp.delta),
         ci=scaled(comp.ci),
         bootstrap_ci=scaled(comp.bootstrap_ci),
         ci_unadjusted=scaled(comp.ci_unadjusted),

@@ -96,7 +96,7 @@ def rbp_range_table(summary: Summary, ranges: dict[str, dict[str, dict]]) -> Tab
         label = metric_label(summary, metric)
         for arm, figures in arms.items():
             low, upper = figures.get("rbp"), figures.get("upper")
-            shown = "—" if low is None else f"[{fmt_value(low)}, {fmt_value(upper)}]"
+            shown = fmt_interval((low, upper), fmt_value)
             rows.append(
                 (
                     Cell(label, "metric", metric, True, "text"),
