@@ -349,7 +349,7 @@ def parse_metric(text: str | Metric) -> Metric:
         k = int(cutoff)
     rel: float | None = None
     gain: str | None = None
-    persistence: str | None = None
+    p: float | None = None
     alpha: float | None = None
     params = match.groupdict().get("params")
     if params is not None and params.strip():
@@ -364,30 +364,19 @@ def parse_metric(text: str | Metric) -> Metric:
                     f"metric {text!r}: parameters: expected name=value, got {item.strip()!r}"
                 )
             if key == "rel":
-                try:
-                    rel = float(value)
-                except ValueError:
-                    raise ConfigError(
-                        f"metric {text!r}: rel: expected a number, got {value!r}"
-                    ) from None
+                rel = _param_number(text, key, value, "a number")
             elif key in ("gain", "dcg"):
                 gain = value
             elif key == "p":
-                persistence = value
+                p = _param_number(text, key, value, "a number")
             elif key == "alpha":
-                try:
-                    alpha = float(value)
-                except ValueError:
-                    raise ConfigError(
-                        f"metric {text!r}: alpha: expected a number from 0 to 1, got {value!r}"
-                    ) from None
+                alpha = _param_number(text, key, value, "a number from 0 to 1")
             else:
                 raise ConfigError(
                     f"metric {text!r}: parameters: expected rel=<number>, gain=linear|exp, "
                     f"p=<persistence> or alpha=<number from 0 to 1>, got {key!r}"
                 )
     try:
-        p = _persistence(text, persistence)
         return Metric(
             family, k, rel=rel, gain=gain, judged_only=judged_only, p=p, alpha=alpha
         )
@@ -398,14 +387,13 @@ def parse_metric(text: str | Metric) -> Metric:
         raise ConfigError(f"metric {text!r}: {message}") from None
 
 
-def _persistence(text: str, value: str | None) -> float | None:
-    """The number of a ``p=`` parameter (None when absent)."""
-    if value is None:
-        return None
+def _param_number(text: str, key: str, value: str, what: str) -> float:
+    """The number a ``key=value`` parameter of metric ``text`` gives (ConfigError naming
+    ``what`` was expected when it is none); its range is the Metric's to check."""
     try:
         return float(value)
     except ValueError:
-        raise ConfigError(f"metric {text!r}: p: expected a number, got {value!r}") from None
+        raise ConfigError(f"metric {text!r}: {key}: expected {what}, got {value!r}") from None
 
 
 def as_judged_only(metrics: Iterable[Metric]) -> list[Metric]:
