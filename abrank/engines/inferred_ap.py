@@ -18,7 +18,10 @@ INFAP_EPSILON = 0.00001
 
 
 def inferred_ap(
-    prep: Prepared, rel_level: float, relevant_rows: tuple | None = None
+    prep: Prepared,
+    rel_level: float,
+    relevant_rows: tuple | None = None,
+    num_relevant: np.ndarray | None = None,
 ) -> np.ndarray:
     """infAP (Yilmaz & Aslam, CIKM 2006) per query code, as ``m_infap.c`` estimates it.
 
@@ -30,7 +33,8 @@ def inferred_ap(
     the number of relevant judgments. With a fully judged pool it equals AP.
 
     ``relevant_rows`` is the relevant rows' (query code, position, 1-based rank among the
-    relevant rows) when the caller has them (the memory engine shares them among metrics).
+    relevant rows) and ``num_relevant`` the relevant judgments per query code, when the
+    caller has them (the memory engine shares both among metrics).
     """
     q, g = prep.row_code, prep.row_grade
     relevant = g >= rel_level
@@ -57,6 +61,8 @@ def inferred_ap(
         )
     terms = np.where(j == 0, 1.0, later)
     sums = np.bincount(rq, weights=terms, minlength=len(prep.ids))
-    codes = prep.judged_code[prep.judged_grade >= rel_level]
-    big_r = np.bincount(codes, minlength=len(prep.ids)).astype(np.float64)
+    big_r = num_relevant
+    if big_r is None:
+        codes = prep.judged_code[prep.judged_grade >= rel_level]
+        big_r = np.bincount(codes, minlength=len(prep.ids)).astype(np.float64)
     return np.where(big_r > 0, sums / np.where(big_r > 0, big_r, 1.0), 0.0)

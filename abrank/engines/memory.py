@@ -585,7 +585,7 @@ def _infap(s: _Shared, metric: Metric, rows: tuple, nrel: np.ndarray) -> np.ndar
     """infAP as trec_eval estimates it (:func:`abrank.engines.inferred_ap.inferred_ap`)."""
     from abrank.engines.inferred_ap import inferred_ap
 
-    return inferred_ap(s.prep, s.threshold(metric), rows)
+    return inferred_ap(s.prep, s.threshold(metric), rows, nrel)
 
 
 #: The kernel of each judged metric family of the registry (:data:`abrank.metrics.FAMILIES`).
