@@ -35,6 +35,7 @@ from typing import Any
 from abrank.config import Experiment
 from abrank.config.dates import fill_date, is_dated
 from abrank.config.engine import is_pattern
+from abrank.config.judgments import source_keys
 from abrank.design_registry import DESIGNS
 from abrank.errors import ConfigError, DataError
 
@@ -213,6 +214,10 @@ class Inputs:
         }
 
 
+#: The role (``inputs[].role`` of a readout) of a judgments source of each kind.
+JUDGMENT_ROLES = {"human": "judgments", "machine": "machine_judgments"}
+
+
 def resolve_inputs(experiment: Experiment) -> Inputs:
     """The inputs of this run of ``experiment``: each config key's paths of the dates it
     reads; ConfigError for a ``{date}`` path without a run date (:func:`check_dated`)."""
@@ -242,7 +247,10 @@ def _configs(experiment: Experiment) -> dict[str, tuple[Any, str, str | None, st
     arm_holds, arm_logs = DESIGNS.of(experiment).arm_holds(experiment)
     found: dict[str, tuple[Any, str, str | None, str, bool]] = {
         "log.path": (experiment.log, "log", None, "impressions", True),
-        "judgments.path": (experiment.judgments, "judgments", None, "judgments", False),
+        **{
+            key: (source, JUDGMENT_ROLES[source.kind], None, "judgments", False)
+            for key, source in source_keys(experiment.judgments)
+        },
         "segments.attributes.path": (
             experiment.segments.attributes,
             "attributes",

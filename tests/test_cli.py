@@ -334,8 +334,10 @@ def test_demo_data_verb_regenerates_the_committed_demo(tmp_path, capsys):
     written = [Path(line) for line in out.splitlines()]
     assert sorted(p.name for p in written) == [
         "demo-control.csv.gz",
+        "demo-human-sample.tsv",
         "demo-interleaving-log.parquet",
         "demo-judgments.tsv",
+        "demo-machine-labels.tsv",
         "demo-online-log.parquet",
         "demo-online-pre.csv.gz",
         "demo-treatment.jsonl.gz",

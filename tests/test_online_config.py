@@ -139,8 +139,9 @@ def test_an_unknown_analysis_key_lists_the_statistics_keys_then_the_online_keys(
     assert str(info.value) == (
         "exp.yaml: line 9: analysis.colour: unknown key (known keys: design, "
         "missing_queries, alpha, confidence_level, primary_test, tests, sequential, "
-        "sequential_tuning, resamples, correction, segment_correction, seed, unit, "
-        "sat_dwell, covariates, expected_split, srm_alpha, mixed_units)"
+        "sequential_tuning, resamples, correction, segment_correction, seed, "
+        "judgments_estimate, unit, sat_dwell, covariates, expected_split, srm_alpha, "
+        "mixed_units)"
     )
 
 

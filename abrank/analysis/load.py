@@ -31,6 +31,8 @@ class LoadedData:
     judgments: pd.DataFrame
     segments: pd.DataFrame  # index query_id, one column per segment
     inputs: list[dict[str, Any]]
+    #: the machine labels (``judgments`` source of kind machine), None without them
+    machine_judgments: pd.DataFrame | None = None
 
 
 def load_data(
@@ -55,9 +57,10 @@ def load_data(
     judgments = load_judgments(experiment, resolved, say, read_files)
     if judgments is None:
         judgments = _inline_judgments(experiment, resolved, rankings)
+    machine = load_judgments(experiment, resolved, say, read_files, kind="machine")
 
     segments = _segment_table(experiment, resolved, rankings, read_files)
-    return LoadedData(rankings, judgments, segments, read_files)
+    return LoadedData(rankings, judgments, segments, read_files, machine)
 
 
 def _inline_judgments(
@@ -194,16 +197,25 @@ def shown_files(files: list[str]) -> str:
 
 
 def load_judgments(
-    experiment: Experiment, inputs: Inputs, say: Progress, read: list[dict[str, Any]]
+    experiment: Experiment,
+    inputs: Inputs,
+    say: Progress,
+    read: list[dict[str, Any]],
+    *,
+    kind: str = "human",
 ) -> pd.DataFrame | None:
-    """The ``judgments:`` file of the run's ``inputs`` as a canonical frame (None without
-    one); its ``inputs`` entry is appended to ``read``."""
+    """The ``judgments:`` file of ``kind`` (human, or machine labels) of the run's
+    ``inputs`` as a canonical frame (None without one); its ``inputs`` entry is appended
+    to ``read``."""
+    from abrank.config.judgments import source_key
 
-    config = experiment.judgments
-    if config is None:
+    found = source_key(experiment.judgments, kind)
+    if found is None:
         return None
-    source = inputs["judgments.path"]
-    say(f"loading judgments ({display_path(source.file)})")
+    key, config = found
+    source = inputs[key]
+    what = "judgments" if kind == "human" else "machine judgments"
+    say(f"loading {what} ({display_path(source.file)})")
     judgments = read_judgments(
         source.file,
         format=source.format,

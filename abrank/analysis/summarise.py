@@ -9,10 +9,12 @@ import pandas as pd
 
 from abrank.analysis.comparisons import ArmPair, arm_pairs
 from abrank.analysis.load import LoadedData
+from abrank.analysis.machine_labels import changed_notes
 from abrank.analysis.score import JUDGED_K, ScoredArms, intersection
 from abrank.analysis.unjudged import changed_verdict_notes, unjudged_check
 from abrank.analysis.window import peeking_warnings, window_summary
 from abrank.config import Experiment
+from abrank.config.judgments import family_warnings
 from abrank.inputs import display_path
 from abrank.readout import Readout
 from abrank.readout.model import (
@@ -25,6 +27,7 @@ from abrank.readout.model import (
     Family,
     InputFile,
     JudgedAtK,
+    MachineLabels,
     Schedule,
     SegmentsSummary,
     SequentialSummary,
@@ -48,14 +51,18 @@ def build_readout(
     comparisons: list[Comparison],
     too_small: list[dict[str, Any]],
     condensed: list[Comparison] | None = None,
+    *,
+    machine_labels: MachineLabels | None = None,
 ) -> Readout:
     """The readout of one experiment: its typed summary (:class:`Summary`, what
     summary.json holds), the per-query table and what the charts are drawn from.
 
     ``comparisons`` and ``too_small`` are :func:`~abrank.analysis.compare.compare_arms`'s,
     ``condensed`` the judged-only comparisons of the sensitivity check
-    (:mod:`abrank.analysis.unjudged`; None when it did not run); nothing is computed here
-    beyond counts and the warnings the readout shows.
+    (:mod:`abrank.analysis.unjudged`; None when it did not run), ``machine_labels`` the
+    agreement of machine and human judgments (:mod:`abrank.analysis.machine_labels`; None
+    without machine labels); nothing is computed here beyond counts and the warnings the
+    readout shows.
     """
 
     analysis = experiment.analysis
@@ -77,6 +84,10 @@ def build_readout(
         scored, saved, [saved_comparison(c, pairs, all_pairs) for c in condensed or ()]
     )
     warnings += changed_verdict_notes(unjudged, saved)
+    warnings += family_warnings(experiment.judgments, experiment.treatments)
+    if machine_labels is not None:
+        several = len({c.treatment for c in saved}) > 1
+        warnings += changed_notes(machine_labels.verdicts_changed, machine_labels.estimate, several)
     summary = Summary(
         **summary_settings(experiment),
         arms=tuple(
@@ -114,6 +125,7 @@ def build_readout(
             warnings=tuple(warnings),
             method_notes=method_notes(comparisons),
             unjudged=unjudged,
+            machine_labels=machine_labels,
         ),
         inputs=tuple(InputFile(**item) for item in data.inputs),
     )

@@ -40,6 +40,7 @@ def handle(args: argparse.Namespace) -> int:
     """Write the three demos into ``--out`` (or the dated ones into ``--daily``); print
     each file written."""
     from abrank.demo import write_demo, write_interleaving_demo, write_online_demo
+    from abrank.demo.machine_labels import write_machine_label_demo
     from abrank.demo.online import MIN_USERS
     from abrank.errors import ConfigError
 
@@ -55,6 +56,8 @@ def handle(args: argparse.Namespace) -> int:
         options["seed"] = online_options["seed"] = args.seed
         interleaving_options["seed"] = interleaving_options["demo_seed"] = args.seed
     for path in write_demo(Path(args.out), **options):
+        print(path)
+    for path in write_machine_label_demo(Path(args.out), **options):
         print(path)
     for path in write_online_demo(Path(args.out), **online_options):
         print(path)

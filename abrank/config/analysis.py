@@ -7,6 +7,8 @@ inference; then the keys of impression logs (:class:`abrank.config.online.Online
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 
 from abrank.config.keys import Strict
@@ -40,6 +42,10 @@ class StatisticsKeys(Strict):
     correction: str = "holm"
     segment_correction: str = "fdr_bh"
     seed: int = Field(default=0, ge=0)
+    #: with human and machine judgments: which estimate the comparisons report (human
+    #: labels only, machine-filled, or prediction-powered); None: ppi (needs a machine
+    #: judgments source, abrank.config.judgments)
+    judgments_estimate: Literal["human", "filled", "ppi"] | None = None
 
     @field_validator("design")
     @classmethod

@@ -29,6 +29,9 @@ class ArmConfig(Strict):
     decimal: DecimalMark | None = None  # CSV/TSV decimal mark: "." or ","
     columns: Columns = Columns()
     duplicates: Duplicates | None = None
+    #: the model the ranker is built on (e.g. ``gpt-4o``): a warning when machine labels
+    #: come from a model of its family (abrank.config.judgments.model_family)
+    uses_model: str | None = None
 
 
 def arm_loc(index: int) -> tuple:

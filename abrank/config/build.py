@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from abrank.config.checks import check_semantics
 from abrank.config.decision import split_metric_entries
 from abrank.config.experiment import SOURCE_FIELDS, Experiment
+from abrank.config.offline import JUDGMENT_FORMS
 from abrank.config.problems import Problem, follows_from, line_of, problem_at
 from abrank.errors import ConfigError
 
@@ -136,7 +137,9 @@ def pydantic_problems(exc: ValidationError, source: str, lines: dict) -> list[Pr
         loc = tuple(
             part
             for part in error["loc"]
-            if not (isinstance(part, str) and part.startswith("literal["))
+            if not (
+                isinstance(part, str) and (part.startswith("literal[") or part in JUDGMENT_FORMS)
+            )
         )
         kind = error["type"]
         given = error.get("input")

@@ -18,6 +18,7 @@ from abrank.config.arms import named_arms
 from abrank.config.decision import checked_roles
 from abrank.config.experiment import Experiment
 from abrank.config.explain import check_explain
+from abrank.config.judgments import check_sources
 from abrank.config.metrics import checked_metrics
 from abrank.config.numeric import checked_numeric, role_entries
 from abrank.config.offline import resolved_judgments
@@ -50,6 +51,12 @@ def check_semantics(
     _, arm_logs = design.arm_holds(exp)
     arms = named_arms(checks, exp.arms, one_log=log is not None, optional_paths=not arm_logs)
     judgments = resolved_judgments(checks, exp.judgments)
+    check_sources(
+        checks,
+        exp.judgments,
+        judgments_estimate=exp.analysis.judgments_estimate,
+        machine_labels=getattr(design, "machine_labels", False),
+    )
     segments = resolved_segments(checks, exp.segments)
     metrics, primary = checked_metrics(checks, exp.metrics, exp.primary_metric, metric_name)
     named = len(metrics) == len(exp.metrics)  # else a name failed: its problem is reported

@@ -20,8 +20,9 @@ from abrank.config.dates import date_range, is_dated, parse_date
 from abrank.config.decision import DecisionConfig, MetricRole
 from abrank.config.engine import Engine, EngineConfig
 from abrank.config.explain import ExplainConfig
+from abrank.config.judgments import human_source, machine_source, source_keys
 from abrank.config.keys import Slug, Strict
-from abrank.config.offline import Duplicates, Gain, JudgmentsConfig, NoRelevant
+from abrank.config.offline import Duplicates, Gain, Judgments, JudgmentsConfig, NoRelevant
 from abrank.config.online import LogConfig
 from abrank.config.outputs import CumulativeWindow
 from abrank.config.segments import SegmentsConfig
@@ -44,7 +45,8 @@ class Experiment(Strict):
     control: ArmConfig
     treatments: list[ArmConfig] = Field(min_length=1)
     log: LogConfig | None = None
-    judgments: JudgmentsConfig | None = None
+    #: one source (human labels) or a list of sources with kinds (abrank.config.judgments)
+    judgments: Judgments | None = None
     metrics: list[str] = Field(min_length=1)
     primary_metric: str | None = None
     #: the decision rule over the metrics' roles (abrank.config.decision); None: no decision
@@ -89,6 +91,16 @@ class Experiment(Strict):
         return [self.control, *self.treatments]
 
     @property
+    def human_judgments(self) -> JudgmentsConfig | None:
+        """The human labels: ``judgments`` itself, or its list's source of kind human."""
+        return human_source(self.judgments)
+
+    @property
+    def machine_judgments(self) -> JudgmentsConfig | None:
+        """The machine labels: the ``judgments`` list's source of kind machine, or None."""
+        return machine_source(self.judgments)
+
+    @property
     def display_title(self) -> str:
         return self.title or self.name
 
@@ -117,8 +129,7 @@ class Experiment(Strict):
             key = "control.path" if index == 0 else f"treatments[{index - 1}].path"
             if arm.path is not None:
                 found.append((key, arm.path))
-        if self.judgments is not None:
-            found.append(("judgments.path", self.judgments.path))
+        found += [(key, source.path) for key, source in source_keys(self.judgments)]
         if self.segments.attributes is not None:
             found.append(("segments.attributes.path", self.segments.attributes.path))
         if self.analysis.covariates is not None:

@@ -146,6 +146,37 @@ class UnjudgedCheck(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class MachineLabels(Record):
+    """``diagnostics.machine_labels``: human and machine judgments side by side (DESIGN.md
+    "Machine-labelled judgments"; :mod:`abrank.analysis.machine_labels`).
+
+    On the (query, document) pairs both judged: ``overlap`` pairs, weighted Cohen's kappa
+    (``kappa_linear``, ``kappa_quadratic``), the ``confusion`` matrix ({grades, counts}:
+    rows the human grades, columns the machine's) and ``mean_difference`` (machine -
+    human); ``per_arm`` the same figures restricted to the documents in each arm's top
+    ``k``; ``tau``, Kendall's tau between the orderings of the (arm, metric) means under
+    human labels and under machine labels. ``estimate`` is the estimate the comparisons
+    report (human, filled or ppi), ``human_queries`` and ``machine_queries`` how many
+    queries each kind judged, and ``verdicts_changed`` the overall comparisons whose
+    verdict differs between the three estimates ({metric, treatment, human, filled, ppi}).
+    """
+
+    overlap: int
+    kappa_linear: float | None
+    kappa_quadratic: float | None
+    confusion: dict[str, Any]
+    mean_difference: float | None
+    per_arm: dict[str, dict[str, Any]]
+    tau: float | None
+    estimate: str = "ppi"
+    k: int = 10
+    human_queries: int = 0
+    machine_queries: int = 0
+    model: str | None = None
+    verdicts_changed: tuple[dict[str, Any], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class SampleRatio(Record):
     """``diagnostics.srm``: the units per arm tested against the expected split (chi-square,
     or the exact multinomial test with few units: ``test`` ``"exact"``); ``alarm`` when
@@ -293,6 +324,9 @@ class DiagnosticsSummary(Record):
     #: online, with numeric metrics of log columns: metric -> its spec, the impressions
     #: with a value and without one per arm, the cap applied per arm
     numeric_metrics: dict[str, dict[str, Any]] | None = None
+    #: offline, with machine judgments beside human ones: their agreement and the verdicts
+    #: that change between the human, machine-filled and prediction-powered estimates
+    machine_labels: MachineLabels | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
@@ -316,6 +350,7 @@ class DiagnosticsSummary(Record):
             "interleaving",
             "concentration",
             "numeric_metrics",
+            "machine_labels",
         }
     )
 

@@ -59,6 +59,7 @@ from abrank.render.headline import (
     primary_comparisons,
     stamp,
 )
+from abrank.render.machine_labels import machine_labels_section
 from abrank.render.results_section import results_section, segments_section
 from abrank.render.text import arm_label, experiment_title, fmt_count, fmt_p_is
 from abrank.render.trend_section import trend_section
@@ -98,6 +99,7 @@ def build_document(readout: Readout, charts: Sequence[Chart]) -> Document:
         results_section(summary, charts),
         trend_section(readout, charts),
         unjudged_section(summary) if kind.per_query else None,
+        machine_labels_section(summary),
         kind.charts_section(charts),
         segments_section(summary, charts),
         kind.moved(readout, charts) if kind.moved is not None else None,

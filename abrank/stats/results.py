@@ -97,6 +97,13 @@ class Comparison(Record):
     direction, whether it deteriorated significantly, and for a guardrail its
     non-inferiority test (:mod:`abrank.decision.checks`); both are left out otherwise.
 
+    With machine judgments beside human ones (:mod:`abrank.analysis.machine_labels`),
+    ``estimates`` holds the comparison under human labels only, machine-filled labels and
+    prediction-powered inference ({human, filled, ppi}, each {delta, ci, p_value,
+    p_adjusted, verdict, n} or None where that comparison was not made); the record's own
+    figures are those of the estimate ``analysis.judgments_estimate`` chooses. It is left
+    out otherwise.
+
     In a readout, ``treatment`` may read ``"B vs A"`` when two treatments are compared
     (``comparisons: all-pairs``); ``control`` and ``treatment_arm`` then name the two arms
     (written only then). ``extra`` keeps the keys of a saved comparison that these fields
@@ -150,10 +157,11 @@ class Comparison(Record):
     regime: dict[str, Any] | None = None
     role: str | None = None
     decision_checks: dict[str, Any] | None = None
+    estimates: dict[str, dict[str, Any] | None] | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"control", "treatment_arm", "interleaving", "role", "decision_checks"}
+        {"control", "treatment_arm", "interleaving", "role", "decision_checks", "estimates"}
     )
     NULL_AS_NAN: ClassVar[bool] = True
 

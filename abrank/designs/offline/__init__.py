@@ -19,6 +19,8 @@ class OfflineDesign:
     name = "offline"
     large_logs = False
     statistics = "paired"
+    #: reads machine labels beside human ones (``judgments`` of kind machine)
+    machine_labels = True
 
     def claims(self, experiment: Experiment) -> bool:
         """Every config that no other design claims."""
@@ -60,9 +62,15 @@ class OfflineDesign:
         """Every engine runs offline experiments on judged metrics; the SQL engines all
         families but those :data:`abrank.engines.UNSUPPORTED_FAMILIES` names."""
         from abrank.engines import check_metrics, check_supported
+        from abrank.errors import ConfigError
 
         check_supported(engine, "offline")
         check_metrics(engine, experiment.metrics)
+        if experiment.machine_judgments is not None and engine != "memory":
+            raise ConfigError(
+                f"{experiment.source}: judgments: expected no source of kind machine for "
+                f"engine {engine} (engine memory reads machine labels), got one"
+            )
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Rankings and judgments, per-query metrics, paired comparisons, the readout.
@@ -73,6 +81,7 @@ class OfflineDesign:
         """
         from abrank.analysis.compare import start_comparing_arms
         from abrank.analysis.comparisons import cancelled_on_error
+        from abrank.analysis.machine_labels import machine_label_summary, start_machine_labels
         from abrank.analysis.summarise import build_readout
         from abrank.analysis.unjudged import check_reason, judged_only_result, start_judged_only
         from abrank.designs.offline.explain import sql_explanation_inputs, with_explanation
@@ -83,20 +92,34 @@ class OfflineDesign:
             scored = score(experiment, data)
             say("comparing arms")
             started = [start_comparing_arms(experiment, scored, data.segments)]
-            repeated = check_reason(scored.judged_at_k) is not None
-            judged_only = None
+            labels = None
             with cancelled_on_error(started):
+                if data.machine_judgments is not None:
+                    say("scoring and comparing under machine labels")
+                    labels = start_machine_labels(experiment, data, scored, started[0], score)
+                    started += labels.pending()[1:]
+                    # the rest of the readout reads the machine-filled labels
+                    data, scored = labels.filled_data, labels.scored["filled"]
+                repeated = check_reason(scored.judged_at_k) is not None
+                judged_only = None
                 if repeated:
                     say("repeating the comparisons on judged documents only")
                     judged_only = start_judged_only(experiment, data, score)
                     if judged_only is not None:
                         started.append(judged_only)
-                comparisons, too_small = started[0].result()
+                if labels is None:
+                    comparisons, too_small = started[0].result()
+                    machine = None
+                else:
+                    comparisons, too_small, _ = labels.result(experiment)
+                    machine = machine_label_summary(experiment, labels, comparisons)
                 condensed = judged_only_result(judged_only) if repeated else None
             # an SQL engine selects the lists of the explanation tables while it is open
             tables = sql_explanation_inputs(experiment, score, scored, say)
         say("summarising")
-        readout = build_readout(experiment, data, scored, comparisons, too_small, condensed)
+        readout = build_readout(
+            experiment, data, scored, comparisons, too_small, condensed, machine_labels=machine
+        )
         return with_explanation(readout, experiment, data, scored, say, tables)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:

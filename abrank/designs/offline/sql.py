@@ -144,7 +144,7 @@ class SqlOffline:
         from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
 
         experiment = self.experiment
-        if experiment.judgments is None:
+        if experiment.human_judgments is None:
             raise ConfigError(
                 f"{experiment.source}: judgments: expected a judgments file for engine "
                 f"{self.engine}, got none (engine memory reads the labels of the logs' relevance "
@@ -167,8 +167,12 @@ class SqlOffline:
             opened = open_rankings(self.backend, f"abrank_rankings_{index}", source)
             self.rankings[arm.name] = opened
             read += [arm_files.entry(f, opened.file_rows.get(f, 0)) for f in files]
-        config = experiment.judgments
-        judged = self.inputs["judgments.path"]
+        from abrank.config.judgments import source_key
+
+        # (machine labels are read by engine memory only: OfflineDesign.check_engine)
+        key, config = source_key(experiment.judgments, "human") or ("", experiment.human_judgments)
+        assert config is not None
+        judged = self.inputs[key]
         path = judged.file
         self.say(f"opening judgments on {self.engine} ({display_path(path)})")
         source = TableSource(
