@@ -161,6 +161,11 @@ def test_outputs_warn_of_a_shared_family_and_show_the_section(runs, folder, tmp_
     first = summary["comparisons"][0]
     assert set(first["estimates"]) == {"human", "filled", "ppi"}
     assert set(first["estimates"]["ppi"]) >= {"delta", "ci", "p_value", "verdict", "n"}
+    from abrank import load_readout
+
+    back = load_readout(out).model
+    assert back.diagnostics.machine_labels == runs["both"].model.diagnostics.machine_labels
+    assert back.comparisons[0].estimates == json.loads(json.dumps(first["estimates"]))
     report = (out / "report.md").read_text()
     assert "## Machine-labelled judgments" in report
     assert "Δ (prediction-powered)" in report
@@ -176,6 +181,11 @@ def test_a_readout_without_machine_labels_has_no_estimates(runs):
 def test_the_unjudged_check_counts_machine_labelled_documents_as_judged(runs):
     judged = runs["both"].model.diagnostics.judged_at_k.arms
     assert judged == pytest.approx(runs["filled"].model.diagnostics.judged_at_k.arms)
+    # the judged-only repetition is made with the readout's estimate, like for like
+    check = runs["both"].model.diagnostics.unjudged
+    assert check.triggered
+    assert {c.primary_test for c in check.condensed} == {"ppi"}
+    assert all(set(c.estimates) == {"human", "filled", "ppi"} for c in check.condensed)
 
 
 # --------------------------------------------------------------------------- config errors

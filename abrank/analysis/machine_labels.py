@@ -166,9 +166,11 @@ def _ppi_comparison(
 
 @dataclasses.dataclass
 class MachineLabelRun:
-    """The three estimates' comparisons started in the comparison threads, and the scores
-    and judgments they came from (``filled``: the data the rest of the readout reads)."""
+    """The three estimates' comparisons of ``experiment`` started in the comparison
+    threads, and the scores and judgments they came from (``filled_data``: the data the
+    rest of the readout reads)."""
 
+    experiment: Experiment
     human: PendingComparisons
     filled: PendingComparisons
     ppi: PendingComparisons
@@ -179,36 +181,44 @@ class MachineLabelRun:
     def pending(self) -> list[PendingComparisons]:
         return [self.human, self.filled, self.ppi]
 
-    def result(self, experiment: Experiment) -> tuple[list, list[dict], dict[str, list]]:
-        """The chosen estimate's comparisons (each with all three in ``estimates``), the
-        segment comparisons it left out as too small, and every estimate's comparisons."""
+    def result(self) -> tuple[list, list[dict]]:
+        """The chosen estimate's comparisons (each with all three in ``estimates``) and
+        the segment comparisons it left out as too small."""
         found = {name: getattr(self, name).result() for name in ESTIMATES}
         by_estimate = {name: comparisons for name, (comparisons, _) in found.items()}
-        chosen = chosen_estimate(experiment)
-        comparisons, too_small = found[chosen]
-        return with_estimates(comparisons, by_estimate), too_small, by_estimate
+        comparisons, too_small = found[chosen_estimate(self.experiment)]
+        return with_estimates(comparisons, by_estimate), too_small
 
 
 def start_machine_labels(
     experiment: Experiment,
     data: LoadedData,
-    scored_human: ScoredArms,
-    human: PendingComparisons,
     score: Scorer,
+    *,
+    scored_human: ScoredArms | None = None,
+    human: PendingComparisons | None = None,
+    segments: pd.DataFrame | None = None,
 ) -> MachineLabelRun:
-    """Score the arms under machine-filled and machine-only labels and start the filled and
-    prediction-powered comparisons (``human``: today's, already started)."""
+    """Score the arms under machine-filled and machine-only labels (and under the human
+    labels, unless ``scored_human`` is given) and start the three estimates' comparisons
+    (``human``: the human ones, when already started), per segment of ``segments`` (the
+    data's by default)."""
     assert data.machine_judgments is not None
+    segments = data.segments if segments is None else segments
+    if scored_human is None:
+        scored_human = score(experiment, data)
+    if human is None:
+        human = start_comparing_arms(experiment, scored_human, segments)
     filled_data = dataclasses.replace(
         data, judgments=filled_judgments(data.judgments, data.machine_judgments)
     )
     machine_data = dataclasses.replace(data, judgments=data.machine_judgments)
     scored_filled = score(experiment, filled_data)
     scored_machine = score(experiment, machine_data)
-    filled = start_comparing_arms(experiment, scored_filled, data.segments)
-    ppi = start_all(experiment, PPISamples(experiment, scored_human, scored_machine, data.segments))
+    filled = start_comparing_arms(experiment, scored_filled, segments)
+    ppi = start_all(experiment, PPISamples(experiment, scored_human, scored_machine, segments))
     scored = {"human": scored_human, "filled": scored_filled, "machine": scored_machine}
-    return MachineLabelRun(human, filled, ppi, scored, data, filled_data)
+    return MachineLabelRun(experiment, human, filled, ppi, scored, data, filled_data)
 
 
 def _estimate(comparison: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from abrank.analysis.compare import start_comparing_arms
 from abrank.analysis.comparisons import PendingComparisons
@@ -33,6 +33,7 @@ __all__ = [
     "changed_verdict_notes",
     "check_reason",
     "judged_only_comparisons",
+    "judged_only_experiment",
     "judged_only_names",
     "judged_only_result",
     "start_judged_only",
@@ -101,22 +102,37 @@ def start_judged_only(
 ) -> PendingComparisons | None:
     """:func:`judged_only_comparisons` scored here and started in the comparison threads
     (None when no metric has a judged-only twin); read it with :func:`judged_only_result`."""
+    condensed = judged_only_experiment(experiment)
+    if condensed is None:
+        return None
+    scored = score(condensed, data)
+    return start_comparing_arms(condensed, scored, data.segments.iloc[:, :0])
+
+
+def judged_only_experiment(experiment: Experiment) -> Experiment | None:
+    """The experiment whose metrics are the judged-only twins of ``experiment``'s (their
+    roles kept, no primary metric), or None when no metric has a twin."""
     names = judged_only_names(experiment.metrics)
     if not names:
         return None
     roles = experiment.metric_roles
-    condensed = experiment.model_copy(
+    return experiment.model_copy(
         update={
             "metrics": list(names.values()),
             "primary_metric": None,
             "metric_roles": {twin: roles[m] for m, twin in names.items() if m in roles},
         }
     )
-    scored = score(condensed, data)
-    return start_comparing_arms(condensed, scored, data.segments.iloc[:, :0])
 
 
-def judged_only_result(pending: PendingComparisons | None) -> list[Comparison]:
+class Started(Protocol):
+    """Comparisons started in the comparison threads: ``result()`` waits for them and
+    returns (comparisons, segment comparisons too small)."""
+
+    def result(self) -> tuple[list, list[dict]]: ...
+
+
+def judged_only_result(pending: Started | None) -> list[Comparison]:
     """What :func:`judged_only_comparisons` returns, from :func:`start_judged_only`'s."""
     if pending is None:
         return []

@@ -83,7 +83,7 @@ class OfflineDesign:
         from abrank.analysis.comparisons import cancelled_on_error
         from abrank.analysis.machine_labels import machine_label_summary, start_machine_labels
         from abrank.analysis.summarise import build_readout
-        from abrank.analysis.unjudged import check_reason, judged_only_result, start_judged_only
+        from abrank.analysis.unjudged import check_reason, judged_only_result
         from abrank.designs.offline.explain import sql_explanation_inputs, with_explanation
         from abrank.designs.offline.sql import offline_inputs
 
@@ -96,22 +96,24 @@ class OfflineDesign:
             with cancelled_on_error(started):
                 if data.machine_judgments is not None:
                     say("scoring and comparing under machine labels")
-                    labels = start_machine_labels(experiment, data, scored, started[0], score)
+                    labels = start_machine_labels(
+                        experiment, data, score, scored_human=scored, human=started[0]
+                    )
                     started += labels.pending()[1:]
                     # the rest of the readout reads the machine-filled labels
                     data, scored = labels.filled_data, labels.scored["filled"]
                 repeated = check_reason(scored.judged_at_k) is not None
-                judged_only = None
+                judged_only: Any = None
                 if repeated:
                     say("repeating the comparisons on judged documents only")
-                    judged_only = start_judged_only(experiment, data, score)
+                    judged_only = _start_judged_only(experiment, data, score, labels)
                     if judged_only is not None:
-                        started.append(judged_only)
+                        started += judged_only.pending() if labels else [judged_only]
                 if labels is None:
                     comparisons, too_small = started[0].result()
                     machine = None
                 else:
-                    comparisons, too_small, _ = labels.result(experiment)
+                    comparisons, too_small = labels.result()
                     machine = machine_label_summary(experiment, labels, comparisons)
                 condensed = judged_only_result(judged_only) if repeated else None
             # an SQL engine selects the lists of the explanation tables while it is open
@@ -152,6 +154,24 @@ class OfflineDesign:
             moves=moves_section,
             moved=what_moved_section,
         )
+
+
+def _start_judged_only(experiment: Experiment, data: Any, score: Any, labels: Any) -> Any:
+    """The judged-only repetition, started: of the experiment's comparisons, or with
+    machine labels (``labels``) of the chosen estimate's, each judged-only metric scored
+    under human, machine-filled and machine labels as the plain ones are (None when no
+    metric has a judged-only twin)."""
+    from abrank.analysis.machine_labels import start_machine_labels
+    from abrank.analysis.unjudged import judged_only_experiment, start_judged_only
+
+    if labels is None:
+        return start_judged_only(experiment, data, score)
+    condensed = judged_only_experiment(experiment)
+    if condensed is None:
+        return None
+    return start_machine_labels(
+        condensed, labels.data, score, segments=labels.data.segments.iloc[:, :0]
+    )
 
 
 def _quiet(message: str) -> None:
