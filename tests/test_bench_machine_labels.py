@@ -28,3 +28,14 @@ def test_calibration_at_a_small_count(bench, bias) -> None:
     assert figures["width"]["ppi"] < 0.85 * figures["width"]["human"]
     assert figures["coverage"]["filled"] < 0.5
     assert figures["machine_delta"] < figures["target"]
+
+
+def test_the_dl_readout_prints_kappa_tau_and_the_verdicts(bench, shared_data, capsys) -> None:
+    assert shared_data / "trec-dl-passage" == bench.DL
+    bench.dl_readout(seed=2024)
+    out = capsys.readouterr().out
+    assert "queries: human 48, machine 97" in out
+    assert "kappa linear" in out and "tau" in out
+    assert "verdicts changed:" in out
+    for metric in ("ndcg@10", "ap@100", "recall@20"):
+        assert f"  {metric}" in out

@@ -254,6 +254,19 @@ def test_a_bad_judgments_config_exits_2_naming_the_field(
     assert main(["validate", str(path)]) == 2
 
 
+def test_a_bad_machine_labels_file_exits_2_naming_it(folder, capsys, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("control.csv", "treatment.csv", "human.tsv"):
+        (bad / name).write_bytes((folder / name).read_bytes())
+    (bad / "machine.tsv").write_text("query_id\tdoc_id\tgrade\nq00001\td1\tgood\n")
+    path = config(bad, "bad-file")
+    assert main(["run", str(path), "--out", str(bad / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "machine.tsv" in err and "line 2" in err and "'good'" in err
+    assert "Traceback" not in err and not (bad / "out").exists()
+
+
 def test_machine_labels_on_an_sql_engine_are_refused(folder, capsys):
     pytest.importorskip("duckdb", reason="engine duckdb needs the duckdb package")
     path = config(folder, "sql")

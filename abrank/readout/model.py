@@ -359,7 +359,7 @@ class DiagnosticsSummary(Record):
 class InputFile(Record):
     """One entry of ``inputs``: a file read, with its fingerprint."""
 
-    role: str  # control, treatment, judgments or attributes
+    role: str  # control, treatment, judgments, machine_judgments or attributes
     arm: str | None
     path: str
     sha256: str
