@@ -171,6 +171,20 @@ def test_outputs_warn_of_a_shared_family_and_show_the_section(runs, folder, tmp_
     assert "Δ (prediction-powered)" in report
 
 
+def test_the_model_name_is_escaped_in_the_report(folder, tmp_path):
+    judgments = SOURCES.replace("model: gpt-4o-mini", "model: '<b>judge</b>'")
+    out = tmp_path / "escaped"
+    assert (
+        main(["run", str(config(folder, "esc", judgments=judgments)), "--out", str(out), "--quiet"])
+        == 0
+    )
+    markdown = (out / "report.md").read_text()
+    section = markdown.split("## Machine-labelled judgments", 1)[1].split("\n## ", 1)[0]
+    assert "judge" in section and "<b>judge</b>" not in section
+    # (the config itself is quoted in a code block, where it is shown as written)
+    assert "<b>judge</b>" not in (out / "report.html").read_text()
+
+
 def test_a_readout_without_machine_labels_has_no_estimates(runs):
     comp = overall(runs["human"], "ndcg@10")
     assert comp.estimates is None

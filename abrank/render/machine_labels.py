@@ -12,7 +12,7 @@ from typing import Any
 
 from abrank.readout.model import MachineLabels, Summary
 from abrank.readout.typed import overall_comparisons
-from abrank.render.blocks import Block, Cell, Column, Paragraph, Section, Table, own
+from abrank.render.blocks import Block, Cell, Column, Paragraph, Section, Span, Table, own
 from abrank.render.text import (
     arm_label,
     fmt_count,
@@ -125,23 +125,28 @@ def estimates_table(summary: Summary) -> Table | None:
     return Table(tuple(columns), tuple(rows), "results machine-estimates")
 
 
-def _opening(summary: Summary, labels: MachineLabels) -> str:
-    model = f" by {labels.model}" if labels.model else ""
+def _opening(summary: Summary, labels: MachineLabels) -> tuple[Span, ...]:
+    """What the two kinds of label cover and how far they agree; the model's name (the
+    config's text) is user text."""
     chosen = ESTIMATE_NAMES.get(labels.estimate, labels.estimate)
     tau = "n/a" if labels.tau is None else f"{labels.tau:.2f}"
+    model = (own(" by "), Span(labels.model)) if labels.model else ()
     return (
-        f"Humans judged {fmt_count(labels.human_queries)} queries; machine labels{model} "
-        f"cover {fmt_count(labels.machine_queries)}. On the {fmt_count(labels.overlap)} "
-        f"documents both judged, weighted Cohen's κ is {fmt_value(labels.kappa_linear)} "
-        f"(linear) and {fmt_value(labels.kappa_quadratic)} (quadratic), and the machine "
-        f"grades {fmt_signed(labels.mean_difference)} above the human ones on average; "
-        f"Kendall's τ between the arms' metric means under the two kinds of label is {tau}. "
-        "Every comparison is made three ways: on the human labels only, on machine-filled "
-        "labels (the machine's grade where no human judged), and by prediction-powered "
-        "inference (PPI++: the machine-label delta, corrected by the human-minus-machine "
-        "delta on the human-judged queries, valid when those are a uniform random sample of "
-        f"the queries). The comparisons above are the {chosen} ones "
-        "(analysis.judgments_estimate)."
+        own(f"Humans judged {fmt_count(labels.human_queries)} queries; machine labels"),
+        *model,
+        own(
+            f" cover {fmt_count(labels.machine_queries)}. On the {fmt_count(labels.overlap)} "
+            f"documents both judged, weighted Cohen's κ is {fmt_value(labels.kappa_linear)} "
+            f"(linear) and {fmt_value(labels.kappa_quadratic)} (quadratic), and the machine "
+            f"grades {fmt_signed(labels.mean_difference)} above the human ones on average; "
+            f"Kendall's τ between the arms' metric means under the two kinds of label is "
+            f"{tau}. Every comparison is made three ways: on the human labels only, on "
+            "machine-filled labels (the machine's grade where no human judged), and by "
+            "prediction-powered inference (PPI++: the machine-label delta, corrected by the "
+            "human-minus-machine delta on the human-judged queries, valid when those are a "
+            f"uniform random sample of the queries). The comparisons above are the {chosen} "
+            "ones (analysis.judgments_estimate)."
+        ),
     )
 
 
@@ -173,7 +178,7 @@ def machine_labels_section(summary: Summary) -> Section | None:
     if labels is None:
         return None
     blocks: list[Block] = [
-        Paragraph((own(_opening(summary, labels)),)),
+        Paragraph(_opening(summary, labels)),
         agreement_table(summary, labels),
         confusion_table(labels),
     ]
