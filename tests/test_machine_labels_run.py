@@ -253,6 +253,11 @@ def test_the_unjudged_check_counts_machine_labelled_documents_as_judged(runs):
             "",
             "judgments[0].model: expected no model for a human source, got 'gpt-4o'",
         ),
+        (
+            SOURCES,
+            "  design: independent\n",
+            "analysis.design: expected paired with a judgments source of kind machine",
+        ),
     ],
 )
 def test_a_bad_judgments_config_exits_2_naming_the_field(
@@ -333,3 +338,27 @@ def test_the_bundled_demo_shows_the_three_estimates_side_by_side(tmp_path, capsy
     for metric in changed:
         assert f"{metric}: the verdict depends on the labels" in printed.err + printed.out
     assert "family 'minilm'" in printed.err + printed.out
+
+
+def test_an_online_experiment_refuses_machine_labels(folder):
+    from abrank.config import load_experiment
+    from abrank.errors import ConfigError
+
+    (folder / "log.csv").write_text("user_id,impression_id,query,doc_id,rank,clicked,arm\n")
+    path = folder / "online.yaml"
+    path.write_text(
+        "name: online-ml\n"
+        "control: {name: a}\n"
+        "treatments: [{name: b}]\n"
+        "log: {path: log.csv}\n"
+        "judgments:\n"
+        "  - {path: human.tsv}\n"
+        "  - {path: machine.tsv, kind: machine}\n"
+        "metrics: [ctr@3]\n"
+        "analysis: {unit: user_id}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_experiment(path)
+    assert "line 7: judgments[1].kind: expected human: this experiment's design reads no " in str(
+        info.value
+    )

@@ -43,9 +43,16 @@ class OfflineDesign:
         return parse_metric(name).label
 
     def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
-        """The A/B keys: no unit without impressions, a split over the arms."""
+        """The A/B keys: no unit without impressions, a split over the arms; machine
+        judgments only in the paired design."""
         from abrank.config.online import checked_online
 
+        if experiment.machine_judgments is not None and analysis.design != "paired":
+            checks.add(
+                ("analysis", "design"),
+                "expected paired with a judgments source of kind machine (prediction-powered "
+                f"inference corrects each query's delta), got {analysis.design!r}",
+            )
         return checked_online(
             checks,
             analysis,
