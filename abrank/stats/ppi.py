@@ -10,8 +10,9 @@ judge. The estimate is
 
     theta = lam * mean(f_unlabelled) + mean(y - lam * f)
 
-unbiased for the human-label mean whatever the machine labels are, *provided the
-human-judged queries are a uniform random sample of the queries* (a human sample chosen
+unbiased for the human-label mean at a fixed ``lam`` (and consistent with the tuned one)
+whatever the machine labels are, *provided the human-judged queries are a uniform random
+sample of the queries* (a human sample chosen
 by hand, or the hardest queries, breaks it). Its variance is
 lam^2 Var(f_unlabelled) / N + Var(y - lam f) / n (variances with denominator n, as the
 reference package ``ppi-python`` computes them), and the interval and two-sided p-value
