@@ -15,6 +15,7 @@ from pathlib import Path
 
 from abrank.config.analysis import checked_analysis
 from abrank.config.arms import named_arms
+from abrank.config.counterfactual import resolved_candidates
 from abrank.config.decision import checked_roles
 from abrank.config.experiment import Experiment
 from abrank.config.explain import check_explain
@@ -50,6 +51,7 @@ def check_semantics(
     _, arm_logs = design.arm_holds(exp)
     arms = named_arms(checks, exp.arms, one_log=log is not None, optional_paths=not arm_logs)
     judgments = resolved_judgments(checks, exp.judgments)
+    candidates = resolved_candidates(checks, exp.candidates)
     segments = resolved_segments(checks, exp.segments)
     metrics, primary = checked_metrics(checks, exp.metrics, exp.primary_metric, metric_name)
     named = len(metrics) == len(exp.metrics)  # else a name failed: its problem is reported
@@ -69,6 +71,7 @@ def check_semantics(
             "control": arms[0],
             "treatments": arms[1:],
             "judgments": judgments,
+            "candidates": candidates,
             "log": log,
             "segments": segments,
             "metrics": metrics,

@@ -1,0 +1,217 @@
+"""Counterfactual click metrics of rankings never shown, from the clicks of those that were.
+
+Under the position-based model (:mod:`abrank.stats.pbm`) a logged row (impression i,
+query q, document d at rank r, click c) has E[c] = p_r * alpha_qd. Each (query, document)
+pair's attractiveness is estimated from every logged row that showed it:
+
+- **SNIPS** (self-normalised, the default): alpha_qd = sum c / sum p_r, the clicks over the
+  examination the pair received (the ratio of the importance-weighted clicks to the sum of
+  the importance weights, which self-normalises them);
+- **IPS**: alpha_qd = mean of c / p_r over the rows that showed it (unbiased, noisier);
+
+and a ranking's expected metric of query q is the PBM's formula over its top k with
+c_j = p_j * alpha (0 for a document never shown for q: no support). The logging arm is
+scored by the same formula over its own logged lists, so that candidate and logger are
+compared on one model (summary.json keeps the logger's observed mean beside it).
+
+Both are means over the logging arm's impressions (the traffic whose queries the
+candidates would serve). Their unit-clustered uncertainty comes from the delta method:
+each estimate is a smooth function of per-pair sums, so each unit's share of it is its
+impressions' plug-in values plus, for every row the unit logged in any arm, the metric's
+gradient with respect to alpha_qd times that row's influence on alpha_qd. These per-unit
+sums (M_u) over the unit's logging-arm impressions (D_u) add up exactly to the estimate;
+their spread over units gives its variance, and the candidate's and the logger's sums of
+the same unit give the paired difference's. The propensities are taken as known (their
+own noise is not propagated: see the README's "Counterfactual evaluation").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from abrank.stats.pbm import expected_metric, metric_gradient
+from abrank.stats.results import json_safe
+
+__all__ = [
+    "CLIPS",
+    "ESTIMATORS",
+    "ClickRows",
+    "Lists",
+    "attractiveness",
+    "list_sums",
+    "weight_diagnostics",
+]
+
+ESTIMATORS: tuple[str, ...] = ("snips", "ips")
+
+#: The weight caps (on 1 / p_r) of the clipping table; None: no cap.
+CLIPS: tuple[float | None, ...] = (None, 10.0, 5.0, 2.0)
+
+
+@dataclass(frozen=True)
+class ClickRows:
+    """Logged rows of every arm, coded: ``impression`` (0..N-1), ``pair`` (the (query,
+    document) code, 0..P-1), ``rank`` (1-based), ``clicked`` (0/1), ``unit`` (0..U-1) per
+    row; per impression its ``query`` code and whether the logging arm served it
+    (``logger``)."""
+
+    impression: np.ndarray
+    pair: np.ndarray
+    rank: np.ndarray
+    clicked: np.ndarray
+    unit: np.ndarray
+    query: np.ndarray
+    logger: np.ndarray
+    n_pairs: int
+    n_units: int
+
+    @property
+    def row_logger(self) -> np.ndarray:
+        return self.logger[self.impression]
+
+
+@dataclass(frozen=True)
+class Lists:
+    """Ranked lists as pair codes: ``pairs`` (lists x k; -1 where the slot is empty or the
+    document was never logged for the query), ``unsupported`` (a document is there that
+    no log ever showed for the query) and ``owner`` the query (candidate lists, one per
+    query) or impression (the logging arm's lists) of each list."""
+
+    pairs: np.ndarray
+    unsupported: np.ndarray
+
+
+def attractiveness(
+    rows: ClickRows, propensity: np.ndarray, estimator: str, clip: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(alpha per pair, the normaliser of each pair's influence): SNIPS sum c / sum p
+    (normaliser sum p), IPS mean c / p with 1 / p capped at ``clip`` (normaliser the
+    pair's rows)."""
+    p = propensity[rows.rank - 1]
+    n = rows.n_pairs
+    if estimator == "snips":
+        exposure = np.bincount(rows.pair, p, n)
+        clicks = np.bincount(rows.pair, rows.clicked, n)
+        alpha = np.divide(clicks, exposure, out=np.zeros(n), where=exposure > 0)
+        return alpha, exposure
+    weight = 1.0 / p if clip is None else np.minimum(1.0 / p, clip)
+    shown = np.bincount(rows.pair, minlength=n).astype(np.float64)
+    total = np.bincount(rows.pair, rows.clicked * weight, n)
+    return np.divide(total, shown, out=np.zeros(n), where=shown > 0), shown
+
+
+def _clicks(lists: Lists, alpha: np.ndarray, propensity: np.ndarray) -> np.ndarray:
+    k = lists.pairs.shape[1]
+    found = lists.pairs >= 0
+    values = np.where(found, alpha[np.where(found, lists.pairs, 0)], 0.0)
+    return np.clip(values * propensity[None, :k], 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class ListSums:
+    """One ranking's estimate of one metric as per-unit sums over the logging arm's
+    impressions: ``numerator`` M_u, ``denominator`` D_u (one per unit of every arm), and
+    ``per_list`` the plug-in value of each list."""
+
+    numerator: np.ndarray
+    denominator: np.ndarray
+    per_list: np.ndarray
+
+    @property
+    def estimate(self) -> float:
+        total = float(self.denominator.sum())
+        return float(self.numerator.sum()) / total if total > 0 else float("nan")
+
+
+def list_sums(
+    rows: ClickRows,
+    lists: Lists,
+    impressions_per_list: np.ndarray,
+    list_of_impression: np.ndarray,
+    propensity: np.ndarray,
+    family: str,
+    k: int,
+    estimator: str = "snips",
+) -> ListSums:
+    """Per-unit sums of ``family@k`` of ``lists`` over the logging arm's impressions.
+
+    ``impressions_per_list`` counts the logging arm's impressions each list serves (a
+    candidate's list of a query: that query's impressions; the logger's own lists: 1);
+    ``list_of_impression`` gives, for each logging-arm impression (in impression order,
+    -1 for the other arms'), the list it is scored with."""
+    alpha, normaliser = attractiveness(rows, propensity, estimator)
+    top = Lists(lists.pairs[:, :k], lists.unsupported[:, :k])
+    c = _clicks(top, alpha, propensity)
+    value = expected_metric(family, c)
+    gradient = metric_gradient(family, c) * propensity[None, :k]  # d value / d alpha
+    found = top.pairs >= 0
+    weight = (gradient * impressions_per_list[:, None])[found]
+    g = np.bincount(top.pairs[found], weight, rows.n_pairs)  # sum over impressions of dh/dalpha
+    p_row = propensity[rows.rank - 1]
+    a_row = alpha[rows.pair]
+    if estimator == "snips":
+        residual = rows.clicked - a_row * p_row
+    else:
+        residual = rows.clicked / p_row - a_row
+    scale = np.divide(g, normaliser, out=np.zeros_like(g), where=normaliser > 0)
+    influence = scale[rows.pair] * residual
+    served = list_of_impression >= 0
+    plug_in = np.zeros(rows.logger.size)
+    plug_in[served] = value[list_of_impression[served]]
+    unit_of_impression = np.zeros(rows.logger.size, dtype=np.int64)
+    unit_of_impression[rows.impression] = rows.unit
+    numerator = np.bincount(unit_of_impression, plug_in, rows.n_units)
+    numerator += np.bincount(rows.unit, influence, rows.n_units)
+    denominator = np.bincount(unit_of_impression, served.astype(np.float64), rows.n_units)
+    return ListSums(numerator, denominator, value)
+
+
+def weight_diagnostics(
+    rows: ClickRows, lists: Lists, impressions_per_list: np.ndarray, propensity: np.ndarray, k: int
+) -> dict[str, Any]:
+    """The importance weights p_(candidate rank) / p_(logged rank) of the logged rows that a
+    ranking's top k reuses: effective sample size (sum w)^2 / sum w^2, the largest weight
+    and the share of the total it holds, and the share of the top-k slots (weighted by the
+    logging arm's impressions) whose document was never logged for the query."""
+    top = lists.pairs[:, :k]
+    position = np.zeros(rows.n_pairs, dtype=np.int64)
+    found = top >= 0
+    position[top[found]] = np.broadcast_to(np.arange(1, k + 1), top.shape)[found]
+    used = position[rows.pair] > 0
+    w = propensity[position[rows.pair][used] - 1] / propensity[rows.rank[used] - 1]
+    total = float(w.sum())
+    largest = float(w.max()) if w.size else float("nan")
+    slots = float(impressions_per_list.sum()) * k
+    unsupported = float((lists.unsupported[:, :k].sum(axis=1) * impressions_per_list).sum())
+    return {
+        "rows": int(w.size),
+        "ess": json_safe(total**2 / float((w**2).sum())) if w.size else None,
+        "max_weight": json_safe(largest),
+        "max_weight_share": json_safe(largest / total) if total > 0 else None,
+        "unsupported": json_safe(unsupported / slots) if slots > 0 else None,
+    }
+
+
+def clipped_estimates(
+    rows: ClickRows,
+    lists: Lists,
+    impressions_per_list: np.ndarray,
+    propensity: np.ndarray,
+    family: str,
+    k: int,
+    clips: Sequence[float | None] = CLIPS,
+) -> list[tuple[float | None, float]]:
+    """The IPS estimate of ``family@k`` with 1 / p capped at each of ``clips`` (a cap trades
+    bias for variance: a large change between caps says a few heavy weights drive it)."""
+    out = []
+    for clip in clips:
+        alpha, _ = attractiveness(rows, propensity, "ips", clip)
+        c = _clicks(Lists(lists.pairs[:, :k], lists.unsupported[:, :k]), alpha, propensity)
+        value = expected_metric(family, c)
+        total = float(impressions_per_list.sum())
+        out.append((clip, float(value @ impressions_per_list) / total if total else float("nan")))
+    return out
