@@ -104,11 +104,14 @@ def attractiveness(
     return np.divide(total, shown, out=np.zeros(n), where=shown > 0), shown
 
 
-def _clicks(lists: Lists, alpha: np.ndarray, propensity: np.ndarray) -> np.ndarray:
+def _clicks(lists: Lists, alpha: np.ndarray, propensity: np.ndarray, family: str) -> np.ndarray:
+    """p_j * alpha of each slot (0 where empty or unsupported); a probability, so at most 1,
+    for the metrics of the first click (an estimate of alpha may exceed 1 / p_j on few rows);
+    clicks@k is an expectation and takes the estimate as it is."""
     k = lists.pairs.shape[1]
     found = lists.pairs >= 0
-    values = np.where(found, alpha[np.where(found, lists.pairs, 0)], 0.0)
-    return np.clip(values * propensity[None, :k], 0.0, 1.0)
+    values = np.where(found, alpha[np.where(found, lists.pairs, 0)], 0.0) * propensity[None, :k]
+    return values if family == "clicks" else np.clip(values, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ def list_sums(
     -1 for the other arms'), the list it is scored with."""
     alpha, normaliser = attractiveness(rows, propensity, estimator)
     top = Lists(lists.pairs[:, :k], lists.unsupported[:, :k])
-    c = _clicks(top, alpha, propensity)
+    c = _clicks(top, alpha, propensity, family)
     value = expected_metric(family, c)
     gradient = metric_gradient(family, c) * propensity[None, :k]  # d value / d alpha
     found = top.pairs >= 0
@@ -210,7 +213,8 @@ def clipped_estimates(
     out = []
     for clip in clips:
         alpha, _ = attractiveness(rows, propensity, "ips", clip)
-        c = _clicks(Lists(lists.pairs[:, :k], lists.unsupported[:, :k]), alpha, propensity)
+        top = Lists(lists.pairs[:, :k], lists.unsupported[:, :k])
+        c = _clicks(top, alpha, propensity, family)
         value = expected_metric(family, c)
         total = float(impressions_per_list.sum())
         out.append((clip, float(value @ impressions_per_list) / total if total else float("nan")))

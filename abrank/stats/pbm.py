@@ -60,7 +60,7 @@ def metric_gradient(family: str, clicks: np.ndarray) -> np.ndarray:
     ones = np.ones((n, 1))
     above = np.cumprod(np.hstack([ones, miss[:, :-1]]), axis=1)  # prod_{s<r}
     if family == "ctr":
-        below = np.cumprod(np.hstack([miss[:, :0:-1], ones]), axis=1)[:, ::-1]  # prod_{s>r}
+        below = np.cumprod(np.hstack([ones, miss[:, :0:-1]]), axis=1)[:, ::-1]  # prod_{s>r}
         return above * below
     # click_rr: d/dc_r = prod_{s<r}(1-c_s) * (1/r - T_r), T_r = the rr of the ranks below r
     # (their own positions) given no click down to r: T_k = 0, T_r = c_{r+1}/(r+1) + (1-c_{r+1}) T_{r+1}
