@@ -80,3 +80,5 @@ def test_the_demo_predicts_the_fusions_effect_with_its_diagnostics(demo_summary)
     assert (out / "report.html").exists() and "Examination by position" in (
         out / "report.md"
     ).read_text()
+    assert (out / "charts" / "propensities.png").read_bytes()[:4] == b"\x89PNG"
+    assert primary["wins"] is None  # units' linearised values neither win nor lose

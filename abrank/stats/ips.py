@@ -192,7 +192,7 @@ def weight_diagnostics(
     unsupported = float((lists.unsupported[:, :k].sum(axis=1) * impressions_per_list).sum())
     return {
         "rows": int(w.size),
-        "ess": json_safe(total**2 / float((w**2).sum())) if w.size else None,
+        "ess": round(total**2 / float((w**2).sum()), 1) if w.size else None,
         "max_weight": json_safe(largest),
         "max_weight_share": json_safe(largest / total) if total > 0 else None,
         "unsupported": json_safe(unsupported / slots) if slots > 0 else None,

@@ -39,11 +39,14 @@ UNSUPPORTED = "unsupported"
 
 
 def without_verdicts(comparisons: list[Comparison], unsupported: set[str]) -> list[Comparison]:
-    """The comparisons, those of the ``unsupported`` candidates with no verdict."""
-    return [
-        dataclasses.replace(c, verdict=UNSUPPORTED) if c.treatment in unsupported else c
-        for c in comparisons
-    ]
+    """The comparisons, those of the ``unsupported`` candidates with no verdict; no
+    wins, ties and losses for any (units' linearised values do not win or lose: the count
+    does not apply to this design)."""
+    out = []
+    for c in comparisons:
+        c = dataclasses.replace(c, wins=None, ties=None, losses=None)
+        out.append(dataclasses.replace(c, verdict=UNSUPPORTED) if c.treatment in unsupported else c)
+    return out
 
 
 def build_counterfactual_readout(
