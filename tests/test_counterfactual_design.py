@@ -17,6 +17,8 @@ from abrank.cli import main
 from abrank.demo.click_world import make_world
 from abrank.errors import ConfigError, DataError
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 @pytest.fixture(scope="module")
 def world_files(tmp_path_factory):
@@ -177,3 +179,47 @@ def test_the_summary_record_is_every_designs(world_files, tmp_path):
         assert key in comparison
     assert [a["name"] for a in summary["arms"]] == ["A", "good", "half"]
     assert (out / "per_query.csv").exists()
+
+
+def test_simulate_takes_the_examination_harvested_from_a_log(world_files, tmp_path, capsys):
+    folder, world = world_files
+    log_config = _write(
+        folder,
+        CONFIG.replace("propensity_resamples: 10", "propensity_resamples: 0"),
+        "harvest.yaml",
+    )
+    offline = ROOT / "experiments" / "demo-reranker.yaml"
+    out = tmp_path / "plan"
+    args = [
+        "simulate",
+        str(offline),
+        "--propensities-from",
+        str(log_config),
+        "--users",
+        "50",
+        "100",
+    ]
+    assert main([*args, "--simulations", "20", "--out", str(out)]) == 0
+    plan = json.loads((out / "simulation.json").read_text())
+    harvested = abrank.run_experiment(log_config).summary["diagnostics"]["propensities"]
+    assert plan["click_model"]["examination"] == pytest.approx(
+        [r["estimate"] for r in harvested], rel=1e-12
+    )
+    # 6,000 impressions of two rankers: within 0.1 of the simulated 1 / rank
+    assert plan["click_model"]["examination"] == pytest.approx(list(world.examination), abs=0.1)
+    assert "examination by rank harvested from" in capsys.readouterr().out
+
+
+def test_simulate_refuses_harvested_examination_for_the_cascade(world_files, tmp_path, capsys):
+    folder, _ = world_files
+    offline = ROOT / "experiments" / "demo-reranker.yaml"
+    args = [
+        "simulate",
+        str(offline),
+        "--propensities-from",
+        str(_write(folder)),
+        "--click-model",
+        "cascade",
+    ]
+    assert main([*args, "--out", str(tmp_path / "plan")]) == 2
+    assert "--propensities-from: expected the pbm click model" in capsys.readouterr().err

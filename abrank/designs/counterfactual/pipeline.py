@@ -263,3 +263,17 @@ def diagnostics_of(experiment: Experiment, prepared: Prepared) -> dict[str, Any]
         "logged_units": prepared.logged["units"],
         "logged_impressions": prepared.logged["impressions"],
     }
+
+
+def harvested_examination(experiment: Experiment, say: Any = None) -> PropensityEstimate:
+    """The examination by rank harvested from ``experiment``'s click logs (an online or
+    counterfactual experiment with a ``query`` column), relative to rank 1, with its
+    point estimates only (no bootstrap): what ``abrank simulate
+    --propensities-from`` gives the planner in place of its default click model's."""
+    from abrank.inputs import resolve_inputs
+
+    say = say or (lambda message: None)
+    _, logs = read_logs(experiment, resolve_inputs(experiment), say)
+    analysis = experiment.analysis.model_copy(update={"propensity_resamples": 0})
+    harvest = experiment.model_copy(update={"propensities": "harvest", "analysis": analysis})
+    return propensities_of(harvest, logs, 1, say)
