@@ -104,7 +104,7 @@ def propensity_accuracy(sims: int, impressions: int) -> dict:
     }
 
 
-def coverage(sims: int, impressions: int) -> dict:
+def coverage(sims: int, impressions: int, resamples: int = 100) -> dict:
     world = the_world()
     truth = world.true_metric("C", "click_rr") - world.true_metric("A", "click_rr")
     run = world.run("C")
@@ -113,19 +113,20 @@ def coverage(sims: int, impressions: int) -> dict:
     for s in range(sims):
         logs = coded(world, np.random.default_rng([2, s]), impressions)
         r = logs.rows
-        p = harvest_propensities(
-            r.pair, r.rank, r.clicked, r.unit, max_rank=K, resamples=0
-        ).estimate
+        found = harvest_propensities(
+            r.pair, r.rank, r.clicked, r.unit, max_rank=K, resamples=resamples, seed=s
+        )
         lists, counts = candidate_lists(logs, run, K)
         evidence = counterfactual_evidence(
             logs,
             "A",
             [CandidateInput("C", lists, counts)],
-            p,
+            found.estimate,
             spec,
             estimator="snips",
             unit="user_id",
             level=0.95,
+            draws=found.draws,
         )
         entry = evidence.extras["estimates"]["click_rr@10"]["snips"]["C"]
         low, high = entry["ci"]
@@ -141,6 +142,7 @@ def coverage(sims: int, impressions: int) -> dict:
         "bias_share_of_delta": abs(bias) / abs(truth),
         "coverage": covered / sims,
         "sd_delta": float(np.std(deltas, ddof=1)),
+        "propensity_resamples": resamples,
     }
 
 
@@ -239,6 +241,9 @@ def main() -> None:
     parser.add_argument("--coverage-sims", type=int, default=500, help="coverage simulations (500)")
     parser.add_argument("--check-sims", type=int, default=100, help="PBM-check simulations (100)")
     parser.add_argument("--impressions", type=int, default=100_000)
+    parser.add_argument(
+        "--resamples", type=int, default=100, help="coverage: propensity bootstrap (100)"
+    )
     parser.add_argument("--rows", type=int, default=10_000_000, help="speed: logged rows (10M)")
     parser.add_argument("--only", choices=["propensities", "coverage", "check", "speed"])
     args = parser.parse_args()
@@ -248,7 +253,7 @@ def main() -> None:
         figures["propensities"] = propensity_accuracy(args.sims, args.impressions)
         print("propensities:", figures["propensities"], flush=True)
     if args.only in (None, "coverage"):
-        figures["coverage"] = coverage(args.coverage_sims, args.impressions)
+        figures["coverage"] = coverage(args.coverage_sims, args.impressions, args.resamples)
         print("coverage:", figures["coverage"], flush=True)
     if args.only in (None, "check"):
         figures["check"] = pbm_check_rates(args.check_sims, args.impressions)

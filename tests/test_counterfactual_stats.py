@@ -17,7 +17,8 @@ import pytest
 
 from abrank.demo.click_world import make_world
 from abrank.designs.counterfactual.logs import candidate_lists, code_logs
-from abrank.stats.ips import attractiveness, list_sums
+from abrank.designs.counterfactual.samples import linearised
+from abrank.stats.ips import attractiveness, distinct_lists, list_sums, mean_estimate
 from abrank.stats.pbm import expected_metric, metric_gradient
 from abrank.stats.pbm_check import pbm_check
 from abrank.stats.propensity import harvest_propensities
@@ -217,3 +218,29 @@ def test_the_pbm_check_passes_a_position_based_log_and_fails_a_cascade():
     assert not outcomes["pbm"].fails and outcomes["pbm"].p_value > 0.05
     assert outcomes["cascade"].fails and outcomes["cascade"].p_value < 1e-6
     assert outcomes["pbm"].df == 18
+
+
+def test_distinct_lists_score_as_every_list_does():
+    rng = np.random.default_rng(3)
+    world = make_world(rng, queries=30)
+    logs = _coded(world.log(rng, 3000, {"A": 0.5, "B": 0.5}))
+    rows = logs.rows
+    p = world.examination
+    alpha, _ = attractiveness(rows, p, "snips")
+    distinct, counts = distinct_lists(logs.logger_lists)
+    assert counts.sum() == logs.n_logger
+    assert distinct.pairs.shape[0] == len(np.unique(logs.logger_lists.pairs, axis=0))
+    every = mean_estimate(logs.logger_lists, np.ones(logs.n_logger), alpha, p, "click_rr", 10)
+    once = mean_estimate(distinct, counts, alpha, p, "click_rr", 10)
+    assert once == pytest.approx(every, rel=1e-12)
+
+
+def test_the_linearised_values_carry_the_ratio_and_the_delta_methods_variance():
+    sums = pd.DataFrame({"impressions": [2.0, 1.0, 0.0, 3.0], "m": [1.0, 0.5, 0.2, 0.9]})
+    values = linearised(sums, "m")
+    ratio = 2.6 / 6.0
+    assert values.mean() == pytest.approx(ratio, rel=1e-12)
+    # Var(sum M / sum D) by the delta method, worked out by hand
+    z = sums["m"] - ratio * sums["impressions"]
+    by_hand = (z**2).sum() * 4 / 3 / 6.0**2
+    assert values.var(ddof=1) / 4 == pytest.approx(by_hand, rel=1e-12)

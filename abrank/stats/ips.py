@@ -42,7 +42,9 @@ __all__ = [
     "ClickRows",
     "Lists",
     "attractiveness",
+    "distinct_lists",
     "list_sums",
+    "mean_estimate",
     "weight_diagnostics",
 ]
 
@@ -197,6 +199,34 @@ def weight_diagnostics(
         "max_weight_share": json_safe(largest / total) if total > 0 else None,
         "unsupported": json_safe(unsupported / slots) if slots > 0 else None,
     }
+
+
+def distinct_lists(lists: Lists) -> tuple[Lists, np.ndarray]:
+    """The distinct rows of ``lists`` and how many times each occurs (a logging arm serves
+    the same list to many impressions of a query: scoring each once is enough for means)."""
+    if lists.pairs.shape[0] == 0:
+        return lists, np.zeros(0)
+    mix = np.random.default_rng(0x11575).integers(1, 2**62, lists.pairs.shape[1], dtype=np.int64)
+    with np.errstate(over="ignore"):
+        keys = (lists.pairs.astype(np.int64) + 2) * mix
+    _, first, counts = np.unique(keys.sum(axis=1), return_index=True, return_counts=True)
+    return Lists(lists.pairs[first], lists.unsupported[first]), counts.astype(np.float64)
+
+
+def mean_estimate(
+    lists: Lists,
+    weights: np.ndarray,
+    alpha: np.ndarray,
+    propensity: np.ndarray,
+    family: str,
+    k: int,
+) -> float:
+    """The plug-in mean of ``family@k`` over ``lists`` weighted by ``weights`` (impressions
+    each serves) with attractiveness ``alpha`` (:func:`attractiveness`): the estimate of
+    :func:`list_sums` without its per-unit sums."""
+    top = Lists(lists.pairs[:, :k], lists.unsupported[:, :k])
+    value = expected_metric(family, _clicks(top, alpha, propensity, family))
+    return float(value @ weights) / float(weights.sum())
 
 
 def clipped_estimates(

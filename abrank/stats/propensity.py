@@ -86,6 +86,9 @@ class PropensityEstimate:
     iterations: int = 0
     converged: bool = True
     adjacent: tuple[AdjacentCheck, ...] = ()
+    #: the bootstrap replicates (resamples x ranks; None without a bootstrap), which the
+    #: estimators read to carry the propensities' noise into their intervals
+    draws: np.ndarray | None = None
 
     @property
     def ranks(self) -> np.ndarray:
@@ -218,6 +221,7 @@ def harvest_propensities(
     adjacent, crossing = _adjacent(clicks, shows)
     low, high = nan.copy(), nan.copy()
     adj_low, adj_high = nan[:-1].copy(), nan[:-1].copy()
+    draws: np.ndarray | None = None
     if resamples > 0 and np.isfinite(estimate).any():
         rng = np.random.default_rng([seed, 0x70B5])
         n_units = int(unit.max()) + 1
@@ -259,4 +263,5 @@ def harvest_propensities(
         iterations=iterations,
         converged=converged,
         adjacent=tuple(checks),
+        draws=draws,
     )

@@ -163,6 +163,7 @@ def counterfactual_inputs(experiment: Experiment, inputs: Any, say: Any) -> Prep
         unit=unit,
         level=experiment.analysis.confidence_level,
         inputs=tuple(data.inputs),
+        draws=propensities.draws,
     )
     scored = experiment.model_copy(
         update={

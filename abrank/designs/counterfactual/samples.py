@@ -7,6 +7,11 @@ of x_t - x_c over the n units is the delta method's test of the paired differenc
 such ratios on the same units (Deng, Knoblich & Lu, KDD 2018): so the paired statistics
 (:func:`abrank.stats.compare_metrics`, the offline design's) serve the counterfactual
 comparisons unchanged, with their permutation and bootstrap second opinions on the units.
+
+Harvested propensities are estimated too: the variance their bootstrap replicates give the
+delta (data held fixed) is added by widening both arms' deviations by the same factor
+sqrt(1 + var_propensities / var_units), which leaves the means and the pairing as they are
+and multiplies the paired difference's variance by exactly that factor squared.
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ def linearised(sums: pd.DataFrame, metric: str) -> pd.Series:
     )
 
 
+def _widened(values: pd.Series, factor: float) -> pd.Series:
+    """``values`` with their deviations from their mean multiplied by ``factor``."""
+    mean = float(values.mean())
+    return mean + (values - mean) * factor
+
+
 class CounterfactualSamples:
     """Each candidate against the logging arm, on the linearised values of the same units."""
 
@@ -50,8 +61,13 @@ class CounterfactualSamples:
         return list(self.experiment.metrics)
 
     def overall(self, pair: ArmPair, metric: str) -> tuple[pd.Series, pd.Series]:
+        """Both arms' linearised values, their spread around the arm's estimate widened
+        by the pair's ``inflation`` (the propensities' share of the delta's variance)."""
         sums = self.evidence.sums
-        return linearised(sums[pair.control], metric), linearised(sums[pair.treatment], metric)
+        factor = self.evidence.extras.get("inflation", {}).get(metric, {}).get(pair.treatment, 1.0)
+        control = linearised(sums[pair.control], metric)
+        treatment = linearised(sums[pair.treatment], metric)
+        return _widened(control, factor), _widened(treatment, factor)
 
     def segments(self, pair: ArmPair) -> list[tuple[str, Any]]:
         return []
