@@ -156,6 +156,14 @@ def test_a_candidate_file_of_unknown_format_is_refused(world_files, capsys):
     assert main(["run", str(config), "--out", str(folder / "never")]) == 2
     err = capsys.readouterr().err
     assert "cand.xyz" in err and "Traceback" not in err
+    assert main(["validate", str(config)]) == 2  # validate opens the candidates too
+    assert "cand.xyz" in capsys.readouterr().err
+
+
+def test_validate_reads_the_logs_as_run_does(world_files, capsys):
+    folder, _ = world_files
+    assert main(["validate", str(_write(folder))]) == 0
+    assert ": ok: cf-test: A (" in capsys.readouterr().out
 
 
 def test_the_summary_record_is_every_designs(world_files, tmp_path):

@@ -113,9 +113,11 @@ class CounterfactualDesign(DesignBase):
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:
         """The logged arms' impressions and units, once the logs and candidates are read."""
         from abrank.analysis.validate import ArmInputs
-        from abrank.designs.counterfactual.pipeline import read_logs
+        from abrank.designs.counterfactual.pipeline import read_candidate, read_logs
 
         data, logs = read_logs(experiment, inputs, lambda message: None)
+        for index in range(len(experiment.candidates)):
+            read_candidate(experiment, index, inputs)
         arms = []
         for index, name in enumerate(logs.arms):
             mine = logs.arm_of_impression == index

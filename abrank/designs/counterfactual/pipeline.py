@@ -128,10 +128,24 @@ def propensities_of(
     return found
 
 
-def counterfactual_inputs(experiment: Experiment, inputs: Any, say: Any) -> Prepared:
-    """Everything before the comparisons."""
+def read_candidate(experiment: Experiment, index: int, inputs: Any) -> pd.DataFrame:
+    """Candidate ``index``'s rankings frame (query_id, doc_id, rank), read as an arm's."""
     from abrank.io import read_rankings
 
+    candidate = experiment.candidates[index]
+    source = inputs[f"candidates[{index}].path"]
+    return read_rankings(
+        source.file,
+        format=source.format,
+        columns=candidate.columns.mapping(),
+        duplicates=candidate.duplicates or experiment.duplicates,
+        sep=candidate.sep,
+        decimal=candidate.decimal,
+    )
+
+
+def counterfactual_inputs(experiment: Experiment, inputs: Any, say: Any) -> Prepared:
+    """Everything before the comparisons."""
     data, logs = read_logs(experiment, inputs, say)
     specs = metric_specs(experiment)
     deepest = max(spec.k for spec in specs)
@@ -140,14 +154,7 @@ def counterfactual_inputs(experiment: Experiment, inputs: Any, say: Any) -> Prep
     for index, candidate in enumerate(experiment.candidates):
         source = inputs[f"candidates[{index}].path"]
         say(f"reading candidate {candidate.name}")
-        rankings = read_rankings(
-            source.file,
-            format=source.format,
-            columns=candidate.columns.mapping(),
-            duplicates=candidate.duplicates or experiment.duplicates,
-            sep=candidate.sep,
-            decimal=candidate.decimal,
-        )
+        rankings = read_candidate(experiment, index, inputs)
         lists, counts = candidate_lists(logs, rankings, deepest)
         candidates.append(CandidateInput(candidate.name, lists, counts))
         data.inputs.append(source.entry(source.file, len(rankings)))
