@@ -18,7 +18,13 @@ import pytest
 from abrank.demo.click_world import make_world
 from abrank.designs.counterfactual.logs import candidate_lists, code_logs
 from abrank.designs.counterfactual.samples import linearised
-from abrank.stats.ips import attractiveness, distinct_lists, list_sums, mean_estimate
+from abrank.stats.ips import (
+    attractiveness,
+    attractiveness_by_propensities,
+    distinct_lists,
+    list_sums,
+    mean_estimate,
+)
 from abrank.stats.pbm import expected_metric, metric_gradient
 from abrank.stats.pbm_check import pbm_check
 from abrank.stats.propensity import harvest_propensities
@@ -244,3 +250,12 @@ def test_the_linearised_values_carry_the_ratio_and_the_delta_methods_variance():
     z = sums["m"] - ratio * sums["impressions"]
     by_hand = (z**2).sum() * 4 / 3 / 6.0**2
     assert values.var(ddof=1) / 4 == pytest.approx(by_hand, rel=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ["snips", "ips"])
+def test_attractiveness_for_many_propensities_is_each_ones(estimator):
+    logs = _coded(TINY)
+    draws = np.array([P, [1.0, 0.5, 0.25], [1.0, 0.9, 0.8]])
+    many = attractiveness_by_propensities(logs.rows, draws, estimator)
+    for b, p in enumerate(draws):
+        assert many[:, b] == pytest.approx(attractiveness(logs.rows, p, estimator)[0], rel=1e-12)

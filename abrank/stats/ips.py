@@ -42,6 +42,7 @@ __all__ = [
     "ClickRows",
     "Lists",
     "attractiveness",
+    "attractiveness_by_propensities",
     "distinct_lists",
     "list_sums",
     "mean_estimate",
@@ -104,6 +105,30 @@ def attractiveness(
     shown = np.bincount(rows.pair, minlength=n).astype(np.float64)
     total = np.bincount(rows.pair, rows.clicked * weight, n)
     return np.divide(total, shown, out=np.zeros(n), where=shown > 0), shown
+
+
+def attractiveness_by_propensities(
+    rows: ClickRows, propensities: np.ndarray, estimator: str
+) -> np.ndarray:
+    """:func:`attractiveness` (pairs x replicates) for each row of ``propensities``
+    (replicates x ranks) at once: the rows are summed per (pair, rank) once, and each
+    replicate is a product of those sums with its propensities."""
+    from scipy import sparse
+
+    depth = propensities.shape[1]
+    n = rows.n_pairs
+    shape = (n, depth)
+    cells = (rows.pair, rows.rank - 1)
+    shows = sparse.csr_matrix((np.ones(rows.pair.size), cells), shape=shape)
+    if estimator == "snips":
+        clicks = np.bincount(rows.pair, rows.clicked, n)
+        exposure = np.asarray(shows @ propensities.T)
+        safe = np.where(exposure > 0, exposure, 1.0)
+        return np.where(exposure > 0, clicks[:, None] / safe, 0.0)
+    clicked = sparse.csr_matrix((rows.clicked, cells), shape=shape)
+    shown = np.bincount(rows.pair, minlength=n).astype(np.float64)
+    total = np.asarray(clicked @ (1.0 / propensities).T)
+    return np.where(shown[:, None] > 0, total / np.maximum(shown, 1.0)[:, None], 0.0)
 
 
 def _clicks(lists: Lists, alpha: np.ndarray, propensity: np.ndarray, family: str) -> np.ndarray:

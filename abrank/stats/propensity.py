@@ -21,7 +21,8 @@ alone; where the all-pairs fit's ratio falls outside the adjacent estimate's boo
 interval, the two disagree (the model fits some ranks badly, or few pairs cross them).
 
 Intervals come from a unit bootstrap: each unit (user) gets a Poisson(1) weight per
-replicate (seeded), the counts are re-summed with those weights and the fit rerun (warm
+replicate (seeded), the counts are re-summed with those weights (a block of replicates at
+once: a sparse product of the per-unit counts with the weights) and the fit rerun (warm
 started from the full-sample fit).
 """
 
@@ -168,6 +169,15 @@ def _adjacent(clicks: np.ndarray, shows: np.ndarray) -> tuple[np.ndarray, np.nda
     return ratio, both.sum(axis=0)
 
 
+def _cells_by_units(
+    cell: np.ndarray, unit: np.ndarray, values: np.ndarray, n_cells: int, n_units: int
+) -> Any:
+    """The sum of ``values`` per (cell, unit), a sparse cells x units matrix."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((values, (cell, unit)), shape=(n_cells, n_units))
+
+
 def harvest_propensities(
     pair: np.ndarray,
     rank: np.ndarray,
@@ -228,11 +238,25 @@ def harvest_propensities(
         draws = np.empty((resamples, max_rank))
         adjacent_draws = np.empty((resamples, max_rank - 1))
         warm = np.nan_to_num(estimate, nan=0.0)
-        for b in range(resamples):  # replicates, each vectorised over every row
-            weights = rng.poisson(1.0, n_units).astype(np.float64)[unit]
-            c, s = table(weights)
-            draws[b], _, _ = _fit(c, s, warm, MAX_ITERATIONS)
-            adjacent_draws[b], _ = _adjacent(c, s)
+        # each cell's shows and clicks per unit, as sparse cells x units matrices: a block of
+        # replicates' tables is one product with the block's Poisson weights
+        occupied, row_occupied = np.unique(row_cell, return_inverse=True)
+        by_unit_shows = _cells_by_units(
+            row_occupied, unit, np.ones(row_cell.size), occupied.size, n_units
+        )
+        by_unit_clicks = _cells_by_units(row_occupied, unit, clicked, occupied.size, n_units)
+        block = int(max(1, min(50, 20_000_000 // max(occupied.size, 1))))
+        for first in range(0, resamples, block):  # blocks of replicates, each one product
+            count = min(block, resamples - first)
+            weights = rng.poisson(1.0, (n_units, count)).astype(np.float64)
+            shows_block = np.asarray(by_unit_shows @ weights)
+            clicks_block = np.asarray(by_unit_clicks @ weights)
+            for j in range(count):
+                flat_c, flat_s = np.zeros(size), np.zeros(size)
+                flat_c[occupied], flat_s[occupied] = clicks_block[:, j], shows_block[:, j]
+                c, s = flat_c.reshape(n_pairs, max_rank), flat_s.reshape(n_pairs, max_rank)
+                draws[first + j], _, _ = _fit(c, s, warm, MAX_ITERATIONS)
+                adjacent_draws[first + j], _ = _adjacent(c, s)
         tail = (1.0 - confidence_level) / 2
         with np.errstate(all="ignore"):
             low, high = np.nanquantile(draws, [tail, 1 - tail], axis=0)

@@ -23,7 +23,7 @@ from abrank.evidence import ROWS, Evidence
 from abrank.stats.ips import (
     ESTIMATORS,
     Lists,
-    attractiveness,
+    attractiveness_by_propensities,
     clipped_estimates,
     distinct_lists,
     list_sums,
@@ -93,8 +93,9 @@ def propensity_variances(
     logger, counts = distinct_lists(logs.logger_lists)
     per_query = logs.logger_impressions_per_query()
     deltas = np.empty((usable.shape[0], len(metrics), len(candidates)))
-    for b, p in enumerate(usable):  # replicates; each vectorised over every row and list
-        alpha, _ = attractiveness(rows, p, estimator)
+    alphas = attractiveness_by_propensities(rows, usable, estimator)
+    for b, p in enumerate(usable):  # replicates; each vectorised over every list
+        alpha = alphas[:, b]
         for i, spec in enumerate(metrics):
             base = mean_estimate(logger, counts, alpha, p, spec.family, spec.k)
             for j, candidate in enumerate(candidates):
