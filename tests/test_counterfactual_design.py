@@ -92,6 +92,11 @@ def test_given_propensities_are_used_as_stated(world_files):
     ranks = summary["diagnostics"]["propensities"]
     assert [r["estimate"] for r in ranks] == pytest.approx(list(world.examination), abs=1e-6)
     assert summary["diagnostics"]["propensity_fit"]["source"] == "given"
+    # given propensities have no noise of their own: the interval is the units' alone
+    entry = summary["diagnostics"]["estimates"]["click_rr@10"]["snips"]["good"]
+    assert entry["se_propensities"] == 0.0
+    low, high = entry["ci"]
+    assert (high - low) / 2 == pytest.approx(1.959963984540054 * entry["se_units"], rel=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -231,3 +236,15 @@ def test_simulate_refuses_harvested_examination_for_the_cascade(world_files, tmp
     ]
     assert main([*args, "--out", str(tmp_path / "plan")]) == 2
     assert "--propensities-from: expected the pbm click model" in capsys.readouterr().err
+
+
+def test_only_the_memory_engine_runs_the_design(world_files, capsys):
+    folder, _ = world_files
+    assert (
+        main(["run", str(_write(folder)), "--engine", "duckdb", "--out", str(folder / "never")])
+        == 2
+    )
+    assert (
+        "engine: duckdb: expected one of the engines that run the counterfactual design (memory)"
+        in capsys.readouterr().err
+    )
