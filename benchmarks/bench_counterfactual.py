@@ -166,7 +166,10 @@ def pbm_check_rates(sims: int, impressions: int) -> dict:
     return {"sims": sims, "impressions": impressions, **out}
 
 
-def speed(rows: int, engine: str = "memory") -> dict:
+def speed(rows: int, engine: str = "memory", tests: str | None = "[t]") -> dict:
+    """One `abrank run` of ``rows`` logged rows and three candidates; ``tests``: the
+    config's ``analysis.tests`` (None: the defaults, t, permutation and bootstrap with
+    10,000 resamples each, whose cost grows with the units: 200k users here)."""
     world = the_world()
     rng = np.random.default_rng(9)
     with tempfile.TemporaryDirectory() as folder:
@@ -195,7 +198,9 @@ def speed(rows: int, engine: str = "memory") -> dict:
             )
             + candidates
             + "\nmetrics: [click_rr@10, ctr@3, clicks@10]\n"
-            + "analysis: {design: counterfactual, unit: user_id}\n"
+            + "analysis: {design: counterfactual, unit: user_id"
+            + (f", tests: {tests}" if tests else "")
+            + "}\n"
         )
         start = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -225,6 +230,7 @@ def speed(rows: int, engine: str = "memory") -> dict:
         "rows": rows,
         "candidates": 3,
         "engine": engine,
+        "tests": tests or "default",
         "seconds": round(seconds, 2),
         "peak_rss_gb": round(max(peak, before) / 1024**2, 2),
         "deltas": {
@@ -261,6 +267,8 @@ def main() -> None:
     if args.only in (None, "speed"):
         figures["speed"] = speed(args.rows)
         print("speed:", figures["speed"], flush=True)
+        figures["speed_default_tests"] = speed(args.rows, tests=None)
+        print("speed (default tests):", figures["speed_default_tests"], flush=True)
     print(json.dumps(figures))
 
 

@@ -248,3 +248,14 @@ def test_only_the_memory_engine_runs_the_design(world_files, capsys):
         "engine: duckdb: expected one of the engines that run the counterfactual design (memory)"
         in capsys.readouterr().err
     )
+
+
+def test_given_propensities_must_cover_every_logged_rank(world_files, capsys):
+    folder, _ = world_files
+    text = CONFIG.replace("analysis:", "propensities: {1: 1.0, 2: 0.5, 3: 0.3}\nanalysis:")
+    config = _write(folder, text, "short.yaml")
+    assert main(["run", str(config), "--out", str(folder / "never")]) == 2
+    assert (
+        "propensities: expected a value for every logged rank 1..10, got ranks 1..3"
+        in capsys.readouterr().err
+    )
