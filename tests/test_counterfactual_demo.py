@@ -81,4 +81,8 @@ def test_the_demo_predicts_the_fusions_effect_with_its_diagnostics(demo_summary)
         out / "report.md"
     ).read_text()
     assert (out / "charts" / "propensities.png").read_bytes()[:4] == b"\x89PNG"
+    # the model puts BM25 at 0.329 click_rr@10 against its observed 0.310: a warning says so
+    # (clicks@10 is linear in the clicks: no gap, no warning)
+    gaps = [w for w in diagnostics["warnings"] if "the model puts the logging arm" in w]
+    assert [w.split(":")[0] for w in gaps] == ["click_rr@10", "ctr@3"]
     assert primary["wins"] is None  # units' linearised values neither win nor lose

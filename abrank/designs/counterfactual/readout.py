@@ -37,6 +37,30 @@ __all__ = ["UNSUPPORTED", "build_counterfactual_readout"]
 #: The verdict of a candidate with too little support: no verdict.
 UNSUPPORTED = "unsupported"
 
+#: A relative gap between the logging arm's model estimate and its observed mean above
+#: which the readout warns that the model misses how these users click.
+MODEL_GAP_WARNING = 0.05
+
+
+def model_gap_warnings(diagnostics: dict[str, Any], control: str) -> list[str]:
+    """A warning per metric whose model estimate of the logging arm is off its observed
+    mean by more than :data:`MODEL_GAP_WARNING` (relative)."""
+    out = []
+    estimator = diagnostics["estimator"]
+    for metric, observed in diagnostics["observed"].items():
+        model = diagnostics["estimates"][metric][estimator][control]
+        if observed is None or model is None or observed <= 0:
+            continue
+        gap = model / observed - 1
+        if abs(gap) > MODEL_GAP_WARNING:
+            out.append(
+                f"{metric}: the model puts the logging arm {control} at {model:.3f} against its "
+                f"observed {observed:.3f} ({gap:+.0%}): the position-based model misses how "
+                "these users click (e.g. users who click more than others click together), so "
+                "the candidates' deltas of this metric may be off by a similar share"
+            )
+    return out
+
 
 def without_verdicts(comparisons: list[Comparison], unsupported: set[str]) -> list[Comparison]:
     """The comparisons, those of the ``unsupported`` candidates with no verdict; no
@@ -88,9 +112,10 @@ def build_counterfactual_readout(
                 f"{entry['fitted']:.3f} lies outside the adjacent ranks' own interval "
                 f"[{low:.3f}, {high:.3f}]"
             )
+    control = experiment.control.name
+    warnings += model_gap_warnings(diagnostics, control)
     warnings += comparison_warnings(comparisons)
     units, rows = evidence.units, evidence.rows
-    control = experiment.control.name
     arms = tuple(
         ArmSummary(
             name=arm.name,
