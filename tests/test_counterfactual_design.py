@@ -259,3 +259,38 @@ def test_given_propensities_must_cover_every_logged_rank(world_files, capsys):
         "propensities: expected a value for every logged rank 1..10, got ranks 1..3"
         in capsys.readouterr().err
     )
+
+
+def test_a_logged_propensity_column_gives_the_same_estimates_as_the_same_values_given(world_files):
+    folder, world = world_files
+    log = pd.read_csv(folder / "log.csv")
+    log["propensity"] = world.examination[log["rank"] - 1]
+    log.to_csv(folder / "with-propensity.csv", index=False)
+    column = CONFIG.replace("log.csv", "with-propensity.csv").replace(
+        "analysis:", "propensities: column\nanalysis:"
+    )
+    given = ", ".join(f"{r + 1}: {float(v)!r}" for r, v in enumerate(world.examination))
+    stated = CONFIG.replace("analysis:", f"propensities: {{{given}}}\nanalysis:")
+    by_column = abrank.run_experiment(_write(folder, column, "column.yaml")).summary
+    by_value = abrank.run_experiment(_write(folder, stated, "stated.yaml")).summary
+    assert by_column["diagnostics"]["propensity_fit"]["source"] == "column"
+    for a, b in zip(by_column["comparisons"], by_value["comparisons"], strict=True):
+        assert a["delta"] == pytest.approx(b["delta"], rel=1e-12)
+        assert a["ci"] == pytest.approx(b["ci"], rel=1e-12)
+
+
+def test_a_propensity_column_out_of_range_is_refused(world_files, capsys):
+    folder, _ = world_files
+    log = pd.read_csv(folder / "log.csv")
+    log["propensity"] = 1.5
+    log.to_csv(folder / "bad-propensity.csv", index=False)
+    text = CONFIG.replace("log.csv", "bad-propensity.csv").replace(
+        "analysis:", "propensities: column\nanalysis:"
+    )
+    assert (
+        main(["run", str(_write(folder, text, "badcol.yaml")), "--out", str(folder / "never")]) == 2
+    )
+    err = capsys.readouterr().err
+    assert (
+        "bad-propensity.csv: propensity: expected a number in (0, 1] on every row, got '1.5'" in err
+    )

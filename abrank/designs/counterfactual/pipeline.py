@@ -70,6 +70,19 @@ def read_logs(experiment: Experiment, inputs: Any, say: Any) -> tuple[Any, Coded
                     f"{data.paths[name]}: propensities: column: expected a `propensity` "
                     f"column, found columns: {', '.join(map(str, frame.columns))}"
                 )
+            raw = frame["propensity"]
+            numbers = (
+                raw if raw.dtype.kind == "f" else pd.to_numeric(raw.astype(str), errors="coerce")
+            )
+            values = numbers.to_numpy(dtype=np.float64)
+            bad = ~np.isfinite(values) | (values <= 0) | (values > 1)
+            if bad.any():
+                found = raw.iloc[int(np.flatnonzero(bad)[0])]
+                raise DataError(
+                    f"{data.paths[name]}: propensity: expected a number in (0, 1] on every "
+                    f"row, got {str(found)!r}"
+                )
+            frame["propensity"] = values
     say("coding the logs")
     return data, code_logs(data.impressions, experiment.control.name, unit, data.paths)
 
@@ -97,12 +110,7 @@ def propensities_of(
     rows = logs.rows
     if config == "column":
         values = logs.propensity
-        assert values is not None  # read_logs checked the column
-        bad = ~np.isfinite(values) | (values <= 0) | (values > 1)
-        if bad.any():
-            raise DataError(
-                f"propensity: expected values in (0, 1] on every row, got {values[bad][0]!r}"
-            )
+        assert values is not None  # read_logs checked the column: numbers in (0, 1]
         means = np.bincount(rows.rank - 1, values, depth) / np.maximum(
             np.bincount(rows.rank - 1, minlength=depth), 1
         )
