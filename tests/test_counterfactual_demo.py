@@ -38,7 +38,6 @@ def demo_summary(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cf")
     text = CONFIG.read_text().replace("data/", f"{DATA}/")
     text = text.replace("propensity_resamples: 100", "propensity_resamples: 20")
-    text = text.replace("resamples: 2000", "resamples: 200")
     config = folder / "demo-counterfactual.yaml"
     config.write_text(text)
     out = folder / "out"

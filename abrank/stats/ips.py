@@ -21,8 +21,10 @@ impressions' plug-in values plus, for every row the unit logged in any arm, the 
 gradient with respect to alpha_qd times that row's influence on alpha_qd. These per-unit
 sums (M_u) over the unit's logging-arm impressions (D_u) add up exactly to the estimate;
 their spread over units gives its variance, and the candidate's and the logger's sums of
-the same unit give the paired difference's. The propensities are taken as known (their
-own noise is not propagated: see the README's "Counterfactual evaluation").
+the same unit give the paired difference's. The propensities are held fixed here; the
+noise of harvested ones is added by the design from their bootstrap replicates
+(:func:`attractiveness_by_propensities` and :func:`mean_estimate` recompute an estimate
+for each replicate at the cost of one product per replicate).
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ class ClickRows:
 class Lists:
     """Ranked lists as pair codes: ``pairs`` (lists x k; -1 where the slot is empty or the
     document was never logged for the query), ``unsupported`` (a document is there that
-    no log ever showed for the query) and ``owner`` the query (candidate lists, one per
-    query) or impression (the logging arm's lists) of each list."""
+    no log ever showed for the query). A candidate has one list per query code, the logging
+    arm one per impression of its own."""
 
     pairs: np.ndarray
     unsupported: np.ndarray

@@ -46,7 +46,8 @@ class CounterfactualDesign(DesignBase):
 
     def check(self, checks: Any, experiment: Experiment, analysis: Any) -> Any:
         """A unit, candidates, click metrics of the PBM with a cut-off, valid propensities;
-        no segments, covariates or judgments (not supported by this design)."""
+        no segments, covariates or judgments (not supported by this design); the t-test
+        alone unless ``analysis.tests`` says otherwise."""
         from abrank.config.counterfactual import propensity_problems
         from abrank.metrics import parse_metric
 
@@ -73,6 +74,11 @@ class CounterfactualDesign(DesignBase):
                 )
         for loc, message in propensity_problems(experiment.propensities):
             checks.add(loc, message)
+        if "tests" not in analysis.model_fields_set:
+            # the units' linearised values make the t-test the delta method's; resampling
+            # them re-estimates neither the attractiveness nor the propensities, so the
+            # permutation and bootstrap add cost (a lot over many units), not evidence
+            analysis = analysis.model_copy(update={"tests": ["t"]})
         not_read = {
             ("segments", "columns"): bool(experiment.segments.columns),
             ("analysis", "covariates"): analysis.covariates is not None,
