@@ -259,3 +259,50 @@ def test_attractiveness_for_many_propensities_is_each_ones(estimator):
     many = attractiveness_by_propensities(logs.rows, draws, estimator)
     for b, p in enumerate(draws):
         assert many[:, b] == pytest.approx(attractiveness(logs.rows, p, estimator)[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("family", ["click_rr", "ctr", "clicks"])
+def test_with_clicks_at_their_expectation_the_estimate_is_the_models_exact_value(family):
+    # one impression of every query per ranker, each result "clicked" p_r * alpha (its
+    # expected click): SNIPS recovers every alpha exactly, so the candidate's estimate is
+    # the PBM's exact expectation of its lists (by the enumeration of click patterns)
+    rng = np.random.default_rng(17)
+    world = make_world(rng, queries=12, pool=8, k=4, noise={"A": 0.3, "B": 0.3})
+    n, k = world.alpha.shape[0], world.k
+    rows = []
+    for arm in ("A", "B"):
+        for q in range(n):
+            for r, d in enumerate(world.lists[arm][q]):
+                chance = world.examination[r] * world.alpha[q, d]
+                rows.append(
+                    (f"{arm}{q}", f"u{arm}{q}", r + 1, str(q * 1000 + d), chance, str(q), arm)
+                )
+    log = pd.DataFrame(rows, columns=TINY.columns)
+    logs = _coded(log)
+    shown = [
+        sorted(set(a) | set(b)) for a, b in zip(world.lists["A"], world.lists["B"], strict=True)
+    ]
+    best = [sorted(docs, key=lambda d: -world.alpha[q, d])[:k] for q, docs in enumerate(shown)]
+    candidate = pd.DataFrame(
+        [
+            (str(q), str(q * 1000 + d), r + 1)
+            for q, docs in enumerate(best)
+            for r, d in enumerate(docs)
+        ],
+        columns=["query_id", "doc_id", "rank"],
+    )
+    lists, _ = candidate_lists(logs, candidate, k)
+    assert not lists.unsupported.any()
+    got = list_sums(
+        logs.rows,
+        lists,
+        logs.logger_impressions_per_query(),
+        np.where(logs.rows.logger, logs.rows.query, -1),
+        world.examination,
+        family,
+        k,
+    )
+    exact = np.mean(
+        [_enumerated(family, world.examination * world.alpha[q, best[q]]) for q in range(n)]
+    )
+    assert got.estimate == pytest.approx(exact, rel=1e-12)
