@@ -48,6 +48,7 @@ def demo_summary(tmp_path_factory):
 def test_the_demo_predicts_the_fusions_effect_with_its_diagnostics(demo_summary):
     summary, out = demo_summary
     assert summary["design"] == "counterfactual"
+    assert summary["tests"] == ["t"]  # the design's default
     comparisons = {(c["metric"], c["treatment"]): c for c in summary["comparisons"]}
     assert set(comparisons) == {
         ("click_rr@10", "fusion"),

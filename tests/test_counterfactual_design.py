@@ -191,6 +191,10 @@ def test_the_summary_record_is_every_designs(world_files, tmp_path):
     ):
         assert key in comparison
     assert [a["name"] for a in summary["arms"]] == ["A", "good", "half"]
+    assert summary["tests"] == ["t"]
+    text = CONFIG.replace("resamples: 300", "resamples: 300, tests: [t, permutation]")
+    asked = abrank.load_experiment(_write(folder, text, "tests.yaml"))
+    assert asked.analysis.tests == ["t", "permutation"]
     assert (out / "per_query.csv").exists()
 
 

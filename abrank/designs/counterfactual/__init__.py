@@ -74,7 +74,8 @@ class CounterfactualDesign(DesignBase):
                 )
         for loc, message in propensity_problems(experiment.propensities):
             checks.add(loc, message)
-        if "tests" not in analysis.model_fields_set:
+        written = experiment.analysis.model_fields_set  # the keys the config wrote
+        if "tests" not in written and not analysis.sequential:
             # the units' linearised values make the t-test the delta method's; resampling
             # them re-estimates neither the attractiveness nor the propensities, so the
             # permutation and bootstrap add cost (a lot over many units), not evidence
