@@ -2,8 +2,9 @@
 
 A design (DESIGN.md "The spine") is everything specific to one kind of experiment: which
 configs it claims and the keys it checks, its metric names, which engines run it, how its
-inputs become evidence and the evidence a readout, and its report sections. The three
-built in live in :mod:`abrank.designs` (offline replays, online A/B tests, interleaving);
+inputs become evidence and the evidence a readout, and its report sections. The four
+built in live in :mod:`abrank.designs` (offline replays, online A/B tests, interleaving,
+counterfactual evaluation);
 :func:`register` adds one from outside the package. The rest of abrank asks this table,
 never the kind of an experiment, so that a new design is a new folder and one call.
 
@@ -24,6 +25,7 @@ __all__ = ["DESIGNS", "Design", "DesignTable", "register"]
 #: The modules of the built-in designs, each defining ``DESIGN``; the last one claims
 #: what no other does.
 BUILT_IN = (
+    "abrank.designs.counterfactual",
     "abrank.designs.interleaved",
     "abrank.designs.online",
     "abrank.designs.offline",
@@ -177,8 +179,15 @@ class DesignTable(Mapping[str, Design]):
         raise LookupError(f"no design reads a summary of design {getattr(summary, 'design', '')!r}")
 
     def selectable(self) -> dict[str, Design]:
-        """The designs added with :func:`register`, by the ``analysis.design`` that selects them."""
-        return {name: self._designs[name] for name in self._added}
+        """The designs that ``analysis.design: <name>`` selects: the built-in ones that say
+        so (``selected_by_name``), then those added with :func:`register`."""
+        designs = self._load()
+        built_in = {
+            name: design
+            for name, design in designs.items()
+            if name not in self._added and getattr(design, "selected_by_name", False)
+        }
+        return {**built_in, **{name: designs[name] for name in self._added}}
 
 
 _HOOKS = (

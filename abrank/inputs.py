@@ -270,6 +270,14 @@ def _configs(experiment: Experiment) -> dict[str, tuple[Any, str, str | None, st
         key = arm_key(index)
         role = "control" if index == 0 else "treatment"
         found[key] = (arm, role, arm.name, arm_holds, arm_logs)
+    for index, candidate in enumerate(experiment.candidates):
+        found[f"candidates[{index}].path"] = (
+            candidate,
+            "candidate",
+            candidate.name,
+            "rankings",
+            False,
+        )
     return found
 
 

@@ -334,6 +334,7 @@ def test_demo_data_verb_regenerates_the_committed_demo(tmp_path, capsys):
     written = [Path(line) for line in out.splitlines()]
     assert sorted(p.name for p in written) == [
         "demo-control.csv.gz",
+        "demo-counterfactual-fusion.run.gz",
         "demo-human-sample.tsv",
         "demo-interleaving-log.parquet",
         "demo-judgments.tsv",

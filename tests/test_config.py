@@ -107,8 +107,8 @@ def test_nested_unknown_key_and_bad_choice_reported_together(folder):
     message = error_of(write(folder, text))
     assert "line 8: analysis.sed: unknown key; did you mean 'seed'?" in message
     assert (
-        "line 9: analysis.design: expected 'paired', 'independent' or 'interleaved', got 'pairde'"
-        in message
+        "line 9: analysis.design: expected 'paired', 'independent', 'interleaved' or "
+        "'counterfactual', got 'pairde'" in message
     )
 
 

@@ -110,11 +110,11 @@ def test_an_unknown_design_names_the_added_ones(design, tmp_path):
     config.write_text(config.read_text().replace("design: unit-mean", "design: unit-man"))
     with pytest.raises(ConfigError) as caught:
         abrank.load_experiment(config)
-    assert "analysis.design: expected 'paired', 'independent', 'interleaved' or 'unit-mean', got 'unit-man'" in str(caught.value)
+    assert "analysis.design: expected 'paired', 'independent', 'interleaved', 'counterfactual' or 'unit-mean', got 'unit-man'" in str(caught.value)
 
 
 def test_without_registering_the_design_the_config_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match="analysis.design: expected 'paired', 'independent' or 'interleaved', got 'unit-mean'"):
+    with pytest.raises(ConfigError, match="analysis.design: expected 'paired', 'independent', 'interleaved' or 'counterfactual', got 'unit-mean'"):
         abrank.load_experiment(_config(tmp_path))
 
 

@@ -133,7 +133,7 @@ def test_alerts_fire_on_what_they_name_only():
 
 def test_an_unknown_analysis_key_lists_the_statistics_keys_then_the_online_keys(folder):
     # the order of the README's config reference: the keys of every design, then those of
-    # impression logs
+    # impression logs, then those of counterfactual evaluation
     with pytest.raises(ConfigError) as info:
         _config(ONLINE + "  colour: red\n", folder)
     assert str(info.value) == (
@@ -141,7 +141,7 @@ def test_an_unknown_analysis_key_lists_the_statistics_keys_then_the_online_keys(
         "missing_queries, alpha, confidence_level, primary_test, tests, sequential, "
         "sequential_tuning, resamples, correction, segment_correction, seed, "
         "judgments_estimate, unit, sat_dwell, covariates, expected_split, srm_alpha, "
-        "mixed_units)"
+        "mixed_units, max_unsupported, estimator, propensity_resamples)"
     )
 
 

@@ -78,7 +78,7 @@ class ValidationResult:
         if self.kind == "offline":
             arms = ", ".join(f"{arm.name} ({arm.queries:,} queries)" for arm in self.arms)
             return f"{arms}; {self.judged_queries:,} judged queries; metrics {metrics}"
-        if self.kind == "online":
+        if self.impressions is None:  # per-arm logs (online, counterfactual): no whole log
             arms = ", ".join(
                 f"{arm.name} ({arm.impressions:,} impressions, {arm.units:,} {self.unit} values)"
                 for arm in self.arms

@@ -40,6 +40,7 @@ def handle(args: argparse.Namespace) -> int:
     """Write the three demos into ``--out`` (or the dated ones into ``--daily``); print
     each file written."""
     from abrank.demo import write_demo, write_interleaving_demo, write_online_demo
+    from abrank.demo.counterfactual import write_counterfactual_demo
     from abrank.demo.machine_labels import write_machine_label_demo
     from abrank.demo.online import MIN_USERS
     from abrank.errors import ConfigError
@@ -61,6 +62,8 @@ def handle(args: argparse.Namespace) -> int:
         print(path)
     for path in write_online_demo(Path(args.out), **online_options):
         print(path)
+    # the counterfactual demo's fused ranking is made from the online demo's log
+    print(write_counterfactual_demo(Path(args.out)))
     for path in write_interleaving_demo(Path(args.out), **interleaving_options):
         print(path)
     return EXIT_OK

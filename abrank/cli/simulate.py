@@ -4,6 +4,7 @@ test and a team-draft interleaving test need, :func:`abrank.simulate_power`)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from abrank.cli.exits import EXIT_OK
 
@@ -13,7 +14,11 @@ SUMMARY = (
     "team-draft interleaving test need for 80% power, from simulated clicks; with metric "
     "roles, the units the decision rule needs to ship with its planned power."
 )
-EXAMPLE = "abrank simulate experiments/demo-reranker.yaml --click-model pbm --users 50 100 200"
+EXAMPLE = (
+    "abrank simulate experiments/demo-reranker.yaml --click-model pbm --users 50 100 200\n"
+    "  abrank simulate experiments/demo-reranker.yaml "
+    "--propensities-from experiments/demo-counterfactual.yaml"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed (default: the config's)")
     parser.add_argument(
         "--out", metavar="DIR", help="output folder (default reports/<name>-simulation)"
+    )
+    parser.add_argument(
+        "--propensities-from",
+        metavar="LOG_CONFIG",
+        help="an online or counterfactual config whose click logs (with a query column) give "
+        "the examination by rank, harvested, in place of the click model's default",
     )
 
 
@@ -57,6 +68,10 @@ def handle(args: argparse.Namespace) -> int:
     check_output_folder(folder)
     if args.click_model is not None:
         check_click_model(args.click_model, "--click-model")
+    if args.propensities_from is not None:
+        experiment = with_harvested_examination(
+            experiment, args.propensities_from, args.click_model
+        )
     rule = plan_for_rule(experiment, seed=args.seed) if experiment.metric_roles else None
     result = None
     if rule is None or can_simulate_clicks(experiment):
@@ -74,3 +89,28 @@ def handle(args: argparse.Namespace) -> int:
         print(table_text(result))
     print(f"written: {folder}")
     return EXIT_OK
+
+
+def with_harvested_examination(experiment: Any, log_config: str, click_model: str | None) -> Any:
+    """``experiment`` whose ``simulation.examination`` is harvested from ``log_config``'s
+    click logs (relative to rank 1, so rank 1 is always examined); prints what it used."""
+    from abrank.config import load_experiment
+    from abrank.config.simulation import SimulationConfig
+    from abrank.designs.counterfactual.pipeline import harvested_examination
+    from abrank.errors import ConfigError
+
+    options = experiment.simulation or SimulationConfig()
+    model = click_model or options.click_model
+    if model != "pbm":
+        raise ConfigError(
+            f"--propensities-from: expected the pbm click model (the cascade has no examination "
+            f"by rank), got {model}"
+        )
+    found = harvested_examination(load_experiment(log_config))
+    values = [float(v) for v in found.estimate]
+    print(
+        f"examination by rank harvested from {log_config}: " + " ".join(f"{v:.3f}" for v in values)
+    )
+    return experiment.model_copy(
+        update={"simulation": options.model_copy(update={"examination": values})}
+    )

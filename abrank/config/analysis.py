@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from abrank.config.counterfactual import CounterfactualKeys
 from abrank.config.keys import Strict
 from abrank.config.offline import MissingQueries
 from abrank.config.online import OnlineKeys
@@ -57,9 +58,10 @@ class StatisticsKeys(Strict):
         raise ValueError(listed)
 
 
-class AnalysisConfig(OnlineKeys, StatisticsKeys):
-    """How the arms are compared: the statistics keys, then the online keys (a model's
-    fields start with its last base's, so the keys are listed in that order)."""
+class AnalysisConfig(CounterfactualKeys, OnlineKeys, StatisticsKeys):
+    """How the arms are compared: the statistics keys, then the online keys, then the
+    counterfactual ones (a model's fields start with its last base's, so the keys are
+    listed in that order)."""
 
 
 def checked_analysis(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from abrank.config.analysis import checked_analysis
 from abrank.config.arms import named_arms
+from abrank.config.counterfactual import resolved_candidates
 from abrank.config.decision import checked_roles
 from abrank.config.experiment import Experiment
 from abrank.config.explain import check_explain
@@ -57,6 +58,7 @@ def check_semantics(
         judgments_estimate=exp.analysis.judgments_estimate,
         machine_labels=getattr(design, "machine_labels", False),
     )
+    candidates = resolved_candidates(checks, exp.candidates)
     segments = resolved_segments(checks, exp.segments)
     metrics, primary = checked_metrics(checks, exp.metrics, exp.primary_metric, metric_name)
     named = len(metrics) == len(exp.metrics)  # else a name failed: its problem is reported
@@ -76,6 +78,7 @@ def check_semantics(
             "control": arms[0],
             "treatments": arms[1:],
             "judgments": judgments,
+            "candidates": candidates,
             "log": log,
             "segments": segments,
             "metrics": metrics,

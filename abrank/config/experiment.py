@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from abrank.config.analysis import AnalysisConfig
 from abrank.config.arms import ArmConfig, with_arm_names
+from abrank.config.counterfactual import CandidateConfig, Propensities
 from abrank.config.dates import date_range, is_dated, parse_date
 from abrank.config.decision import DecisionConfig, MetricRole
 from abrank.config.engine import Engine, EngineConfig
@@ -66,6 +67,11 @@ class Experiment(Strict):
     #: which dates a dated run reads: its own (daily), or every date from a start date
     window: Literal["daily"] | CumulativeWindow = "daily"
     simulation: SimulationConfig | None = None  # `abrank simulate` (abrank.config.simulation)
+    #: rankings never shown, whose click metrics a counterfactual design predicts from the
+    #: logs (abrank.config.counterfactual); empty for every other design
+    candidates: list[CandidateConfig] = []
+    #: examination by rank: harvested from the logs, the log's propensity column, or given
+    propensities: Propensities = "harvest"
     #: where the logs become aggregates: memory (default), duckdb or spark, with options
     engine: Engine = EngineConfig()
 
@@ -134,6 +140,8 @@ class Experiment(Strict):
             found.append(("segments.attributes.path", self.segments.attributes.path))
         if self.analysis.covariates is not None:
             found.append(("analysis.covariates.path", self.analysis.covariates.path))
+        for index, candidate in enumerate(self.candidates):
+            found.append((f"candidates[{index}].path", candidate.path))
         return found
 
     def for_date(self, date: dt.date | str | None) -> Experiment:

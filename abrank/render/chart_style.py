@@ -46,7 +46,16 @@ TIE_EDGE = "#555555"  # outline of the tie bar
 # impression and per unit (interleaving), the segment breakdowns.
 # Dated readouts add the trend over the history's dates; offline readouts with explanation
 # tables, what moved the metrics.
-SECTIONS = ("results", "trend", "positions", "clicks", "preference", "segments", "moved")
+SECTIONS = (
+    "results",
+    "trend",
+    "positions",
+    "clicks",
+    "preference",
+    "propensities",
+    "segments",
+    "moved",
+)
 
 DPI = 100
 WIDTH = 9.0  # inches: 900 px, which fits a laptop screen and a printed page

@@ -10,6 +10,7 @@ Every chart only draws numbers the readout already holds, computed into plain da
 - :mod:`.position_charts` — where the first relevant document lands, metric@k curves;
 - :mod:`.online_charts` — click-through rate by position, the primary metric per unit;
 - :mod:`.interleaved_charts` — outcomes per impression, the preference per unit;
+- :mod:`.propensity_charts` — a counterfactual readout's examination by position;
 - :mod:`.trend_charts` — a dated readout's deltas and units over the history's dates;
 - :mod:`.explain_charts` — what moved each metric (waterfall) and how alike the lists are.
 """
@@ -25,6 +26,7 @@ from abrank.render.forest_charts import forest_chart, segment_forest_charts
 from abrank.render.interleaved_charts import outcome_chart, preference_chart
 from abrank.render.online_charts import ctr_by_rank_chart, unit_distribution_chart
 from abrank.render.position_charts import curves_chart, first_relevant_chart
+from abrank.render.propensity_charts import propensity_chart
 from abrank.render.trend_charts import trend_chart, units_chart
 
 
@@ -44,6 +46,7 @@ def plan_charts(readout: Readout) -> list[Chart]:
         unit_distribution_chart(readout),
         outcome_chart(readout),
         preference_chart(readout),
+        propensity_chart(readout),
         *segment_forest_charts(summary),
         waterfall_chart(readout),
         rbo_chart(readout),

@@ -56,14 +56,19 @@ class OnlineScores:
 
 
 def load_online(
-    experiment: Experiment, say: Progress | None = None, *, inputs: Inputs | None = None
+    experiment: Experiment,
+    say: Progress | None = None,
+    *,
+    inputs: Inputs | None = None,
+    columns: tuple[str, ...] = (),
 ) -> OnlineData:
     """Read the impression logs (one ``log:`` split by its arm column, or a file per arm),
     the judgments and the covariates of the run's ``inputs`` (resolved from
     ``experiment`` when not given); check the arms; drop mixed units if asked. Of the
     logs, only the columns that the metrics, the unit and the segments read are loaded
     (:func:`needed_columns`), and ``doc_id`` and ``query`` (when the log has it) for the
-    explanation tables (:mod:`abrank.designs.online.explain`)."""
+    explanation tables (:mod:`abrank.designs.online.explain`), and ``columns`` besides (a
+    design's own, such as a logged ``propensity``)."""
     from abrank.io import check_arms, drop_units, split_log
 
     say = say or (lambda message: None)
@@ -71,7 +76,7 @@ def load_online(
     unit = experiment.analysis.unit or "user_id"
     names = [arm.name for arm in experiment.arms]
     # doc_id and query besides: the explanation tables read them
-    keep = list(dict.fromkeys([*needed_columns(experiment), "doc_id", "query"]))
+    keep = list(dict.fromkeys([*needed_columns(experiment), "doc_id", "query", *columns]))
     read_files: list[dict[str, Any]] = []
 
     order = ("impression_id", "rank")
