@@ -504,10 +504,17 @@ def _split(
 
 
 def _mixed(sums: Mapping[str, pd.DataFrame], unit: str) -> MixedUnits:
-    """Units with sums in more than one arm (a warning, or dropped)."""
-    every = pd.concat([pd.Series(t.index.astype(str)) for t in sums.values()], ignore_index=True)
-    counts = every.value_counts()
-    shared = sorted(counts.index[counts.to_numpy() > 1], key=lambda u: u.encode("utf-8"))
+    """Units with sums in more than one arm (a warning, or dropped), counted by Arrow's hash
+    kernel: millions of units take a tenth of a second, not pandas' second."""
+    import pyarrow.compute as pc
+
+    every = pa.chunked_array(
+        [pa.array(t.index.astype(str)).cast(pa.large_string()) for t in sums.values()],
+        type=pa.large_string(),
+    )
+    counts = pc.value_counts(every)
+    found = counts.field("values").filter(pc.greater(counts.field("counts"), 1)).to_pylist()
+    shared = sorted(found, key=lambda u: u.encode("utf-8"))
     return MixedUnits(
         column=unit, count=len(shared), examples=tuple(shared[:5]), units=frozenset(shared)
     )
