@@ -23,7 +23,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from abrank.analysis.engine import EngineChoice
+from abrank.analysis.engine import EngineChoice, fingerprints_meanwhile
 from abrank.analysis.load import LoadedData, Progress, attribute_segments, load_data, shown_files
 from abrank.analysis.score import (
     JUDGED_K,
@@ -158,39 +158,47 @@ class SqlOffline:
                 f"{self.engine}, got none (engine memory reads the labels of the logs' relevance "
                 "column)"
             )
-        read: list[dict[str, Any]] = []
-        for index, arm in enumerate(experiment.arms):
-            arm_files = self.inputs[arm_key(index)]
-            files = arm_files.files
-            self.say(f"opening {arm.name} on {self.engine} ({shown_files(files)})")
-            source = TableSource(
-                files=tuple(files),
-                format=arm_files.format,
-                label=str(files[0]) if len(files) == 1 else arm_files.template,
-                columns=arm.columns.mapping(),
-                sep=arm.sep,
-                decimal=arm.decimal,
-                duplicates=arm.duplicates or experiment.duplicates,
-            )
-            opened = open_rankings(
-                self.backend, f"abrank_rankings_{index}", source, ranks_later=self.ranks_later
-            )
-            self.rankings[arm.name] = opened
-            read += [arm_files.entry(f, opened.file_rows.get(f, 0)) for f in files]
-        config = experiment.judgments
+        files_read: list[tuple[Any, str, Any]] = []  # (input, file, opened)
         judged = self.inputs["judgments.path"]
-        path = judged.file
-        self.say(f"opening judgments on {self.engine} ({display_path(path)})")
-        source = TableSource(
-            files=(path,),
-            format=judged.format,
-            label=str(path),
-            columns=config.columns.mapping(),
-            sep=config.sep,
-            decimal=config.decimal,
-        )
-        self.judgments = open_judgments(self.backend, "abrank_judgments", source)
-        read.append(judged.entry(path, self.judgments.file_rows.get(path, 0)))
+        every = [
+            (self.inputs[arm_key(i)], f)
+            for i in range(len(experiment.arms))
+            for f in self.inputs[arm_key(i)].files
+        ]
+        # the fingerprints read the files while the engine reads them too
+        with fingerprints_meanwhile([*every, (judged, judged.file)]):
+            for index, arm in enumerate(experiment.arms):
+                arm_files = self.inputs[arm_key(index)]
+                files = arm_files.files
+                self.say(f"opening {arm.name} on {self.engine} ({shown_files(files)})")
+                source = TableSource(
+                    files=tuple(files),
+                    format=arm_files.format,
+                    label=str(files[0]) if len(files) == 1 else arm_files.template,
+                    columns=arm.columns.mapping(),
+                    sep=arm.sep,
+                    decimal=arm.decimal,
+                    duplicates=arm.duplicates or experiment.duplicates,
+                )
+                opened = open_rankings(
+                    self.backend, f"abrank_rankings_{index}", source, ranks_later=self.ranks_later
+                )
+                self.rankings[arm.name] = opened
+                files_read += [(arm_files, f, opened) for f in files]
+            config = experiment.judgments
+            path = judged.file
+            self.say(f"opening judgments on {self.engine} ({display_path(path)})")
+            source = TableSource(
+                files=(path,),
+                format=judged.format,
+                label=str(path),
+                columns=config.columns.mapping(),
+                sep=config.sep,
+                decimal=config.decimal,
+            )
+            self.judgments = open_judgments(self.backend, "abrank_judgments", source)
+            files_read.append((judged, path, self.judgments))
+        read = [log.entry(f, opened.file_rows.get(f, 0)) for log, f, opened in files_read]
         segments = self._segments(read)
         names = [arm.name for arm in experiment.arms]
         empty = pd.DataFrame(columns=["query_id", "doc_id", "rank"])
