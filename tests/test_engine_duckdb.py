@@ -179,10 +179,16 @@ def test_the_ctr_by_rank_counts_the_rows_at_each_rank(tmp_path, depth):
     )
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
-    ranks = sql_sums(path, ["ctr@3"]).ctr_by_rank
+    # cutoffs within 62: the first click read from the clicked-rank bits, also on deep logs
+    metrics = ["click_rr@10", "ctr@3", "ctr@62"]
+    result = sql_sums(path, metrics)
+    ranks = result.ctr_by_rank
     found = ranks[["arm", "rank", "impressions", "clicks"]].values.tolist()
     assert found == rows_by_rank(frame)
     np.testing.assert_allclose(ranks["ctr"], ranks["clicks"] / ranks["impressions"])
+    expected = memory_sums(path, metrics)
+    for arm in ("a", "b"):
+        assert_same_sums(expected[arm], result.sums[arm])
 
 
 def test_the_ctr_by_rank_leaves_out_dropped_units(tmp_path):

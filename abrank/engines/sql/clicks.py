@@ -296,10 +296,17 @@ def _clicks_name(k: int | None) -> str:
 
 
 def _impressions_sql(
-    rows: str, request: ClickRequest, sat: bool, cutoffs: Sequence[int | None], dwell: float
+    rows: str,
+    request: ClickRequest,
+    sat: bool,
+    cutoffs: Sequence[int | None],
+    dwell: float,
+    first_from_bits: bool = False,
 ) -> str:
     """One row per impression: its arm, unit and segment values (with their maxima, to
-    find an impression that has two), its rows' checks, first click and clicks."""
+    find an impression that has two), its rows' checks, first click and clicks. With
+    ``first_from_bits`` the first click is the lowest of the clicked-rank bits, one
+    aggregate fewer per row (:func:`_first_click_from_bits` says when that is exact)."""
     parts = [
         "impression_id",
         "MIN(arm_code) AS arm",
@@ -307,13 +314,14 @@ def _impressions_sql(
         "MIN(unit) AS unit",
         "MAX(unit) AS unit_max",
         *IMPRESSION_CHECKS,
-        # bad ranks left out: an impression with one is refused, but its values are still
-        # computed first (a rank of 0 would divide click_rr by zero, which Spark refuses)
-        "MIN(CASE WHEN clicked = 1 AND rank_bad = 0 THEN rank END) AS first_click",
         # the clicked ranks up to RANK_BITS, a bit each: the CTR by rank without the rows
         f"BIT_OR(CASE WHEN clicked = 1 AND rank_bad = 0 AND rank <= {RANK_BITS} THEN "
         "CAST(1 AS BIGINT) << CAST(rank - 1 AS INT) ELSE CAST(0 AS BIGINT) END) AS clicked_bits",
     ]
+    if not first_from_bits:
+        # bad ranks left out: an impression with one is refused, but its values are still
+        # computed first (a rank of 0 would divide click_rr by zero, which Spark refuses)
+        parts.append("MIN(CASE WHEN clicked = 1 AND rank_bad = 0 THEN rank END) AS first_click")
     if sat:
         parts.append(
             f"MIN(CASE WHEN clicked = 1 AND rank_bad = 0 AND dwell >= {dwell!r} THEN rank END) "
@@ -324,7 +332,22 @@ def _impressions_sql(
         parts.append(f"SUM(CASE WHEN clicked = 1{within} THEN 1 ELSE 0 END) AS {_clicks_name(k)}")
     for i in range(len(request.segments)):
         parts += [f"MIN(segment_{i}) AS segment_{i}", f"MAX(segment_{i}) AS segment_{i}_max"]
-    return f"SELECT {', '.join(parts)} FROM ({rows}) AS log_rows GROUP BY impression_id"
+    grouped = f"SELECT {', '.join(parts)} FROM ({rows}) AS log_rows GROUP BY impression_id"
+    if not first_from_bits:
+        return grouped
+    # the lowest bit set, x & -x, is 2^(its rank - 1); ROUND: a log's last digit may differ
+    lowest = "ROUND(LOG2(clicked_bits & -clicked_bits)) + 1"
+    first = f"CASE WHEN clicked_bits = 0 THEN NULL ELSE {lowest} END AS first_click"
+    return f"SELECT *, {first} FROM ({grouped}) AS grouped"
+
+
+def _first_click_from_bits(metrics: Sequence[Metric]) -> bool:
+    """Whether every metric that reads an impression's first click reads it only up to a
+    cutoff within RANK_BITS (click_rr@k, ctr@k), so that the clicked-rank bits tell it:
+    abandonment, and click_rr or ctr without a cutoff or deeper, need the first click at
+    any rank."""
+    reading = [m for m in metrics if m.family in ("click_rr", "ctr", "abandonment")]
+    return all(m.family != "abandonment" and m.k is not None and m.k <= RANK_BITS for m in reading)
 
 
 def _impression_bad(request: ClickRequest) -> str:
@@ -350,7 +373,9 @@ def _per_impression_sql(
     ...), its top rank, its clicked ranks as bits (``clicked_bits``) and ``bad`` (1 when a
     cell of its rows is bad, its ranks are not 1..n, or it has two units, arms or
     segment values)."""
-    impressions = _impressions_sql(rows, request, sat, cutoffs, float(request.sat_dwell))
+    from_bits = _first_click_from_bits(metrics)
+    dwell = float(request.sat_dwell)
+    impressions = _impressions_sql(rows, request, sat, cutoffs, dwell, from_bits)
     values = [f"{_value_sql(m)} AS v{i}" for i, m in enumerate(metrics)]
     segments = [f"segment_{i}" for i in range(len(request.segments))]
     return (
