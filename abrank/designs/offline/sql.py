@@ -422,6 +422,9 @@ class SqlOffline:
             if kept is not None:  # the scoring's numbered rows: no second numbering
                 sql = top_rows_sql(kept, self.judgments.sql, depth)
             table = self.backend.run(compile_sql(sql, self.backend.dialect))
+            if kept is not None:  # read for the last time: its memory goes back to the engine
+                self.backend.drop(kept)
+                del self.numbered[arm.name]
             table = pa.table(
                 {
                     "query_id": table["query_id"].cast(pa.large_string()),
