@@ -9,6 +9,7 @@ outcome (DESIGN.md "Exit codes"): 1 an internal error, 2 bad input, 3 an alert n
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -140,6 +141,8 @@ class RunOptions:
     quiet: bool = False
     debug: bool = False
     engine: str | None = None  # overrides the configs' engine
+    verbose: bool = False  # say where each run's time goes (abrank.timings)
+    started: float | None = None  # when the process started (perf_counter), for verbose
 
     def to_dict(self) -> dict[str, Any]:
         """The options as JSON-safe builtins."""
@@ -156,6 +159,7 @@ class _Analysed:
     folder: Path
     recording: Any
     readout: Any
+    clock: Any = None  # the run's StageClock, with --verbose
 
 
 def run_batch(
@@ -293,14 +297,22 @@ def _analyse(
         check_output_folder(folder, within=folder.parent if run.date is not None else None)
         recording = recording_for(run, folder, out) if options.history else None
         progress = None if batch or options.quiet else _progress
-        readout = run_experiment(
-            run, seed=options.seed, progress=progress, engine=options.engine, inputs=inputs
-        )
+        clock = None
+        timing: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if options.verbose and not batch:  # each stage timed, the engine's statements too
+            from abrank.timings import StageClock, statements_timed
+
+            clock = StageClock(options.started, echo=progress)
+            progress, timing = clock.progress, statements_timed(clock.statement)
+        with timing:
+            readout = run_experiment(
+                run, seed=options.seed, progress=progress, engine=options.engine, inputs=inputs
+            )
     except Exception as exc:
         if options.debug or not batch:
             raise
         return _failed(config, experiment.name, day, exc)
-    return _Analysed(config, run, day, folder, recording, readout)
+    return _Analysed(config, run, day, folder, recording, readout, clock)
 
 
 def _progress(message: str) -> None:
@@ -313,7 +325,7 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     from abrank.analysis.alerts import fired_alerts
     from abrank.analysis.record import attach_history, store_run
     from abrank.readout.typed import readout_summary
-    from abrank.render import alarms, headline_lines
+    from abrank.render.headline import alarms, headline_lines
 
     name, folder = step.experiment.name, step.folder
     # where a dated run's rows were stored, said after the run (an undated run's default
@@ -324,8 +336,12 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
         readout, notes = step.readout, []
         if step.recording is not None:
             readout, rows = attach_history(readout, step.experiment, step.recording)
+        if step.clock is not None:
+            step.clock.begin(f"writing the readout ({', '.join(options.formats)})")
         write_readout(readout, folder, formats=options.formats)
         if step.recording is not None:
+            if step.clock is not None:
+                step.clock.begin("recording the run in the history")
             notes = store_run(step.recording, rows)
     except Exception as exc:
         if options.debug or not batch:
@@ -360,4 +376,6 @@ def _finish(step: _Analysed, batch: bool, options: RunOptions) -> RunOutcome:
     if stored is not None:
         detail += f"; history {stored}"
     code, status = (EXIT_ALERT, "alert") if fired else (EXIT_OK, "ok")
+    if step.clock is not None:
+        step.clock.print()
     return RunOutcome(step.config, name, step.date, code, status, detail, str(folder))

@@ -152,6 +152,71 @@ def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path):
     assert result.sums["b"]["impressions"].tolist() == [1]
 
 
+def rows_by_rank(frame: pd.DataFrame) -> list[list]:
+    """The CTR by rank counted the obvious way: the log's rows grouped by (arm, rank)."""
+    counted = frame.groupby(["arm", "rank"])["clicked"].agg(["size", "sum"]).reset_index()
+    return [[a, int(r), int(n), int(c)] for a, r, n, c in counted.itertuples(index=False)]
+
+
+@pytest.mark.parametrize("depth", [10, 62, 63, 80])
+def test_the_ctr_by_rank_counts_the_rows_at_each_rank(tmp_path, depth):
+    """From the impressions' clicked-rank bits (tops up to 62), or from the rows (deeper):
+    the same counts as grouping the rows by (arm, rank)."""
+    rng = np.random.default_rng(depth)
+    tops = rng.integers(1, depth + 1, size=300)
+    tops[0] = depth
+    rank = np.concatenate([np.arange(1, t + 1) for t in tops])
+    impression = np.repeat(np.arange(len(tops)), tops)
+    frame = pd.DataFrame(
+        {
+            "impression_id": impression,
+            "user_id": impression % 37,
+            "rank": rank,
+            "doc_id": "d",
+            "clicked": (rng.random(len(rank)) < 0.3 / np.sqrt(rank)).astype(int),
+            "arm": np.where(impression % 37 % 2 == 0, "a", "b"),
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    # cutoffs within 62: the first click read from the clicked-rank bits, also on deep logs
+    metrics = ["click_rr@10", "ctr@3", "ctr@62"]
+    result = sql_sums(path, metrics)
+    ranks = result.ctr_by_rank
+    found = ranks[["arm", "rank", "impressions", "clicks"]].values.tolist()
+    assert found == rows_by_rank(frame)
+    np.testing.assert_allclose(ranks["ctr"], ranks["clicks"] / ranks["impressions"])
+    expected = memory_sums(path, metrics)
+    for arm in ("a", "b"):
+        assert_same_sums(expected[arm], result.sums[arm])
+
+
+def test_the_ctr_by_rank_leaves_out_dropped_units(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1, 1, 2, 2, 3, 3, 3, 4],
+            "user_id": ["u", "u", "v", "v", "v", "v", "v", "w"],
+            "rank": [1, 2, 1, 2, 1, 2, 3, 1],
+            "doc_id": ["d"] * 8,
+            "clicked": [1, 0, 0, 1, 1, 1, 1, 0],
+            "arm": ["a", "a", "a", "a", "b", "b", "b", "b"],  # v in both arms
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    request = ClickRequest(metrics=(parse_metric("ctr@1"),), arms=("a", "b"), drop_mixed=True)
+    source = LogSource(files=(str(path),), format="parquet", label=path.name)
+    backend = DuckDBBackend()
+    try:
+        result = click_aggregates(backend, [source], request)
+    finally:
+        backend.close()
+    assert result.dropped_units == 1
+    kept = frame[frame["user_id"] != "v"]
+    found = result.ctr_by_rank[["arm", "rank", "impressions", "clicks"]].values.tolist()
+    assert found == rows_by_rank(kept)
+
+
 # --------------------------------------------------------------------------- bad input
 
 

@@ -749,3 +749,110 @@ def test_bad_input_on_the_compare_cli_exits_2(tmp_path, capsys):
     code, _, err = run_cli(capsys, "compare", qrels, run, run, "-m", "mrr@10", "--engine", "duckdb")
     assert code == 2
     assert "expected one judgment per (query, doc) pair, got 1 repeated" in err
+
+
+def test_kept_numbered_rows_score_the_same_and_give_each_judged_querys_top_rows():
+    """Scoring with the numbered rows kept gives the values of scoring without; the kept
+    rows give each judged query's top rows in trec_eval's order (score descending, ties
+    by doc id descending), with their grades, worked out by hand here."""
+    from abrank.engines.sql.duckdb import DuckDBBackend
+    from abrank.engines.sql.judged import top_rows_sql
+
+    rankings = pa.table(
+        {
+            "query_id": ["q1", "q1", "q1", "q1", "q2", "q2", "q3"],
+            "doc_id": ["a", "b", "c", "d", "a", "b", "z"],
+            "score": [1.0, 3.0, 3.0, 0.5, 2.0, 1.0, 9.0],
+        }
+    )
+    judgments = pa.table(
+        {
+            "query_id": ["q1", "q1", "q2", "q4"],
+            "doc_id": ["b", "d", "a", "x"],
+            "relevance": [2.0, 1.0, 0.0, 1.0],
+        }
+    )
+    metrics = ["mrr@10", "ndcg@3", "recall@2", "map"]
+    backend = DuckDBBackend()
+    try:
+        backend.register_table("r", rankings)
+        backend.register_table("j", judgments)
+        plain = score_arm_sql(backend, "r", "j", metrics, complete=True)
+        kept = score_arm_sql(backend, "r", "j", metrics, complete=True, keep="numbered")
+        top = backend.run(compile_sql(top_rows_sql("numbered", "j", 2), "duckdb")).to_pylist()
+    finally:
+        backend.close()
+    pd.testing.assert_frame_equal(plain.values, kept.values)
+    assert plain.judged_at_k == kept.judged_at_k
+    # q1: b and c tie at 3.0 (c first: doc id descending), then a; q3 is not judged
+    assert top == [
+        {"query_id": "q1", "doc_id": "c", "rank": 1, "grade": None},
+        {"query_id": "q1", "doc_id": "b", "rank": 2, "grade": 2.0},
+        {"query_id": "q2", "doc_id": "a", "rank": 1, "grade": 0.0},
+        {"query_id": "q2", "doc_id": "b", "rank": 2, "grade": None},
+    ]
+
+
+@pytest.mark.parametrize("verb", ["run", "validate"])
+def test_duplicates_first_counts_the_ranks_of_the_rows_kept_as_the_memory_engine(
+    tmp_path, capsys, verb
+):
+    """A doubled row kept once by ``duplicates: first`` is no repeated rank (its later copy
+    is dropped before ranks count), on DuckDB as in memory; a rank given to two kept rows
+    is, with the memory engine's message, whether run finds it while numbering the rows
+    or validate when opening them."""
+    (tmp_path / "t.csv").write_text("query_id,doc_id,rank\nq1,a,1\nq1,b,2\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\n")
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        "name: dupes\ncontrol: {name: c, path: c.csv}\ntreatments: [{name: t, path: t.csv}]\n"
+        "judgments: {path: qrels.txt}\nmetrics: [mrr@10]\nduplicates: first\n"
+        "analysis: {resamples: 100}\n"
+    )
+    control = tmp_path / "c.csv"
+
+    def outcome(engine: str) -> tuple[int, str]:
+        args = [verb, str(config), "--engine", engine]
+        if verb == "run":
+            args += ["--out", str(tmp_path / f"out-{engine}"), "--format", "json", "-q"]
+        code = main(args)
+        return code, capsys.readouterr().err
+
+    control.write_text("query_id,doc_id,rank\nq1,a,1\nq1,b,2\nq1,a,1\n")  # a doubled row
+    assert outcome("memory")[0] == outcome("duckdb")[0] == 0
+    control.write_text("query_id,doc_id,rank\nq1,a,1\nq1,b,2\nq1,a,1\nq1,c,2\n")
+    expected = (
+        f"abrank: error: {control}: line 5: rank: expected each rank once per query, got rank "
+        "2 again in query 'q1' (first at line 3)\n"
+    )
+    assert outcome("memory") == outcome("duckdb") == (2, expected)
+
+
+def test_a_repeated_rank_in_parquet_rankings_is_named_on_duckdb_as_in_memory(tmp_path, capsys):
+    """Found while the scoring numbers the rows (no pass of its own): the same message as
+    the memory engine's, rows in any order."""
+    pd.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q1", "q2", "q1"],
+            "doc_id": ["a", "b", "c", "d", "e"],
+            "rank": [2, 1, 1, 2, 2],
+        }
+    ).to_parquet(tmp_path / "c.parquet", index=False)
+    pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["a", "b"], "rank": [1, 1]}).to_parquet(
+        tmp_path / "t.parquet", index=False
+    )
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq2 0 b 1\n")
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        "name: ranks\ncontrol: {name: c, path: c.parquet}\n"
+        "treatments: [{name: t, path: t.parquet}]\njudgments: {path: qrels.txt}\n"
+        "metrics: [mrr@10]\nanalysis: {resamples: 100}\n"
+    )
+    expected = (
+        f"abrank: error: {tmp_path / 'c.parquet'}: row 5: rank: expected each rank once per "
+        "query, got rank 2 again in query 'q1' (first at row 1)\n"
+    )
+    for engine in ("memory", "duckdb"):
+        out = str(tmp_path / f"out-{engine}")
+        assert main(["run", str(config), "--engine", engine, "--out", out, "-q"]) == 2
+        assert capsys.readouterr().err == expected

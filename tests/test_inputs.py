@@ -284,3 +284,46 @@ def test_a_log_format_no_sql_engine_reads_is_refused_naming_the_engine_that_runs
             f"{tmp_path.resolve() / 'log.jsonl'}: engine {engine}: expected parquet, csv or tsv "
             "logs, got format jsonl"
         )
+
+
+def test_fingerprints_meanwhile_hashes_in_a_thread_what_the_run_then_reads(tmp_path):
+    """The files' sha256, computed while the block runs, by another thread; the run's own
+    entries then read the kept values; a file that cannot be read is left to the run."""
+    import threading
+
+    from abrank.analysis.engine import fingerprints_meanwhile
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.threads: dict[str, str] = {}
+
+        def sha256(self, file: str) -> str:
+            self.threads[file] = threading.current_thread().name
+            return hashlib.sha256(Path(file).read_bytes()).hexdigest()
+
+    files = []
+    for i in range(3):
+        path = tmp_path / f"part-{i}.bin"
+        path.write_bytes(bytes([i]) * (100_000 + i))
+        files.append(str(path))
+    recorder = Recorder()
+    with fingerprints_meanwhile([(recorder, f) for f in files]):
+        pass
+    assert recorder.threads == {f: "abrank-fingerprints" for f in files}
+
+    missing = Recorder()
+    gone = str(tmp_path / "gone.bin")
+    with fingerprints_meanwhile([(missing, gone), (missing, files[0])]):
+        pass  # the OSError stays in the thread; the rest is left to the run
+    assert list(missing.threads) == [gone]
+
+
+def test_a_run_on_duckdb_records_each_files_sha256(tmp_path):
+    pytest.importorskip("duckdb")
+    from click_logs import make_log, write_experiment
+
+    make_log(impressions=400).to_parquet(tmp_path / "log.parquet")
+    config = write_experiment(tmp_path, extra="engine: duckdb\n")
+    readout = abrank.run_experiment(config)
+    (entry,) = readout.summary["inputs"]
+    assert entry["sha256"] == hashlib.sha256((tmp_path / "log.parquet").read_bytes()).hexdigest()

@@ -9,8 +9,10 @@ logs as the engines read them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +163,25 @@ def log_sources(
         for index, arm in enumerate(experiment.arms):
             add(arm, inputs[arm_key(index)])
     return sources
+
+
+@contextlib.contextmanager
+def fingerprints_meanwhile(files: Iterable[tuple[InputFiles, str]]) -> Iterator[None]:
+    """The sha256 of each (input, file) computed in a thread while the block runs (an SQL
+    engine reading the same files): the readout's fingerprints read every byte of the
+    files, and that reading then overlaps the engine's instead of following it. The values
+    are the same, kept by each input (:meth:`abrank.inputs.InputFiles.sha256`); a file the
+    thread cannot read is left to the run, whose own reading names the problem."""
+    pending = list(files)
+
+    def work() -> None:
+        for log, file in pending:
+            try:
+                log.sha256(file)
+            except OSError:
+                return
+
+    thread = threading.Thread(target=work, name="abrank-fingerprints", daemon=True)
+    thread.start()
+    yield  # on a failure the thread is left to finish alone: nothing waits for it
+    thread.join()

@@ -142,7 +142,7 @@ def store_run(recording: Recording, rows: pd.DataFrame) -> list[str]:
     files that could not be read and were left out of the index; an index page that is not
     abrank's is left alone, and said so)."""
     from abrank.history import read_history, write_history
-    from abrank.render import write_index
+    from abrank.render.index_page import write_index
 
     write_history(recording.root, recording.experiment, recording.date, rows)
     skipped: list[str] = []

@@ -65,7 +65,7 @@ def handle(args: argparse.Namespace) -> int:
     """Build the experiment from the arguments, run it, print its headlines (or JSON)."""
     from abrank.analysis import run_experiment
     from abrank.config import build_experiment
-    from abrank.render import headline_lines
+    from abrank.render.headline import headline_lines
     from abrank.stats import registry as stats_registry
     from abrank.treceval import expand_cutoff_lists, split_metric_lists
 

@@ -57,6 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress or headlines")
     parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="say where the time went: each stage's seconds (start-up, reading and checking "
+        "the inputs, aggregating, comparing, writing), the engine's statements within it",
+    )
+    parser.add_argument(
         "--fail-on",
         action="append",
         default=[],
@@ -72,6 +79,7 @@ def handle(args: argparse.Namespace) -> int:
     from abrank import runtime
     from abrank.analysis.alerts import parse_alerts
     from abrank.batch import RunOptions, run_batch
+    from abrank.timings import process_started
 
     options = RunOptions(
         out=args.out,
@@ -83,6 +91,8 @@ def handle(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         debug=args.debug,
         engine=args.engine,
+        verbose=args.verbose,
+        started=process_started() if args.verbose and runtime.owns_process() else None,
     )
     # large logs' temporaries: in the command's own process only
     memory = runtime.reuse_freed_memory if runtime.owns_process() else None

@@ -30,39 +30,47 @@ network: styles are inline and charts are embedded as base64 PNG.
 
 from __future__ import annotations
 
-from abrank.render.chart_style import Chart
-from abrank.render.charts import plan_charts
-from abrank.render.files import REPORT_FORMATS, write_charts, write_report
-from abrank.render.headline import (
-    alarms,
-    headline_line,
-    headline_lines,
-    interval_phrase,
-    n_phrase,
-    opening_sentence,
-    p_phrase,
-    verdict_phrase,
-)
-from abrank.render.html import render_html
-from abrank.render.index_page import render_index, write_index
-from abrank.render.markdown import md_escape, render_markdown
-from abrank.render.sections import build_document
-from abrank.render.text import (
-    CORRECTION_NAMES,
-    SHORT_TEST_NAMES,
-    TEST_NAMES,
-    VERDICT_TEXT,
-    correction_name,
-    fmt_count,
-    fmt_interval,
-    fmt_level,
-    fmt_p,
-    fmt_percent,
-    fmt_relative_interval,
-    fmt_signed,
-    fmt_value,
-    test_name,
-)
+import importlib
+from typing import Any
+
+#: Each public name -> the module that defines it, imported on first use: a run that writes
+#: only summary.json reads the headline lines (:mod:`.headline`) without importing the
+#: report and chart modules.
+_LAZY = {
+    "Chart": "abrank.render.chart_style",
+    "plan_charts": "abrank.render.charts",
+    "REPORT_FORMATS": "abrank.render.files",
+    "write_charts": "abrank.render.files",
+    "write_report": "abrank.render.files",
+    "alarms": "abrank.render.headline",
+    "headline_line": "abrank.render.headline",
+    "headline_lines": "abrank.render.headline",
+    "interval_phrase": "abrank.render.headline",
+    "n_phrase": "abrank.render.headline",
+    "opening_sentence": "abrank.render.headline",
+    "p_phrase": "abrank.render.headline",
+    "verdict_phrase": "abrank.render.headline",
+    "render_html": "abrank.render.html",
+    "render_index": "abrank.render.index_page",
+    "write_index": "abrank.render.index_page",
+    "md_escape": "abrank.render.markdown",
+    "render_markdown": "abrank.render.markdown",
+    "build_document": "abrank.render.sections",
+    "CORRECTION_NAMES": "abrank.render.text",
+    "SHORT_TEST_NAMES": "abrank.render.text",
+    "TEST_NAMES": "abrank.render.text",
+    "VERDICT_TEXT": "abrank.render.text",
+    "correction_name": "abrank.render.text",
+    "fmt_count": "abrank.render.text",
+    "fmt_interval": "abrank.render.text",
+    "fmt_level": "abrank.render.text",
+    "fmt_p": "abrank.render.text",
+    "fmt_percent": "abrank.render.text",
+    "fmt_relative_interval": "abrank.render.text",
+    "fmt_signed": "abrank.render.text",
+    "fmt_value": "abrank.render.text",
+    "test_name": "abrank.render.text",
+}
 
 __all__ = [
     "CORRECTION_NAMES",
@@ -99,3 +107,14 @@ __all__ = [
     "write_index",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'abrank.render' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from abrank.analysis.comparisons import arm_pairs
-from abrank.analysis.engine import EngineChoice, sql_log_files
+from abrank.analysis.engine import EngineChoice, fingerprints_meanwhile, sql_log_files
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
 from abrank.designs.interleaved.evidence import counts_evidence
@@ -83,11 +83,13 @@ def score_interleaved_sql(
     )
     files = [file for source in sources for file in source.files]
     say(f"crediting clicks to teams on {choice.name} ({shown_files(files)})")
-    backend = open_backend(choice.name, choice.options, choice.connection)
-    try:
-        result = interleaved_aggregates(backend, sources, request)
-    finally:
-        backend.close()
+    # the fingerprints read the files while the engine reads them too
+    with fingerprints_meanwhile((log, file) for file in files):
+        backend = open_backend(choice.name, choice.options, choice.connection)
+        try:
+            result = interleaved_aggregates(backend, sources, request)
+        finally:
+            backend.close()
     read = [log.entry(file, result.file_rows.get(file, 0)) for file in files]
     data = InterleavedData(pd.DataFrame(), rankings, read + ranking_inputs, sources[0].label)
     names = {(pair.control, pair.treatment): pair.name for pair in pairs}

@@ -14,7 +14,7 @@ import dataclasses
 
 import pandas as pd
 
-from abrank.analysis.engine import EngineChoice, log_sources
+from abrank.analysis.engine import EngineChoice, fingerprints_meanwhile, log_sources
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
 from abrank.designs.online.logs import OnlineData, OnlineScores, load_covariates
@@ -53,11 +53,13 @@ def score_online_sql(
         sat_dwell=experiment.analysis.sat_dwell,
         drop_mixed=experiment.analysis.mixed_units == "drop",
     )
-    backend = open_backend(choice.name, choice.options, choice.connection)
-    try:
-        result = click_aggregates(backend, [s for s, _ in sources], request)
-    finally:
-        backend.close()
+    # the fingerprints read the files while the engine reads them too
+    with fingerprints_meanwhile((log, f) for source, log in sources for f in source.files):
+        backend = open_backend(choice.name, choice.options, choice.connection)
+        try:
+            result = click_aggregates(backend, [s for s, _ in sources], request)
+        finally:
+            backend.close()
     if not metrics:
         result = dataclasses.replace(
             result,

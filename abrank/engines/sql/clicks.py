@@ -6,13 +6,18 @@ and its clicks within each cutoff, then per unit the sum of each metric and the 
 impressions, overall and per segment value (one GROUPING SETS query), and the CTR at each
 rank. Only those sums (a few numbers per unit) come back to Python.
 
-The happy path is two scans of the log: the per-unit sums, which carry the count of bad
-rows and bad impressions beside them, and the CTR by rank with each file's rows. Only
-when that count is not zero do further statements look for the first bad row or
-impression, so that the message names the file, the row (where the engine tells it) and
-the impression, as the memory engine's do: ids present, ``clicked`` 0/1, ranks whole
-numbers >= 1 and exactly 1..n in each impression, one unit, arm and segment value per
-impression, dwell times >= 0, arm values that name the arms.
+The happy path reads the log once: one pass groups its rows by impression into a
+relation the engine keeps (:data:`IMPRESSIONS`: per impression its arm, unit, segment
+values, each metric's value, its top rank, the ranks it had clicked as bits, and whether
+any check failed on it), and the per-unit sums, the CTR by rank and the checks all read
+that relation, not the log; each file's rows are counted from the files alone (a Parquet
+file's footer tells them). Only when a check failed do further statements look for the
+first bad row or impression, so that the message names the file, the row (where the
+engine tells it) and the impression, as the memory engine's do: ids present,
+``clicked`` 0/1, ranks whole numbers >= 1 and exactly 1..n in each impression, one unit,
+arm and segment value per impression, dwell times >= 0, arm values that name the arms.
+(A log with ranks deeper than :data:`~abrank.engines.sql.sources.RANK_BITS`, whose clicks
+do not fit the bits, has its CTR by rank counted from the rows.)
 
 Ids are compared as text whatever their type in the file (the int64 12 is the id "12"),
 and units come back in byte order of their text, the memory engine's order, so that the
@@ -54,7 +59,11 @@ from abrank.errors import DataError
 from abrank.io.online import MixedUnits
 from abrank.metrics.names import Metric, click_metrics
 
-__all__ = ["ClickAggregates", "ClickRequest", "LogSource", "click_aggregates"]
+__all__ = ["IMPRESSIONS", "ClickAggregates", "ClickRequest", "LogSource", "click_aggregates"]
+
+#: The relation of the log's impressions (:func:`_per_impression_sql`) that the engine keeps
+#: for the statements after the one pass over the log.
+IMPRESSIONS = "abrank_impressions"
 
 
 @dataclass(frozen=True)
@@ -123,29 +132,33 @@ def click_aggregates(
     rows = _rows_sql(layouts, request)
     sat = any(m.family == "sat_ctr" for m in metrics)
     cutoffs = sorted({m.k for m in metrics if m.family == "clicks"}, key=_cutoff_order)
-    table = backend.run(
-        compile_sql(_sums_sql(rows, request, metrics, sat, cutoffs), backend.dialect)
-    )
+    # the one pass over the log: every later statement reads its impressions
+    per_impression = _per_impression_sql(rows, request, metrics, sat, cutoffs)
+    backend.materialize(IMPRESSIONS, compile_sql(per_impression, backend.dialect))
+    table = backend.run(compile_sql(_sums_sql(request, metrics), backend.dialect))
     frame = table.to_pandas()
     if len(frame) and int(frame["bad"].sum()):
         _raise_first_problem(backend, rows, layouts, request)
     # the sums come by arm code (the arm's place in request.arms): names from here on
     frame["arm"] = np.asarray(request.arms, dtype=object)[frame["arm"].to_numpy(dtype=np.int64)]
-    if len(frame) and float(frame["top"].max()) > RANK_BITS:
+    deep = bool(len(frame)) and float(frame["top"].max()) > RANK_BITS
+    if deep:
         check_deep_ranks(backend, rows, layouts)
-    counts = _by_rank(backend, rows, None)
-    files = counts[counts["by_file"] == 1]
-    file_rows = {str(f): int(n) for f, n in zip(files["log_file"], files["shown"])}
+    file_rows = _file_rows(backend, layouts)
     check_rows_per_file(layouts, file_rows)
     _check_arms(frame, layouts, request)
     sums, segment_sums = _split(frame, table, request, metrics)
     mixed, dropped = _mixed(sums, request.unit), 0
-    ranks = counts[counts["by_file"] == 0]
+    left_out = None
     if request.drop_mixed and mixed.count:
-        name = "abrank_dropped_units"
-        backend.register_table(name, pa.table({"unit": sorted(mixed.units)}))
-        ranks = _by_rank(backend, rows, name)
-        ranks = ranks[ranks["by_file"] == 0]
+        left_out = "abrank_dropped_units"
+        backend.register_table(left_out, pa.table({"unit": sorted(mixed.units)}))
+    if deep:  # clicks below rank RANK_BITS: counted from the rows
+        ranks = _by_rank(backend, rows, left_out)
+    else:
+        ranks = _rank_counts(backend, request.arms, left_out)
+    backend.drop(IMPRESSIONS)
+    if left_out is not None:
         sums = {arm: t[~t.index.isin(mixed.units)] for arm, t in sums.items()}
         segment_sums = {
             column: {
@@ -283,10 +296,17 @@ def _clicks_name(k: int | None) -> str:
 
 
 def _impressions_sql(
-    rows: str, request: ClickRequest, sat: bool, cutoffs: Sequence[int | None], dwell: float
+    rows: str,
+    request: ClickRequest,
+    sat: bool,
+    cutoffs: Sequence[int | None],
+    dwell: float,
+    first_from_bits: bool = False,
 ) -> str:
     """One row per impression: its arm, unit and segment values (with their maxima, to
-    find an impression that has two), its rows' checks, first click and clicks."""
+    find an impression that has two), its rows' checks, first click and clicks. With
+    ``first_from_bits`` the first click is the lowest of the clicked-rank bits, one
+    aggregate fewer per row (:func:`_first_click_from_bits` says when that is exact)."""
     parts = [
         "impression_id",
         "MIN(arm_code) AS arm",
@@ -294,10 +314,14 @@ def _impressions_sql(
         "MIN(unit) AS unit",
         "MAX(unit) AS unit_max",
         *IMPRESSION_CHECKS,
+        # the clicked ranks up to RANK_BITS, a bit each: the CTR by rank without the rows
+        f"BIT_OR(CASE WHEN clicked = 1 AND rank_bad = 0 AND rank <= {RANK_BITS} THEN "
+        "CAST(1 AS BIGINT) << CAST(rank - 1 AS INT) ELSE CAST(0 AS BIGINT) END) AS clicked_bits",
+    ]
+    if not first_from_bits:
         # bad ranks left out: an impression with one is refused, but its values are still
         # computed first (a rank of 0 would divide click_rr by zero, which Spark refuses)
-        "MIN(CASE WHEN clicked = 1 AND rank_bad = 0 THEN rank END) AS first_click",
-    ]
+        parts.append("MIN(CASE WHEN clicked = 1 AND rank_bad = 0 THEN rank END) AS first_click")
     if sat:
         parts.append(
             f"MIN(CASE WHEN clicked = 1 AND rank_bad = 0 AND dwell >= {dwell!r} THEN rank END) "
@@ -308,7 +332,22 @@ def _impressions_sql(
         parts.append(f"SUM(CASE WHEN clicked = 1{within} THEN 1 ELSE 0 END) AS {_clicks_name(k)}")
     for i in range(len(request.segments)):
         parts += [f"MIN(segment_{i}) AS segment_{i}", f"MAX(segment_{i}) AS segment_{i}_max"]
-    return f"SELECT {', '.join(parts)} FROM ({rows}) AS log_rows GROUP BY impression_id"
+    grouped = f"SELECT {', '.join(parts)} FROM ({rows}) AS log_rows GROUP BY impression_id"
+    if not first_from_bits:
+        return grouped
+    # the lowest bit set, x & -x, is 2^(its rank - 1); ROUND: a log's last digit may differ
+    lowest = "ROUND(LOG2(clicked_bits & -clicked_bits)) + 1"
+    first = f"CASE WHEN clicked_bits = 0 THEN NULL ELSE {lowest} END AS first_click"
+    return f"SELECT *, {first} FROM ({grouped}) AS grouped"
+
+
+def _first_click_from_bits(metrics: Sequence[Metric]) -> bool:
+    """Whether every metric that reads an impression's first click reads it only up to a
+    cutoff within RANK_BITS (click_rr@k, ctr@k), so that the clicked-rank bits tell it:
+    abandonment, and click_rr or ctr without a cutoff or deeper, need the first click at
+    any rank."""
+    reading = [m for m in metrics if m.family in ("click_rr", "ctr", "abandonment")]
+    return all(m.family != "abandonment" and m.k is not None and m.k <= RANK_BITS for m in reading)
 
 
 def _impression_bad(request: ClickRequest) -> str:
@@ -322,24 +361,35 @@ def _impression_bad(request: ClickRequest) -> str:
     return " OR ".join(f"({condition})" for condition in bad)
 
 
-def _sums_sql(
+def _per_impression_sql(
     rows: str,
     request: ClickRequest,
     metrics: Sequence[Metric],
     sat: bool,
     cutoffs: Sequence[int | None],
 ) -> str:
-    """Per (arm, unit) and per (arm, segment value, unit): impressions, bad impressions and
-    the sum of each metric (columns ``m0``, ``m1``, ...); ``grouped_i`` is 1 on the rows
-    that do not break down by segment i."""
-    impressions = _impressions_sql(rows, request, sat, cutoffs, float(request.sat_dwell))
+    """One row per impression, all that the statements after the pass over the log read:
+    its arm (code), unit and segment values, the value of each metric (``v0``, ``v1``,
+    ...), its top rank, its clicked ranks as bits (``clicked_bits``) and ``bad`` (1 when a
+    cell of its rows is bad, its ranks are not 1..n, or it has two units, arms or
+    segment values)."""
+    from_bits = _first_click_from_bits(metrics)
+    dwell = float(request.sat_dwell)
+    impressions = _impressions_sql(rows, request, sat, cutoffs, dwell, from_bits)
     values = [f"{_value_sql(m)} AS v{i}" for i, m in enumerate(metrics)]
     segments = [f"segment_{i}" for i in range(len(request.segments))]
-    inner = (
-        f"SELECT arm, unit, top, {', '.join([*segments, *values])}, "
+    return (
+        f"SELECT arm, unit, top, clicked_bits, {', '.join([*segments, *values])}, "
         f"CASE WHEN {_impression_bad(request)} THEN 1 ELSE 0 END AS bad "
         f"FROM ({impressions}) AS per_impression"
     )
+
+
+def _sums_sql(request: ClickRequest, metrics: Sequence[Metric]) -> str:
+    """Per (arm, unit) and per (arm, segment value, unit) of :data:`IMPRESSIONS`:
+    impressions, bad impressions, the top rank and the sum of each metric (columns ``m0``,
+    ``m1``, ...); ``grouped_i`` is 1 on the rows that do not break down by segment i."""
+    segments = [f"segment_{i}" for i in range(len(request.segments))]
     columns = ["arm", "CAST(unit AS VARCHAR) AS unit", *segments]
     columns += [f"GROUPING({s}) AS grouped_{i}" for i, s in enumerate(segments)]
     columns += ["COUNT(*) AS impressions", "SUM(bad) AS bad", "MAX(top) AS top"]
@@ -352,27 +402,74 @@ def _sums_sql(
     else:
         group, order = "arm, unit", ["arm", "CAST(unit AS VARCHAR)"]
     return (
-        f"SELECT {', '.join(columns)} FROM ({inner}) AS per_value "
+        f"SELECT {', '.join(columns)} FROM {IMPRESSIONS} "
         f"GROUP BY {group} ORDER BY {', '.join(order)}"
     )
 
 
-def _by_rank(backend: Backend, rows: str, dropped: str | None) -> pd.DataFrame:
-    """Rows shown and clicked per (arm, rank), and rows per file (``by_file`` 1)."""
-    where = (
-        ""
-        if dropped is None
-        else f" WHERE NOT CAST(unit AS VARCHAR) IN (SELECT unit FROM {dropped})"
-    )
+def _left_out(dropped: str | None) -> str:
+    """The condition leaving out the units of relation ``dropped`` (none when None)."""
+    if dropped is None:
+        return ""
+    return f" WHERE NOT CAST(unit AS VARCHAR) IN (SELECT unit FROM {dropped})"
+
+
+def _rank_counts(backend: Backend, arms: Sequence[str], dropped: str | None) -> pd.DataFrame:
+    """Rows shown and clicked per (arm, rank), from :data:`IMPRESSIONS` (checked: each
+    impression's ranks are 1..top, every top at most RANK_BITS): an impression shows every
+    rank up to its top and has a click at rank r when bit r - 1 of its clicked ranks is set.
+    One statement counts the impressions per (arm, top, clicked ranks), a few hundred
+    rows; the ranks are counted from those in NumPy."""
     sql = (
-        "SELECT arm, rank, log_file, GROUPING(log_file) AS by_rank_flag, "
-        "COUNT(*) AS shown, SUM(clicked) AS clicks "
-        f"FROM ({rows}) AS log_rows{where} "
-        "GROUP BY GROUPING SETS ((arm, rank), (log_file))"
+        "SELECT arm, top, clicked_bits, COUNT(*) AS n "
+        f"FROM {IMPRESSIONS}{_left_out(dropped)} GROUP BY arm, top, clicked_bits"
     )
-    frame = backend.run(compile_sql(sql, backend.dialect)).to_pandas()
-    frame["by_file"] = 1 - frame.pop("by_rank_flag").astype(np.int64)
-    return frame
+    found = backend.run(compile_sql(sql, backend.dialect))
+    code = found.column("arm").to_numpy(zero_copy_only=False).astype(np.int64)
+    top = found.column("top").to_numpy(zero_copy_only=False).astype(np.int64)
+    bits = found.column("clicked_bits").to_numpy(zero_copy_only=False).astype(np.uint64)
+    count = found.column("n").to_numpy(zero_copy_only=False).astype(np.int64)
+    frames = []
+    for i, arm in enumerate(arms):
+        mine = code == i
+        if not mine.any():
+            continue
+        deepest = int(top[mine].max())
+        # impressions whose top is r or deeper: the tail sums of the impressions per top
+        per_top = np.bincount(top[mine], weights=count[mine]).astype(np.int64)
+        shown = np.cumsum(per_top[::-1])[::-1][1:]
+        clicks = np.array(
+            [
+                count[mine][(bits[mine] >> np.uint64(r)) & np.uint64(1) == 1].sum()
+                for r in range(deepest)
+            ],
+            dtype=np.int64,
+        )
+        ranks = np.arange(1, deepest + 1)
+        frames.append(pd.DataFrame({"arm": arm, "rank": ranks, "shown": shown, "clicks": clicks}))
+    columns = ["arm", "rank", "shown", "clicks"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def _file_rows(backend: Backend, layouts: Sequence[Layout]) -> dict[str, int]:
+    """The rows of each file of the logs, counted from the files alone (no column read)."""
+    counts = " UNION ALL ".join(
+        f"SELECT abrank_file AS log_file, COUNT(*) AS shown FROM {layout.relation} "
+        "GROUP BY abrank_file"
+        for layout in layouts
+    )
+    found = backend.run(compile_sql(counts, backend.dialect)).to_pylist()
+    return {str(row["log_file"]): int(row["shown"]) for row in found}
+
+
+def _by_rank(backend: Backend, rows: str, dropped: str | None) -> pd.DataFrame:
+    """Rows shown and clicked per (arm, rank), counted from the rows of the log (ranks
+    deeper than RANK_BITS: their clicks are in no impression's bits)."""
+    sql = (
+        "SELECT arm, rank, COUNT(*) AS shown, SUM(clicked) AS clicks "
+        f"FROM ({rows}) AS log_rows{_left_out(dropped)} GROUP BY arm, rank"
+    )
+    return backend.run(compile_sql(sql, backend.dialect)).to_pandas()
 
 
 def _ctr_table(ranks: pd.DataFrame, arms: Sequence[str]) -> pd.DataFrame:
@@ -432,10 +529,17 @@ def _split(
 
 
 def _mixed(sums: Mapping[str, pd.DataFrame], unit: str) -> MixedUnits:
-    """Units with sums in more than one arm (a warning, or dropped)."""
-    every = pd.concat([pd.Series(t.index.astype(str)) for t in sums.values()], ignore_index=True)
-    counts = every.value_counts()
-    shared = sorted(counts.index[counts.to_numpy() > 1], key=lambda u: u.encode("utf-8"))
+    """Units with sums in more than one arm (a warning, or dropped), counted by Arrow's hash
+    kernel: millions of units take a tenth of a second, not pandas' second."""
+    import pyarrow.compute as pc
+
+    every = pa.chunked_array(
+        [pa.array(t.index.astype(str)).cast(pa.large_string()) for t in sums.values()],
+        type=pa.large_string(),
+    )
+    counts = pc.value_counts(every)
+    found = counts.field("values").filter(pc.greater(counts.field("counts"), 1)).to_pylist()
+    shared = sorted(found, key=lambda u: u.encode("utf-8"))
     return MixedUnits(
         column=unit, count=len(shared), examples=tuple(shared[:5]), units=frozenset(shared)
     )

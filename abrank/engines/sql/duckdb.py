@@ -10,6 +10,7 @@ nothing of its own.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pyarrow as pa
 
 from abrank.errors import ConfigError, DataError
 from abrank.io.head import long_line_error
+from abrank.timings import record_statement
 
 __all__ = ["DuckDBBackend", "connect", "kind_of"]
 
@@ -140,8 +142,10 @@ class DuckDBBackend:
             "SELECT current_setting('preserve_insertion_order')", label
         ).fetchone()
         self._execute("SET preserve_insertion_order = true", label)
+        started = time.perf_counter()
         try:
             self._execute(f"CREATE OR REPLACE TEMP TABLE {name}_text AS {select}", label)
+            record_statement(f"copied the rows of {label} in order", time.perf_counter() - started)
         finally:
             self._execute(f"SET preserve_insertion_order = {'true' if kept else 'false'}", label)
         self.relations.append(f"{name}_text")
@@ -175,7 +179,9 @@ class DuckDBBackend:
 
     def materialize(self, name: str, sql: str) -> None:
         """The result of ``sql`` as the temporary table ``name``."""
+        started = time.perf_counter()
         self._execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", self._label())
+        record_statement(f"kept {name}", time.perf_counter() - started)
         self.relations.append(name)
 
     def drop(self, name: str) -> None:
@@ -199,7 +205,10 @@ class DuckDBBackend:
 
     def run(self, sql: str) -> pa.Table:
         """The result of one statement as an Arrow table."""
-        return self._execute(sql, self._label(), arrow=True)
+        started = time.perf_counter()
+        table = self._execute(sql, self._label(), arrow=True)
+        record_statement(f"query, {table.num_rows:,} rows back", time.perf_counter() - started)
+        return table
 
     def close(self) -> None:
         """Close the connection opened here, or drop what was registered on the caller's."""

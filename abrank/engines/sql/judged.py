@@ -43,7 +43,7 @@ from abrank.io.subtopics import SUBTOPIC
 from abrank.metrics.names import Metric, as_judged_only, judged_metrics
 from abrank.metrics.registry import FAMILIES
 
-__all__ = ["RANKED_BY", "judged_sql", "score_arm_sql"]
+__all__ = ["RANKED_BY", "judged_sql", "numbered_rows_sql", "score_arm_sql", "top_rows_sql"]
 
 #: 1 and 0 as doubles: a bare ``1.0`` is a DECIMAL in Spark SQL, whose division rounds to
 #: a dozen digits.
@@ -213,7 +213,9 @@ def ideal_dcg_sql(kind: str, cutoffs: Sequence[int | None], prefix: str) -> str:
     return f"SELECT {', '.join(parts)} FROM ({ordered}) AS ideal GROUP BY query_id"
 
 
-def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) -> str:
+def _numbered_sql(
+    rankings: str, ranked_by: str, plan: _Plan, with_stats: bool, with_doc: bool = False
+) -> str:
     """Every ranked row joined to its judgment (``grade`` NULL: unjudged), numbered in
     trec_eval's order in one window pass: its 0-based position ``pos``, its position among
     the judged rows ``cpos`` (the condensed view) and, per threshold of average precision
@@ -231,11 +233,18 @@ def _numbered_sql(rankings: str, ranked_by: str, plan: _Plan, with_stats: bool) 
     )
     parts = [
         "r.query_id AS query_id",
-        *(["r.doc_id AS doc_id"] if plan.diversity else []),
+        *(["r.doc_id AS doc_id"] if plan.diversity or with_doc else []),
         "j.grade AS grade",
         f"ROW_NUMBER() {window} - 1 AS pos",
         f"SUM(CASE WHEN j.grade IS NULL THEN 0 ELSE 1 END) {window} - 1 AS cpos",
     ]
+    if with_doc and ranked_by == "rank":  # the row after its equal: a rank given again
+        before = window.replace(
+            "UNBOUNDED PRECEDING AND CURRENT ROW", "1 PRECEDING AND 1 PRECEDING"
+        )
+        parts.append(
+            f"CASE WHEN r.order_key = MAX(r.order_key) {before} THEN 1 ELSE 0 END AS rank_again"
+        )
     if plan.err:  # log of prod (1 - stop) over the rows above: ERR's chance of reaching it
         above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
         parts.append(f"COALESCE(SUM(LN(1 - {_err_stop('j.grade')})) {above}, 0) AS err_reach")
@@ -411,6 +420,7 @@ def judged_sql(
     depth: int | None = 1000,
     judged_k: int = 10,
     subtopics: str | None = None,
+    numbered_from: str | None = None,
 ) -> str:
     """The one statement (neutral dialect) of every metric's value per query.
 
@@ -422,13 +432,18 @@ def judged_sql(
     metric reads the relation ``subtopics`` (``query_id``, ``doc_id``, ``relevance``,
     ``subtopic``) when the judgments have subtopics, else ``judgments`` as one subtopic a
     query; alpha_ndcg's column is its α-DCG, which :func:`score_arm_sql` divides by the
-    ideal.
+    ideal. ``numbered_from``: a relation of the numbered rows kept by
+    :func:`numbered_rows_sql` (for the same rankings, judgments and metrics), read in
+    place of numbering them again.
     """
     plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
     aggs, values = _aggregates(plan, depth)
     # bpref and R-precision read R (and N) of the query on each row
     stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
-    numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=stats)
+    if numbered_from is None:
+        numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=stats)
+    else:
+        numbered = f"SELECT * FROM {numbered_from}"
     ctes = [
         f"judged AS ({judgments_sql(judgments)})",
         f"query_stats AS ({_query_stats_sql(plan)})",
@@ -455,6 +470,43 @@ def judged_sql(
         f"r.first_{i}_pos + 1 AS first_relevant",
     ]
     return f"WITH {', '.join(ctes)} SELECT {', '.join(columns)} {' '.join(joins)}"
+
+
+def numbered_rows_sql(
+    rankings: str,
+    judgments: str,
+    metrics: Sequence[Metric],
+    *,
+    ranked_by: str = "score",
+    rel_level: float = 1.0,
+    gain: str = "linear",
+    judged_k: int = 10,
+) -> str:
+    """The ranked rows of ``rankings`` joined to their judgments and numbered in trec_eval's
+    order, as :func:`judged_sql` numbers them for ``metrics`` (with ``doc_id``, and
+    ``rank_again`` 1 on a row whose rank is its predecessor's, for a rank column): one
+    statement whose result an engine can keep, so that the scoring
+    (``judged_sql(..., numbered_from=)``) and the explanation tables' top rows
+    (:func:`top_rows_sql`) read it instead of each numbering the rows again."""
+    plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
+    stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
+    numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=stats, with_doc=True)
+    ctes = [
+        f"judged AS ({judgments_sql(judgments)})",
+        f"query_stats AS ({_query_stats_sql(plan)})",
+    ]
+    return f"WITH {', '.join(ctes)} {numbered}"
+
+
+def top_rows_sql(numbered: str, judgments: str, depth: int) -> str:
+    """Each judged query's top ``depth`` rows of the kept numbered rows ``numbered``
+    (:func:`numbered_rows_sql`): ``query_id``, ``doc_id``, ``rank`` (1-based, trec_eval's
+    order) and ``grade`` (NULL: unjudged), each query's rows together in rank order."""
+    return (
+        f"SELECT query_id, doc_id, pos + 1 AS rank, grade FROM {numbered} "
+        f"WHERE pos < {int(depth)} AND query_id IN (SELECT CAST(query_id AS VARCHAR) "
+        f"FROM {judgments} AS given_judgments) ORDER BY query_id, rank"
+    )
 
 
 def topics_sql(judgments: str, subtopics: str | None) -> str:
@@ -548,6 +600,7 @@ def score_arm_sql(
     judged_k: int = 10,
     judged_only: bool = False,
     subtopics: str | None = None,
+    keep: str | None = None,
 ) -> ArmScores:
     """The memory engine's ``score_arm`` on relations of an SQL engine.
 
@@ -559,6 +612,9 @@ def score_arm_sql(
     query), NaN where undefined; judged@``judged_k`` averaged and the first relevant rank
     over the ranked and judged queries. ``subtopics``: the relation of subtopic judgments
     (:attr:`abrank.engines.sql.rankings.Opened.subtopics`), which the diversity metrics read.
+    ``keep``: a relation name; the numbered rows are then kept there
+    (:func:`numbered_rows_sql`) for later statements (:func:`top_rows_sql`), and the
+    scoring reads them from it.
     """
     from abrank.engines import check_metrics
 
@@ -569,6 +625,17 @@ def score_arm_sql(
     check_options(rel_level, gain, depth)
     if ranked_by not in RANKED_BY:
         raise ValueError(f"ranked_by: expected one of {', '.join(RANKED_BY)}, got {ranked_by!r}")
+    if keep is not None:
+        numbered = numbered_rows_sql(
+            rankings,
+            judgments,
+            parsed,
+            ranked_by=ranked_by,
+            rel_level=float(rel_level),
+            gain=gain,
+            judged_k=int(judged_k),
+        )
+        backend.materialize(keep, compile_sql(numbered, backend.dialect))
     sql = judged_sql(
         rankings,
         judgments,
@@ -579,6 +646,7 @@ def score_arm_sql(
         depth=depth,
         judged_k=int(judged_k),
         subtopics=subtopics,
+        numbered_from=keep,
     )
     table = backend.run(compile_sql(sql, backend.dialect))
     scores = arm_scores(table, parsed, complete)

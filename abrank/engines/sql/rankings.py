@@ -38,7 +38,7 @@ from abrank.errors import ConfigError, DataError
 from abrank.io.columns import ALIASES, alias_renames
 from abrank.io.subtopics import PLACEHOLDERS, SUBTOPIC
 
-__all__ = ["Opened", "TableSource", "open_judgments", "open_rankings"]
+__all__ = ["Opened", "TableSource", "open_judgments", "open_rankings", "raise_repeated_ranks"]
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
@@ -89,6 +89,10 @@ class Opened:
     extra: tuple[str, ...]
     file_rows: dict[str, int]
     subtopics: str | None = None  # subtopic judgments only: the relation with them
+    #: rankings opened with ``ranks_later``: the repeated-rank check left to the pass that
+    #: numbers the rows (the relation of the checked rows, "line" or "row", the first
+    #: line's number), for :func:`raise_repeated_ranks`; None when it was made here
+    ranks_unchecked: tuple[str, str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins."""
@@ -98,11 +102,21 @@ class Opened:
             "extra": list(self.extra),
             "file_rows": dict(self.file_rows),
             "subtopics": self.subtopics,
+            "ranks_unchecked": None if self.ranks_unchecked is None else list(self.ranks_unchecked),
         }
 
 
-def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
-    """Register and check one arm's rankings; the relation of its canonical rows."""
+def open_rankings(
+    backend: Backend, name: str, source: TableSource, *, ranks_later: bool = False
+) -> Opened:
+    """Register and check one arm's rankings; the relation of its canonical rows.
+
+    ``ranks_later``: a ``rank`` column's repeated ranks are not looked for here but by the
+    caller, in the window pass that numbers the rows in rank order (where a rank again is
+    the row after its equal: no pass of its own), which then calls
+    :func:`raise_repeated_ranks` (:attr:`Opened.ranks_unchecked` says so). Either way the
+    ranks checked are those of the rows kept: with ``duplicates: first``, a repeated
+    pair's later rows do not count, as by the memory engine."""
     if source.duplicates not in ("error", "first"):
         raise ConfigError(f"duplicates: expected 'error' or 'first', got {source.duplicates!r}")
     _check_files(source, "rankings")
@@ -111,7 +125,8 @@ def open_rankings(backend: Backend, name: str, source: TableSource) -> Opened:
         return _checked(backend, name, source, rows)
     if source.format == "qrels":
         raise DataError(f"{source.label}: expected a ranking log, got a qrels file (format qrels)")
-    return _checked(backend, name, source, _table_rows(backend, name, source, judgments=False))
+    rows = _table_rows(backend, name, source, judgments=False)
+    return _checked(backend, name, source, rows, ranks_later=ranks_later)
 
 
 def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
@@ -373,9 +388,13 @@ def _id_text(source: TableSource, canon: str, user: str, kind: str) -> str:
 # --------------------------------------------------------------------------- checks
 
 
-def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> Opened:
-    """Count the problems of ``rows`` in one statement; raise on the first one found."""
+def _checked(
+    backend: Backend, name: str, source: TableSource, rows: _Rows, *, ranks_later: bool = False
+) -> Opened:
+    """Count the problems of ``rows`` in one statement; raise on the first one found (the
+    repeated ranks left to the caller with ``ranks_later``: :func:`open_rankings`)."""
     ranked_by, extra = rows.ranked_by, rows.extra
+    later = ranks_later and ranked_by == "rank"
     value_name = ranked_by or "relevance"
     trec = source.format in ("trec", "qrels")
     first_line = 2 if source.format in ("csv", "tsv") else 1
@@ -398,15 +417,15 @@ def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> O
         "AS number_bad, 0 AS pairs, 0 AS ranks FROM checked GROUP BY abrank_file",
         f"SELECT CAST(NULL AS VARCHAR) AS abrank_file, 0, 0, 0, COUNT(*), 0 FROM ({pair_times}) AS p",
     ]
-    if ranked_by == "rank":
-        checks.append(
-            f"SELECT CAST(NULL AS VARCHAR), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
-        )
-    statement = (
+    rank_check = f"SELECT CAST(NULL AS VARCHAR), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
+    if ranked_by == "rank" and not later:
+        checks.append(rank_check)
+    with_good = (
         f"WITH checked AS ({sql}), good AS (SELECT * FROM checked WHERE fields_bad = 0 AND "
-        f"number_bad = 0) {' UNION ALL '.join(checks)}"
+        "number_bad = 0) "
     )
-    counts = backend.run(compile_sql(statement, backend.dialect)).to_pylist()
+    counts = backend.run(compile_sql(with_good + " UNION ALL ".join(checks), backend.dialect))
+    counts = counts.to_pylist()
     read = {_file_key(r["abrank_file"]): int(r["rows_read"]) for r in counts if r["abrank_file"]}
     per_file = {str(file): read.get(_file_key(file), 0) for file in source.files}
     totals = {
@@ -451,8 +470,24 @@ def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> O
         _raise_repeated_triples(backend, source, good, place)
     if totals["pairs"] and not (ranked_by is not None and source.duplicates == "first"):
         _raise_repeated_pairs(backend, source, good, place, judgments=ranked_by is None)
+    kept = good  # the rows that stay, whose ranks count
+    if totals["pairs"] and ranked_by is not None:  # duplicates: first keeps each pair's first
+        if place.first(f"SELECT * FROM {good}")["abrank_row"] is None:
+            raise ConfigError(
+                f"{source.label}: duplicates: first: expected a file whose row order the "
+                "engine reads, got a table without row numbers; remove the repeated pairs"
+            )
+        numbered = (
+            f"SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, doc_id ORDER BY "
+            f"abrank_file, abrank_row) AS pair_occurrence FROM {good}"
+        )
+        kept = f"(SELECT * FROM ({numbered}) AS numbered WHERE pair_occurrence = 1) AS good"
+        if ranked_by == "rank" and not later:  # a pair's later rows do not count, as in memory
+            again = f"SELECT query_id, rank FROM {kept} GROUP BY query_id, rank HAVING COUNT(*) > 1"
+            found = f"SELECT COUNT(*) AS n FROM ({again}) AS r"
+            totals["ranks"] = int(backend.run(compile_sql(found, backend.dialect))["n"][0].as_py())
     if totals["ranks"]:
-        _raise_repeated_rank(backend, good, place)
+        _raise_repeated_rank(backend, kept, place)
     if subtopics:  # labels as text, whatever the table's column type; one grade a pair
         given = (
             f"SELECT query_id, doc_id, relevance, CAST({quote(SUBTOPIC)} AS VARCHAR) AS "
@@ -464,19 +499,19 @@ def _checked(backend: Backend, name: str, source: TableSource, rows: _Rows) -> O
         )
         return Opened(f"({collapsed})", None, (), per_file, f"({given})")
     columns = ["query_id", "doc_id", value_name, *[quote(c) for c in extra]]
-    selected = f"SELECT {', '.join(columns)} FROM {good}"
-    if totals["pairs"]:  # duplicates: first keeps each pair's first occurrence
-        if place.first(f"SELECT * FROM {good}")["abrank_row"] is None:
-            raise ConfigError(
-                f"{source.label}: duplicates: first: expected a file whose row order the "
-                "engine reads, got a table without row numbers; remove the repeated pairs"
-            )
-        numbered = (
-            f"SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, doc_id ORDER BY "
-            f"abrank_file, abrank_row) AS occurrence FROM {good}"
-        )
-        selected = f"SELECT {', '.join(columns)} FROM ({numbered}) AS numbered WHERE occurrence = 1"
-    return Opened(f"({selected})", ranked_by, extra, per_file)
+    selected = f"SELECT {', '.join(columns)} FROM {kept}"
+    unchecked = (kept, _line_word(source), first_line) if later else None
+    return Opened(f"({selected})", ranked_by, extra, per_file, ranks_unchecked=unchecked)
+
+
+def raise_repeated_ranks(backend: Backend, opened: Opened) -> None:
+    """The repeated-rank check that rankings opened with ``ranks_later`` left to the caller,
+    once that found a rank again: the error the check would have raised there (the row of
+    the second occurrence, the query, where the first one stands)."""
+    if opened.ranks_unchecked is None:
+        raise ValueError("ranks_unchecked: expected rankings opened with ranks_later")
+    good, word, first_line = opened.ranks_unchecked
+    _raise_repeated_rank(backend, good, _Place(backend, word, first_line))
 
 
 def _holds_subtopics(backend: Backend, rows: str, trec: bool) -> bool:

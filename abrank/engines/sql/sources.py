@@ -264,18 +264,32 @@ def number_kind(
     the column's, :func:`is_nan`). The memory engine checks a column in this order, so the
     smallest kind found is the one it names."""
     missing = "0" if missing_ok else str(MISSING)
-    parts = [
-        f"WHEN {text} IS NOT NULL AND {value} IS NULL THEN {NOT_A_NUMBER}",
-        f"WHEN {text} IS NULL THEN {missing}",
-        f"WHEN {is_nan(value, kind)} THEN {missing}",
-        f"WHEN {value} > {LARGEST} OR {value} < -{LARGEST} THEN {INFINITE}",
-    ]
+    if kind in ("int", "float"):
+        # a number column: its cell is empty exactly when its value is, never text that
+        # is no number; an integer is never NaN, infinite or fractional. The tests left
+        # out are those that cannot hold, so that a clean column of ranks costs no cast
+        # to text per row.
+        parts = [f"WHEN {value} IS NULL THEN {missing}"]
+        if kind == "float":
+            parts += [
+                f"WHEN {is_nan(value, kind)} THEN {missing}",
+                f"WHEN {value} > {LARGEST} OR {value} < -{LARGEST} THEN {INFINITE}",
+            ]
+    else:
+        parts = [
+            f"WHEN {text} IS NOT NULL AND {value} IS NULL THEN {NOT_A_NUMBER}",
+            f"WHEN {text} IS NULL THEN {missing}",
+            f"WHEN {is_nan(value, kind)} THEN {missing}",
+            f"WHEN {value} > {LARGEST} OR {value} < -{LARGEST} THEN {INFINITE}",
+        ]
     if bounded:
         parts.append(
             f"WHEN {value} > {LARGEST_WHOLE} OR {value} < -{LARGEST_WHOLE} THEN {TOO_LARGE}"
         )
-    if whole:  # % rather than FLOOR: Spark's FLOOR gives a BIGINT, which 1e20 overflows
-        parts += [f"WHEN {value} % 1 <> 0 THEN {NOT_WHOLE}", f"WHEN {value} < 1 THEN {BELOW_ONE}"]
+    if whole and kind != "int":  # % rather than FLOOR: Spark's FLOOR gives a BIGINT
+        parts.append(f"WHEN {value} % 1 <> 0 THEN {NOT_WHOLE}")
+    if whole:
+        parts.append(f"WHEN {value} < 1 THEN {BELOW_ONE}")
     return f"CASE {' '.join(parts)} ELSE 0 END"
 
 

@@ -22,6 +22,7 @@ import functools
 import importlib
 import os
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,7 @@ from abrank.engines.sql.spark_session import (
 )
 from abrank.errors import ConfigError, DataError
 from abrank.io.files import open_bytes
+from abrank.timings import record_statement
 
 __all__ = ["SparkBackend", "hive_base", "kind_of"]
 
@@ -208,9 +210,14 @@ class SparkBackend:
         """The result of ``sql`` as the view ``name``, computed once and kept (memory,
         spilling to disk) for the statements that read it."""
         storage = importlib.import_module("pyspark").StorageLevel.MEMORY_AND_DISK
+        started = time.perf_counter()
         with self._failures(self._label()):
             frame = self.spark.sql(sql).persist(storage)
             frame.createOrReplaceTempView(name)
+            # computed now, whole: a statement reading only some of its columns would
+            # otherwise compute it without keeping it, and the next would compute it again
+            frame.count()
+        record_statement(f"kept {name}", time.perf_counter() - started)
         self.cached[name] = frame
         self.views.append(name)
 
@@ -227,11 +234,15 @@ class SparkBackend:
 
     def run(self, sql: str) -> pa.Table:
         """The result of one statement as an Arrow table."""
+        started = time.perf_counter()
         with self._failures(self._label()):
             result = self.spark.sql(sql)
             if hasattr(result, "toArrow"):  # pyspark 4
-                return result.toArrow()
-            return pa.Table.from_pandas(result.toPandas(), preserve_index=False)
+                table = result.toArrow()
+            else:
+                table = pa.Table.from_pandas(result.toPandas(), preserve_index=False)
+        record_statement(f"query, {table.num_rows:,} rows back", time.perf_counter() - started)
+        return table
 
     def close(self) -> None:
         """Stop the session started here, or drop the views registered on the caller's."""
