@@ -1,0 +1,218 @@
+"""The counterfactual design on DuckDB gives the memory engine's numbers: every number of
+summary.json's ``comparisons`` and ``diagnostics`` (propensities, support, estimates,
+weights, clipping, the PBM check) within 1e-9, on the bundled demo and on small simulated
+logs (one log with an arm column, a log per arm in two formats, a logged propensity
+column); and a bad log is refused with exit 2 and the memory engine's message."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from abrank.cli import main
+from abrank.demo.click_world import make_world
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "experiments" / "data"
+DEMO = ROOT / "experiments" / "demo-counterfactual.yaml"
+
+CONFIG = """\
+name: cf-engines
+log: {path: log.csv}
+control: {name: A}
+treatments: [{name: B}]
+candidates:
+  - {name: best, path: best.csv}
+  - {name: half, path: half.csv}
+metrics: [click_rr@10, ctr@3, clicks@10]
+analysis: {design: counterfactual, unit: user_id, propensity_resamples: 10}
+"""
+
+
+#: The minimum detectable effect is a root found to scipy's ``brentq`` ``xtol=1e-5``
+#: (:func:`abrank.stats.fast.ttest_effect_size`): the last bit of a multiplicity-adjusted
+#: alpha (0.01 or 0.010000000000000002, as the p-values' rounding orders the steps) moves
+#: it by up to that tolerance, so it is compared to 1e-5.
+LOOSER = {"mde": 1e-5}
+
+
+def differences(a: Any, b: Any, path: str = "", tolerance: float = 1e-9) -> list[str]:
+    """Where two JSON values differ: other keys, lengths, texts, or numbers further apart
+    than ``tolerance`` (relative beyond 1)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
+        return [
+            d
+            for key in a
+            for d in differences(a[key], b[key], f"{path}.{key}", LOOSER.get(key, tolerance))
+        ]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} against {len(b)} items"]
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in differences(x, y, f"{path}[{i}]", tolerance)
+        ]
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        if math.isnan(a) and math.isnan(b):
+            return []
+        close = abs(a - b) <= tolerance * max(1.0, abs(a))
+        return [] if close else [f"{path}: {a!r} != {b!r}"]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def summaries(config: Path, tmp: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """summary.json of a run on memory and of one on duckdb."""
+    out = []
+    for engine in ("memory", "duckdb"):
+        folder = tmp / f"out-{engine}"
+        assert main(["run", str(config), "--engine", engine, "--out", str(folder), "--quiet"]) == 0
+        out.append(json.loads((folder / "summary.json").read_text()))
+    return out[0], out[1]
+
+
+def assert_same_numbers(memory: dict[str, Any], duckdb: dict[str, Any]) -> None:
+    for key in ("comparisons", "diagnostics"):
+        assert memory[key], key
+        assert differences(memory[key], duckdb[key], key) == []
+
+
+def test_the_comparison_sees_a_difference_beyond_1e9():
+    assert differences({"a": [1.0, "x"]}, {"a": [1.0 + 1e-12, "x"]}) == []
+    assert differences({"a": [1.0]}, {"a": [1.0 + 1e-8]}) == [".a[0]: 1.0 != 1.00000001"]
+    assert differences({"a": 1}, {"b": 1}) == [": keys ['a', 'b']"]
+    assert differences({"mde": 0.1}, {"mde": 0.1 + 1e-7}) == []
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A small simulated click log of rankers A and B, a candidate within what was logged
+    and one half unlogged."""
+    folder = tmp_path_factory.mktemp("cf-engines")
+    rng = np.random.default_rng(21)
+    world = make_world(rng, queries=40, pool=25)
+    log = world.log(rng, 3000, {"A": 0.5, "B": 0.5})
+    log.to_csv(folder / "log.csv", index=False)
+    shown = [set(a) | set(b) for a, b in zip(world.lists["A"], world.lists["B"], strict=True)]
+    best, half = [], []
+    for q, seen in enumerate(shown):
+        docs = sorted(seen, key=lambda d: -world.alpha[q, d])[:10]
+        best += [(str(q), str(q * 1000 + d), r + 1) for r, d in enumerate(docs)]
+        unseen = [d for d in range(world.alpha.shape[1]) if d not in seen][:5]
+        # A's top five reversed (a top 3 of its own: a candidate whose top k is the logging
+        # arm's has a zero delta, whose t statistic is rounding noise), then five unlogged
+        mixed = [*world.lists["A"][q][:5][::-1], *unseen]
+        half += [(str(q), str(q * 1000 + d), r + 1) for r, d in enumerate(mixed)]
+    for name, rows in (("best", best), ("half", half)):
+        frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "rank"])
+        frame.to_csv(folder / f"{name}.csv", index=False)
+    return folder, world, log
+
+
+def write(folder: Path, text: str, name: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_one_log_with_an_arm_column_gives_the_same_numbers(world, tmp_path):
+    folder, _, _ = world
+    memory, duckdb = summaries(write(folder, CONFIG, "one.yaml"), tmp_path)
+    assert_same_numbers(memory, duckdb)
+    assert duckdb["diagnostics"]["support"]["half"] == pytest.approx(0.5)
+
+
+def test_a_log_per_arm_gives_the_same_numbers(world, tmp_path):
+    folder, _, log = world
+    log[log["arm"] == "A"].drop(columns="arm").to_parquet(folder / "a.parquet")
+    log[log["arm"] == "B"].drop(columns="arm").to_csv(folder / "b.csv", index=False)
+    text = CONFIG.replace("log: {path: log.csv}\n", "").replace(
+        "control: {name: A}\ntreatments: [{name: B}]",
+        "control: {name: A, path: a.parquet}\ntreatments: [{name: B, path: b.csv}]",
+    )
+    memory, duckdb = summaries(write(folder, text, "per-arm.yaml"), tmp_path)
+    assert_same_numbers(memory, duckdb)
+
+
+def test_a_logged_propensity_column_gives_the_same_numbers(world, tmp_path):
+    folder, world_, log = world
+    log = log.assign(propensity=world_.examination[log["rank"] - 1])
+    log.to_csv(folder / "with-propensity.csv", index=False)
+    text = CONFIG.replace("log.csv", "with-propensity.csv").replace(
+        "analysis:", "propensities: column\nanalysis:"
+    )
+    memory, duckdb = summaries(write(folder, text, "column.yaml"), tmp_path)
+    assert duckdb["diagnostics"]["propensity_fit"]["source"] == "column"
+    assert_same_numbers(memory, duckdb)
+
+
+@pytest.mark.slow
+def test_the_demo_gives_the_same_numbers_on_both_engines(tmp_path):
+    if not (DATA / "demo-online-log.parquet").is_file():
+        pytest.skip("the demo's data is not written (abrank demo-data)")
+    text = DEMO.read_text().replace("data/", f"{DATA}/")
+    text = text.replace("propensity_resamples: 100", "propensity_resamples: 10")
+    memory, duckdb = summaries(write(tmp_path, text, "demo.yaml"), tmp_path)
+    assert_same_numbers(memory, duckdb)
+
+
+def refusals(capsys, config: Path, folder: Path) -> list[str]:
+    """The error message of validate and run on each engine (each exits 2, writes nothing)."""
+    messages = []
+    for engine in ("memory", "duckdb"):
+        for command in ("validate", "run"):
+            args = [command, str(config), "--engine", engine]
+            out = folder / f"never-{engine}"
+            code = main([*args, "--out", str(out)] if command == "run" else args)
+            err = capsys.readouterr().err
+            assert code == 2 and "Traceback" not in err
+            assert not out.exists()
+            messages.append(err.strip().splitlines()[-1])
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda log: log.drop(columns="query"),
+            "bad.csv: query: expected a `query` column (the query text or id that candidate "
+            "rankings are keyed by), found columns: impression_id, user_id, rank, doc_id, "
+            "clicked",
+        ),
+        (
+            lambda log: log.assign(clicked=log["clicked"].where(log.index != 7, 2)),
+            "bad.csv: line 9: clicked: expected 0, 1, true or false, got 2",
+        ),
+        (
+            lambda log: log.assign(query=log["query"].astype(object).where(log.index != 4, None)),
+            "bad.csv: query: expected a query on every row, got empty values",
+        ),
+        (
+            lambda log: log.assign(propensity=np.where(log.index == 3, 1.5, 0.5)),
+            "bad.csv: propensity: expected a number in (0, 1] on every row, got '1.5'",
+        ),
+    ],
+    ids=["no-query-column", "bad-click", "empty-query", "propensity-out-of-range"],
+)
+def test_a_bad_log_gets_the_same_refusal_on_both_engines(world, tmp_path, capsys, change, expected):
+    folder, _, log = world
+    change(log.copy()).to_csv(tmp_path / "bad.csv", index=False)
+    for name in ("best.csv", "half.csv"):
+        (tmp_path / name).symlink_to(folder / name)
+    text = CONFIG.replace("log.csv", "bad.csv")
+    if "propensity" in expected:
+        text = text.replace("analysis:", "propensities: column\nanalysis:")
+    messages = refusals(capsys, write(tmp_path, text, "bad.yaml"), tmp_path)
+    assert len(set(messages)) == 1, messages
+    assert expected in messages[0]
