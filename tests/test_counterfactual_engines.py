@@ -216,3 +216,49 @@ def test_a_bad_log_gets_the_same_refusal_on_both_engines(world, tmp_path, capsys
     messages = refusals(capsys, write(tmp_path, text, "bad.yaml"), tmp_path)
     assert len(set(messages)) == 1, messages
     assert expected in messages[0]
+
+
+def test_one_logged_ranker_whose_lists_vary_is_enough(world, tmp_path):
+    """A ranker that shuffles its lists (here: A's and B's impressions all logged as A's)
+    is the only logged arm: the config needs no treatment, both engines give the same
+    numbers, and the propensities are the two-arm config's (the same logged rows)."""
+    folder, _, log = world
+    log.assign(arm="A").to_csv(folder / "one-ranker.csv", index=False)
+    text = CONFIG.replace("log.csv", "one-ranker.csv").replace("treatments: [{name: B}]\n", "")
+    memory, duckdb = summaries(write(folder, text, "one-ranker.yaml"), tmp_path)
+    assert_same_numbers(memory, duckdb)
+    assert duckdb["diagnostics"]["logged_arms"] == {"A": int(log["impression_id"].nunique())}
+    two = tmp_path / "two"
+    assert main(["run", str(write(folder, CONFIG, "two.yaml")), "--out", str(two), "--quiet"]) == 0
+    both = json.loads((two / "summary.json").read_text())["diagnostics"]["propensities"]
+    assert differences(memory["diagnostics"]["propensities"], both) == []
+
+
+def test_one_logged_ranker_with_fixed_lists_needs_given_propensities(world, tmp_path, capsys):
+    folder, world_, log = world
+    log[log["arm"] == "A"].to_csv(folder / "fixed.csv", index=False)
+    text = CONFIG.replace("log.csv", "fixed.csv").replace("treatments: [{name: B}]\n", "")
+    config = write(folder, text, "fixed.yaml")
+    for engine in ("memory", "duckdb"):
+        args = ["run", str(config), "--engine", engine, "--out", str(tmp_path / "never")]
+        assert main(args) == 2
+        assert "propensities: harvest: expected a (query, document) shown at rank" in (
+            capsys.readouterr().err
+        )
+    given = ", ".join(f"{r + 1}: {float(v)!r}" for r, v in enumerate(world_.examination))
+    stated = text.replace("analysis:", f"propensities: {{{given}}}\nanalysis:")
+    memory, duckdb = summaries(write(folder, stated, "fixed-given.yaml"), tmp_path)
+    assert_same_numbers(memory, duckdb)
+    assert memory["diagnostics"]["propensity_fit"]["source"] == "given"
+
+
+def test_other_designs_still_need_a_treatment(tmp_path, capsys):
+    (tmp_path / "a.csv").write_text("query_id,doc_id,rank\nq1,a,1\n")
+    (tmp_path / "x.yaml").write_text(
+        "name: x\ncontrol: {name: a, path: a.csv}\nmetrics: [mrr@10]\n"
+    )
+    assert main(["validate", str(tmp_path / "x.yaml")]) == 2
+    assert (
+        "line 1: treatments: expected at least one treatment arm ({name, path}, or {name} "
+        "beside a log:), got none" in capsys.readouterr().err
+    )

@@ -32,6 +32,8 @@ class CounterfactualDesign(DesignBase):
     statistics = "paired"
     large_logs = True
     engines: tuple[str, ...] = ("memory", "duckdb")
+    #: the control's logs alone will do when its lists vary (or propensities are given)
+    needs_treatment = False
 
     def metric_name(self, name: str) -> str:
         """A click metric's canonical name (:func:`abrank.metrics.parse_metric`)."""
