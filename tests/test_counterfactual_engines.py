@@ -156,6 +156,25 @@ def test_a_logged_propensity_column_gives_the_same_numbers(world, tmp_path):
     assert_same_numbers(memory, duckdb)
 
 
+def test_units_dropped_for_being_in_two_arms_give_the_same_numbers(world, tmp_path):
+    folder, _, log = world
+    log = log.copy()
+    users = log.loc[log["arm"] == "A", "user_id"].unique()[:5]
+    shown = log.loc[log["arm"] == "B", "impression_id"].unique()[:5]
+    for user, impression in zip(users, shown, strict=True):
+        log.loc[log["impression_id"] == impression, "user_id"] = user
+    log.to_csv(folder / "mixed.csv", index=False)
+    text = CONFIG.replace("log.csv", "mixed.csv").replace(
+        "unit: user_id,", "unit: user_id, mixed_units: drop,"
+    )
+    memory, duckdb = summaries(write(folder, text, "mixed.yaml"), tmp_path)
+    assert_same_numbers(memory, duckdb)
+    kept = log[~log["user_id"].isin(users)]
+    assert duckdb["diagnostics"]["logged_arms"] == {
+        arm: int(kept.loc[kept["arm"] == arm, "impression_id"].nunique()) for arm in ("A", "B")
+    }
+
+
 @pytest.mark.slow
 def test_the_demo_gives_the_same_numbers_on_both_engines(tmp_path):
     if not (DATA / "demo-online-log.parquet").is_file():

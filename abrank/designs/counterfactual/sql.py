@@ -14,8 +14,9 @@ engine's.
 The codes follow the memory engine's order where the numbers depend on it: units (whose
 codes seed the propensities' unit bootstrap), queries and documents are numbered by their
 text in byte order, within the first arm (control first) that shows them when each arm has
-its own log; impressions are numbered arm by arm (the logging arm's first), so that the
-logging arm's impressions are 0..N-1. Pairs are numbered by (query, document) code, which
+its own log (over every row, those of units dropped for being in two arms too);
+impressions are numbered arm by arm (the logging arm's first, so that its impressions are
+0..N-1), each arm's by their text. Pairs are numbered by (query, document) code, which
 changes only the order of floating-point sums.
 """
 
@@ -130,8 +131,9 @@ def _require_columns(
         )
 
 
-def _rows_sql(layout: Any, names: tuple[str, ...], unit: str, column: bool) -> str:
-    """One source's rows: arm code, ids as text, rank, click (and logged propensity)."""
+def _rows_sql(layout: Any, index: int, names: tuple[str, ...], unit: str, column: bool) -> str:
+    """One source's rows: its place (source, file, row), arm code, ids as text, rank,
+    click (and logged propensity)."""
     from abrank.engines.sql.sources import as_text, clicked_flag, literal, number, text_id
 
     source = layout.source
@@ -145,7 +147,10 @@ def _rows_sql(layout: Any, names: tuple[str, ...], unit: str, column: bool) -> s
     def ident(canon: str) -> str:
         return text_id(layout.ref(canon), layout.kind_of(canon))
 
+    files = " ".join(f"WHEN {literal(str(f))} THEN {i}" for i, f in enumerate(source.files))
     parts = [
+        f"{int(index)} AS source_index",
+        f"CASE abrank_file {files} ELSE {len(source.files)} END AS file_index",
         "abrank_file AS log_file",
         "abrank_row AS log_row",
         f"CASE {arm} {cases} END AS arm",
@@ -184,14 +189,21 @@ def _coded(
     def run(sql: str) -> pd.DataFrame:
         return backend.run(compile_sql(sql, backend.dialect)).to_pandas()
 
-    union = " UNION ALL ".join(_rows_sql(layout, names, unit, column) for layout in layouts)
-    where = ""
+    union = " UNION ALL ".join(
+        _rows_sql(layout, i, names, unit, column) for i, layout in enumerate(layouts)
+    )
+    backend.materialize("abrank_cf_all", f"SELECT * FROM ({union}) AS logs")
+    _check_rows(run, "abrank_cf_all", column, paths, names, layouts)
+    # the ids are numbered over every row, as the memory engine's categories are (the
+    # rows of the units dropped too); the rows coded are those kept
+    rows = "abrank_cf_all"
     if dropped:
         backend.register_table("abrank_cf_dropped", pa.table({"unit": dropped}))
-        where = " WHERE NOT unit IN (SELECT unit FROM abrank_cf_dropped)"
-    backend.materialize("abrank_cf_rows", f"SELECT * FROM ({union}) AS logs{where}")
-    rows = "abrank_cf_rows"
-    _check_rows(run, rows, column, paths, names, layouts)
+        backend.materialize(
+            "abrank_cf_rows",
+            "SELECT * FROM abrank_cf_all WHERE NOT unit IN (SELECT unit FROM abrank_cf_dropped)",
+        )
+        rows = "abrank_cf_rows"
     # per arm logs: the memory engine numbers each id within the first arm showing it
     per_arm = all(layout.source.arm is not None for layout in layouts)
     dictionaries = {}
@@ -199,13 +211,15 @@ def _coded(
         first = "MIN(arm)" if per_arm else "0"
         sql = (
             f"SELECT {name} AS label, ROW_NUMBER() OVER (ORDER BY {first}, {name}) - 1 AS code "
-            f"FROM {rows} GROUP BY {name}"
+            f"FROM abrank_cf_all GROUP BY {name}"
         )
         backend.materialize(f"abrank_cf_{name}", sql)
         dictionaries[name] = run(f"SELECT label FROM abrank_cf_{name} ORDER BY code")["label"]
     backend.materialize(
         "abrank_cf_impressions",
-        f"SELECT arm, impression_id, ROW_NUMBER() OVER (ORDER BY arm, impression_id) - 1 AS code, "
+        # numbered arm by arm by their text, the order the memory engine reads them in
+        "SELECT arm, impression_id, ROW_NUMBER() OVER (ORDER BY arm, impression_id) - 1 "
+        "AS code, "
         f"MIN(query) AS query FROM {rows} GROUP BY arm, impression_id",
     )
     coded = (
