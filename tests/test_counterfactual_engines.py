@@ -156,6 +156,28 @@ def test_a_logged_propensity_column_gives_the_same_numbers(world, tmp_path):
     assert_same_numbers(memory, duckdb)
 
 
+def test_a_glob_of_files_on_duckdb_gives_the_one_files_numbers(world, tmp_path):
+    """DuckDB reads a log's glob (here the log cut in two Parquet files by impression), as
+    for an online test; the memory engine reads the one file."""
+    folder, _, log = world
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    first = log["impression_id"] <= log["impression_id"].median()
+    log[first].to_parquet(parts / "part-0.parquet", index=False)
+    log[~first].to_parquet(parts / "part-1.parquet", index=False)
+    log.to_parquet(tmp_path / "whole.parquet", index=False)
+    for name in ("best.csv", "half.csv"):
+        (tmp_path / name).symlink_to(folder / name)
+    outs = []
+    for engine, path in (("memory", "whole.parquet"), ("duckdb", "parts/*.parquet")):
+        config = write(tmp_path, CONFIG.replace("log.csv", path), f"{engine}.yaml")
+        out = tmp_path / f"out-{engine}"
+        assert main(["run", str(config), "--engine", engine, "--out", str(out), "--quiet"]) == 0
+        outs.append(json.loads((out / "summary.json").read_text()))
+    assert_same_numbers(*outs)
+    assert len(outs[1]["inputs"]) == 4  # the two parts and the candidates
+
+
 def test_units_dropped_for_being_in_two_arms_give_the_same_numbers(world, tmp_path):
     folder, _, log = world
     log = log.copy()
