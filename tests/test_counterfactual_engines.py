@@ -303,3 +303,33 @@ def test_other_designs_still_need_a_treatment(tmp_path, capsys):
         "line 1: treatments: expected at least one treatment arm ({name, path}, or {name} "
         "beside a log:), got none" in capsys.readouterr().err
     )
+
+
+def test_spark_gives_the_same_numbers_and_refusals(world, tmp_path, capsys, spark):
+    """The same definitions run on Spark (the test session's SparkSession): the numbers of
+    a log with an arm column and a logged propensity column, and a log without ``query``
+    refused with the memory engine's message."""
+    folder, world_, log = world
+    log.assign(propensity=world_.examination[log["rank"] - 1]).to_csv(
+        folder / "spark-log.csv", index=False
+    )
+    text = CONFIG.replace("log.csv", "spark-log.csv").replace(
+        "analysis:", "propensities: column\nanalysis:"
+    )
+    config = write(folder, text, "spark.yaml")
+    outs = []
+    for engine in ("memory", "spark"):
+        out = tmp_path / f"out-{engine}"
+        assert main(["run", str(config), "--engine", engine, "--out", str(out), "--quiet"]) == 0
+        outs.append(json.loads((out / "summary.json").read_text()))
+    assert_same_numbers(*outs)
+    log.drop(columns="query").to_csv(folder / "spark-noquery.csv", index=False)
+    config = write(folder, CONFIG.replace("log.csv", "spark-noquery.csv"), "spark-bad.yaml")
+    messages = []
+    for engine in ("memory", "spark"):
+        out = tmp_path / f"never-{engine}"
+        assert main(["run", str(config), "--engine", engine, "--out", str(out)]) == 2
+        messages.append(capsys.readouterr().err.strip().splitlines()[-1])
+        assert not out.exists()
+    assert messages[0] == messages[1]
+    assert "spark-noquery.csv: query: expected a `query` column" in messages[0]

@@ -19,17 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMOS = sorted((ROOT / "experiments").glob("*.yaml"))
 ENGINES = ["memory", "duckdb", "spark"]
 #: Demos that some SQL engines do not run (machine labels: the engine scores the arms under
-#: three sets of judgments, memory alone; the counterfactual design: memory and duckdb),
-#: with the engines that refuse them and the refusal they give (exit 2).
+#: three sets of judgments, memory alone), with the engines that refuse them and the
+#: refusal they give (exit 2).
 MEMORY_ONLY = {
     "demo-machine-labels": (
         ("duckdb", "spark"),
         "expected no source of kind machine for engine {engine}",
-    ),
-    "demo-counterfactual": (
-        ("spark",),
-        "expected one of the engines that run the counterfactual design (memory, duckdb), "
-        "got spark",
     ),
 }
 

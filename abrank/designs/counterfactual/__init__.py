@@ -31,7 +31,7 @@ class CounterfactualDesign(DesignBase):
     selected_by_name = True
     statistics = "paired"
     large_logs = True
-    engines: tuple[str, ...] = ("memory", "duckdb")
+    engines: tuple[str, ...] = ("memory", "duckdb", "spark")
     #: the control's logs alone will do when its lists vary (or propensities are given)
     needs_treatment = False
 

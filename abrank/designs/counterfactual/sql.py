@@ -1,4 +1,4 @@
-"""The counterfactual design's logs read and coded by an SQL engine (DuckDB).
+"""The counterfactual design's logs read and coded by an SQL engine (DuckDB, Spark).
 
 :func:`code_logs_sql` is :func:`abrank.designs.counterfactual.pipeline.read_logs` on an
 SQL engine: the engine reads the logs where they lie (every format, glob and window the
@@ -189,17 +189,20 @@ def _coded(
     def run(sql: str) -> pd.DataFrame:
         return backend.run(compile_sql(sql, backend.dialect)).to_pandas()
 
+    def materialize(name: str, sql: str) -> None:
+        backend.materialize(name, compile_sql(sql, backend.dialect))
+
     union = " UNION ALL ".join(
         _rows_sql(layout, i, names, unit, column) for i, layout in enumerate(layouts)
     )
-    backend.materialize("abrank_cf_all", f"SELECT * FROM ({union}) AS logs")
+    materialize("abrank_cf_all", f"SELECT * FROM ({union}) AS logs")
     _check_rows(run, "abrank_cf_all", column, paths, names, layouts)
     # the ids are numbered over every row, as the memory engine's categories are (the
     # rows of the units dropped too); the rows coded are those kept
     rows = "abrank_cf_all"
     if dropped:
         backend.register_table("abrank_cf_dropped", pa.table({"unit": dropped}))
-        backend.materialize(
+        materialize(
             "abrank_cf_rows",
             "SELECT * FROM abrank_cf_all WHERE NOT unit IN (SELECT unit FROM abrank_cf_dropped)",
         )
@@ -213,9 +216,9 @@ def _coded(
             f"SELECT {name} AS label, ROW_NUMBER() OVER (ORDER BY {first}, {name}) - 1 AS code "
             f"FROM abrank_cf_all GROUP BY {name}"
         )
-        backend.materialize(f"abrank_cf_{name}", sql)
+        materialize(f"abrank_cf_{name}", sql)
         dictionaries[name] = run(f"SELECT label FROM abrank_cf_{name} ORDER BY code")["label"]
-    backend.materialize(
+    materialize(
         "abrank_cf_impressions",
         # numbered arm by arm by their text, the order the memory engine reads them in
         "SELECT arm, impression_id, ROW_NUMBER() OVER (ORDER BY arm, impression_id) - 1 "
