@@ -293,6 +293,24 @@ def test_one_logged_ranker_with_fixed_lists_needs_given_propensities(world, tmp_
     assert memory["diagnostics"]["propensity_fit"]["source"] == "given"
 
 
+def test_planning_a_rule_for_one_logged_ranker_is_refused(world, tmp_path, capsys):
+    folder, _, log = world
+    log.assign(arm="A").to_csv(folder / "one-ranker.csv", index=False)
+    text = (
+        CONFIG.replace("log.csv", "one-ranker.csv")
+        .replace("treatments: [{name: B}]\n", "")
+        .replace(
+            "metrics: [click_rr@10, ctr@3, clicks@10]",
+            "metrics: [{name: click_rr@10, role: success}]",
+        )
+    )
+    config = write(folder, text, "one-ranker-rule.yaml")
+    assert main(["simulate", str(config), "--out", str(tmp_path / "plan")]) == 2
+    err = capsys.readouterr().err
+    assert "treatments: expected a treatment to plan the decision rule for, got none" in err
+    assert "Traceback" not in err
+
+
 def test_other_designs_still_need_a_treatment(tmp_path, capsys):
     (tmp_path / "a.csv").write_text("query_id,doc_id,rank\nq1,a,1\n")
     (tmp_path / "x.yaml").write_text(
