@@ -17,7 +17,7 @@ Measures (the issue's targets in brackets):
 3. a log simulated from a cascade model fails the position-based check in >= 80% of runs
    (and a PBM log's false alarm rate);
 4. speed: 10M logged rows and three candidates through `abrank run` (``--engine``: memory,
-   the default, or duckdb) in
+   the default, duckdb or spark) in
    under 30 s and 4 GB;
 5. the bundled demo: the fused ranking's true delta under the online demo's own click model
    (which breaks the PBM on purpose) beside the readout's prediction.
@@ -320,7 +320,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["propensities", "coverage", "check", "speed", "demo"])
     parser.add_argument(
         "--engine",
-        choices=["memory", "duckdb"],
+        choices=["memory", "duckdb", "spark"],
         default="memory",
         help="speed: the engine of the runs (memory); one engine a call, so that the peak "
         "memory of the runs (the largest of this process's children) is that engine's",
