@@ -242,18 +242,6 @@ def test_simulate_refuses_harvested_examination_for_the_cascade(world_files, tmp
     assert "--propensities-from: expected the pbm click model" in capsys.readouterr().err
 
 
-def test_only_the_memory_engine_runs_the_design(world_files, capsys):
-    folder, _ = world_files
-    assert (
-        main(["run", str(_write(folder)), "--engine", "duckdb", "--out", str(folder / "never")])
-        == 2
-    )
-    assert (
-        "engine: duckdb: expected one of the engines that run the counterfactual design (memory)"
-        in capsys.readouterr().err
-    )
-
-
 def test_given_propensities_must_cover_every_logged_rank(world_files, capsys):
     folder, _ = world_files
     text = CONFIG.replace("analysis:", "propensities: {1: 1.0, 2: 0.5, 3: 0.3}\nanalysis:")

@@ -226,6 +226,32 @@ def test_the_pbm_check_passes_a_position_based_log_and_fails_a_cascade():
     assert outcomes["pbm"].df == 18
 
 
+def test_the_pbm_check_does_not_depend_on_the_order_of_the_impressions():
+    """Equal lists expect equal clicks above each rank, wherever their impressions lie in
+    the arrays: renumbering the impressions and shuffling the rows leaves the thirds and
+    the statistic as they were (the DuckDB engine numbers impressions in its own order)."""
+    rng = np.random.default_rng(5)
+    world = make_world(rng, queries=20)
+    rows = _coded(world.log(rng, 4000, {"A": 0.5, "B": 0.5})).rows
+    p = world.examination
+    alpha, _ = attractiveness(rows, p, "snips")
+    expected = p[rows.rank - 1] * alpha[rows.pair]
+    first = pbm_check(rows.impression, rows.rank, rows.clicked, expected, rows.unit)
+    renumber = rng.permutation(int(rows.impression.max()) + 1)
+    shuffle = rng.permutation(rows.impression.size)
+    again = pbm_check(
+        renumber[rows.impression][shuffle],
+        rows.rank[shuffle],
+        rows.clicked[shuffle],
+        expected[shuffle],
+        rows.unit[shuffle],
+    )
+    assert [r["rows"] for r in again.to_dict()["table"]] == [
+        r["rows"] for r in first.to_dict()["table"]
+    ]
+    assert again.chi2 == pytest.approx(first.chi2, rel=1e-9)
+
+
 def test_distinct_lists_score_as_every_list_does():
     rng = np.random.default_rng(3)
     world = make_world(rng, queries=30)

@@ -48,6 +48,11 @@ def check_semantics(
     def metric_name(name: str) -> str:  # a numeric metric's name is the config's own
         return name if name in own else design.metric_name(name)
 
+    if not exp.treatments and getattr(design, "needs_treatment", True):
+        checks.add(
+            ("treatments",),
+            "expected at least one treatment arm ({name, path}, or {name} beside a log:), got none",
+        )
     log = resolved_log(checks, exp.log)
     _, arm_logs = design.arm_holds(exp)
     arms = named_arms(checks, exp.arms, one_log=log is not None, optional_paths=not arm_logs)

@@ -44,7 +44,8 @@ class Experiment(Strict):
     description: str = ""
     owner: str | None = None
     control: ArmConfig
-    treatments: list[ArmConfig] = Field(min_length=1)
+    #: at least one, unless the design reads the control's logs alone (the design checks)
+    treatments: list[ArmConfig] = Field(default_factory=list)
     log: LogConfig | None = None
     #: one source (human labels) or a list of sources with kinds (abrank.config.judgments)
     judgments: Judgments | None = None

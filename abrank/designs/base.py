@@ -22,6 +22,9 @@ class DesignBase:
     large_logs: bool = True
     #: the engines that run it
     engines: tuple[str, ...] = ("memory",)
+    #: whether a config needs a treatment besides the control (one that reads the
+    #: control's logs alone, such as the counterfactual design, does not)
+    needs_treatment: bool = True
 
     def claims(self, experiment: Any) -> bool:
         """Configs with ``analysis.design: <name>``."""

@@ -100,6 +100,11 @@ def plan_for_rule(config: str | Path | Experiment, *, seed: int | None = None) -
             f"{experiment.source}: metrics: expected roles (success, guardrail) to plan for "
             "the decision rule, got none"
         )
+    if not experiment.treatments:  # a counterfactual config may log the control alone
+        raise ConfigError(
+            f"{experiment.source}: treatments: expected a treatment to plan the decision rule "
+            "for, got none"
+        )
     primary = experiment.analysis.primary_test
     quick = experiment.model_copy(
         update={"analysis": experiment.analysis.model_copy(update={"tests": [primary]})}

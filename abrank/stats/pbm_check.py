@@ -74,12 +74,17 @@ def pbm_check(
     order = np.lexsort((rank, impression))
     imp, rk = impression[order], rank[order]
     c, e, u = clicked[order].astype(np.float64), expected[order], unit[order]
-    running = np.cumsum(e)
-    start = np.r_[0, np.flatnonzero(np.diff(imp)) + 1]
-    before = np.repeat(running[start] - e[start], np.diff(np.r_[start, imp.size]))
-    above = running - e - before
-    group = np.full(imp.size, -1, dtype=np.int64)
     max_rank = int(rk.max(initial=0))
+    # the clicks expected above each row, summed within its impression alone (a list per
+    # row of a matrix): the same bits wherever the impression lies in the arrays, so that
+    # equal lists fall in the same third whatever order the logs were read in
+    row_of = np.cumsum(np.r_[False, np.diff(imp) != 0])[: imp.size]
+    lists = np.zeros((int(row_of[-1]) + 1 if imp.size else 0, max_rank))
+    lists[row_of, rk - 1] = e
+    exclusive = np.zeros_like(lists)
+    np.cumsum(lists[:, :-1], axis=1, out=exclusive[:, 1:])
+    above = exclusive[row_of, rk - 1]
+    group = np.full(imp.size, -1, dtype=np.int64)
     for r in range(2, max_rank + 1):  # over ranks (at most the lists' depth)
         mine = rk == r
         if mine.sum() < len(GROUPS):

@@ -31,7 +31,9 @@ class CounterfactualDesign(DesignBase):
     selected_by_name = True
     statistics = "paired"
     large_logs = True
-    engines: tuple[str, ...] = ("memory",)
+    engines: tuple[str, ...] = ("memory", "duckdb", "spark")
+    #: the control's logs alone will do when its lists vary (or propensities are given)
+    needs_treatment = False
 
     def metric_name(self, name: str) -> str:
         """A click metric's canonical name (:func:`abrank.metrics.parse_metric`)."""
@@ -101,7 +103,7 @@ class CounterfactualDesign(DesignBase):
         from abrank.designs.counterfactual.readout import build_counterfactual_readout
         from abrank.designs.counterfactual.samples import CounterfactualSamples
 
-        prepared = counterfactual_inputs(experiment, inputs, say)
+        prepared = counterfactual_inputs(experiment, inputs, say, engine)
         say("comparing candidates with the logging arm on per-unit sums")
         comparisons, too_small = compare_all(
             prepared.scored, CounterfactualSamples(prepared.scored, prepared.evidence)
@@ -122,7 +124,7 @@ class CounterfactualDesign(DesignBase):
         from abrank.analysis.validate import ArmInputs
         from abrank.designs.counterfactual.pipeline import read_candidate, read_logs
 
-        data, logs = read_logs(experiment, inputs, lambda message: None)
+        data, logs = read_logs(experiment, inputs, lambda message: None, engine)
         for index in range(len(experiment.candidates)):
             read_candidate(experiment, index, inputs)
         arms = []

@@ -55,11 +55,18 @@ def metric_specs(experiment: Experiment) -> list[MetricSpec]:
     return specs
 
 
-def read_logs(experiment: Experiment, inputs: Any, say: Any) -> tuple[Any, CodedLogs]:
+def read_logs(
+    experiment: Experiment, inputs: Any, say: Any, engine: Any = None
+) -> tuple[Any, CodedLogs]:
     """The logged arms read as an online test's (the propensity column too when the config
-    says so), coded across arms."""
+    says so), coded across arms: in memory, or by the SQL engine ``engine`` (an
+    :class:`~abrank.analysis.engine.EngineChoice`; :mod:`abrank.designs.counterfactual.sql`)."""
     from abrank.designs.online.logs import load_online
 
+    if engine is not None and engine.name != "memory":
+        from abrank.designs.counterfactual.sql import code_logs_sql
+
+        return code_logs_sql(experiment, inputs, engine, say)
     extra = ("propensity",) if experiment.propensities == "column" else ()
     data = load_online(experiment, say, inputs=inputs, columns=extra)
     unit = experiment.analysis.unit or "user_id"
@@ -152,9 +159,11 @@ def read_candidate(experiment: Experiment, index: int, inputs: Any) -> pd.DataFr
     )
 
 
-def counterfactual_inputs(experiment: Experiment, inputs: Any, say: Any) -> Prepared:
-    """Everything before the comparisons."""
-    data, logs = read_logs(experiment, inputs, say)
+def counterfactual_inputs(
+    experiment: Experiment, inputs: Any, say: Any, engine: Any = None
+) -> Prepared:
+    """Everything before the comparisons (the logs read by ``engine``, memory by default)."""
+    data, logs = read_logs(experiment, inputs, say, engine)
     specs = metric_specs(experiment)
     deepest = max(spec.k for spec in specs)
     propensities = propensities_of(experiment, logs, deepest, say)
