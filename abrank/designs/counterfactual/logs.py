@@ -135,18 +135,44 @@ def code_logs(
         n_pairs=len(pairs),
         n_units=len(units),
     )
-    max_rank = int(rank.max()) if rank.size else 0
-    logger_rows = arm_of[impression] == 0
+    return coded_logs(
+        rows,
+        arm_of,
+        queries=queries,
+        units=units,
+        docs=docs,
+        pairs=pd.Index(pairs),
+        arms=arms,
+        propensity=propensity,
+    )
+
+
+def coded_logs(
+    rows: ClickRows,
+    arm_of: np.ndarray,
+    *,
+    queries: pd.Index,
+    units: pd.Index,
+    docs: pd.Index,
+    pairs: pd.Index,
+    arms: tuple[str, ...],
+    propensity: np.ndarray | None,
+) -> CodedLogs:
+    """The coded logs of ``rows`` (whichever engine coded them): with the logging arm's
+    lists, one row per impression of its (``arm_of`` its impressions' arm, 0 the logging
+    arm) and the pair code at each rank (-1 where nothing was logged)."""
+    max_rank = int(rows.rank.max()) if rows.rank.size else 0
+    logger_rows = arm_of[rows.impression] == 0
     n_logger = int((arm_of == 0).sum())
     lists = np.full((n_logger, max_rank), -1, dtype=np.int64)
-    lists[impression[logger_rows], rank[logger_rows] - 1] = rows.pair[logger_rows]
+    lists[rows.impression[logger_rows], rows.rank[logger_rows] - 1] = rows.pair[logger_rows]
     return CodedLogs(
         rows=rows,
         logger_lists=Lists(lists, np.zeros(lists.shape, dtype=bool)),
         queries=queries,
         units=units,
         docs=docs,
-        pairs=pd.Index(pairs),
+        pairs=pairs,
         arm_of_impression=arm_of,
         arms=arms,
         max_rank=max_rank,

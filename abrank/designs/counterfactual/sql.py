@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 
 from abrank.config import Experiment
-from abrank.designs.counterfactual.logs import CodedLogs
+from abrank.designs.counterfactual.logs import CodedLogs, coded_logs
 from abrank.errors import DataError
-from abrank.stats.ips import ClickRows, Lists
+from abrank.stats.ips import ClickRows
 
 __all__ = ["SqlLogs", "code_logs_sql"]
 
@@ -258,22 +258,15 @@ def _coded(
         n_pairs=int(pairs.size),
         n_units=len(units),
     )
-    max_rank = int(rank.max()) if rank.size else 0
-    n_logger = int((arm_of == 0).sum())
-    logger_rows = arm_of[impression] == 0
-    lists = np.full((n_logger, max_rank), -1, dtype=np.int64)
-    lists[impression[logger_rows], rank[logger_rows] - 1] = rows_.pair[logger_rows]
     propensity = frame["propensity"].to_numpy(dtype=np.float64) if column else None
-    return CodedLogs(
-        rows=rows_,
-        logger_lists=Lists(lists, np.zeros(lists.shape, dtype=bool)),
+    return coded_logs(
+        rows_,
+        arm_of,
         queries=queries,
         units=units,
         docs=docs,
         pairs=pd.Index(pairs),
-        arm_of_impression=arm_of,
         arms=names,
-        max_rank=max_rank,
         propensity=propensity,
     )
 
