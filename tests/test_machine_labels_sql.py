@@ -1,6 +1,7 @@
 """Machine-labelled judgments on the SQL engines: the three estimates and the labels'
 agreement (summary.json's ``comparisons`` with their ``estimates``, and
-``diagnostics.machine_labels``) equal the memory engine's, on the bundled demo and on a
+``diagnostics.machine_labels``, and on the demo the per-query and explanation tables, which
+read the machine-filled labels) equal the memory engine's, on the bundled demo and on a
 small fixture whose control is ranked by tied scores (the top rows the per-arm agreement
 reads are then numbered in trec_eval's order); the machine-filled relation holds every
 human judgment and the machine's of the pairs no human judged; a bad machine-labels file
@@ -71,9 +72,18 @@ def assert_same_machine_label_numbers(memory: dict, sql: dict) -> None:
 
 def test_the_bundled_demo_gives_the_memory_engines_numbers_on_duckdb():
     experiment = load_experiment(ROOT / "experiments" / "demo-machine-labels.yaml")
-    memory = run_experiment(experiment).summary
-    sql = run_experiment(experiment, engine="duckdb").summary
+    on_memory = run_experiment(experiment)
+    on_duckdb = run_experiment(experiment, engine="duckdb")
+    memory, sql = on_memory.summary, on_duckdb.summary
     assert_same_machine_label_numbers(memory, sql)
+    # the rest of the readout reads the machine-filled labels on both engines
+    for table in ("per_query", "queries", "rankings"):
+        pd.testing.assert_frame_equal(
+            getattr(on_memory, table).reset_index(drop=True),
+            getattr(on_duckdb, table).reset_index(drop=True),
+            check_dtype=False,
+            rtol=1e-12,
+        )
     # the three estimates are there, and differ (else the test would not tell them apart)
     estimates = memory["comparisons"][0]["estimates"]
     assert set(estimates) == {"human", "filled", "ppi"}
