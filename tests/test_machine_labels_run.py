@@ -286,17 +286,6 @@ def test_a_bad_machine_labels_file_exits_2_naming_it(folder, capsys, tmp_path):
     assert "Traceback" not in err and not (bad / "out").exists()
 
 
-def test_machine_labels_on_an_sql_engine_are_refused(folder, capsys):
-    pytest.importorskip("duckdb", reason="engine duckdb needs the duckdb package")
-    path = config(folder, "sql")
-    assert (
-        main(["run", str(path), "--engine", "duckdb", "--out", str(folder / "x"), "--quiet"]) == 2
-    )
-    assert (
-        "judgments: expected no source of kind machine for engine duckdb" in capsys.readouterr().err
-    )
-
-
 def test_the_old_single_form_still_means_human_labels(folder):
     readout = run_experiment(
         config(folder, "single", judgments="  {path: human.tsv, kind: human}\n")

@@ -33,6 +33,12 @@ class LoadedData:
     inputs: list[dict[str, Any]]
     #: the machine labels (``judgments`` source of kind machine), None without them
     machine_judgments: pd.DataFrame | None = None
+    #: which labels ``judgments`` holds: human, filled (machine-filled) or machine; an SQL
+    #: engine, which scores relations rather than these frames, scores that label set's
+    labels: str = "human"
+    #: each arm's top rows (``query_id``, ``doc_id``, ``rank``) where ``rankings`` holds
+    #: none (an SQL engine's), for the machine labels' per-arm agreement; None: ``rankings``
+    shown: dict[str, pd.DataFrame] | None = None
 
 
 def load_data(

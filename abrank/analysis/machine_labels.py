@@ -210,9 +210,11 @@ def start_machine_labels(
     if human is None:
         human = start_comparing_arms(experiment, scored_human, segments)
     filled_data = dataclasses.replace(
-        data, judgments=filled_judgments(data.judgments, data.machine_judgments)
+        data,
+        judgments=filled_judgments(data.judgments, data.machine_judgments),
+        labels="filled",
     )
-    machine_data = dataclasses.replace(data, judgments=data.machine_judgments)
+    machine_data = dataclasses.replace(data, judgments=data.machine_judgments, labels="machine")
     scored_filled = score(experiment, filled_data)
     scored_machine = score(experiment, machine_data)
     filled = start_comparing_arms(experiment, scored_filled, segments)
@@ -305,7 +307,7 @@ def label_agreement(
     both = _both(data.judgments, data.machine_judgments)
     overall = agreement(both["human"].to_numpy(), both["machine"].to_numpy())
     per_arm = {}
-    for arm, frame in data.rankings.items():
+    for arm, frame in (data.shown if data.shown is not None else data.rankings).items():
         top = frame.loc[frame["rank"] <= JUDGED_K, KEY].drop_duplicates()
         shown = both.merge(top, on=KEY, how="inner")
         found = agreement(shown["human"].to_numpy(), shown["machine"].to_numpy()).to_dict()

@@ -69,15 +69,9 @@ class OfflineDesign:
         """Every engine runs offline experiments on judged metrics; the SQL engines all
         families but those :data:`abrank.engines.UNSUPPORTED_FAMILIES` names."""
         from abrank.engines import check_metrics, check_supported
-        from abrank.errors import ConfigError
 
         check_supported(engine, "offline")
         check_metrics(engine, experiment.metrics)
-        if experiment.machine_judgments is not None and engine != "memory":
-            raise ConfigError(
-                f"{experiment.source}: judgments: expected no source of kind machine for "
-                f"engine {engine} (engine memory reads machine labels), got one"
-            )
 
     def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
         """Rankings and judgments, per-query metrics, paired comparisons, the readout.

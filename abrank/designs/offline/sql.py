@@ -138,8 +138,13 @@ class SqlOffline:
         self.backend = open_backend(choice.name, choice.options, choice.connection)
         self.rankings: dict[str, Any] = {}
         self.judgments: Any = None
+        #: the machine labels (``judgments`` source of kind machine) and the name of the
+        #: machine-filled judgments kept in the engine; None without machine labels
+        self.machine: Any = None
+        self.filled: str | None = None
         self.engine = choice.name
-        self.cache: dict[tuple, Any] = {}  # (arm, options) -> ArmScores of the last scoring
+        # (arm, options, labels) -> ArmScores of the last scoring
+        self.cache: dict[tuple, Any] = {}
         self.numbered: dict[str, str] = {}  # arm -> relation of its numbered rows, kept
         self.results: dict[str, Any] = {}  # counting statement -> its result
 
@@ -160,18 +165,21 @@ class SqlOffline:
             )
         from abrank.config.judgments import source_key
 
-        # (machine labels are read by engine memory only: OfflineDesign.check_engine)
         key, config = source_key(experiment.judgments, "human") or ("", experiment.human_judgments)
         assert config is not None
         files_read: list[tuple[Any, str, Any]] = []  # (input, file, opened)
         judged = self.inputs[key]
+        machine = source_key(experiment.judgments, "machine")
+        labelled = (
+            [] if machine is None else [(self.inputs[machine[0]], self.inputs[machine[0]].file)]
+        )
         every = [
             (self.inputs[arm_key(i)], f)
             for i in range(len(experiment.arms))
             for f in self.inputs[arm_key(i)].files
         ]
         # the fingerprints read the files while the engine reads them too
-        with fingerprints_meanwhile([*every, (judged, judged.file)]):
+        with fingerprints_meanwhile([*every, (judged, judged.file), *labelled]):
             for index, arm in enumerate(experiment.arms):
                 arm_files = self.inputs[arm_key(index)]
                 files = arm_files.files
@@ -202,11 +210,124 @@ class SqlOffline:
             )
             self.judgments = open_judgments(self.backend, "abrank_judgments", source)
             files_read.append((judged, path, self.judgments))
+            if machine is not None:
+                files_read.append(self._open_machine(*machine))
         read = [log.entry(f, opened.file_rows.get(f, 0)) for log, f, opened in files_read]
         segments = self._segments(read)
         names = [arm.name for arm in experiment.arms]
         empty = pd.DataFrame(columns=["query_id", "doc_id", "rank"])
-        return LoadedData({name: empty for name in names}, pd.DataFrame(), segments, read)
+        rankings = {name: empty for name in names}
+        if self.machine is None:
+            return LoadedData(rankings, pd.DataFrame(), segments, read)
+        # the agreement of the two kinds of label reads both judgments and each arm's top
+        # rows (machine_labels.label_agreement), as the memory engine has them
+        human = self._judgment_frame(self.judgments.sql)
+        labels = self._judgment_frame(self.machine.sql)
+        shown = {name: self._top_rows(name, JUDGED_K) for name in names}
+        return LoadedData(rankings, human, segments, read, labels, shown=shown)
+
+    def _open_machine(self, key: str, config: Any) -> tuple[Any, str, Any]:
+        """Open the machine labels as the human ones are opened, and keep the
+        machine-filled judgments (every human judgment, and the machine's of the (query,
+        document) pairs no human judged) in the engine; (input, file, opened)."""
+        from abrank.engines.sql import compile_sql
+        from abrank.engines.sql.rankings import TableSource, open_judgments
+
+        given = self.inputs[key]
+        path = given.file
+        self.say(f"opening machine judgments on {self.engine} ({display_path(path)})")
+        source = TableSource(
+            files=(path,),
+            format=given.format,
+            label=str(path),
+            columns=config.columns.mapping(),
+            sep=config.sep,
+            decimal=config.decimal,
+        )
+        self.machine = open_judgments(self.backend, "abrank_machine_judgments", source)
+        cells = (
+            "CAST({t}.query_id AS VARCHAR) AS query_id, CAST({t}.doc_id AS VARCHAR) AS doc_id, "
+            "CAST({t}.relevance AS DOUBLE) AS relevance"
+        )
+        human, machine = self.judgments.sql, self.machine.sql
+        sql = (
+            f"SELECT {cells.format(t='h')} FROM {human} AS h UNION ALL "
+            f"SELECT {cells.format(t='m')} FROM {machine} AS m LEFT JOIN {human} AS seen "
+            "ON CAST(m.query_id AS VARCHAR) = CAST(seen.query_id AS VARCHAR) "
+            "AND CAST(m.doc_id AS VARCHAR) = CAST(seen.doc_id AS VARCHAR) "
+            "WHERE seen.query_id IS NULL"
+        )
+        self.filled = "abrank_filled_judgments"
+        self.backend.materialize(self.filled, compile_sql(sql, self.backend.dialect))
+        return given, path, self.machine
+
+    def _judgment_frame(self, relation: str) -> pd.DataFrame:
+        """A judgments relation's rows as the memory engine reads them: ``query_id``,
+        ``doc_id`` (text) and ``relevance`` (float)."""
+        from abrank.engines.sql import compile_sql
+
+        sql = (
+            "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+            f"CAST(relevance AS DOUBLE) AS relevance FROM {relation} AS j"
+        )
+        table = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pandas()
+        return pd.DataFrame(
+            {
+                "query_id": table["query_id"].astype(str),
+                "doc_id": table["doc_id"].astype(str),
+                "relevance": table["relevance"].to_numpy(dtype=np.float64),
+            }
+        )
+
+    def _top_rows(self, arm: str, k: int) -> pd.DataFrame:
+        """An arm's rows of rank at most ``k`` (``query_id``, ``doc_id``, ``rank``), ranked
+        as the memory engine ranks them: a rank column as given, scores in trec_eval's
+        order (score descending, then doc id descending)."""
+        from abrank.engines.sql import compile_sql
+        from abrank.engines.sql.judged import ranking_order
+
+        opened = self.rankings[arm]
+        ids = "CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id"
+        if opened.ranked_by == "rank":
+            sql = (
+                f"SELECT {ids}, CAST(rank AS BIGINT) AS rank FROM {opened.sql} AS r "
+                f"WHERE CAST(rank AS DOUBLE) <= {int(k)}"
+            )
+        else:
+            value, key = ranking_order(opened.ranked_by)
+            numbered = (
+                "SELECT r.query_id AS query_id, r.doc_id AS doc_id, ROW_NUMBER() OVER "
+                f"(PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC) AS rank "
+                f"FROM (SELECT {ids}, {value} FROM {opened.sql} AS given) AS r"
+            )
+            sql = f"SELECT query_id, doc_id, rank FROM ({numbered}) AS n WHERE rank <= {int(k)}"
+        table = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pandas()
+        return pd.DataFrame(
+            {
+                "query_id": table["query_id"].astype(str),
+                "doc_id": table["doc_id"].astype(str),
+                "rank": table["rank"].to_numpy(dtype=np.int64),
+            }
+        )
+
+    def relation(self, labels: str) -> tuple[str, str | None]:
+        """The judgments relation of a label set (human, filled or machine:
+        :attr:`LoadedData.labels`) and its subtopic judgments' relation (None: none; the
+        machine-filled judgments keep one grade per document, as the memory engine's)."""
+        if labels == "human":
+            return self.judgments.sql, self.judgments.subtopics
+        if self.machine is None or self.filled is None:
+            raise ValueError(f"labels {labels!r}: the experiment has no machine labels")
+        if labels == "machine":
+            return self.machine.sql, self.machine.subtopics
+        if labels == "filled":
+            return self.filled, None
+        raise ValueError(f"labels: expected human, filled or machine, got {labels!r}")
+
+    def _explained(self) -> str:
+        """The judgments relation the explanation tables read: the machine-filled ones
+        with machine labels (as the rest of the readout), else the human ones."""
+        return self.relation("human" if self.machine is None else "filled")[0]
 
     def _segments(self, read: list[dict[str, Any]]) -> pd.DataFrame:
         """One row per query with its segment values, from an attributes file (read as a
@@ -270,23 +391,26 @@ class SqlOffline:
             raise self._none_in_common(judged_ids)
         return InputCounts(counts, int(judged_ids.size))
 
-    def _judged_table(self, threshold: float) -> pd.DataFrame:
-        """One row per judged query: ``query_id`` and ``relevant`` (1 when a grade reaches
-        ``threshold``)."""
+    def _judged_table(self, threshold: float, judgments: str | None = None) -> pd.DataFrame:
+        """One row per judged query of ``judgments`` (the human ones by default):
+        ``query_id`` and ``relevant`` (1 when a grade reaches ``threshold``)."""
         threshold = float(threshold)
+        judgments = self.judgments.sql if judgments is None else judgments
         sql = (
             "SELECT query_id, CASE WHEN MAX(relevance) >= "
             f"CAST({threshold!r} AS DOUBLE) THEN 1 ELSE 0 END AS relevant FROM "
-            f"{self.judgments.sql} AS j GROUP BY query_id"
+            f"{judgments} AS j GROUP BY query_id"
         )
         return self._run_once(sql).to_pandas()
 
-    def _unjudged_queries(self, arm: str) -> int:
-        """How many distinct queries of an arm's log have no judgment."""
+    def _unjudged_queries(self, arm: str, judgments: str | None = None) -> int:
+        """How many distinct queries of an arm's log have no judgment in ``judgments``
+        (the human ones by default)."""
+        judgments = self.judgments.sql if judgments is None else judgments
         sql = (
             f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM "
             f"{self.rankings[arm].sql} AS r) AS q WHERE query_id NOT IN "
-            f"(SELECT query_id FROM {self.judgments.sql} AS j)"
+            f"(SELECT query_id FROM {judgments} AS j)"
         )
         return int(self._run_once(sql)["n"][0].as_py())
 
@@ -312,7 +436,9 @@ class SqlOffline:
 
     def score(self, experiment: Experiment, data: LoadedData) -> ScoredArms:
         """:func:`~abrank.analysis.score.score_arms` on the engine: per-query values of
-        every arm over the analysed queries (judged queries that any arm holds)."""
+        every arm over the analysed queries (judged queries that any arm holds), under the
+        label set of ``data`` (:attr:`LoadedData.labels`: human, machine-filled or machine
+        judgments, each a relation in the engine)."""
         from abrank.engines.sql.judged import score_arm_sql
         from abrank.metrics import parse_metric
 
@@ -326,19 +452,24 @@ class SqlOffline:
         twins = [parse_metric(name) for name in judged_only_names(experiment.metrics).values()]
         extra += [m for m in [*twins, *curve_metrics(twins)] if m.name not in requested]
         options = (experiment.relevance_threshold, experiment.gain, experiment.depth)
-        judgments = self.judgments.sql
-        judged_table = self._judged_table(experiment.relevance_threshold)
+        labels = data.labels
+        judgments, subtopics = self.relation(labels)
+        # the explanation tables read the numbered rows of the readout's labels; the
+        # others' are dropped once checked
+        explained = judgments == self._explained()
+        judged_table = self._judged_table(experiment.relevance_threshold, judgments)
         judged_ids = pd.Index(judged_table["query_id"].astype(str))
         arms: dict[str, Any] = {}
         present: dict[str, pd.Index] = {}
         unjudged: dict[str, int] = {}
         for index, arm in enumerate(experiment.arms):
             opened = self.rankings[arm.name]
-            cached = self.cache.get((arm.name, options))
+            cached = self.cache.get((arm.name, options, labels))
             wanted = [*metrics, *curve, *residual_metrics(metrics)]
             if cached is not None and all(m.name in cached.values for m in wanted):
                 scores = cached
             else:
+                kept = f"abrank_numbered_{index}" + ("" if explained else f"_{labels}")
                 scores = score_arm_sql(
                     backend,
                     opened.sql,
@@ -350,16 +481,19 @@ class SqlOffline:
                     depth=experiment.depth,
                     complete=True,
                     judged_k=JUDGED_K,
-                    subtopics=self.judgments.subtopics,
+                    subtopics=subtopics,
                     # numbered once: the explanation tables' top rows are read from there
-                    keep=f"abrank_numbered_{index}",
+                    keep=kept,
                 )
-                self.numbered[arm.name] = f"abrank_numbered_{index}"
-                self._check_ranks(opened, f"abrank_numbered_{index}")
-                self.cache[(arm.name, options)] = scores
+                self._check_ranks(opened, kept)
+                if explained:
+                    self.numbered[arm.name] = kept
+                else:
+                    self.backend.drop(kept)
+                self.cache[(arm.name, options, labels)] = scores
             arms[arm.name] = scores
             present[arm.name] = scores.first_relevant.index
-            unjudged[arm.name] = self._unjudged_queries(arm.name)
+            unjudged[arm.name] = self._unjudged_queries(arm.name, judgments)
         universe = union(present.values())
         if universe.empty:
             raise self._none_in_common(judged_ids)
@@ -399,7 +533,8 @@ class SqlOffline:
         from abrank.engines.sql import compile_sql
         from abrank.engines.sql.judged import judgments_sql, ranking_order, top_rows_sql
 
-        judged = judgments_sql(f"{self.judgments.sql} AS given_judgments")
+        judgments = self._explained()
+        judged = judgments_sql(f"{judgments} AS given_judgments")
         rankings = {}
         for arm in experiment.arms:
             opened = self.rankings[arm.name]
@@ -424,7 +559,7 @@ class SqlOffline:
                 "ORDER BY t.query_id, t.rank"
             )
             if kept is not None:  # the scoring's numbered rows: no second numbering
-                sql = top_rows_sql(kept, self.judgments.sql, depth)
+                sql = top_rows_sql(kept, judgments, depth)
             table = self.backend.run(compile_sql(sql, self.backend.dialect))
             if kept is not None:  # read for the last time: its memory goes back to the engine
                 self.backend.drop(kept)
