@@ -27,6 +27,7 @@ from abrank import engines
 from abrank.analysis import run_experiment
 from abrank.cli import main
 from abrank.config import load_experiment, parse_experiment
+from abrank.engines.clicks import score_impressions, unit_sums
 from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
 from abrank.engines.sql.duckdb import DuckDBBackend
 from abrank.errors import ConfigError, DataError
@@ -150,6 +151,76 @@ def test_deep_ranks_beyond_the_bit_check_are_checked_too(tmp_path):
     frame.to_parquet(path)
     result = sql_sums(path, ["click_rr"])
     assert result.sums["b"]["impressions"].tolist() == [1]
+
+
+def test_a_shallow_rank_twice_with_a_deep_rank_missing_is_refused(tmp_path):
+    """The pass over the log leaves out the count of ranks within 62: an impression deeper
+    than that with a shallow rank twice and a deep rank missing (n = the top rank, every
+    shallow rank seen) is found by the check of deep logs, with the memory engine's
+    message."""
+    rank = list(range(1, 71))
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1] * 70 + [2] * 70,
+            "user_id": ["u"] * 70 + ["v"] * 70,
+            "rank": rank + rank[:62] + [5] + rank[63:],  # 5 twice, 63 missing
+            "doc_id": ["d"] * 140,
+            "clicked": [0] * 140,
+            "arm": ["a"] * 70 + ["b"] * 70,
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    # rows 71..140 are impression 2: rank 5 at row 75, again at row 71 + 62 = 133
+    expected = (
+        f"{path}: row 133: rank: expected each rank once per impression, got rank 5 again "
+        "in impression '2' (first at row 75)"
+    )
+    with pytest.raises(DataError) as on_duckdb:
+        sql_sums(path, ["ctr@3"])
+    with pytest.raises(DataError) as on_memory:
+        read_impressions(path)
+    assert str(on_duckdb.value) == str(on_memory.value) == expected
+
+
+def test_three_arms_sum_as_on_the_memory_engine_and_an_impression_in_two_is_named(tmp_path):
+    """Two arms are told apart by one SUM of their codes in the pass over the log; three
+    by MIN and MAX: the same sums, and the same message for an impression in two arms."""
+    log = make_log(impressions=600)
+    log["arm"] = np.array(["a", "b", "c"])[log["impression_id"].to_numpy() % 3]
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    metrics = tuple(parse_metric(m) for m in ["click_rr@10", "ctr@3", "abandonment"])
+    request = ClickRequest(metrics=metrics, arms=("a", "b", "c"))
+    source = LogSource(files=(str(path),), format="parquet", label=path.name)
+    backend = DuckDBBackend()
+    try:
+        result = click_aggregates(backend, [source], request)
+    finally:
+        backend.close()
+    memory = read_impressions(path)
+    for arm in ("a", "b", "c"):
+        frame = memory[memory["arm"] == arm].drop(columns="arm").reset_index(drop=True)
+        values = score_impressions(frame, metrics, sat_dwell=30)
+        assert_same_sums(unit_sums(frame, values, unit="user_id"), result.sums[arm])
+    # the second row of the first impression (arm of code 0) moved to arm c (code 2)
+    first = int(log["impression_id"].iloc[0])
+    second = log.index[log["impression_id"] == first][1]
+    log.loc[second, "arm"] = "c"
+    log.to_parquet(path)
+    backend = DuckDBBackend()
+    try:
+        with pytest.raises(DataError) as on_duckdb:
+            click_aggregates(backend, [source], request)
+    finally:
+        backend.close()
+    with pytest.raises(DataError) as on_memory:
+        read_impressions(path)
+    assert str(on_duckdb.value) == str(on_memory.value)
+    assert str(on_duckdb.value).startswith(
+        f"{path}: row {second + 1}: arm: expected one arm per impression, got 'c' in "
+        f"impression '{first}', which has '{log.loc[log.index[0], 'arm']}'"
+    )
 
 
 def rows_by_rank(frame: pd.DataFrame) -> list[list]:

@@ -38,6 +38,8 @@ from abrank.engines.sql import Backend, compile_sql
 from abrank.engines.sql.sources import (
     IMPRESSION_CHECKS,
     IMPRESSION_PROBLEMS,
+    LEAN_CHECKS,
+    LEAN_PROBLEMS,
     RANK_BITS,
     CellCheck,
     Layout,
@@ -143,7 +145,7 @@ def click_aggregates(
     frame["arm"] = np.asarray(request.arms, dtype=object)[frame["arm"].to_numpy(dtype=np.int64)]
     deep = bool(len(frame)) and float(frame["top"].max()) > RANK_BITS
     if deep:
-        check_deep_ranks(backend, rows, layouts)
+        check_deep_ranks(backend, rows, layouts, every_rank=True)
     file_rows = _file_rows(backend, layouts)
     check_rows_per_file(layouts, file_rows)
     _check_arms(frame, layouts, request)
@@ -302,18 +304,28 @@ def _impressions_sql(
     cutoffs: Sequence[int | None],
     dwell: float,
     first_from_bits: bool = False,
+    lean: bool = False,
 ) -> str:
     """One row per impression: its arm, unit and segment values (with their maxima, to
     find an impression that has two), its rows' checks, first click and clicks. With
     ``first_from_bits`` the first click is the lowest of the clicked-rank bits, one
-    aggregate fewer per row (:func:`_first_click_from_bits` says when that is exact)."""
+    aggregate fewer per row (:func:`_first_click_from_bits` says when that is exact).
+
+    ``lean`` (the one pass over the log) spends aggregates fewer per row: the checks
+    leave out the count of ranks within RANK_BITS (:data:`LEAN_CHECKS`), and the arm of
+    two arms is one SUM of their codes 0 / 1 (0: arm 0, n: arm 1, else NULL: two arms),
+    where MIN and MAX are two. The messages' statements keep the full aggregates."""
+    summed = lean and len(request.arms) <= 2
     parts = [
         "impression_id",
-        "MIN(arm_code) AS arm",
-        "MAX(arm_code) AS arm_max",
+        *(
+            ["SUM(arm_code) AS arm_sum"]
+            if summed
+            else ["MIN(arm_code) AS arm", "MAX(arm_code) AS arm_max"]
+        ),
         "MIN(unit) AS unit",
         "MAX(unit) AS unit_max",
-        *IMPRESSION_CHECKS,
+        *(LEAN_CHECKS if lean else IMPRESSION_CHECKS),
         # the clicked ranks up to RANK_BITS, a bit each: the CTR by rank without the rows
         f"BIT_OR(CASE WHEN clicked = 1 AND rank_bad = 0 AND rank <= {RANK_BITS} THEN "
         "CAST(1 AS BIGINT) << CAST(rank - 1 AS INT) ELSE CAST(0 AS BIGINT) END) AS clicked_bits",
@@ -333,12 +345,16 @@ def _impressions_sql(
     for i in range(len(request.segments)):
         parts += [f"MIN(segment_{i}) AS segment_{i}", f"MAX(segment_{i}) AS segment_{i}_max"]
     grouped = f"SELECT {', '.join(parts)} FROM ({rows}) AS log_rows GROUP BY impression_id"
-    if not first_from_bits:
+    derived = []
+    if first_from_bits:
+        # the lowest bit set, x & -x, is 2^(its rank - 1); ROUND: a log's last digit may differ
+        lowest = "ROUND(LOG2(clicked_bits & -clicked_bits)) + 1"
+        derived.append(f"CASE WHEN clicked_bits = 0 THEN NULL ELSE {lowest} END AS first_click")
+    if summed:  # NULL (the impression is bad) for rows of two arms, or of none
+        derived.append("CASE WHEN arm_sum = 0 THEN 0 WHEN arm_sum = n THEN 1 END AS arm")
+    if not derived:
         return grouped
-    # the lowest bit set, x & -x, is 2^(its rank - 1); ROUND: a log's last digit may differ
-    lowest = "ROUND(LOG2(clicked_bits & -clicked_bits)) + 1"
-    first = f"CASE WHEN clicked_bits = 0 THEN NULL ELSE {lowest} END AS first_click"
-    return f"SELECT *, {first} FROM ({grouped}) AS grouped"
+    return f"SELECT *, {', '.join(derived)} FROM ({grouped}) AS grouped"
 
 
 def _first_click_from_bits(metrics: Sequence[Metric]) -> bool:
@@ -351,10 +367,11 @@ def _first_click_from_bits(metrics: Sequence[Metric]) -> bool:
 
 
 def _impression_bad(request: ClickRequest) -> str:
-    """The condition of a bad impression (over :func:`_impressions_sql`'s columns)."""
+    """The condition of a bad impression (over the columns of :func:`_impressions_sql`,
+    ``lean``)."""
     bad = [
-        *IMPRESSION_PROBLEMS,
-        "arm <> arm_max",
+        *LEAN_PROBLEMS,
+        "arm IS NULL" if len(request.arms) <= 2 else "arm <> arm_max",
         "unit <> unit_max",
         *[f"segment_{i} <> segment_{i}_max" for i in range(len(request.segments))],
     ]
@@ -375,7 +392,7 @@ def _per_impression_sql(
     segment values)."""
     from_bits = _first_click_from_bits(metrics)
     dwell = float(request.sat_dwell)
-    impressions = _impressions_sql(rows, request, sat, cutoffs, dwell, from_bits)
+    impressions = _impressions_sql(rows, request, sat, cutoffs, dwell, from_bits, lean=True)
     values = [f"{_value_sql(m)} AS v{i}" for i, m in enumerate(metrics)]
     segments = [f"segment_{i}" for i in range(len(request.segments))]
     return (

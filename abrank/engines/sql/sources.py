@@ -630,6 +630,16 @@ IMPRESSION_PROBLEMS = (
 )
 
 
+#: :data:`IMPRESSION_CHECKS` without the count of ranks within RANK_BITS (``shallow``): one
+#: aggregate fewer per row in a pass over a whole log. Without it an impression deeper
+#: than RANK_BITS with a shallow rank twice and a deep one missing passes the checks, so a
+#: log with such ranks is checked again by :func:`check_deep_ranks` with ``every_rank``.
+LEAN_CHECKS = tuple(check for check in IMPRESSION_CHECKS if not check.endswith(" AS shallow"))
+
+#: The conditions of :data:`IMPRESSION_PROBLEMS` over :data:`LEAN_CHECKS`.
+LEAN_PROBLEMS = tuple(problem for problem in IMPRESSION_PROBLEMS if "shallow" not in problem)
+
+
 def ranks_broken(impression: Mapping[str, Any]) -> bool:
     """An impression's ranks (its :data:`IMPRESSION_CHECKS` values) are not 1..n."""
     shallow = min(impression["top"], RANK_BITS)
@@ -640,14 +650,19 @@ def ranks_broken(impression: Mapping[str, Any]) -> bool:
     )
 
 
-def check_deep_ranks(backend: Backend, rows: str, layouts: Sequence[Layout]) -> None:
+def check_deep_ranks(
+    backend: Backend, rows: str, layouts: Sequence[Layout], every_rank: bool = False
+) -> None:
     """Ranks deeper than :data:`RANK_BITS` (of the log rows ``rows``: impression_id, rank,
     log_file): none repeated in an impression (with n = the top rank and each shallow rank
     once, that makes them 1..n); else the memory engine's message for the first such
-    impression (:func:`raise_impression_problem`)."""
+    impression (:func:`raise_impression_problem`). With ``every_rank`` (the impressions
+    were checked by :data:`LEAN_CHECKS`, which do not count the shallow ranks) no rank at
+    all is repeated: with n = the top rank, that makes them 1..n."""
+    deep = "" if every_rank else f" WHERE rank > {RANK_BITS}"
     sql = (
         "SELECT CAST(impression_id AS VARCHAR) AS impression_id FROM "
-        f"({rows}) AS log_rows WHERE rank > {RANK_BITS} "
+        f"({rows}) AS log_rows{deep} "
         "GROUP BY impression_id, rank HAVING COUNT(*) > 1 "
         "ORDER BY CAST(impression_id AS VARCHAR) LIMIT 1"
     )
