@@ -47,6 +47,7 @@ __all__ = [
     "SqlOffline",
     "check_offline_inputs",
     "explanation_source",
+    "judgments_source",
     "offline_inputs",
 ]
 
@@ -92,6 +93,22 @@ class InputCounts:
     def to_dict(self) -> dict[str, Any]:
         """The counts as JSON-safe builtins."""
         return {"queries": dict(self.queries), "judged": self.judged}
+
+
+def judgments_source(given: Any, config: Any) -> Any:
+    """The engine's source of a judgments file: ``given`` its resolved input (file,
+    format), ``config`` its config entry (columns, separators)."""
+    from abrank.engines.sql.rankings import TableSource
+
+    path = given.file
+    return TableSource(
+        files=(path,),
+        format=given.format,
+        label=str(path),
+        columns=config.columns.mapping(),
+        sep=config.sep,
+        decimal=config.decimal,
+    )
 
 
 def check_offline_inputs(
@@ -200,14 +217,7 @@ class SqlOffline:
                 files_read += [(arm_files, f, opened) for f in files]
             path = judged.file
             self.say(f"opening judgments on {self.engine} ({display_path(path)})")
-            source = TableSource(
-                files=(path,),
-                format=judged.format,
-                label=str(path),
-                columns=config.columns.mapping(),
-                sep=config.sep,
-                decimal=config.decimal,
-            )
+            source = judgments_source(judged, config)
             self.judgments = open_judgments(self.backend, "abrank_judgments", source)
             files_read.append((judged, path, self.judgments))
             if machine is not None:
@@ -231,19 +241,12 @@ class SqlOffline:
         machine-filled judgments (every human judgment, and the machine's of the (query,
         document) pairs no human judged) in the engine; (input, file, opened)."""
         from abrank.engines.sql import compile_sql
-        from abrank.engines.sql.rankings import TableSource, open_judgments
+        from abrank.engines.sql.rankings import open_judgments
 
         given = self.inputs[key]
         path = given.file
         self.say(f"opening machine judgments on {self.engine} ({display_path(path)})")
-        source = TableSource(
-            files=(path,),
-            format=given.format,
-            label=str(path),
-            columns=config.columns.mapping(),
-            sep=config.sep,
-            decimal=config.decimal,
-        )
+        source = judgments_source(given, config)
         self.machine = open_judgments(self.backend, "abrank_machine_judgments", source)
         cells = (
             "CAST({t}.query_id AS VARCHAR) AS query_id, CAST({t}.doc_id AS VARCHAR) AS doc_id, "
