@@ -124,20 +124,14 @@ def code_logs(
     propensity = None
     if all("propensity" in f.columns for f in ordered):
         propensity = np.concatenate([f["propensity"].to_numpy(dtype=np.float64) for f in ordered])
-    rows = ClickRows(
+    return coded_logs(
         impression=impression,
         pair=pair.astype(np.int64),
         rank=rank,
         clicked=clicked,
         unit=np.concatenate(unit_codes).astype(np.int64),
         query=query,
-        logger=arm_of == 0,
-        n_pairs=len(pairs),
-        n_units=len(units),
-    )
-    return coded_logs(
-        rows,
-        arm_of,
+        arm_of=arm_of,
         queries=queries,
         units=units,
         docs=docs,
@@ -148,9 +142,14 @@ def code_logs(
 
 
 def coded_logs(
-    rows: ClickRows,
-    arm_of: np.ndarray,
     *,
+    impression: np.ndarray,
+    pair: np.ndarray,
+    rank: np.ndarray,
+    clicked: np.ndarray,
+    unit: np.ndarray,
+    query: np.ndarray,
+    arm_of: np.ndarray,
     queries: pd.Index,
     units: pd.Index,
     docs: pd.Index,
@@ -158,9 +157,22 @@ def coded_logs(
     arms: tuple[str, ...],
     propensity: np.ndarray | None,
 ) -> CodedLogs:
-    """The coded logs of ``rows`` (whichever engine coded them): with the logging arm's
-    lists, one row per impression of its (``arm_of`` its impressions' arm, 0 the logging
-    arm) and the pair code at each rank (-1 where nothing was logged)."""
+    """The coded logs (whichever engine coded them), from one value per logged row
+    (``impression``, ``pair``, ``rank``, ``clicked``, ``unit`` codes) and per impression
+    (``query``, ``arm_of`` its arm, 0 the logging arm): with the logging arm's lists, one
+    row per impression of its and the pair code at each rank (-1 where nothing was
+    logged)."""
+    rows = ClickRows(
+        impression=impression,
+        pair=pair,
+        rank=rank,
+        clicked=clicked,
+        unit=unit,
+        query=query,
+        logger=arm_of == 0,
+        n_pairs=len(pairs),
+        n_units=len(units),
+    )
     max_rank = int(rows.rank.max()) if rows.rank.size else 0
     logger_rows = arm_of[rows.impression] == 0
     n_logger = int((arm_of == 0).sum())

@@ -31,7 +31,6 @@ import pandas as pd
 from abrank.config import Experiment
 from abrank.designs.counterfactual.logs import CodedLogs, coded_logs
 from abrank.errors import DataError
-from abrank.stats.ips import ClickRows
 
 __all__ = ["SqlLogs", "code_logs_sql"]
 
@@ -247,27 +246,20 @@ def _coded(
     key += frame["doc"].to_numpy(dtype=np.int64)
     pairs, pair = np.unique(key, return_inverse=True)
     arm_of = impressions["arm"].to_numpy(dtype=np.int64)
-    rows_ = ClickRows(
+    return coded_logs(
         impression=impression,
         pair=pair.astype(np.int64).reshape(-1),
         rank=rank,
         clicked=frame["clicked"].to_numpy(dtype=np.float64),
         unit=frame["unit"].to_numpy(dtype=np.int64),
         query=impressions["query"].to_numpy(dtype=np.int64),
-        logger=arm_of == 0,
-        n_pairs=int(pairs.size),
-        n_units=len(units),
-    )
-    propensity = frame["propensity"].to_numpy(dtype=np.float64) if column else None
-    return coded_logs(
-        rows_,
-        arm_of,
+        arm_of=arm_of,
         queries=queries,
         units=units,
         docs=docs,
         pairs=pd.Index(pairs),
         arms=names,
-        propensity=propensity,
+        propensity=frame["propensity"].to_numpy(dtype=np.float64) if column else None,
     )
 
 
