@@ -31,3 +31,14 @@ def minimum_detectable_effect(
     # statsmodels' TTestPower / TTestIndPower.solve_power, the same bits, cached per design
     es = fast_stats.ttest_effect_size(n, alpha, POWER, ratio)
     return es * sd if es is not None else None
+
+
+def normal_detectable_effect(se: float, alpha: float) -> float | None:
+    """Smallest |delta| a two-sided normal (z) test at ``alpha`` detects with
+    :data:`POWER`, for an estimate of standard error ``se``: (z_{1-alpha/2} + z_POWER) se.
+    None when ``se`` is not finite."""
+    from scipy.stats import norm
+
+    if not math.isfinite(se):
+        return None
+    return float((norm.ppf(1.0 - alpha / 2.0) + norm.ppf(POWER)) * se)

@@ -31,6 +31,7 @@ import numpy as np
 from scipy.stats import norm
 
 from abrank.records import Record
+from abrank.stats.power import normal_detectable_effect
 
 __all__ = ["PPIEstimate", "compare_ppi", "power_tuning", "ppi_mean"]
 
@@ -147,12 +148,9 @@ def compare_ppi(
     control = ppi_mean(y_c, f_c, u_c, lam=lam)
     treatment_mean = ppi_mean(y_t, f_t, u_t, lam=lam)
     n = delta.n
-    z_power = float(norm.ppf(0.8))
 
     def mde_at(level_alpha: float) -> float | None:
-        if not math.isfinite(delta.se):
-            return None
-        return (float(norm.ppf(1.0 - level_alpha / 2.0)) + z_power) * delta.se
+        return normal_detectable_effect(delta.se, level_alpha)
 
     lift = None
     relative_at = None

@@ -34,9 +34,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from abrank.stats.power import POWER
+from abrank.stats.power import normal_detectable_effect
 from abrank.stats.quantile import (
     QuantileArm,
     QuantileDifference,
@@ -130,10 +129,7 @@ def compare_quantile_arms(
         return (low, high) if math.isfinite(low) and math.isfinite(high) else None
 
     def mde_at(a: float) -> float | None:
-        se = at(1.0 - a).se
-        if not math.isfinite(se):
-            return None
-        return float((stats.norm.ppf(1.0 - a / 2.0) + stats.norm.ppf(POWER)) * se)
+        return normal_detectable_effect(at(1.0 - a).se, a)
 
     bootstrap_at = None
     if deltas is not None:
