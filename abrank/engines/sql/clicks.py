@@ -26,15 +26,17 @@ resampling draws the same units.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from abrank.engines.sql import Backend, compile_sql
+from abrank.engines.sql.click_sums import arm_codes, shared_units, split_sums
 from abrank.engines.sql.sources import (
     IMPRESSION_CHECKS,
     IMPRESSION_PROBLEMS,
@@ -53,7 +55,6 @@ from abrank.engines.sql.sources import (
     raise_impression_problem,
     row_columns,
     row_place,
-    selected_values,
     shown_path,
 )
 from abrank.engines.sql.sources import native_ids as native_columns
@@ -138,19 +139,19 @@ def click_aggregates(
     per_impression = _per_impression_sql(rows, request, metrics, sat, cutoffs)
     backend.materialize(IMPRESSIONS, compile_sql(per_impression, backend.dialect))
     table = backend.run(compile_sql(_sums_sql(request, metrics), backend.dialect))
-    frame = table.to_pandas()
-    if len(frame) and int(frame["bad"].sum()):
+    if table.num_rows and pc.sum(table.column("bad")).as_py():
         _raise_first_problem(backend, rows, layouts, request)
-    # the sums come by arm code (the arm's place in request.arms): names from here on
-    frame["arm"] = np.asarray(request.arms, dtype=object)[frame["arm"].to_numpy(dtype=np.int64)]
-    deep = bool(len(frame)) and float(frame["top"].max()) > RANK_BITS
+    codes = arm_codes(table)  # the sums come by arm code: the arm's place in request.arms
+    deep = bool(table.num_rows) and float(pc.max(table.column("top")).as_py()) > RANK_BITS
     if deep:
         check_deep_ranks(backend, rows, layouts, every_rank=True)
     file_rows = _file_rows(backend, layouts)
     check_rows_per_file(layouts, file_rows)
-    _check_arms(frame, layouts, request)
-    sums, segment_sums = _split(frame, table, request, metrics)
-    mixed, dropped = _mixed(sums, request.unit), 0
+    _check_arms(codes, layouts, request)
+    sums, segment_sums, units = split_sums(
+        table, codes, request.arms, request.unit, request.segments, metrics
+    )
+    mixed, dropped = shared_units(units, request.unit), 0
     left_out = None
     if request.drop_mixed and mixed.count:
         left_out = "abrank_dropped_units"
@@ -409,7 +410,7 @@ def _sums_sql(request: ClickRequest, metrics: Sequence[Metric]) -> str:
     segments = [f"segment_{i}" for i in range(len(request.segments))]
     columns = ["arm", "CAST(unit AS VARCHAR) AS unit", *segments]
     columns += [f"GROUPING({s}) AS grouped_{i}" for i, s in enumerate(segments)]
-    columns += ["COUNT(*) AS impressions", "SUM(bad) AS bad", "MAX(top) AS top"]
+    columns += ["COUNT(*) AS impressions", "CAST(SUM(bad) AS BIGINT) AS bad", "MAX(top) AS top"]
     columns += [f"CAST(SUM(v{i}) AS DOUBLE) AS m{i}" for i in range(len(metrics))]
     if segments:
         sets = ["(arm, unit)", *[f"(arm, {s}, unit)" for s in segments]]
@@ -509,62 +510,10 @@ def _ctr_table(ranks: pd.DataFrame, arms: Sequence[str]) -> pd.DataFrame:
 # --------------------------------------------------------------------------- results
 
 
-def _split(
-    frame: pd.DataFrame, result: pa.Table, request: ClickRequest, metrics: Sequence[Metric]
-) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, pd.DataFrame]]]:
-    """The sums query's rows (``frame``; ``result`` as the engine returned them) as per-unit
-    frames per arm, overall and per segment, segment values in their column's type."""
-    unit = request.unit
-    names = {f"m{i}": m.name for i, m in enumerate(metrics)}
-    segments = list(request.segments)
-    overall = np.ones(len(frame), dtype=bool)
-    for i in range(len(segments)):
-        overall &= frame[f"grouped_{i}"].to_numpy() == 1
-
-    def table(rows: pd.DataFrame, index: pd.Index) -> pd.DataFrame:
-        out = {"impressions": rows["impressions"].to_numpy(dtype=np.int64)}
-        out.update({name: rows[m].to_numpy(dtype=np.float64) for m, name in names.items()})
-        return pd.DataFrame(out, index=index, copy=False)
-
-    arm = frame["arm"].astype(str)
-    sums: dict[str, pd.DataFrame] = {}
-    segment_sums: dict[str, dict[str, pd.DataFrame]] = {c: {} for c in segments}
-    for name in request.arms:
-        mine = (arm == name).to_numpy()
-        rows = frame[mine & overall]
-        sums[name] = table(rows, pd.Index(rows["unit"].astype(str), name=unit, dtype="str"))
-        for i, column in enumerate(segments):
-            selected = mine & (frame[f"grouped_{i}"].to_numpy() == 0)
-            rows = frame[selected]
-            values = selected_values(result, f"segment_{i}", selected)
-            level = pd.Index(values.astype(str) if values.dtype == object else values, name=column)
-            index = pd.MultiIndex.from_arrays(
-                [level, pd.Index(rows["unit"].astype(str), dtype="str")], names=[column, unit]
-            )
-            segment_sums[column][name] = table(rows, index)
-    return sums, segment_sums
-
-
-def _mixed(sums: Mapping[str, pd.DataFrame], unit: str) -> MixedUnits:
-    """Units with sums in more than one arm (a warning, or dropped), counted by Arrow's hash
-    kernel: millions of units take a tenth of a second, not pandas' second."""
-    import pyarrow.compute as pc
-
-    every = pa.chunked_array(
-        [pa.array(t.index.astype(str)).cast(pa.large_string()) for t in sums.values()],
-        type=pa.large_string(),
-    )
-    counts = pc.value_counts(every)
-    found = counts.field("values").filter(pc.greater(counts.field("counts"), 1)).to_pylist()
-    shared = sorted(found, key=lambda u: u.encode("utf-8"))
-    return MixedUnits(
-        column=unit, count=len(shared), examples=tuple(shared[:5]), units=frozenset(shared)
-    )
-
-
-def _check_arms(frame: pd.DataFrame, layouts: Sequence[Layout], request: ClickRequest) -> None:
-    """Every arm has rows (the log's arm values name the arms: checked with the rows)."""
-    found = {str(arm) for arm in frame["arm"].unique()} if len(frame) else set()
+def _check_arms(codes: np.ndarray, layouts: Sequence[Layout], request: ClickRequest) -> None:
+    """Every arm has rows (the log's arm values name the arms: checked with the rows);
+    ``codes``: each sums row's arm code."""
+    found = {request.arms[int(code)] for code in np.unique(codes)}
     empty = [arm for arm in request.arms if arm not in found]
     if not empty:
         return

@@ -1,0 +1,97 @@
+"""The per-unit sums query's result, as the comparisons read it: a frame per arm.
+
+The sums come back from the engine as one Arrow table of a row per (arm, unit) and per
+(arm, segment value, unit), millions of rows for millions of users. They are split by arm
+straight from Arrow's columns: the numbers as NumPy arrays, the units as a text index
+that shares Arrow's buffers, so that no cell becomes a Python object. The units with sums
+in more than one arm are found on 64-bit keys of their text (:func:`abrank.io.doc_keys`),
+not by hashing strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from abrank.engines.sql.sources import selected_values
+from abrank.io.arrow import equal_pairs
+from abrank.io.doc_keys import doc_keys
+from abrank.io.online import MixedUnits
+from abrank.metrics import Metric
+
+__all__ = ["arm_codes", "shared_units", "split_sums"]
+
+
+def arm_codes(table: pa.Table) -> np.ndarray:
+    """Each row's arm code (its arm's place in the request's arms)."""
+    return table.column("arm").to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def split_sums(
+    table: pa.Table,
+    codes: np.ndarray,
+    arms: Sequence[str],
+    unit: str,
+    segments: Sequence[str],
+    metrics: Sequence[Metric],
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, pd.DataFrame]], list[pa.ChunkedArray]]:
+    """The sums query's rows (``table``, with ``codes`` from :func:`arm_codes`) as frames
+    of ``impressions`` and each metric's sum, indexed by unit (text), one per arm overall
+    and one per (segment column, arm) indexed by (segment value, unit), rows in the query's
+    order; and each arm's units as the engine returned them (for :func:`shared_units`)."""
+    overall = np.ones(table.num_rows, dtype=bool)
+    for i in range(len(segments)):
+        overall &= table.column(f"grouped_{i}").to_numpy(zero_copy_only=False) == 1
+    values = {"impressions": table.column("impressions").to_numpy(zero_copy_only=False)}
+    values["impressions"] = values["impressions"].astype(np.int64, copy=False)
+    for i, metric in enumerate(metrics):
+        column = table.column(f"m{i}").to_numpy(zero_copy_only=False)
+        values[metric.name] = column.astype(np.float64, copy=False)
+    units = table.column("unit")
+
+    def frame(rows: np.ndarray, index: pd.Index) -> pd.DataFrame:
+        return pd.DataFrame({k: v[rows] for k, v in values.items()}, index=index, copy=False)
+
+    def text(rows: np.ndarray) -> pa.ChunkedArray:
+        return units.filter(pa.array(rows))
+
+    sums: dict[str, pd.DataFrame] = {}
+    segment_sums: dict[str, dict[str, pd.DataFrame]] = {c: {} for c in segments}
+    arm_units = []
+    for code, name in enumerate(arms):
+        mine = codes == code
+        rows = mine & overall
+        ids = text(rows)
+        arm_units.append(ids)
+        sums[name] = frame(rows, pd.Index(ids.to_pandas(), name=unit, dtype="str"))
+        for i, column in enumerate(segments):
+            rows = mine & (table.column(f"grouped_{i}").to_numpy(zero_copy_only=False) == 0)
+            found = selected_values(table, f"segment_{i}", rows)
+            level = pd.Index(found.astype(str) if found.dtype == object else found, name=column)
+            index = pd.MultiIndex.from_arrays(
+                [level, pd.Index(text(rows).to_pandas(), dtype="str")], names=[column, unit]
+            )
+            segment_sums[column][name] = frame(rows, index)
+    return sums, segment_sums, arm_units
+
+
+def shared_units(units: Sequence[pa.ChunkedArray], column: str) -> MixedUnits:
+    """Units (each arm's distinct, as text) found in more than one arm: their count, the
+    first few in byte order and all of them."""
+    every = pa.chunked_array(
+        [chunk for arm in units for chunk in arm.chunks],
+        type=units[0].type if units else pa.string(),
+    )
+    if len(every) < 2:
+        return MixedUnits(column=column, count=0, examples=(), units=frozenset())
+    # within an arm a unit comes once: every equal pair joins two arms
+    _, later = equal_pairs(np.zeros(len(every), dtype=np.int32), doc_keys(every), every)
+    found = pc.unique(every.take(pa.array(np.sort(later)))).to_pylist() if later.size else []
+    shared = sorted(found, key=lambda u: u.encode("utf-8"))
+    return MixedUnits(
+        column=column, count=len(shared), examples=tuple(shared[:5]), units=frozenset(shared)
+    )
