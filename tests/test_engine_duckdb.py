@@ -183,6 +183,65 @@ def test_a_shallow_rank_twice_with_a_deep_rank_missing_is_refused(tmp_path):
     assert str(on_duckdb.value) == str(on_memory.value) == expected
 
 
+@pytest.mark.parametrize(
+    ("tail", "what"),
+    [
+        (list(range(66, 70)) + [75], "a deep rank skipped: 70 rows, top rank 75"),
+        (list(range(67, 72)), "a deep rank skipped after 65: 70 rows, top rank 71"),
+    ],
+)
+def test_a_deep_impression_whose_top_rank_is_not_its_count_is_refused(tmp_path, tail, what):
+    """The pass over the log reads an impression's top rank from its count of rows: a
+    deep impression whose ranks are distinct but not 1..n is found by the check of deep
+    logs, with the memory engine's message."""
+    del what
+    rank = list(range(1, 71))
+    second = rank[:65] + tail
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1] * 70 + [2] * len(second),
+            "user_id": ["u"] * 70 + ["v"] * len(second),
+            "rank": rank + second,
+            "doc_id": ["d"] * (70 + len(second)),
+            "clicked": [0] * (70 + len(second)),
+            "arm": ["a"] * 70 + ["b"] * len(second),
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(DataError) as on_duckdb:
+        sql_sums(path, ["ctr@3"])
+    with pytest.raises(DataError) as on_memory:
+        read_impressions(path)
+    assert str(on_duckdb.value) == str(on_memory.value)
+    assert "impression '2'" in str(on_duckdb.value)
+
+
+@pytest.mark.parametrize("bad", ["rank", "clicked"])
+def test_a_bad_cell_in_a_shallow_impression_is_found_by_the_one_pass(tmp_path, bad):
+    """A bad cell sets its own bit of the pass's rank bits: the impression is refused with
+    the memory engine's message naming the row."""
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1, 1, 1, 2, 2],
+            "user_id": ["u", "u", "u", "v", "v"],
+            "rank": [1.0, 2.0, 3.0, 1.0, 2.0],
+            "doc_id": ["d"] * 5,
+            "clicked": [0.0, 1.0, 0.0, 0.0, 1.0],
+            "arm": ["a", "a", "a", "b", "b"],
+        }
+    )
+    frame.loc[2, bad] = np.nan
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(DataError) as on_duckdb:
+        sql_sums(path, ["ctr@3"])
+    with pytest.raises(DataError) as on_memory:
+        read_impressions(path)
+    assert str(on_duckdb.value) == str(on_memory.value)
+    assert "row 3" in str(on_duckdb.value)
+
+
 def test_three_arms_sum_as_on_the_memory_engine_and_an_impression_in_two_is_named(tmp_path):
     """Two arms are told apart by one SUM of their codes in the pass over the log; three
     by MIN and MAX: the same sums, and the same message for an impression in two arms."""

@@ -312,8 +312,9 @@ def _impressions_sql(
     ``first_from_bits`` the first click is the lowest of the clicked-rank bits, one
     aggregate fewer per row (:func:`_first_click_from_bits` says when that is exact).
 
-    ``lean`` (the one pass over the log) spends aggregates fewer per row: the checks
-    leave out the count of ranks within RANK_BITS (:data:`LEAN_CHECKS`), and the arm of
+    ``lean`` (the one pass over the log) spends aggregates fewer per row: the checks are
+    two aggregates (:data:`LEAN_CHECKS`: the rows' count and a bit per rank or bad cell;
+    the top rank is the count), and the arm of
     two arms is one SUM of their codes 0 / 1 (0: arm 0, n: arm 1, else NULL: two arms),
     where MIN and MAX are two. The messages' statements keep the full aggregates."""
     summed = lean and len(request.arms) <= 2
@@ -388,7 +389,8 @@ def _per_impression_sql(
 ) -> str:
     """One row per impression, all that the statements after the pass over the log read:
     its arm (code), unit and segment values, the value of each metric (``v0``, ``v1``,
-    ...), its top rank, its clicked ranks as bits (``clicked_bits``) and ``bad`` (1 when a
+    ...), its top rank (its count of rows, which the checks make its top rank), its
+    clicked ranks as bits (``clicked_bits``) and ``bad`` (1 when a
     cell of its rows is bad, its ranks are not 1..n, or it has two units, arms or
     segment values)."""
     from_bits = _first_click_from_bits(metrics)
@@ -397,7 +399,7 @@ def _per_impression_sql(
     values = [f"{_value_sql(m)} AS v{i}" for i, m in enumerate(metrics)]
     segments = [f"segment_{i}" for i in range(len(request.segments))]
     return (
-        f"SELECT arm, unit, top, clicked_bits, {', '.join([*segments, *values])}, "
+        f"SELECT arm, unit, n AS top, clicked_bits, {', '.join([*segments, *values])}, "
         f"CASE WHEN {_impression_bad(request)} THEN 1 ELSE 0 END AS bad "
         f"FROM ({impressions}) AS per_impression"
     )

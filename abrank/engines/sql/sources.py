@@ -630,14 +630,23 @@ IMPRESSION_PROBLEMS = (
 )
 
 
-#: :data:`IMPRESSION_CHECKS` without the count of ranks within RANK_BITS (``shallow``): one
-#: aggregate fewer per row in a pass over a whole log. Without it an impression deeper
-#: than RANK_BITS with a shallow rank twice and a deep one missing passes the checks, so a
-#: log with such ranks is checked again by :func:`check_deep_ranks` with ``every_rank``.
-LEAN_CHECKS = tuple(check for check in IMPRESSION_CHECKS if not check.endswith(" AS shallow"))
+#: The checks of one pass over a whole log, in two aggregates per row: the rows' count
+#: ``n`` and ``seen``, a bit per rank up to RANK_BITS and bit RANK_BITS for a bad cell
+#: (a bad cell's row sets that bit alone). ``seen`` = 2^min(n, RANK_BITS) - 1 then says
+#: that no cell is bad and that ranks 1..min(n, RANK_BITS) are there; with n rows and at
+#: most RANK_BITS of them, that they are exactly 1..n, each once. The impression's top
+#: rank is then n. Deeper impressions are checked again by :func:`check_deep_ranks` with
+#: ``every_rank`` (no rank repeated, the top rank n).
+LEAN_CHECKS = (
+    "COUNT(*) AS n",
+    f"BIT_OR(CASE WHEN row_bad > 0 THEN CAST(1 AS BIGINT) << {RANK_BITS} "
+    f"WHEN rank <= {RANK_BITS} THEN CAST(1 AS BIGINT) << CAST(rank - 1 AS INT) "
+    "ELSE CAST(0 AS BIGINT) END) AS seen",
+)
 
-#: The conditions of :data:`IMPRESSION_PROBLEMS` over :data:`LEAN_CHECKS`.
-LEAN_PROBLEMS = tuple(problem for problem in IMPRESSION_PROBLEMS if "shallow" not in problem)
+#: The condition over :data:`LEAN_CHECKS` of an impression with a bad cell or ranks that
+#: are not 1..n (within RANK_BITS).
+LEAN_PROBLEMS = (f"seen <> (CAST(1 AS BIGINT) << CAST(LEAST(n, {RANK_BITS}) AS INT)) - 1",)
 
 
 def ranks_broken(impression: Mapping[str, Any]) -> bool:
@@ -657,15 +666,20 @@ def check_deep_ranks(
     log_file): none repeated in an impression (with n = the top rank and each shallow rank
     once, that makes them 1..n); else the memory engine's message for the first such
     impression (:func:`raise_impression_problem`). With ``every_rank`` (the impressions
-    were checked by :data:`LEAN_CHECKS`, which do not count the shallow ranks) no rank at
-    all is repeated: with n = the top rank, that makes them 1..n."""
+    were checked by :data:`LEAN_CHECKS`, which see neither the shallow ranks' count nor
+    the top rank) no rank at all is repeated and each impression's top rank is its count
+    of rows: that makes them 1..n."""
     deep = "" if every_rank else f" WHERE rank > {RANK_BITS}"
-    sql = (
+    repeated = (
         "SELECT CAST(impression_id AS VARCHAR) AS impression_id FROM "
-        f"({rows}) AS log_rows{deep} "
-        "GROUP BY impression_id, rank HAVING COUNT(*) > 1 "
-        "ORDER BY CAST(impression_id AS VARCHAR) LIMIT 1"
+        f"({rows}) AS log_rows{deep} GROUP BY impression_id, rank HAVING COUNT(*) > 1"
     )
+    if every_rank:
+        repeated += (
+            " UNION ALL SELECT CAST(impression_id AS VARCHAR) AS impression_id FROM "
+            f"({rows}) AS log_rows GROUP BY impression_id HAVING MAX(rank) <> COUNT(*)"
+        )
+    sql = f"SELECT impression_id FROM ({repeated}) AS found ORDER BY impression_id LIMIT 1"
     table = backend.run(compile_sql(sql, backend.dialect))
     if table.num_rows:
         impression = table.to_pylist()[0]["impression_id"]
