@@ -14,6 +14,7 @@ import dataclasses
 
 import pandas as pd
 
+from abrank._lazy import import_in_background
 from abrank.analysis.engine import EngineChoice, fingerprints_meanwhile, log_sources
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
@@ -24,6 +25,8 @@ __all__ = ["score_online_sql"]
 
 #: The click metric an aggregation of numeric metrics only counts with (its sums dropped).
 COUNTING = "clicks@1"
+#: What the comparisons of per-unit sums import (SciPy's root finders among them).
+COMPARING = "abrank.stats.clustered"
 
 
 def score_online_sql(
@@ -53,7 +56,9 @@ def score_online_sql(
         sat_dwell=experiment.analysis.sat_dwell,
         drop_mixed=experiment.analysis.mixed_units == "drop",
     )
-    # the fingerprints read the files while the engine reads them too
+    # while the engine works: the comparisons' modules import, and the fingerprints read
+    # the files the engine reads too
+    import_in_background(COMPARING)
     with fingerprints_meanwhile((log, f) for source, log in sources for f in source.files):
         backend = open_backend(choice.name, choice.options, choice.connection)
         try:

@@ -53,30 +53,43 @@ def split_sums(
         values[metric.name] = column.astype(np.float64, copy=False)
     units = table.column("unit")
 
-    def frame(rows: np.ndarray, index: pd.Index) -> pd.DataFrame:
+    def frame(rows: slice | np.ndarray, index: pd.Index) -> pd.DataFrame:
         return pd.DataFrame({k: v[rows] for k, v in values.items()}, index=index, copy=False)
 
-    def text(rows: np.ndarray) -> pa.ChunkedArray:
-        return units.filter(pa.array(rows))
+    def text(rows: slice | np.ndarray) -> pa.ChunkedArray:
+        if isinstance(rows, slice):
+            return units.slice(rows.start, rows.stop - rows.start)
+        return units.take(pa.array(rows))
 
     sums: dict[str, pd.DataFrame] = {}
     segment_sums: dict[str, dict[str, pd.DataFrame]] = {c: {} for c in segments}
     arm_units = []
     for code, name in enumerate(arms):
         mine = codes == code
-        rows = mine & overall
+        rows = _selection(mine & overall)
         ids = text(rows)
         arm_units.append(ids)
         sums[name] = frame(rows, pd.Index(ids.to_pandas(), name=unit, dtype="str"))
         for i, column in enumerate(segments):
-            rows = mine & (table.column(f"grouped_{i}").to_numpy(zero_copy_only=False) == 0)
-            found = selected_values(table, f"segment_{i}", rows)
+            mask = mine & (table.column(f"grouped_{i}").to_numpy(zero_copy_only=False) == 0)
+            rows = _selection(mask)
+            found = selected_values(table, f"segment_{i}", mask)
             level = pd.Index(found.astype(str) if found.dtype == object else found, name=column)
             index = pd.MultiIndex.from_arrays(
                 [level, pd.Index(text(rows).to_pandas(), dtype="str")], names=[column, unit]
             )
             segment_sums[column][name] = frame(rows, index)
     return sums, segment_sums, arm_units
+
+
+def _selection(mask: np.ndarray) -> slice | np.ndarray:
+    """The rows of a boolean mask: a slice (views, not copies) when they are one run, as
+    the sums query's order (by arm, then grouping) makes them, else their indices."""
+    where = np.flatnonzero(mask)
+    if where.size == 0:
+        return slice(0, 0)
+    first, last = int(where[0]), int(where[-1])
+    return slice(first, last + 1) if last - first + 1 == where.size else where
 
 
 def shared_units(units: Sequence[pa.ChunkedArray], column: str) -> MixedUnits:
