@@ -138,13 +138,15 @@ def click_aggregates(
     # the one pass over the log: every later statement reads its impressions
     per_impression = _per_impression_sql(rows, request, metrics, sat, cutoffs)
     backend.materialize(IMPRESSIONS, compile_sql(per_impression, backend.dialect))
-    table = backend.run(compile_sql(_sums_sql(request, metrics), backend.dialect))
-    if table.num_rows and pc.sum(table.column("bad")).as_py():
+    # the checks' verdict and the deepest impression come with the CTR by rank's counts
+    counted = backend.run(compile_sql(_rank_counts_sql(None), backend.dialect))
+    if counted.num_rows and pc.sum(counted.column("bad")).as_py():
         _raise_first_problem(backend, rows, layouts, request)
-    codes = arm_codes(table)  # the sums come by arm code: the arm's place in request.arms
-    deep = bool(table.num_rows) and float(pc.max(table.column("top")).as_py()) > RANK_BITS
+    deep = bool(counted.num_rows) and int(pc.max(counted.column("top")).as_py()) > RANK_BITS
     if deep:
         check_deep_ranks(backend, rows, layouts, every_rank=True)
+    table = backend.run(compile_sql(_sums_sql(request, metrics), backend.dialect))
+    codes = arm_codes(table)  # the sums come by arm code: the arm's place in request.arms
     file_rows = _file_rows(backend, layouts)
     check_rows_per_file(layouts, file_rows)
     _check_arms(codes, layouts, request)
@@ -159,7 +161,9 @@ def click_aggregates(
     if deep:  # clicks below rank RANK_BITS: counted from the rows
         ranks = _by_rank(backend, rows, left_out)
     else:
-        ranks = _rank_counts(backend, request.arms, left_out)
+        if left_out is not None:  # counted again without the units left out
+            counted = backend.run(compile_sql(_rank_counts_sql(left_out), backend.dialect))
+        ranks = _rank_counts(counted, request.arms)
     backend.drop(IMPRESSIONS)
     if left_out is not None:
         sums = {arm: t[~t.index.isin(mixed.units)] for arm, t in sums.items()}
@@ -407,12 +411,12 @@ def _per_impression_sql(
 
 def _sums_sql(request: ClickRequest, metrics: Sequence[Metric]) -> str:
     """Per (arm, unit) and per (arm, segment value, unit) of :data:`IMPRESSIONS`:
-    impressions, bad impressions, the top rank and the sum of each metric (columns ``m0``,
-    ``m1``, ...); ``grouped_i`` is 1 on the rows that do not break down by segment i."""
+    impressions and the sum of each metric (columns ``m0``, ``m1``, ...); ``grouped_i`` is
+    1 on the rows that do not break down by segment i."""
     segments = [f"segment_{i}" for i in range(len(request.segments))]
     columns = ["arm", "CAST(unit AS VARCHAR) AS unit", *segments]
     columns += [f"GROUPING({s}) AS grouped_{i}" for i, s in enumerate(segments)]
-    columns += ["COUNT(*) AS impressions", "CAST(SUM(bad) AS BIGINT) AS bad", "MAX(top) AS top"]
+    columns += ["COUNT(*) AS impressions"]
     columns += [f"CAST(SUM(v{i}) AS DOUBLE) AS m{i}" for i in range(len(metrics))]
     if segments:
         sets = ["(arm, unit)", *[f"(arm, {s}, unit)" for s in segments]]
@@ -434,17 +438,21 @@ def _left_out(dropped: str | None) -> str:
     return f" WHERE NOT CAST(unit AS VARCHAR) IN (SELECT unit FROM {dropped})"
 
 
-def _rank_counts(backend: Backend, arms: Sequence[str], dropped: str | None) -> pd.DataFrame:
-    """Rows shown and clicked per (arm, rank), from :data:`IMPRESSIONS` (checked: each
-    impression's ranks are 1..top, every top at most RANK_BITS): an impression shows every
-    rank up to its top and has a click at rank r when bit r - 1 of its clicked ranks is set.
-    One statement counts the impressions per (arm, top, clicked ranks), a few hundred
-    rows; the ranks are counted from those in NumPy."""
-    sql = (
-        "SELECT arm, top, clicked_bits, COUNT(*) AS n "
+def _rank_counts_sql(dropped: str | None) -> str:
+    """Impressions of :data:`IMPRESSIONS` per (arm, top rank, clicked ranks), a few
+    hundred rows, with the bad ones among them (``bad``), leaving out the units of
+    relation ``dropped`` (none when None)."""
+    return (
+        "SELECT arm, top, clicked_bits, COUNT(*) AS n, CAST(SUM(bad) AS BIGINT) AS bad "
         f"FROM {IMPRESSIONS}{_left_out(dropped)} GROUP BY arm, top, clicked_bits"
     )
-    found = backend.run(compile_sql(sql, backend.dialect))
+
+
+def _rank_counts(found: pa.Table, arms: Sequence[str]) -> pd.DataFrame:
+    """Rows shown and clicked per (arm, rank), from the impressions counted by
+    :func:`_rank_counts_sql` (checked: each impression's ranks are 1..top, every top at
+    most RANK_BITS): an impression shows every rank up to its top and has a click at rank
+    r when bit r - 1 of its clicked ranks is set."""
     code = found.column("arm").to_numpy(zero_copy_only=False).astype(np.int64)
     top = found.column("top").to_numpy(zero_copy_only=False).astype(np.int64)
     bits = found.column("clicked_bits").to_numpy(zero_copy_only=False).astype(np.uint64)

@@ -332,8 +332,8 @@ def clicked_flag(ref: str, kind: str) -> str:
 def row_columns(layout: Layout, unit: str, native: set[str], dwell: bool = True) -> list[str]:
     """The canonical cells of one source's rows, as select items: ``log_file``,
     ``log_row``, ``impression_id`` and ``unit`` (text, or integers where ``native``),
-    ``rank`` (DOUBLE) with ``rank_bad`` (the kind of its problem, :func:`number_kind`; 0 for
-    none) and ``rank_text``, ``clicked`` (1 / 0 / NULL) with ``clicked_text``, ``dwell``
+    ``rank`` (DOUBLE, or the column itself when it holds integers) with ``rank_bad`` (the
+    kind of its problem, :func:`number_kind`; 0 for none) and ``rank_text``, ``clicked`` (1 / 0 / NULL) with ``clicked_text``, ``dwell``
     (DOUBLE seconds, NULL where missing; NULL without a dwell column, or unless ``dwell``:
     a log's dwell is read, and checked, only for the metrics that count satisfied clicks,
     as by the memory engine) with ``dwell_bad`` (the kind of its problem) and
@@ -345,7 +345,8 @@ def row_columns(layout: Layout, unit: str, native: set[str], dwell: bool = True)
 
     source = layout.source
     rank_ref, rank_kind = layout.ref("rank"), layout.kind_of("rank")
-    rank = number(rank_ref, rank_kind, source.decimal)
+    # an integer column's ranks stay integers: nothing to convert per row
+    rank = rank_ref if rank_kind == "int" else number(rank_ref, rank_kind, source.decimal)
     parts = [
         "abrank_file AS log_file",
         "abrank_row AS log_row",
