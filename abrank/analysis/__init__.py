@@ -8,49 +8,54 @@ never leaves a half-written folder and never damages an earlier readout.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from abrank.analysis.compare import compare_arms
-from abrank.analysis.engine import choose_engine
-from abrank.analysis.load import LoadedData, Progress, load_data
-from abrank.analysis.score import CURVE_POINTS, JUDGED_K, ScoredArms, score_arms
-from abrank.analysis.summarise import JUDGED_GAP_WARNING, build_readout
-from abrank.analysis.write import (
-    OUTPUT_FORMATS,
-    READOUT_MARKER,
-    check_output_folder,
-    default_folder,
-    readout_folder,
-    write_readout,
-)
 from abrank.config import Experiment, load_experiment
 from abrank.design_registry import DESIGNS
 from abrank.errors import ConfigError
 from abrank.inputs import Inputs, display_path, resolve_inputs
-from abrank.readout import Readout
 
-__all__ = [
-    "CURVE_POINTS",
-    "OUTPUT_FORMATS",
-    "JUDGED_GAP_WARNING",
-    "JUDGED_K",
-    "READOUT_MARKER",
-    "LoadedData",
-    "Progress",
-    "ScoredArms",
-    "build_readout",
-    "check_output_folder",
-    "compare_arms",
-    "default_folder",
-    "display_path",
-    "load_data",
-    "readout_folder",
-    "run_experiment",
-    "score_arms",
-    "write_readout",
-]
+if TYPE_CHECKING:
+    from abrank.analysis.load import Progress
+    from abrank.readout import Readout
+
+#: Names this package offers from its modules, each imported on first use: a run on an
+#: SQL engine reaches the engine's statements without the comparisons' stack, which then
+#: imports while the engine works (:func:`abrank._lazy.import_in_background`).
+_LAZY = {
+    "compare_arms": "abrank.analysis.compare",
+    "LoadedData": "abrank.analysis.load",
+    "Progress": "abrank.analysis.load",
+    "load_data": "abrank.analysis.load",
+    "CURVE_POINTS": "abrank.analysis.score",
+    "JUDGED_K": "abrank.analysis.score",
+    "ScoredArms": "abrank.analysis.score",
+    "score_arms": "abrank.analysis.score",
+    "JUDGED_GAP_WARNING": "abrank.analysis.summarise",
+    "build_readout": "abrank.analysis.summarise",
+    "OUTPUT_FORMATS": "abrank.analysis.write",
+    "READOUT_MARKER": "abrank.analysis.write",
+    "check_output_folder": "abrank.analysis.write",
+    "default_folder": "abrank.analysis.write",
+    "readout_folder": "abrank.analysis.write",
+    "write_readout": "abrank.analysis.write",
+}
+
+__all__ = ["display_path", "run_experiment", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'abrank.analysis' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def run_experiment(
@@ -88,6 +93,8 @@ def run_experiment(
         experiment = experiment.model_copy(
             update={"analysis": experiment.analysis.model_copy(update={"seed": seed})}
         )
+    from abrank.analysis.engine import choose_engine
+
     choice = choose_engine(experiment, engine)
     if inputs is None:
         inputs = resolve_inputs(experiment)

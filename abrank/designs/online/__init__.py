@@ -91,21 +91,23 @@ class OnlineDesign:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
         the sample-ratio check, the readout with its explanation tables
         (:mod:`abrank.designs.online.explain`)."""
-        from abrank.analysis.unit_readout import build_unit_readout
-        from abrank.analysis.units import sample_ratio
-        from abrank.designs.online.compare import compare_online
-        from abrank.designs.online.explain import from_log_in_memory, log_rows, with_explanation
         from abrank.designs.online.logs import load_online, online_evidence, score_online
-        from abrank.designs.online.numeric import memory_columns, sql_columns, with_numeric
-        from abrank.designs.online.numeric_sketch import with_sketches
-        from abrank.designs.online.sql import score_online_sql
 
         if engine.name == "memory":
             data = load_online(experiment, say, inputs=inputs)
             say("scoring impressions")
             scores = score_online(experiment, data)
-        else:
+        else:  # what follows the engine's work imports while it works
+            from abrank.designs.online.sql import score_online_sql
+
             data, scores = score_online_sql(experiment, engine, say, inputs=inputs)
+        from abrank.analysis.unit_readout import build_unit_readout
+        from abrank.analysis.units import sample_ratio
+        from abrank.designs.online.compare import compare_online
+        from abrank.designs.online.explain import from_log_in_memory, log_rows, with_explanation
+        from abrank.designs.online.numeric import memory_columns, sql_columns, with_numeric
+        from abrank.designs.online.numeric_sketch import with_sketches
+
         evidence = online_evidence(experiment, data, scores)
         if experiment.numeric_metrics:
             say(f"reading the numeric metrics' log columns on {engine.name}")

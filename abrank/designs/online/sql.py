@@ -25,8 +25,14 @@ __all__ = ["score_online_sql"]
 
 #: The click metric an aggregation of numeric metrics only counts with (its sums dropped).
 COUNTING = "clicks@1"
-#: What the comparisons of per-unit sums import (SciPy's root finders among them).
-COMPARING = "abrank.stats.clustered"
+#: What the comparisons of per-unit sums and the readout import (SciPy's root finders
+#: among them), imported while the engine works.
+COMPARING = (
+    "abrank.stats.clustered",
+    "abrank.analysis.unit_readout",
+    "abrank.designs.online.compare",
+    "abrank.designs.online.explain",
+)
 
 
 def score_online_sql(
@@ -58,7 +64,7 @@ def score_online_sql(
     )
     # while the engine works: the comparisons' modules import, and the fingerprints read
     # the files the engine reads too
-    import_in_background(COMPARING)
+    import_in_background(*COMPARING)
     with fingerprints_meanwhile((log, f) for source, log in sources for f in source.files):
         backend = open_backend(choice.name, choice.options, choice.connection)
         try:
