@@ -242,6 +242,56 @@ def test_a_bad_cell_in_a_shallow_impression_is_found_by_the_one_pass(tmp_path, b
     assert "row 3" in str(on_duckdb.value)
 
 
+def test_a_bad_cell_in_a_deep_impression_is_found_from_the_rows(tmp_path):
+    """The pass's bits see ranks 1..62 only: a bad cell of an impression deeper than that,
+    whose other rows show every shallow rank, is found by the rows' own check, with the
+    memory engine's message."""
+    rank = list(range(1, 71))
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1] * 70 + [2] * 70,
+            "user_id": ["u"] * 70 + ["v"] * 70,
+            "rank": [float(r) for r in rank + rank],
+            "doc_id": ["d"] * 140,
+            "clicked": [0.0] * 140,
+            "arm": ["a"] * 70 + ["b"] * 70,
+        }
+    )
+    frame.loc[135, "clicked"] = np.nan  # impression 2, rank 66
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(DataError) as on_duckdb:
+        sql_sums(path, ["ctr@3"])
+    with pytest.raises(DataError) as on_memory:
+        read_impressions(path)
+    assert str(on_duckdb.value) == str(on_memory.value)
+    assert "row 136" in str(on_duckdb.value)
+
+
+@pytest.mark.parametrize("ranks", [[1, 2, 3], [1, 2, 1], [2, 3, 1]])
+def test_an_impression_in_both_of_two_arms_is_refused(tmp_path, ranks):
+    """The arm of two rides on the pass's bits (a bit for a row of each arm): an
+    impression with rows of both is refused as on the memory engine, however its ranks
+    split between them."""
+    frame = pd.DataFrame(
+        {
+            "impression_id": [1, 1, 1, 2, 2],
+            "user_id": ["u", "u", "u", "v", "v"],
+            "rank": [*ranks, 1, 2],
+            "doc_id": ["d"] * 5,
+            "clicked": [0, 1, 0, 0, 1],
+            "arm": ["a", "a", "b", "b", "b"],
+        }
+    )
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(DataError) as on_duckdb:
+        sql_sums(path, ["ctr@3"])
+    with pytest.raises(DataError) as on_memory:
+        read_impressions(path)
+    assert str(on_duckdb.value) == str(on_memory.value)
+
+
 def test_three_arms_sum_as_on_the_memory_engine_and_an_impression_in_two_is_named(tmp_path):
     """Two arms are told apart by one SUM of their codes in the pass over the log; three
     by MIN and MAX: the same sums, and the same message for an impression in two arms."""
