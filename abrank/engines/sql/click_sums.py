@@ -101,9 +101,16 @@ def shared_units(units: Sequence[pa.ChunkedArray], column: str) -> MixedUnits:
     )
     if len(every) < 2:
         return MixedUnits(column=column, count=0, examples=(), units=frozenset())
-    # within an arm a unit comes once: every equal pair joins two arms
-    _, later = equal_pairs(np.zeros(len(every), dtype=np.int32), doc_keys(every), every)
-    found = pc.unique(every.take(pa.array(np.sort(later)))).to_pylist() if later.size else []
+    # within an arm a unit comes once: every key found twice is of two arms
+    keys = doc_keys(every)
+    if keys.exact and len(keys.words) == 1:  # ids of up to 7 bytes: their bytes, one word
+        word = keys.words[0]
+        ordered = np.sort(word)
+        twice = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+        rows = np.flatnonzero(np.isin(word, twice)) if twice.size else np.zeros(0, np.int64)
+    else:
+        _, rows = equal_pairs(np.zeros(len(every), dtype=np.int32), keys, every)
+    found = pc.unique(every.take(pa.array(np.sort(rows)))).to_pylist() if rows.size else []
     shared = sorted(found, key=lambda u: u.encode("utf-8"))
     return MixedUnits(
         column=column, count=len(shared), examples=tuple(shared[:5]), units=frozenset(shared)
