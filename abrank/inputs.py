@@ -141,14 +141,15 @@ class InputFiles:
             self._found["sha256", file] = digest
         return digest
 
-    def entry(self, file: str, rows: int) -> dict[str, Any]:
+    def entry(self, file: str, rows: int, *, fingerprint: bool = True) -> dict[str, Any]:
         """The readout's ``inputs`` entry of one file read: role, arm, the path as shown,
-        sha256 and rows."""
+        sha256 (None unless ``fingerprint``: filled later, e.g. by
+        :func:`abrank.analysis.engine.fingerprints_after`) and rows."""
         return {
             "role": self.role,
             "arm": self.arm,
             "path": display_path(file),
-            "sha256": self.sha256(file),
+            "sha256": self.sha256(file) if fingerprint else None,
             "rows": int(rows),
         }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import sys
 from pathlib import Path
@@ -477,6 +479,9 @@ def test_an_experiment_gives_the_same_summary_on_both_engines(log_folder):
     memory = run_experiment(config)
     sql = run_experiment(config, engine="duckdb")
     assert_same_summary(memory.summary, sql.summary)
+    # the fingerprints, read in a thread after the engine's statements, are the files'
+    expected = hashlib.sha256((log_folder / "log.parquet").read_bytes()).hexdigest()
+    assert [entry["sha256"] for entry in sql.summary["inputs"]] == [expected]
     assert len(sql.summary["comparisons"]) == 15  # 5 metrics, overall and per device
     assert sql.per_query.empty  # only per-unit sums left the engine
     pd.testing.assert_frame_equal(memory.ctr_by_rank, sql.ctr_by_rank)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +185,32 @@ def fingerprints_meanwhile(files: Iterable[tuple[InputFiles, str]]) -> Iterator[
     thread.start()
     yield  # on a failure the thread is left to finish alone: nothing waits for it
     thread.join()
+
+
+def fingerprints_after(
+    entries: Iterable[tuple[dict[str, Any], InputFiles, str]],
+) -> Callable[[], None]:
+    """Fill the ``sha256`` of each readout ``inputs`` entry (of an input's file) in a thread
+    started now; returns the function that waits for it. An SQL engine's statements keep
+    both cores busy, the Python work after them one: started when the statements are done,
+    the fingerprints read the files on the core that work leaves idle. A file the thread
+    cannot read is fingerprinted (and its problem named) by the wait."""
+    pending = list(entries)
+
+    def work() -> None:
+        for entry, log, file in pending:
+            try:
+                entry["sha256"] = log.sha256(file)
+            except OSError:
+                return
+
+    thread = threading.Thread(target=work, name="abrank-fingerprints", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        for entry, log, file in pending:
+            if entry["sha256"] is None:
+                entry["sha256"] = log.sha256(file)
+
+    return wait

@@ -123,6 +123,7 @@ class OnlineDesign:
         comparisons, too_small = compare_online(experiment, data, evidence)
         say("summarising")
         srm = sample_ratio(experiment, evidence)
+        data.fingerprinted()  # the inputs' sha256, filled in place
         readout = build_unit_readout(experiment, evidence, comparisons, too_small, srm)
         if engine.name != "memory":
 

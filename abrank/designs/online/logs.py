@@ -11,6 +11,7 @@ segment; :mod:`abrank.designs.online.compare` compares the arms on those sums.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -35,6 +36,9 @@ class OnlineData:
     dropped_units: int
     inputs: list[dict[str, Any]]
     paths: dict[str, str]  # arm -> the log it was read from, as shown in messages
+    #: Waits until every ``inputs`` entry has its sha256 (an SQL engine's run fills them
+    #: in a thread after the engine's statements); the readout calls it first.
+    fingerprinted: Callable[[], None] = lambda: None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ import dataclasses
 import pandas as pd
 
 from abrank._lazy import import_in_background
-from abrank.analysis.engine import EngineChoice, fingerprints_meanwhile, log_sources
+from abrank.analysis.engine import EngineChoice, fingerprints_after, log_sources
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
 from abrank.designs.online.logs import OnlineData, OnlineScores, load_covariates
@@ -62,15 +62,12 @@ def score_online_sql(
         sat_dwell=experiment.analysis.sat_dwell,
         drop_mixed=experiment.analysis.mixed_units == "drop",
     )
-    # while the engine works: the comparisons' modules import, and the fingerprints read
-    # the files the engine reads too
-    import_in_background(*COMPARING)
-    with fingerprints_meanwhile((log, f) for source, log in sources for f in source.files):
-        backend = open_backend(choice.name, choice.options, choice.connection)
-        try:
-            result = click_aggregates(backend, [s for s, _ in sources], request)
-        finally:
-            backend.close()
+    import_in_background(*COMPARING)  # while the engine works
+    backend = open_backend(choice.name, choice.options, choice.connection)
+    try:
+        result = click_aggregates(backend, [s for s, _ in sources], request)
+    finally:
+        backend.close()
     if not metrics:
         result = dataclasses.replace(
             result,
@@ -80,11 +77,13 @@ def score_online_sql(
                 for column, by_arm in result.segment_sums.items()
             },
         )
-    read = [
-        log.entry(file, result.file_rows.get(file, 0))
-        for source, log in sources
-        for file in source.files
-    ]
+    # the files' fingerprints read them on the core the Python work after the engine's
+    # statements leaves idle; the readout waits for them (data.fingerprinted)
+    logs = [(log, file) for source, log in sources for file in source.files]
+    read = [log.entry(file, result.file_rows.get(file, 0), fingerprint=False) for log, file in logs]
+    fingerprinted = fingerprints_after(
+        (entry, log, file) for entry, (log, file) in zip(read, logs, strict=True)
+    )
     covariates = load_covariates(experiment, resolved, unit, say, read)
     paths = {name: next(s.label for s, _ in sources if s.arm in (None, name)) for name in names}
     data = OnlineData(
@@ -95,6 +94,7 @@ def score_online_sql(
         dropped_units=result.dropped_units,
         inputs=read,
         paths=paths,
+        fingerprinted=fingerprinted,
     )
     columns = [
         *experiment.ranking_metrics,
