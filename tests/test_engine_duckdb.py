@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-
 import json
 import sys
 from pathlib import Path
@@ -488,6 +487,38 @@ def test_an_experiment_gives_the_same_summary_on_both_engines(log_folder):
     pd.testing.assert_frame_equal(memory.unit_values, sql.unit_values)
 
 
+def test_covariates_on_duckdb_give_the_memory_engines_summary_and_fingerprints(
+    log_folder, tmp_path
+):
+    """The covariates' inputs entry follows the logs' (whose fingerprints are read in a
+    thread on an SQL engine): the same summary, inputs in the same order, each file's
+    sha256."""
+    log = read_impressions(log_folder / "log.parquet")
+    users = np.sort(log["user_id"].astype(str).unique())
+    rng = np.random.default_rng(11)
+    pre = pd.DataFrame(
+        {
+            "user_id": users,
+            "impressions": rng.integers(1, 5, users.size),
+            "click_rr@3": rng.random(users.size),
+        }
+    )
+    pre.to_csv(tmp_path / "pre.csv", index=False)
+    (tmp_path / "log.parquet").write_bytes((log_folder / "log.parquet").read_bytes())
+    config = write_experiment(tmp_path)
+    config.write_text(
+        config.read_text().replace(
+            "  resamples: 300\n", "  resamples: 300\n  covariates: {path: pre.csv}\n"
+        )
+    )
+    memory = run_experiment(config)
+    sql = run_experiment(config, engine="duckdb")
+    assert_same_summary(memory.summary, sql.summary)
+    files = [tmp_path / "log.parquet", tmp_path / "pre.csv"]
+    expected = [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
+    assert [entry["sha256"] for entry in sql.summary["inputs"]] == expected
+
+
 def test_a_hive_partitioned_glob_gives_the_single_files_comparisons(log_folder, tmp_path):
     log = read_impressions(log_folder / "log.parquet").astype({"impression_id": str})
     log["impression_id"] = log["impression_id"].astype(int)
@@ -643,7 +674,9 @@ def test_the_cli_runs_on_duckdb_and_exits_2_on_bad_input(log_folder, tmp_path, c
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert "log.parquet: impression '1' (row 1): rank: expected ranks 1..5, rank 2 is missing" in err
+    assert (
+        "log.parquet: impression '1' (row 1): rank: expected ranks 1..5, rank 2 is missing" in err
+    )
     assert "Traceback" not in err
     assert not (bad / "out").exists()
 
@@ -693,9 +726,13 @@ def test_arms_in_files_of_different_formats_and_id_types(tmp_path):
     with pytest.raises(DataError) as on_duckdb:
         run_experiment(tmp_path / "exp.yaml", engine="duckdb")
     impression = str(first["impression_id"].iloc[0])
-    assert str(on_duckdb.value) == str(on_memory.value) == (
-        f"{tmp_path / 'a.parquet'} (arm 'a') and {tmp_path / 'b.csv'} (arm 'b'): impression_id: "
-        f"expected each impression in one arm, got 1 in more than one, e.g. {impression!r}"
+    assert (
+        str(on_duckdb.value)
+        == str(on_memory.value)
+        == (
+            f"{tmp_path / 'a.parquet'} (arm 'a') and {tmp_path / 'b.csv'} (arm 'b'): impression_id: "
+            f"expected each impression in one arm, got 1 in more than one, e.g. {impression!r}"
+        )
     )
 
 

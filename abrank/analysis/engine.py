@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -187,30 +188,24 @@ def fingerprints_meanwhile(files: Iterable[tuple[InputFiles, str]]) -> Iterator[
     thread.join()
 
 
-def fingerprints_after(
-    entries: Iterable[tuple[dict[str, Any], InputFiles, str]],
-) -> Callable[[], None]:
-    """Fill the ``sha256`` of each readout ``inputs`` entry (of an input's file) in a thread
-    started now; returns the function that waits for it. An SQL engine's statements keep
-    both cores busy, the Python work after them one: started when the statements are done,
-    the fingerprints read the files on the core that work leaves idle. A file the thread
-    cannot read is fingerprinted (and its problem named) by the wait."""
-    pending = list(entries)
+def fingerprints_in_background(files: Iterable[tuple[InputFiles, str]]) -> Callable[[], None]:
+    """Start computing the sha256 of each (input, file) in a thread of the lowest priority;
+    returns the function that waits for it. An SQL engine's statements keep both cores
+    busy, the Python work after them one: the fingerprints read the files in what time the
+    engine leaves, then on the core that work leaves idle, and the readout waits for them
+    last (:meth:`abrank.inputs.InputFiles.sha256` keeps each value). A file the thread
+    cannot read is left to the readout's own reading, which names the problem."""
+    pending = list(files)
 
     def work() -> None:
-        for entry, log, file in pending:
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        for log, file in pending:
             try:
-                entry["sha256"] = log.sha256(file)
+                log.sha256(file)
             except OSError:
                 return
 
     thread = threading.Thread(target=work, name="abrank-fingerprints", daemon=True)
     thread.start()
-
-    def wait() -> None:
-        thread.join()
-        for entry, log, file in pending:
-            if entry["sha256"] is None:
-                entry["sha256"] = log.sha256(file)
-
-    return wait
+    return thread.join

@@ -15,7 +15,7 @@ import dataclasses
 import pandas as pd
 
 from abrank._lazy import import_in_background
-from abrank.analysis.engine import EngineChoice, fingerprints_after, log_sources
+from abrank.analysis.engine import EngineChoice, fingerprints_in_background, log_sources
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
 from abrank.designs.online.logs import OnlineData, OnlineScores, load_covariates
@@ -62,7 +62,11 @@ def score_online_sql(
         sat_dwell=experiment.analysis.sat_dwell,
         drop_mixed=experiment.analysis.mixed_units == "drop",
     )
-    import_in_background(*COMPARING)  # while the engine works
+    # while the engine works: the comparisons' modules import, and the fingerprints read
+    # the files in what time the engine leaves (the readout waits for them)
+    import_in_background(*COMPARING)
+    logs = [(log, file) for source, log in sources for file in source.files]
+    hashed = fingerprints_in_background(logs)
     backend = open_backend(choice.name, choice.options, choice.connection)
     try:
         result = click_aggregates(backend, [s for s, _ in sources], request)
@@ -77,13 +81,16 @@ def score_online_sql(
                 for column, by_arm in result.segment_sums.items()
             },
         )
-    # the files' fingerprints read them on the core the Python work after the engine's
-    # statements leaves idle; the readout waits for them (data.fingerprinted)
-    logs = [(log, file) for source, log in sources for file in source.files]
-    read = [log.entry(file, result.file_rows.get(file, 0), fingerprint=False) for log, file in logs]
-    fingerprinted = fingerprints_after(
-        (entry, log, file) for entry, (log, file) in zip(read, logs, strict=True)
-    )
+    entries = [
+        log.entry(file, result.file_rows.get(file, 0), fingerprint=False) for log, file in logs
+    ]
+
+    def fingerprinted() -> None:
+        hashed()
+        for entry, (log, file) in zip(entries, logs, strict=True):
+            entry["sha256"] = log.sha256(file)
+
+    read = list(entries)  # the covariates' entry (fingerprinted) follows the logs'
     covariates = load_covariates(experiment, resolved, unit, say, read)
     paths = {name: next(s.label for s, _ in sources if s.arm in (None, name)) for name in names}
     data = OnlineData(
