@@ -19,12 +19,15 @@ import datetime as dt
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from abrank.config import Experiment
 from abrank.errors import ConfigError
-from abrank.readout import Readout
+
+if TYPE_CHECKING:
+    from abrank.readout import Readout
 
 
 @dataclasses.dataclass(frozen=True)

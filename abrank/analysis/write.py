@@ -14,14 +14,16 @@ import re
 import shutil
 from collections.abc import Callable, Collection
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from abrank.config import Experiment
 from abrank.config.dates import fill_date, is_dated
 from abrank.errors import ConfigError
-from abrank.readout import Readout, summary_json, write_chart_data
+
+if TYPE_CHECKING:  # the readout's modules load when one is written, not to check a folder
+    from abrank.readout import Readout
 
 #: What :func:`write_readout` can write: the two reports, summary.json, per_query.csv.
 OUTPUT_FORMATS = ("html", "md", "json", "csv")
@@ -123,6 +125,8 @@ def _fill(readout: Readout, staging: Path, formats: Collection[str]) -> None:
     the chart data are written while they draw (when the run fails meanwhile, their
     drawing is dropped); then the reports and charts.
     """
+    from abrank.readout import summary_json, write_chart_data
+
     rendered = tuple(f for f in ("html", "md") if f in formats)
     report = None
     if rendered:
