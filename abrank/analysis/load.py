@@ -11,8 +11,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pandas as pd
-
+from abrank._lazy import pandas as pd
 from abrank.analysis.window import read_window
 from abrank.config import Experiment
 from abrank.errors import DataError

@@ -21,8 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from abrank._lazy import pandas as pd
 from abrank.config import Experiment
 from abrank.errors import ConfigError
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pandas as pd
-
+from abrank._lazy import pandas as pd
 from abrank.config import Experiment
 from abrank.io.concat import concat_frames
 

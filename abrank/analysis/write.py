@@ -16,8 +16,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
+from abrank._lazy import pandas as pd
 from abrank.config import Experiment
 from abrank.config.dates import fill_date, is_dated
 from abrank.errors import ConfigError

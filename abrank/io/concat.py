@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
-from pandas.api.types import union_categoricals
 
+from abrank._lazy import pandas as pd
 from abrank.errors import DataError
 
 
@@ -45,7 +44,9 @@ def concat_frames(
     for column in columns:
         parts = [frame[column] for frame in frames]
         if all(isinstance(part.dtype, pd.CategoricalDtype) for part in parts):
-            joined[column] = union_categoricals(parts, sort_categories=True, ignore_order=True)
+            joined[column] = pd.api.types.union_categoricals(
+                parts, sort_categories=True, ignore_order=True
+            )
         else:
             joined[column] = pd.concat(parts, ignore_index=True)
     frame = pd.DataFrame(joined)

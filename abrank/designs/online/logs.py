@@ -14,8 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
-
+from abrank._lazy import pandas as pd
 from abrank.analysis.load import Progress, impression_reader, load_judgments, shown_files
 from abrank.analysis.window import read_window
 from abrank.config import Experiment

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import pandas as pd
-
 from abrank._lazy import import_in_background
+from abrank._lazy import pandas as pd
 from abrank.analysis.engine import EngineChoice, fingerprints_in_background, log_sources
 from abrank.analysis.load import Progress, shown_files
 from abrank.config import Experiment
@@ -28,6 +27,7 @@ COUNTING = "clicks@1"
 #: What the comparisons of per-unit sums and the readout import (SciPy's root finders
 #: among them), imported while the engine works.
 COMPARING = (
+    "pandas",
     "abrank.stats.clustered",
     "abrank.analysis.unit_readout",
     "abrank.designs.online.compare",

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from abrank._lazy import pandas as pd
 from abrank.engines.sql.sources import selected_values
 from abrank.io.arrow import equal_pairs
 from abrank.io.doc_keys import doc_keys

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from abrank._lazy import pandas as pd
 from abrank.engines.sql import Backend, compile_sql
 from abrank.engines.sql.click_sums import arm_codes, shared_units, split_sums
 from abrank.engines.sql.sources import (

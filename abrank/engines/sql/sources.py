@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
+from abrank._lazy import pandas as pd
 from abrank.engines.sql import Backend, compile_sql, quote
 from abrank.errors import DataError
 from abrank.io.columns import describe_number
