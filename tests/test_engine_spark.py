@@ -282,6 +282,23 @@ def test_lines_are_numbered_within_their_file_across_splits(spark, tmp_path, mon
 # --------------------------------------------------------------------------- choices
 
 
+def test_a_local_session_gets_half_the_memory_unless_told():
+    """Spark's own 1 GB driver is all a local session's tasks may hold: abrank's default is
+    half of the machine's memory; memory_limit or spark_conf say otherwise; a cluster's
+    driver is left to the cluster."""
+    from abrank.engines.sql.spark_session import session_settings
+
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    half = f"{total // 2 // 2**20}m"
+    assert session_settings({})["spark.driver.memory"] == half
+    assert session_settings({"master": "local[2]"})["spark.driver.memory"] == half
+    assert session_settings({"memory_limit": "2GiB"})["spark.driver.memory"] == "2048m"
+    told = session_settings({"spark_conf": {"spark.driver.memory": "3g"}})
+    assert told["spark.driver.memory"] == "3g"
+    assert "spark.driver.memory" not in session_settings({"master": "spark://host:7077"})
+    assert session_settings({"master": "local[3]"})["spark.sql.shuffle.partitions"] == "12"
+
+
 def test_spark_options_in_the_config(tmp_path):
     from abrank.engines.sql.spark_session import driver_memory, local_cores
 

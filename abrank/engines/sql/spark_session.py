@@ -33,6 +33,7 @@ __all__ = [
     "pyspark_sql",
     "quiet",
     "running_session",
+    "session_settings",
     "start_session",
 ]
 
@@ -107,6 +108,16 @@ def driver_memory(size: str) -> str:
     return f"{max(1, round(number / 1024**2))}m"
 
 
+def _half_the_memory() -> str | None:
+    """Half of this machine's physical memory in Spark's notation (``12288m``), or None
+    where the system does not tell it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+    return f"{max(1024, total // 2 // 1024**2)}m" if total > 0 else None
+
+
 def local_cores(master: str) -> int | None:
     """The cores of a local master (``local`` 1, ``local[4]`` 4, ``local[*]`` this
     machine's), None for a cluster's."""
@@ -123,8 +134,9 @@ def local_cores(master: str) -> int | None:
 def start_session(options: Mapping[str, Any] | None = None) -> Any:
     """A new SparkSession with the engine options: ``master`` (default ``local[*]``),
     ``memory_limit`` (as ``spark.driver.memory``, which in local mode is all that Spark's
-    tasks may hold) and ``spark_conf`` (further settings, which win over abrank's). Its web
-    UI and console progress bar are off, its warehouse (which abrank does not use) lies in
+    tasks may hold; half of the machine's memory by default in local mode) and
+    ``spark_conf`` (further settings, which win over abrank's). Its web UI and console
+    progress bar are off, its warehouse (which abrank does not use) lies in
     the temporary folder, and in local mode its shuffles have 4 partitions per core rather
     than Spark's 200 (a fifth less time on a 2-core machine).
     ConfigError without pyspark or Java, or for settings Spark refuses."""
@@ -132,20 +144,7 @@ def start_session(options: Mapping[str, Any] | None = None) -> Any:
     options = dict(options or {})
     java_runtime()
     builder = sql.SparkSession.builder.master(options.get("master") or DEFAULT_MASTER)
-    settings = {
-        "spark.app.name": "abrank",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        # abrank makes temporary views only: no spark-warehouse folder in the working one
-        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "abrank-spark-warehouse"),
-    }
-    cores = local_cores(options.get("master") or DEFAULT_MASTER)
-    if cores is not None:  # Spark's 200 shuffle partitions are tiny tasks on one machine
-        settings["spark.sql.shuffle.partitions"] = str(4 * cores)
-    if options.get("memory_limit"):
-        settings["spark.driver.memory"] = driver_memory(str(options["memory_limit"]))
-    settings.update({str(k): _setting(v) for k, v in (options.get("spark_conf") or {}).items()})
-    for key, value in settings.items():
+    for key, value in session_settings(options).items():
         builder = builder.config(key, value)
     try:
         with quiet():
@@ -159,6 +158,29 @@ def start_session(options: Mapping[str, Any] | None = None) -> Any:
         raise ConfigError(f"engine: expected Spark settings it accepts, got {text}") from None
     session.sparkContext.setLogLevel("FATAL")  # failures come back as abrank messages
     return session
+
+
+def session_settings(options: Mapping[str, Any]) -> dict[str, str]:
+    """The settings of a session abrank starts with the engine ``options`` (see
+    :func:`start_session`): ``spark_conf``'s win over abrank's own."""
+    settings = {
+        "spark.app.name": "abrank",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        # abrank makes temporary views only: no spark-warehouse folder in the working one
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "abrank-spark-warehouse"),
+    }
+    cores = local_cores(options.get("master") or DEFAULT_MASTER)
+    if cores is not None:  # Spark's 200 shuffle partitions are tiny tasks on one machine
+        settings["spark.sql.shuffle.partitions"] = str(4 * cores)
+    if options.get("memory_limit"):
+        settings["spark.driver.memory"] = driver_memory(str(options["memory_limit"]))
+    elif cores is not None and (half := _half_the_memory()) is not None:
+        # Spark's own 1 GB leaves a local session (whose tasks run in the driver) short
+        # of memory for logs of a few million rows; DuckDB takes 80% of the machine
+        settings["spark.driver.memory"] = half
+    settings.update({str(k): _setting(v) for k, v in (options.get("spark_conf") or {}).items()})
+    return settings
 
 
 def running_session(sql: Any) -> Any:
