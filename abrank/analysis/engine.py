@@ -173,33 +173,27 @@ def fingerprints_meanwhile(files: Iterable[tuple[InputFiles, str]]) -> Iterator[
     files, and that reading then overlaps the engine's instead of following it. The values
     are the same, kept by each input (:meth:`abrank.inputs.InputFiles.sha256`); a file the
     thread cannot read is left to the run, whose own reading names the problem."""
-    pending = list(files)
-
-    def work() -> None:
-        for log, file in pending:
-            try:
-                log.sha256(file)
-            except OSError:
-                return
-
-    thread = threading.Thread(target=work, name="abrank-fingerprints", daemon=True)
-    thread.start()
+    wait = fingerprints_in_background(files, lowest_priority=False)
     yield  # on a failure the thread is left to finish alone: nothing waits for it
-    thread.join()
+    wait()
 
 
-def fingerprints_in_background(files: Iterable[tuple[InputFiles, str]]) -> Callable[[], None]:
-    """Start computing the sha256 of each (input, file) in a thread of the lowest priority;
-    returns the function that waits for it. An SQL engine's statements keep both cores
-    busy, the Python work after them one: the fingerprints read the files in what time the
-    engine leaves, then on the core that work leaves idle, and the readout waits for them
-    last (:meth:`abrank.inputs.InputFiles.sha256` keeps each value). A file the thread
-    cannot read is left to the readout's own reading, which names the problem."""
+def fingerprints_in_background(
+    files: Iterable[tuple[InputFiles, str]], *, lowest_priority: bool = True
+) -> Callable[[], None]:
+    """Start computing the sha256 of each (input, file) in a thread (of the lowest
+    priority unless told); returns the function that waits for it. An SQL engine's
+    statements keep both cores busy, the Python work after them one: at the lowest
+    priority the fingerprints read the files in what time the engine leaves, then on the
+    core that work leaves idle, and the readout waits for them last
+    (:meth:`abrank.inputs.InputFiles.sha256` keeps each value). A file the thread cannot
+    read is left to the readout's own reading, which names the problem."""
     pending = list(files)
 
     def work() -> None:
-        with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        if lowest_priority:
+            with contextlib.suppress(AttributeError, OSError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         for log, file in pending:
             try:
                 log.sha256(file)
