@@ -538,3 +538,27 @@ def test_the_greedy_search_drops_finished_queries_without_changing_values():
     measures = [f"alpha-nDCG@{k}" for k in KS] + [f"ERR-IA@{k}" for k in KS]
     compared, worst = _compare(ours, _pyndeval_values(pyndeval, judgments, run, measures, 0.5), 0.5)
     assert compared == 120 * 8 and worst < 1e-9
+
+
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        ([["0", "0"], ["Q0", "0"]], False),  # the placeholders count as one value
+        ([["0", "0"], ["0", "1"]], True),  # a second value in a later chunk
+        ([["1", "1"], ["1"]], False),  # one value throughout
+        ([["2", "3"]], True),
+    ],
+)
+def test_a_second_column_is_subtopics_when_it_holds_two_values(chunks, expected):
+    """Plain text and dictionary-encoded chunks (the TREC reader's) give the same answer;
+    a dictionary value that no row uses does not count."""
+    import pyarrow as pa
+
+    from abrank.io.subtopics import is_subtopic_column
+
+    plain = pa.chunked_array([pa.array(c) for c in chunks])
+    encoded = pa.chunked_array([pa.array(c).dictionary_encode() for c in chunks])
+    assert is_subtopic_column(plain) is expected
+    assert is_subtopic_column(encoded) is expected
+    unused = pa.DictionaryArray.from_arrays(pa.array([0, 0], pa.int32()), pa.array(["0", "7"]))
+    assert is_subtopic_column(pa.chunked_array([unused])) is False
