@@ -62,12 +62,13 @@ def score_online_sql(
         sat_dwell=experiment.analysis.sat_dwell,
         drop_mixed=experiment.analysis.mixed_units == "drop",
     )
-    # while the engine works: the comparisons' modules import, and the fingerprints read
-    # the files in what time the engine leaves (the readout waits for them)
+    backend = open_backend(choice.name, choice.options, choice.connection)
+    # while the engine works: the comparisons' modules import (once the backend's own are
+    # in), and the fingerprints read the files in what time the engine leaves (the
+    # readout waits for them)
     import_in_background(*COMPARING)
     logs = [(log, file) for source, log in sources for file in source.files]
     hashed = fingerprints_in_background(logs)
-    backend = open_backend(choice.name, choice.options, choice.connection)
     try:
         result = click_aggregates(backend, [s for s, _ in sources], request)
     finally:
