@@ -318,9 +318,9 @@ def _impressions_sql(
 
     ``lean`` (the one pass over the log) spends aggregates fewer per row: the checks are
     two aggregates (:data:`LEAN_CHECKS`: the rows' count and a bit per rank or bad cell;
-    the top rank is the count), and the arm of
-    two arms is one SUM of their codes 0 / 1 (0: arm 0, n: arm 1, else NULL: two arms),
-    where MIN and MAX are two. The messages' statements keep the full aggregates."""
+    the top rank is the count), and the arm of two arms is one SUM of their codes 0 / 1
+    (0: arm 0, n: arm 1, else NULL: two arms), where MIN and MAX are two. The messages'
+    statements keep the full aggregates."""
     summed = lean and len(request.arms) <= 2
     parts = [
         "impression_id",
@@ -394,9 +394,8 @@ def _per_impression_sql(
     """One row per impression, all that the statements after the pass over the log read:
     its arm (code), unit and segment values, the value of each metric (``v0``, ``v1``,
     ...), its top rank (its count of rows, which the checks make its top rank), its
-    clicked ranks as bits (``clicked_bits``) and ``bad`` (1 when a
-    cell of its rows is bad, its ranks are not 1..n, or it has two units, arms or
-    segment values)."""
+    clicked ranks as bits (``clicked_bits``) and ``bad`` (1 when a cell of its rows is
+    bad, its ranks are not 1..n, or it has two units, arms or segment values)."""
     from_bits = _first_click_from_bits(metrics)
     dwell = float(request.sat_dwell)
     impressions = _impressions_sql(rows, request, sat, cutoffs, dwell, from_bits, lean=True)

@@ -333,11 +333,11 @@ def row_columns(layout: Layout, unit: str, native: set[str], dwell: bool = True)
     """The canonical cells of one source's rows, as select items: ``log_file``,
     ``log_row``, ``impression_id`` and ``unit`` (text, or integers where ``native``),
     ``rank`` (DOUBLE, or the column itself when it holds integers) with ``rank_bad`` (the
-    kind of its problem, :func:`number_kind`; 0 for none) and ``rank_text``, ``clicked`` (1 / 0 / NULL) with ``clicked_text``, ``dwell``
-    (DOUBLE seconds, NULL where missing; NULL without a dwell column, or unless ``dwell``:
-    a log's dwell is read, and checked, only for the metrics that count satisfied clicks,
-    as by the memory engine) with ``dwell_bad`` (the kind of its problem) and
-    ``dwell_text``."""
+    kind of its problem, :func:`number_kind`; 0 for none) and ``rank_text``, ``clicked``
+    (1 / 0 / NULL) with ``clicked_text``, ``dwell`` (DOUBLE seconds, NULL where missing;
+    NULL without a dwell column, or unless ``dwell``: a log's dwell is read, and checked,
+    only for the metrics that count satisfied clicks, as by the memory engine) with
+    ``dwell_bad`` (the kind of its problem) and ``dwell_text``."""
 
     def ident(canon: str) -> str:
         ref = layout.ref(canon)
