@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from abrank.analysis.comparisons import ArmPair, arm_pairs
 from abrank.analysis.load import LoadedData
@@ -212,7 +214,10 @@ def missing_in_column(experiment: Experiment, scored: ScoredArms) -> pd.Series:
     universe = scored.universe
     names = pd.Series("", index=universe, dtype=object)
     for arm in experiment.arms:
-        absent = ~universe.isin(scored.present[arm.name])
+        # Arrow's hash lookup: pandas' isin on Arrow-backed text goes through a Python
+        # object per value (a third of a second per arm at 100,000 queries)
+        found = pc.is_in(pa.array(universe), value_set=pa.array(scored.present[arm.name]))
+        absent = ~found.to_numpy(zero_copy_only=False)
         if absent.any():
             joined = np.where(names.to_numpy() == "", arm.name, names.to_numpy() + ";" + arm.name)
             names = names.mask(absent, pd.Series(joined, index=universe, dtype=object))
