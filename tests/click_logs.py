@@ -59,11 +59,23 @@ def memory_sums(path: Path, metrics, *, unit: str = "user_id", by: str | None = 
 
 
 def sums_on(
-    backend, path: Path, metrics, *, fmt: str = "parquet", segments=(), **options
+    backend,
+    path: Path,
+    metrics,
+    *,
+    fmt: str = "parquet",
+    segments=(),
+    arms=("a", "b"),
+    drop_mixed: bool = False,
+    **options,
 ) -> ClickAggregates:
-    """The per-unit sums of the log file (arms a and b) on an SQL backend, then closed."""
+    """The per-unit sums of the log file (arms a and b unless told) on an SQL backend,
+    then closed."""
     request = ClickRequest(
-        metrics=tuple(parse_metric(m) for m in metrics), arms=("a", "b"), segments=segments
+        metrics=tuple(parse_metric(m) for m in metrics),
+        arms=tuple(arms),
+        segments=segments,
+        drop_mixed=drop_mixed,
     )
     source = LogSource(files=(str(path),), format=fmt, label=path.name, **options)
     try:

@@ -29,7 +29,6 @@ from abrank.analysis import run_experiment
 from abrank.cli import main
 from abrank.config import load_experiment, parse_experiment
 from abrank.engines.clicks import score_impressions, unit_sums
-from abrank.engines.sql.clicks import ClickRequest, LogSource, click_aggregates
 from abrank.engines.sql.duckdb import DuckDBBackend
 from abrank.errors import ConfigError, DataError
 from abrank.io import read_impressions
@@ -289,14 +288,9 @@ def test_three_arms_sum_as_on_the_memory_engine_and_an_impression_in_two_is_name
     log["arm"] = np.array(["a", "b", "c"])[log["impression_id"].to_numpy() % 3]
     path = tmp_path / "log.parquet"
     log.to_parquet(path)
-    metrics = tuple(parse_metric(m) for m in ["click_rr@10", "ctr@3", "abandonment"])
-    request = ClickRequest(metrics=metrics, arms=("a", "b", "c"))
-    source = LogSource(files=(str(path),), format="parquet", label=path.name)
-    backend = DuckDBBackend()
-    try:
-        result = click_aggregates(backend, [source], request)
-    finally:
-        backend.close()
+    names = ["click_rr@10", "ctr@3", "abandonment"]
+    metrics = tuple(parse_metric(m) for m in names)
+    result = sql_sums(path, names, arms=("a", "b", "c"))
     memory = read_impressions(path)
     for arm in ("a", "b", "c"):
         frame = memory[memory["arm"] == arm].drop(columns="arm").reset_index(drop=True)
@@ -307,12 +301,8 @@ def test_three_arms_sum_as_on_the_memory_engine_and_an_impression_in_two_is_name
     second = log.index[log["impression_id"] == first][1]
     log.loc[second, "arm"] = "c"
     log.to_parquet(path)
-    backend = DuckDBBackend()
-    try:
-        with pytest.raises(DataError) as on_duckdb:
-            click_aggregates(backend, [source], request)
-    finally:
-        backend.close()
+    with pytest.raises(DataError) as on_duckdb:
+        sql_sums(path, names, arms=("a", "b", "c"))
     with pytest.raises(DataError) as on_memory:
         read_impressions(path)
     assert str(on_duckdb.value) == str(on_memory.value)
@@ -374,13 +364,7 @@ def test_the_ctr_by_rank_leaves_out_dropped_units(tmp_path):
     )
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
-    request = ClickRequest(metrics=(parse_metric("ctr@1"),), arms=("a", "b"), drop_mixed=True)
-    source = LogSource(files=(str(path),), format="parquet", label=path.name)
-    backend = DuckDBBackend()
-    try:
-        result = click_aggregates(backend, [source], request)
-    finally:
-        backend.close()
+    result = sql_sums(path, ["ctr@1"], drop_mixed=True)
     assert result.dropped_units == 1
     kept = frame[frame["user_id"] != "v"]
     found = result.ctr_by_rank[["arm", "rank", "impressions", "clicks"]].values.tolist()
@@ -425,15 +409,11 @@ def test_a_memory_limit_the_log_does_not_fit_in_is_a_message(tmp_path):
     )
     path = tmp_path / "log.parquet"
     frame.to_parquet(path)
-    request = ClickRequest(metrics=(parse_metric("ctr@3"),), arms=("a", "b"))
-    source = LogSource(files=(str(path),), format="parquet", label="log.parquet")
-    backend = DuckDBBackend(options={"memory_limit": "10MB"})
     with pytest.raises(
         DataError,
         match=r"log.parquet: engine duckdb: expected the aggregation to fit in engine.memory_limit 10MB, got out of memory",
     ):
-        click_aggregates(backend, [source], request)
-    backend.close()
+        sums_on(DuckDBBackend(options={"memory_limit": "10MB"}), path, ["ctr@3"])
 
 
 # --------------------------------------------------------------------------- experiments
