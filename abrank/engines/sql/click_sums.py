@@ -43,14 +43,17 @@ def split_sums(
     of ``impressions`` and each metric's sum, indexed by unit (text), one per arm overall
     and one per (segment column, arm) indexed by (segment value, unit), rows in the query's
     order; and each arm's units as the engine returned them (for :func:`shared_units`)."""
+
+    def numbers(name: str, dtype: type) -> np.ndarray:
+        return table.column(name).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+    # per segment column: 1 on the rows that do not break down by it
+    grouped = [numbers(f"grouped_{i}", np.int64) for i in range(len(segments))]
     overall = np.ones(table.num_rows, dtype=bool)
-    for i in range(len(segments)):
-        overall &= table.column(f"grouped_{i}").to_numpy(zero_copy_only=False) == 1
-    values = {"impressions": table.column("impressions").to_numpy(zero_copy_only=False)}
-    values["impressions"] = values["impressions"].astype(np.int64, copy=False)
-    for i, metric in enumerate(metrics):
-        column = table.column(f"m{i}").to_numpy(zero_copy_only=False)
-        values[metric.name] = column.astype(np.float64, copy=False)
+    for flags in grouped:
+        overall &= flags == 1
+    values = {"impressions": numbers("impressions", np.int64)}
+    values.update({m.name: numbers(f"m{i}", np.float64) for i, m in enumerate(metrics)})
     units = table.column("unit")
 
     def frame(rows: slice | np.ndarray, index: pd.Index) -> pd.DataFrame:
@@ -71,7 +74,7 @@ def split_sums(
         arm_units.append(ids)
         sums[name] = frame(rows, pd.Index(ids.to_pandas(), name=unit, dtype="str"))
         for i, column in enumerate(segments):
-            mask = mine & (table.column(f"grouped_{i}").to_numpy(zero_copy_only=False) == 0)
+            mask = mine & (grouped[i] == 0)
             rows = _selection(mask)
             found = selected_values(table, f"segment_{i}", mask)
             level = pd.Index(found.astype(str) if found.dtype == object else found, name=column)
