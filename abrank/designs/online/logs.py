@@ -36,7 +36,7 @@ class OnlineData:
     inputs: list[dict[str, Any]]
     paths: dict[str, str]  # arm -> the log it was read from, as shown in messages
     #: Waits until every ``inputs`` entry has its sha256 (an SQL engine's run fills them
-    #: in a thread after the engine's statements); the readout calls it first.
+    #: from a thread started with the engine's statements); the readout calls it first.
     fingerprinted: Callable[[], None] = lambda: None
 
 
