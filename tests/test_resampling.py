@@ -28,6 +28,56 @@ def test_exact_atoms_group_equal_rows() -> None:
     assert rs.exact_atoms(np.empty(0)).m == 0
 
 
+def test_last_bit_variants_of_a_value_are_one_atom() -> None:
+    values = np.array([0.1 + 0.2, 0.3, 0.3, 1 / 3, 0.7])  # 0.30000000000000004 and 0.3
+    atoms = rs.exact_atoms(values)
+    assert atoms.counts.tolist() == [3, 1, 1]
+    assert atoms.values[:, 0] == pytest.approx([0.3, 1 / 3, 0.7], abs=1e-15)
+    rows = np.column_stack([values, [1.0, 2.0, np.nextafter(2.0, 3.0), 2.0, 1.0]])
+    pairs = rs.exact_atoms(rows)
+    assert pairs.counts.tolist() == [1, 2, 1, 1]
+    expected = [[0.3, 1.0], [0.3, 2.0], [1 / 3, 2.0], [0.7, 1.0]]
+    assert pairs.values.ravel() == pytest.approx(np.ravel(expected), abs=1e-15)
+
+
+def test_a_value_on_a_grid_edge_stays_in_its_cell_whatever_its_last_bits() -> None:
+    below = np.nextafter(0.5, 0.0)  # 0.5 summed in another order
+    atoms = rs.grid_atoms(np.array([0.0, 0.5, below, 1.0]), (2,))  # edge at 0.5
+    assert atoms.counts.tolist() == [1, 3]
+
+
+def _ndcg_values(rng: np.random.Generator, n: int, other_engine: bool) -> np.ndarray:
+    """NDCG@10 of n random binary lists with 1-3 relevant documents each (values such as
+    1, 0.5 and 0: on the edges of a grid over [0, 1]); with ``other_engine``, computed as
+    an SQL engine may: discounts as ln(i + 2) / ln 2, each list's terms summed in an
+    order of its own."""
+    hits = rng.random((n, 10)) < 0.15
+    relevant = np.maximum(hits.sum(axis=1), rng.integers(1, 4, n))
+    positions = np.arange(10) + 2.0
+    discount = np.log(positions) / np.log(2.0) if other_engine else np.log2(positions)
+    terms = np.where(hits, 1.0 / discount, 0.0)
+    ideal_terms = np.where(np.arange(10) < relevant[:, None], 1.0 / discount, 0.0)
+    if other_engine:
+        order = np.argsort(np.random.default_rng(99).random((n, 10)), axis=1)
+        terms = np.take_along_axis(terms, order, axis=1)
+    dcg, ideal = np.zeros(n), np.zeros(n)
+    for column in range(10):
+        dcg, ideal = dcg + terms[:, column], ideal + ideal_terms[:, column]
+    return dcg / ideal
+
+
+def test_metrics_summed_in_another_order_give_the_same_comparison() -> None:
+    n = 150_000  # the bootstraps pool rows into grid cells
+    c, t = (_ndcg_values(np.random.default_rng(seed), n, False) for seed in (31, 32))
+    c2, t2 = (_ndcg_values(np.random.default_rng(seed), n, True) for seed in (31, 32))
+    assert np.any(c != c2) and np.all(np.abs(c - c2) < 1e-15)
+    first = compare(c, t, n_resamples=2000, seed=5).to_dict()
+    second = compare(c2, t2, n_resamples=2000, seed=5).to_dict()
+    for key in ("bootstrap_ci", "relative_ci_bootstrap"):
+        assert second[key] == pytest.approx(first[key], abs=1e-12)
+    assert second["p_values"] == pytest.approx(first["p_values"], abs=1e-12)
+
+
 def test_grid_atoms_hold_cell_means() -> None:
     x = np.array([0.0, 0.1, 0.45, 0.55, 1.0])
     atoms = rs.grid_atoms(x, (2,))  # cells [0, 0.5) and [0.5, 1]

@@ -25,6 +25,11 @@ relative lift) can share one set of index draws: :func:`shared_bootstrap_sums` a
 :func:`shared_signflip_sums` resample many columns with the same draws, which costs
 about as much as resampling one.
 
+Values that differ only in their last bits count as one value, and a value on a grid edge
+falls in the same cell whatever its last bits (:data:`SAME_VALUE`, :data:`EDGE_SLACK`):
+another engine sums a query's metric in another order, and its resamples must still be
+the memory engine's draws of the same atoms.
+
 No function here allocates an n x B matrix.
 """
 
@@ -51,6 +56,16 @@ GRID_SE_SHARE = 0.05
 below this share of its standard error (sd / sqrt(n)); the bound is then far inside the
 interval's half-width (about 2 standard errors) and comparable to the Monte-Carlo error of
 10,000 resamples. Fewer cells make each resample cheaper."""
+
+SAME_VALUE = 1e-12
+"""Gap, relative to a column's largest magnitude, within which two values count as one
+distinct value: far above the last-bit noise of summing a metric in another order (1e-16
+relative per term), far below any difference a metric of judged documents makes."""
+
+EDGE_SLACK = 1e-9
+"""How far below a grid edge (in cells) a value still falls in the cell above it: a value
+that lies on an edge (a delta of 0.5 where the cells are 2^-11 wide) then stays in one cell
+whichever way its last bits went."""
 
 _MIN_GRID_BINS = 64
 
@@ -115,18 +130,35 @@ def _as_rows(x: np.ndarray) -> np.ndarray:
 
 
 def exact_atoms(x: np.ndarray) -> Atoms:
-    """Group identical rows of ``x`` ((n,) or (n, k)) into distinct values with counts."""
+    """Group the rows of ``x`` ((n,) or (n, k)) that are equal, column by column within
+    :data:`SAME_VALUE`, into distinct values with counts (in lexicographic order)."""
     rows = _as_rows(x)
     n, k = rows.shape
     if n == 0:
         return Atoms(np.empty((0, k)), np.empty(0, dtype=np.int64))
-    ordered = np.sort(rows[:, 0])[:, None] if k == 1 else rows[np.lexsort(rows.T[::-1])]
+    tolerance = SAME_VALUE * np.max(np.abs(rows), axis=0)
     new = np.empty(n, dtype=bool)
     new[0] = True
-    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
-    starts = np.flatnonzero(new)
-    counts = np.diff(np.append(starts, n)).astype(np.int64)
-    return Atoms(ordered[starts].copy(), counts)
+    if k == 1:
+        ordered = np.sort(rows[:, 0])
+        np.greater(np.diff(ordered), tolerance[0], out=new[1:])
+        starts = np.flatnonzero(new)
+        counts = np.diff(np.append(starts, n)).astype(np.int64)
+        return Atoms(ordered[starts][:, None], counts)
+    # each column's values numbered in order, a gap above its tolerance starting the next
+    # number; a row's key is its numbers in lexicographic order
+    key = np.zeros(n, dtype=np.int64)
+    for j in range(k):
+        order = np.argsort(rows[:, j])
+        np.greater(np.diff(rows[order, j]), tolerance[j], out=new[1:])
+        numbers = np.empty(n, dtype=np.int64)
+        numbers[order] = np.cumsum(new) - 1
+        size = int(numbers[order[-1]]) + 1
+        if int(key.max()) >= (1 << 62) // size:  # renumbered densely before it overflows
+            key = np.unique(key, return_inverse=True)[1].reshape(n).astype(np.int64)
+        key = key * size + numbers
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    return Atoms(rows[first], counts.astype(np.int64))
 
 
 def grid_atoms(x: np.ndarray, bins: Sequence[int]) -> Atoms:
@@ -139,7 +171,8 @@ def grid_atoms(x: np.ndarray, bins: Sequence[int]) -> Atoms:
     span = rows.max(axis=0) - low
     widths = np.where(span > 0, span / np.asarray(bins, dtype=np.float64), 1.0)
     cells = np.minimum(
-        np.floor((rows - low) / widths).astype(np.int64), np.asarray(bins, dtype=np.int64) - 1
+        np.floor((rows - low) / widths + EDGE_SLACK).astype(np.int64),
+        np.asarray(bins, dtype=np.int64) - 1,
     )
     key = np.ravel_multi_index(cells.T, tuple(int(b) for b in bins))
     unique, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
