@@ -451,6 +451,37 @@ def test_values_by_hand(backend):
     assert got.loc["2", "judged@4"] == pytest.approx(1 / 4)
 
 
+def test_a_ranked_query_without_a_judged_document_is_scored_0(backend):
+    """The aggregates read judged rows only: query 1 ranks no judged document, yet it is
+    in the run (scored 0, judged 0 of its 3 rows); query 3 is judged but not ranked."""
+    rankings = pd.DataFrame(
+        {
+            "query_id": ["1", "1", "1", "2", "2"],
+            "doc_id": ["u", "v", "w", "x", "y"],
+            "score": [3.0, 2.0, 1.0, 2.0, 1.0],
+        }
+    )
+    judgments = pd.DataFrame(
+        {
+            "query_id": ["1", "2", "3"],
+            "doc_id": ["r", "y", "s"],
+            "relevance": [1.0, 1.0, 1.0],
+        }
+    )
+    metrics = ["mrr", "recall@10", "ndcg@10", "judged", "judged@10"]
+    got = score_arm_sql(
+        backend, relation(backend, rankings), relation(backend, judgments), metrics
+    ).values
+    assert list(got.index) == ["1", "2"]
+    assert got.loc["1"].tolist() == [0.0, 0.0, 0.0, 0.0, 0.0]
+    # query 2: y, its one relevant document, second of two ranked rows
+    assert got.loc["2", "mrr"] == pytest.approx(1 / 2)
+    assert got.loc["2", "recall@10"] == 1.0
+    assert got.loc["2", "ndcg@10"] == pytest.approx(1 / np.log2(3))
+    assert got.loc["2", "judged"] == pytest.approx(1 / 2)
+    assert got.loc["2", "judged@10"] == pytest.approx(1 / 10)
+
+
 @pytest.mark.parametrize("kind", ["duckdb", "spark"])
 def test_the_statements_compile_to_valid_engine_sql(kind):
     """The neutral definitions compile for DuckDB and Spark, and the compiled text parses

@@ -265,12 +265,14 @@ def _numbered_sql(
     return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
 
 
-def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, str]]:
-    """The per-query aggregates over the numbered rows down to ``depth`` (both views), and
-    each metric's value from them (by output column)."""
+def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
+    """The per-query aggregates over the judged numbered rows down to the depth
+    (``judged_rows``: both views, with ``log_pos`` and ``log_cpos`` the discounts'
+    logarithms), and each metric's value from them (by output column). Every aggregate
+    reads judged rows only (a grade, or a pool's negative grade); what counts every row
+    comes from ``run_rows``."""
     aggs: dict[str, str] = {}
     values: dict[str, str] = {}
-    kept = "" if depth is None else f"pos < {int(depth)} AND "
 
     def agg(name: str, sql: str) -> str:
         aggs.setdefault(name, sql)
@@ -278,7 +280,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
 
     def first(i: int, t: float, pos: str) -> str:
         name = f"first_{i}_{pos}"
-        aggs.setdefault(name, f"MIN(CASE WHEN {kept}grade >= {sql_number(t)} THEN {pos} END)")
+        aggs.setdefault(name, f"MIN(CASE WHEN grade >= {sql_number(t)} THEN {pos} END)")
         return f"r.{name}"
 
     for n, m in enumerate(plan.metrics):
@@ -290,12 +292,12 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
         if family == "judged":
             hits = agg(
                 f"judged_{cut}",
-                f"SUM(CASE WHEN {kept}grade IS NOT NULL AND {_within(k, 'pos')} THEN 1 ELSE 0 END)",
+                f"SUM(CASE WHEN {_within(k, 'pos')} THEN 1 ELSE 0 END)",
             )
             if k is None:
                 values[out] = (
-                    f"CASE WHEN COALESCE(r.retrieved, 0) > 0 THEN CAST({hits} AS DOUBLE) / "
-                    f"r.retrieved ELSE {_ZERO} END"
+                    f"CASE WHEN COALESCE(rr.retrieved, 0) > 0 THEN CAST({hits} AS DOUBLE) / "
+                    f"rr.retrieved ELSE {_ZERO} END"
                 )
             else:
                 values[out] = f"CAST({hits} AS DOUBLE) / {int(k)}"
@@ -304,8 +306,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             weight = _rbp_weight(cast(float, m.p), "pos")
             judged = agg(
                 f"rbp_judged_{cut}_{n}",
-                f"SUM(CASE WHEN {kept}grade IS NOT NULL AND {_within(k, 'pos')} THEN {weight} "
-                "ELSE 0 END)",
+                f"SUM(CASE WHEN {_within(k, 'pos')} THEN {weight} ELSE 0 END)",
             )
             values[out] = f"{_ONE} - CAST({judged} AS DOUBLE)"
             continue
@@ -314,9 +315,8 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             g = plan.g(kind)
             dcg = agg(
                 f"dcg_{g}_{cut}_{view}",
-                f"SUM(CASE WHEN {kept}grade > 0 AND {_within(k, pos)} THEN ({sql_gain(kind)}) / "
-                f"LOG(2, {pos} + 2) "
-                "ELSE 0 END)",
+                f"SUM(CASE WHEN grade > 0 AND {_within(k, pos)} THEN ({sql_gain(kind)}) / "
+                f"log_{pos} ELSE 0 END)",
             )
             defined = f"COALESCE(i{g}.idcg_{g}_all, 0) > 0"
             if family == "dcg":
@@ -338,7 +338,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
         if family == "err":
             err = agg(
                 f"err_{cut}_{view}",
-                f"SUM(CASE WHEN {kept}grade > 0 AND {_within(k, pos)} THEN {_err_stop()} * "
+                f"SUM(CASE WHEN grade > 0 AND {_within(k, pos)} THEN {_err_stop()} * "
                 f"EXP(err_reach) / ({pos} + 1) ELSE 0 END)",
             )
             values[out] = f"CASE WHEN COALESCE(s.ngain, 0) > 0 THEN CAST({err} AS DOUBLE) END"
@@ -354,7 +354,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
         elif family in ("recall", "precision", "hit"):
             count = agg(
                 f"rel_{i}_{cut}_{view}",
-                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN 1 ELSE 0 END)",
+                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN 1 ELSE 0 END)",
             )
             if family == "recall":
                 value = f"CAST({count} AS DOUBLE) / {nrel}"
@@ -365,7 +365,7 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
         elif family in ("map", "ap", "gm_map"):  # gm_map: AP per query, summarised geometrically
             sums = agg(
                 f"ap_{i}_{cut}_{view}",
-                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN "
+                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN "
                 f"CAST(rc_{i} AS DOUBLE) / ({pos} + 1) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
@@ -374,27 +374,27 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
             share = f"CAST(LEAST(na_{i}, {big_r}) AS DOUBLE) / GREATEST(LEAST({big_n}, {big_r}), 1)"
             sums = agg(
                 f"bpref_{i}",
-                f"SUM(CASE WHEN {kept}{relevant} THEN (CASE WHEN na_{i} > 0 THEN {_ONE} - {share} "
+                f"SUM(CASE WHEN {relevant} THEN (CASE WHEN na_{i} > 0 THEN {_ONE} - {share} "
                 f"ELSE {_ONE} END) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
         elif family == "infap":
             sums = agg(
                 f"infap_{i}_{view}",
-                f"SUM(CASE WHEN {kept}{relevant} THEN {_infap_term(i, pos)} ELSE 0 END)",
+                f"SUM(CASE WHEN {relevant} THEN {_infap_term(i, pos)} ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
         elif family == "rbp":
             weight = _rbp_weight(cast(float, m.p), pos)
             sums = agg(
                 f"rbp_{i}_{cut}_{view}_{n}",
-                f"SUM(CASE WHEN {kept}{relevant} AND {_within(k, pos)} THEN {weight} ELSE 0 END)",
+                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN {weight} ELSE 0 END)",
             )
             value = f"CAST({sums} AS DOUBLE)"
         elif family == "rprec":
             count = agg(
                 f"rprec_{i}_{view}",
-                f"SUM(CASE WHEN {kept}{relevant} AND {pos} < big_r_{i} THEN 1 ELSE 0 END)",
+                f"SUM(CASE WHEN {relevant} AND {pos} < big_r_{i} THEN 1 ELSE 0 END)",
             )
             value = f"CAST({count} AS DOUBLE) / {nrel}"
         else:  # families of UNSUPPORTED_FAMILIES are refused before (score_arm_sql)
@@ -402,9 +402,8 @@ def _aggregates(plan: _Plan, depth: int | None) -> tuple[list[str], dict[str, st
         values[out] = f"CASE WHEN {nrel} > 0 THEN {value} END"
     aggs.setdefault(
         f"judged_{plan.judged_k}",
-        f"SUM(CASE WHEN {kept}grade IS NOT NULL AND pos < {plan.judged_k} THEN 1 ELSE 0 END)",
+        f"SUM(CASE WHEN pos < {plan.judged_k} THEN 1 ELSE 0 END)",
     )
-    aggs["retrieved"] = f"SUM(CASE WHEN {kept}TRUE THEN 1 ELSE 0 END)"
     first(plan.t(plan.rel_level), plan.rel_level, "pos")
     return [f"{sql} AS {name}" for name, sql in aggs.items()], values
 
@@ -437,7 +436,8 @@ def judged_sql(
     place of numbering them again.
     """
     plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
-    aggs, values = _aggregates(plan, depth)
+    aggs, values = _aggregates(plan)
+    deep = "" if depth is None else f" AND pos < {int(depth)}"
     # bpref and R-precision read R (and N) of the query on each row
     stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
     if numbered_from is None:
@@ -448,9 +448,20 @@ def judged_sql(
         f"judged AS ({judgments_sql(judgments)})",
         f"query_stats AS ({_query_stats_sql(plan)})",
         f"numbered AS ({numbered})",
-        f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM numbered GROUP BY query_id)",
+        # the aggregates read the judged rows only (a fifth of a deep run, often): every
+        # other row adds 0 to each of them
+        "judged_rows AS (SELECT *, LOG(2, pos + 2) AS log_pos, LOG(2, cpos + 2) AS log_cpos "
+        f"FROM numbered WHERE grade IS NOT NULL{deep})",
+        f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM judged_rows GROUP BY query_id)",
+        "run_rows AS (SELECT query_id, SUM(CASE WHEN "
+        f"{'TRUE' if depth is None else f'pos < {int(depth)}'} THEN 1 ELSE 0 END) AS retrieved "
+        "FROM numbered GROUP BY query_id)",
     ]
-    joins = ["FROM query_stats AS s", "LEFT JOIN per_run AS r ON s.query_id = r.query_id"]
+    joins = [
+        "FROM query_stats AS s",
+        "LEFT JOIN run_rows AS rr ON s.query_id = rr.query_id",
+        "LEFT JOIN per_run AS r ON s.query_id = r.query_id",
+    ]
     if plan.diversity:
         ctes += diversity_ctes(plan, judgments, subtopics, depth)
         joins += [
@@ -464,7 +475,7 @@ def judged_sql(
     i = plan.t(plan.rel_level)
     columns = [
         "s.query_id AS query_id",
-        "CASE WHEN r.query_id IS NULL THEN 0 ELSE 1 END AS in_run",
+        "CASE WHEN rr.query_id IS NULL THEN 0 ELSE 1 END AS in_run",
         *[f"{sql} AS {name}" for name, sql in values.items()],
         f"CAST(COALESCE(r.judged_{plan.judged_k}, 0) AS DOUBLE) / {plan.judged_k} AS judged_share",
         f"r.first_{i}_pos + 1 AS first_relevant",
