@@ -28,6 +28,7 @@ from abrank.engines import SUPPORTED
 from abrank.engines.evaluate import score_arm
 from abrank.engines.sql import compile_sql
 from abrank.engines.sql.judged import judged_sql, score_arm_sql
+from abrank.engines.sql.numbering import ranks_in_order
 from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
 from abrank.errors import ConfigError, DataError
 from abrank.io import read_judgments, read_rankings
@@ -287,10 +288,13 @@ def test_a_run_with_a_pair_ranked_twice_is_refused_as_the_reader_refuses_it(shar
 # --------------------------------------------------------------------------- generated
 
 
-def generated(seed: int, *, ranked_by: str = "score") -> tuple[pd.DataFrame, pd.DataFrame]:
+def generated(
+    seed: int, *, ranked_by: str = "score", in_order: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rankings with many score ties, unjudged documents, judged documents never ranked,
     grades -1..3, ids of mixed lengths (some long), queries judged without any relevant
-    document, queries only ranked and queries only judged."""
+    document, queries only ranked and queries only judged; ranked by ``rank``, ranks with
+    ties and gaps, or with ``in_order`` 1..n in each query (in a shuffled row order)."""
     rng = np.random.default_rng(seed)
     queries = [f"q{i}" if i % 3 else f"query-{i:03d}-" + "x" * (i % 40) for i in range(60)]
     rows, labels = [], []
@@ -309,14 +313,16 @@ def generated(seed: int, *, ranked_by: str = "score") -> tuple[pd.DataFrame, pd.
             labels.append((query, docs[doc], float(rng.integers(-1, top + 1))))
     rankings = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "rank"])
     rankings = rankings.drop(columns="rank" if ranked_by == "score" else "score")
-    if ranked_by == "rank":  # ranks need not be 1..n: only their order matters, ties too
+    if ranked_by == "rank" and not in_order:  # only the ranks' order matters, ties too
         rankings["rank"] = rankings["rank"] // 2 + 1
+    if in_order:
+        rankings = rankings.sample(frac=1.0, random_state=seed).reset_index(drop=True)
     judgments = pd.DataFrame(labels, columns=["query_id", "doc_id", "relevance"])
     return rankings, judgments
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("ranked_by", ["score", "rank"])
+@pytest.mark.parametrize("ranked_by", ["score", "rank", "rank-1..n"])
 @pytest.mark.parametrize(
     "options",
     [
@@ -329,15 +335,15 @@ def generated(seed: int, *, ranked_by: str = "score") -> tuple[pd.DataFrame, pd.
     ids=["default", "complete", "depth-7-rel-2", "exp-gain-no-depth", "judged-only"],
 )
 def test_generated_cases_score_as_on_the_memory_engine(backend, seed, ranked_by, options):
-    rankings, judgments = generated(seed, ranked_by=ranked_by)
+    in_order = ranked_by == "rank-1..n"  # numbered from the ranks, not by a window
+    ranked_by = "rank" if in_order else ranked_by
+    rankings, judgments = generated(seed, ranked_by=ranked_by, in_order=in_order)
     memory = score_arm(rankings, judgments, METRICS, **options)
+    ranked = relation(backend, rankings)
+    if ranked_by == "rank":
+        assert ranks_in_order(backend, ranked) is in_order
     sql = score_arm_sql(
-        backend,
-        relation(backend, rankings),
-        relation(backend, judgments),
-        METRICS,
-        ranked_by=ranked_by,
-        **options,
+        backend, ranked, relation(backend, judgments), METRICS, ranked_by=ranked_by, **options
     )
     assert_same_scores(memory, sql)
     assert memory.values.isna().any().any()  # undefined values are part of the check
@@ -449,6 +455,31 @@ def test_values_by_hand(backend):
     assert got.loc["1", "bpref"] == pytest.approx(0.0)
     assert got.loc["2"].drop("judged@4").isna().all()  # nothing relevant: undefined
     assert got.loc["2", "judged@4"] == pytest.approx(1 / 4)
+
+
+@pytest.mark.parametrize(
+    ("ranks", "expected"),
+    [
+        ([3, 1, 2], True),
+        ([1.0, 2.0], True),
+        (list(range(1, 71)), True),  # two words of ranks
+        ([1, 2, 4], False),  # a gap
+        ([1, 2, 2, 3], False),  # a rank twice
+        ([1, 2, 2, 4], False),  # a rank twice, the top equal to the rows
+        ([1, 1.5, 3], False),  # not whole
+        ([*range(1, 64), 65, 65], False),  # 64 missing: a bit of the second word
+        ([0, 1, 2], False),
+    ],
+)
+def test_ranks_in_order_holds_for_ranks_1_to_n_once_each(duck, ranks, expected):
+    rankings = pd.DataFrame(
+        {
+            "query_id": ["q"] * len(ranks) + ["r", "r"],
+            "doc_id": [f"d{i}" for i in range(len(ranks))] + ["a", "b"],
+            "rank": [float(r) for r in ranks] + [2.0, 1.0],
+        }
+    )
+    assert ranks_in_order(duck, relation(duck, rankings)) is expected
 
 
 def test_a_ranked_query_without_a_judged_document_is_scored_0(backend):

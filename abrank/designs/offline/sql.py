@@ -287,7 +287,7 @@ class SqlOffline:
         as the memory engine ranks them: a rank column as given, scores in trec_eval's
         order (score descending, then doc id descending)."""
         from abrank.engines.sql import compile_sql
-        from abrank.engines.sql.judged import ranking_order
+        from abrank.engines.sql.judged_plan import ranking_order
 
         opened = self.rankings[arm]
         ids = "CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id"
@@ -534,7 +534,8 @@ class SqlOffline:
         import pyarrow as pa
 
         from abrank.engines.sql import compile_sql
-        from abrank.engines.sql.judged import judgments_sql, ranking_order, top_rows_sql
+        from abrank.engines.sql.judged import top_rows_sql
+        from abrank.engines.sql.judged_plan import judgments_sql, ranking_order
 
         judgments = self._explained()
         judged = judgments_sql(f"{judgments} AS given_judgments")

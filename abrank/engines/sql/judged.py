@@ -6,11 +6,11 @@ two relations of canonical columns: ``rankings(query_id, doc_id, score | rank)``
 
 The definition follows trec_eval 9 step by step:
 
-- every ranked row is joined to its judgment and numbered in one window pass per query,
-  ordered by score descending (or by ``rank`` ascending), ties by doc id descending in
-  byte order: its 0-based position, its position among the judged rows (the judged-only,
-  "condensed" view of trec_eval ``-J``) and, per relevance threshold, the running count
-  of relevant rows and of judged nonrelevant rows above it (average precision, bpref);
+- every ranked row is joined to its judgment and numbered (:mod:`.numbering`), ordered by
+  score descending (or by ``rank`` ascending), ties by doc id descending in byte order:
+  its 0-based position, its position among the judged rows (the judged-only, "condensed"
+  view of trec_eval ``-J``) and, per relevance threshold, the running count of relevant
+  rows and of judged nonrelevant rows above it (average precision, bpref);
 - only the first ``depth`` rows of a query count (the cut comes before condensing, as in
   trec_eval);
 - the ideal DCG of a query comes from *all* its judgments, sorted by gain;
@@ -39,37 +39,23 @@ from abrank.engines.evaluate import ArmScores
 from abrank.engines.inferred_ap import INFAP_EPSILON
 from abrank.engines.memory import check_options
 from abrank.engines.sql import Backend, compile_sql
+from abrank.engines.sql.judged_plan import (
+    ONE,
+    RANKED_BY,
+    ZERO,
+    JudgedPlan,
+    err_stop,
+    judgments_sql,
+    sql_gain,
+    sql_number,
+    within,
+)
+from abrank.engines.sql.numbering import numbered_sql, ranks_in_order
 from abrank.io.subtopics import SUBTOPIC
 from abrank.metrics.names import Metric, as_judged_only, judged_metrics
 from abrank.metrics.registry import FAMILIES
 
 __all__ = ["RANKED_BY", "judged_sql", "numbered_rows_sql", "score_arm_sql", "top_rows_sql"]
-
-#: 1 and 0 as doubles: a bare ``1.0`` is a DECIMAL in Spark SQL, whose division rounds to
-#: a dozen digits.
-_ONE, _ZERO = "CAST(1 AS DOUBLE)", "CAST(0 AS DOUBLE)"
-
-#: What orders a rankings relation: its ``score`` (descending) or its ``rank`` (ascending).
-RANKED_BY = ("score", "rank")
-
-
-def sql_number(value: float) -> str:
-    """A float literal of the neutral dialect (exact: repr round-trips)."""
-    return f"CAST({float(value)!r} AS DOUBLE)"
-
-
-def sql_gain(kind: str, grade: str = "grade") -> str:
-    """Gain of a grade: linear (the grade) or exp (2^grade - 1); grades <= 0 give none."""
-    if kind == "exp":
-        return f"CASE WHEN {grade} > 0 THEN POWER(2, {grade}) - 1 ELSE 0 END"
-    return f"CASE WHEN {grade} > 0 THEN {grade} ELSE 0 END"
-
-
-def _err_stop(grade: str = "grade") -> str:
-    """ERR's stopping probability of a grade: (2^g - 1) / 16, g clipped to [0, 4]
-    (:func:`abrank.engines.memory.err_stop`); 0 for an unjudged row."""
-    clipped = f"LEAST(GREATEST(COALESCE({grade}, 0), 0), 4)"
-    return f"(POWER(2, {clipped}) - 1) / 16"
 
 
 def _rbp_weight(p: float, pos: str) -> str:
@@ -88,102 +74,17 @@ def _infap_term(i: int, pos: str) -> str:
     r, n, u = f"(rc_{i} - 1)", f"na_{i}", "pa"
     eps = sql_number(INFAP_EPSILON)
     later = (
-        f"{_ONE} / ({j} + 1) + ({j} / ({j} + 1)) * (CAST({r} + {n} + {u} AS DOUBLE) / {j}) "
+        f"{ONE} / ({j} + 1) + ({j} / ({j} + 1)) * (CAST({r} + {n} + {u} AS DOUBLE) / {j}) "
         f"* ((CAST({r} AS DOUBLE) + {eps}) / (CAST({r} + {n} AS DOUBLE) + 2 * {eps}))"
     )
-    return f"(CASE WHEN {pos} = 0 THEN {_ONE} ELSE {later} END)"
-
-
-def _within(k: int | None, pos: str) -> str:
-    return "TRUE" if k is None else f"{pos} < {int(k)}"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Plan:
-    """The columns one statement computes, named once: thresholds, gains, cutoffs."""
-
-    metrics: tuple[Metric, ...]
-    rel_level: float
-    gain: str
-    judged_k: int
-
-    def threshold(self, metric: Metric) -> float:
-        return float(metric.rel if metric.rel is not None else self.rel_level)
-
-    def kind(self, metric: Metric) -> str:
-        return metric.gain or self.gain
-
-    @property
-    def thresholds(self) -> list[float]:
-        found = {self.rel_level}
-        found |= {self.threshold(m) for m in self.metrics if FAMILIES[m.family].binary}
-        return sorted(found)
-
-    @property
-    def running(self) -> list[float]:
-        """Thresholds that need running counts or R on each row (average precision,
-        bpref, R-precision, infAP)."""
-        return sorted(
-            {
-                self.threshold(m)
-                for m in self.metrics
-                if m.family in ("map", "ap", "gm_map", "bpref", "rprec", "infap")
-            }
-        )
-
-    @property
-    def pooled(self) -> bool:
-        """Whether a metric is infAP (the rows then carry the pooled-but-unjudged rows above
-        them: judgments of negative grade)."""
-        return any(m.family == "infap" for m in self.metrics)
-
-    @property
-    def err(self) -> bool:
-        """Whether a metric is ERR (the rows then carry the chance of reaching them)."""
-        return any(m.family == "err" for m in self.metrics)
-
-    @property
-    def diversity(self) -> list[tuple[int, Metric]]:
-        """The diversity metrics (alpha_ndcg, err_ia), with their place among the metrics."""
-        return [(n, m) for n, m in enumerate(self.metrics) if FAMILIES[m.family].diversity]
-
-    @property
-    def kinds(self) -> list[str]:
-        return sorted({self.kind(m) for m in self.metrics if m.family in ("ndcg", "dcg")})
-
-    def ideal_cutoffs(self, kind: str) -> list[int | None]:
-        cut = {m.k for m in self.metrics if m.family == "ndcg" and self.kind(m) == kind}
-        return [None, *sorted(k for k in cut if k is not None)]
-
-    def t(self, value: float) -> int:
-        return self.thresholds.index(value)
-
-    def g(self, kind: str) -> int:
-        return ["linear", "exp"].index(kind)
+    return f"(CASE WHEN {pos} = 0 THEN {ONE} ELSE {later} END)"
 
 
 def _cut(k: int | None) -> str:
     return "all" if k is None else str(int(k))
 
 
-def judgments_sql(judgments: str) -> str:
-    """The judgments relation ``judgments`` in canonical cells: ids as text, ``grade``."""
-    return (
-        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
-        f"CAST(relevance AS DOUBLE) AS grade FROM {judgments}"
-    )
-
-
-def ranking_order(ranked_by: str) -> tuple[str, str]:
-    """trec_eval's order of a rankings relation (:data:`RANKED_BY`): the select item of its
-    ``order_key`` and the window's key on a relation ``r`` of it (score descending, or
-    rank ascending); ties go by doc id descending after it."""
-    if ranked_by == "score":
-        return "CAST(score AS DOUBLE) AS order_key", "r.order_key DESC"
-    return "CAST(rank AS DOUBLE) AS order_key", "r.order_key ASC"
-
-
-def _query_stats_sql(plan: _Plan) -> str:
+def _query_stats_sql(plan: JudgedPlan) -> str:
     """Per judged query: relevant and judged nonrelevant counts per threshold."""
     parts = ["query_id", "SUM(CASE WHEN grade > 0 THEN 1 ELSE 0 END) AS ngain"]
     for i, t in enumerate(plan.thresholds):
@@ -207,65 +108,13 @@ def ideal_dcg_sql(kind: str, cutoffs: Sequence[int | None], prefix: str) -> str:
     parts = ["query_id"]
     for k in cutoffs:
         parts.append(
-            f"SUM(CASE WHEN {_within(k, 'ipos')} THEN gain / LOG(2, ipos + 2) ELSE 0 END) "
+            f"SUM(CASE WHEN {within(k, 'ipos')} THEN gain / LOG(2, ipos + 2) ELSE 0 END) "
             f"AS {prefix}{_cut(k)}"
         )
     return f"SELECT {', '.join(parts)} FROM ({ordered}) AS ideal GROUP BY query_id"
 
 
-def _numbered_sql(
-    rankings: str, ranked_by: str, plan: _Plan, with_stats: bool, with_doc: bool = False
-) -> str:
-    """Every ranked row joined to its judgment (``grade`` NULL: unjudged), numbered in
-    trec_eval's order in one window pass: its 0-based position ``pos``, its position among
-    the judged rows ``cpos`` (the condensed view) and, per threshold of average precision
-    and bpref, the relevant rows up to it (``rc_i``) and the judged nonrelevant rows above
-    it (``na_i``). Running counts read only the rows above, so the depth cut can come
-    after, in the aggregates."""
-    value, key = ranking_order(ranked_by)
-    rows = (
-        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
-        f"{value} FROM {rankings} AS given"
-    )
-    window = (
-        f"OVER (PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
-    )
-    parts = [
-        "r.query_id AS query_id",
-        *(["r.doc_id AS doc_id"] if plan.diversity or with_doc else []),
-        "j.grade AS grade",
-        f"ROW_NUMBER() {window} - 1 AS pos",
-        f"SUM(CASE WHEN j.grade IS NULL THEN 0 ELSE 1 END) {window} - 1 AS cpos",
-    ]
-    if with_doc and ranked_by == "rank":  # the row after its equal: a rank given again
-        before = window.replace(
-            "UNBOUNDED PRECEDING AND CURRENT ROW", "1 PRECEDING AND 1 PRECEDING"
-        )
-        parts.append(
-            f"CASE WHEN r.order_key = MAX(r.order_key) {before} THEN 1 ELSE 0 END AS rank_again"
-        )
-    if plan.err:  # log of prod (1 - stop) over the rows above: ERR's chance of reaching it
-        above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
-        parts.append(f"COALESCE(SUM(LN(1 - {_err_stop('j.grade')})) {above}, 0) AS err_reach")
-    if plan.pooled:  # infAP: the rows above in the pool but not judged (a negative grade)
-        pooled = "CASE WHEN j.grade < 0 THEN 1 ELSE 0 END"
-        parts.append(f"SUM({pooled}) {window} - ({pooled}) AS pa")
-    for t in plan.running:
-        i, lit = plan.t(t), sql_number(t)
-        nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
-        parts.append(f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}")
-        parts.append(f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}")
-    joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
-    if with_stats:  # bpref reads R and N of the query on each row, R-precision R
-        for t in plan.running:
-            i = plan.t(t)
-            parts += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
-        joins += " LEFT JOIN query_stats AS s ON r.query_id = s.query_id"
-    return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
-
-
-def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
+def _aggregates(plan: JudgedPlan) -> tuple[list[str], dict[str, str]]:
     """The per-query aggregates over the judged numbered rows down to the depth
     (``judged_rows``: both views, with ``log_pos`` and ``log_cpos`` the discounts'
     logarithms), and each metric's value from them (by output column). Every aggregate
@@ -292,12 +141,12 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
         if family == "judged":
             hits = agg(
                 f"judged_{cut}",
-                f"SUM(CASE WHEN {_within(k, 'pos')} THEN 1 ELSE 0 END)",
+                f"SUM(CASE WHEN {within(k, 'pos')} THEN 1 ELSE 0 END)",
             )
             if k is None:
                 values[out] = (
                     f"CASE WHEN COALESCE(rr.retrieved, 0) > 0 THEN CAST({hits} AS DOUBLE) / "
-                    f"rr.retrieved ELSE {_ZERO} END"
+                    f"rr.retrieved ELSE {ZERO} END"
                 )
             else:
                 values[out] = f"CAST({hits} AS DOUBLE) / {int(k)}"
@@ -306,16 +155,16 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
             weight = _rbp_weight(cast(float, m.p), "pos")
             judged = agg(
                 f"rbp_judged_{cut}_{n}",
-                f"SUM(CASE WHEN {_within(k, 'pos')} THEN {weight} ELSE 0 END)",
+                f"SUM(CASE WHEN {within(k, 'pos')} THEN {weight} ELSE 0 END)",
             )
-            values[out] = f"{_ONE} - CAST({judged} AS DOUBLE)"
+            values[out] = f"{ONE} - CAST({judged} AS DOUBLE)"
             continue
         if family in ("ndcg", "dcg"):
             kind = plan.kind(m)
             g = plan.g(kind)
             dcg = agg(
                 f"dcg_{g}_{cut}_{view}",
-                f"SUM(CASE WHEN grade > 0 AND {_within(k, pos)} THEN ({sql_gain(kind)}) / "
+                f"SUM(CASE WHEN grade > 0 AND {within(k, pos)} THEN ({sql_gain(kind)}) / "
                 f"log_{pos} ELSE 0 END)",
             )
             defined = f"COALESCE(i{g}.idcg_{g}_all, 0) > 0"
@@ -338,7 +187,7 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
         if family == "err":
             err = agg(
                 f"err_{cut}_{view}",
-                f"SUM(CASE WHEN grade > 0 AND {_within(k, pos)} THEN {_err_stop()} * "
+                f"SUM(CASE WHEN grade > 0 AND {within(k, pos)} THEN {err_stop()} * "
                 f"EXP(err_reach) / ({pos} + 1) ELSE 0 END)",
             )
             values[out] = f"CASE WHEN COALESCE(s.ngain, 0) > 0 THEN CAST({err} AS DOUBLE) END"
@@ -350,22 +199,22 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
         if family == "mrr":
             at = first(i, t, pos)
             hit = f"{at} IS NOT NULL" if k is None else f"{at} < {int(k)}"
-            value = f"CASE WHEN {hit} THEN {_ONE} / ({at} + 1) ELSE {_ZERO} END"
+            value = f"CASE WHEN {hit} THEN {ONE} / ({at} + 1) ELSE {ZERO} END"
         elif family in ("recall", "precision", "hit"):
             count = agg(
                 f"rel_{i}_{cut}_{view}",
-                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN 1 ELSE 0 END)",
+                f"SUM(CASE WHEN {relevant} AND {within(k, pos)} THEN 1 ELSE 0 END)",
             )
             if family == "recall":
                 value = f"CAST({count} AS DOUBLE) / {nrel}"
             elif family == "precision":  # precision@k: a cutoff is required
                 value = f"CAST({count} AS DOUBLE) / {int(cast(int, k))}"
             else:
-                value = f"CASE WHEN {count} > 0 THEN {_ONE} ELSE {_ZERO} END"
+                value = f"CASE WHEN {count} > 0 THEN {ONE} ELSE {ZERO} END"
         elif family in ("map", "ap", "gm_map"):  # gm_map: AP per query, summarised geometrically
             sums = agg(
                 f"ap_{i}_{cut}_{view}",
-                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN "
+                f"SUM(CASE WHEN {relevant} AND {within(k, pos)} THEN "
                 f"CAST(rc_{i} AS DOUBLE) / ({pos} + 1) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
@@ -374,8 +223,8 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
             share = f"CAST(LEAST(na_{i}, {big_r}) AS DOUBLE) / GREATEST(LEAST({big_n}, {big_r}), 1)"
             sums = agg(
                 f"bpref_{i}",
-                f"SUM(CASE WHEN {relevant} THEN (CASE WHEN na_{i} > 0 THEN {_ONE} - {share} "
-                f"ELSE {_ONE} END) ELSE 0 END)",
+                f"SUM(CASE WHEN {relevant} THEN (CASE WHEN na_{i} > 0 THEN {ONE} - {share} "
+                f"ELSE {ONE} END) ELSE 0 END)",
             )
             value = f"{sums} / {nrel}"
         elif family == "infap":
@@ -388,7 +237,7 @@ def _aggregates(plan: _Plan) -> tuple[list[str], dict[str, str]]:
             weight = _rbp_weight(cast(float, m.p), pos)
             sums = agg(
                 f"rbp_{i}_{cut}_{view}_{n}",
-                f"SUM(CASE WHEN {relevant} AND {_within(k, pos)} THEN {weight} ELSE 0 END)",
+                f"SUM(CASE WHEN {relevant} AND {within(k, pos)} THEN {weight} ELSE 0 END)",
             )
             value = f"CAST({sums} AS DOUBLE)"
         elif family == "rprec":
@@ -420,6 +269,7 @@ def judged_sql(
     judged_k: int = 10,
     subtopics: str | None = None,
     numbered_from: str | None = None,
+    in_order: bool = False,
 ) -> str:
     """The one statement (neutral dialect) of every metric's value per query.
 
@@ -433,15 +283,17 @@ def judged_sql(
     query; alpha_ndcg's column is its α-DCG, which :func:`score_arm_sql` divides by the
     ideal. ``numbered_from``: a relation of the numbered rows kept by
     :func:`numbered_rows_sql` (for the same rankings, judgments and metrics), read in
-    place of numbering them again.
+    place of numbering them again. ``in_order``: the ranks are 1..n in each query
+    (:func:`abrank.engines.sql.numbering.ranks_in_order`), which number the rows without
+    a window over all of them.
     """
-    plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
+    plan = JudgedPlan(tuple(metrics), float(rel_level), gain, int(judged_k))
     aggs, values = _aggregates(plan)
     deep = "" if depth is None else f" AND pos < {int(depth)}"
     # bpref and R-precision read R (and N) of the query on each row
     stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
     if numbered_from is None:
-        numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=stats)
+        numbered = numbered_sql(rankings, ranked_by, plan, with_stats=stats, in_order=in_order)
     else:
         numbered = f"SELECT * FROM {numbered_from}"
     ctes = [
@@ -492,16 +344,21 @@ def numbered_rows_sql(
     rel_level: float = 1.0,
     gain: str = "linear",
     judged_k: int = 10,
+    in_order: bool = False,
 ) -> str:
     """The ranked rows of ``rankings`` joined to their judgments and numbered in trec_eval's
     order, as :func:`judged_sql` numbers them for ``metrics`` (with ``doc_id``, and
     ``rank_again`` 1 on a row whose rank is its predecessor's, for a rank column): one
     statement whose result an engine can keep, so that the scoring
     (``judged_sql(..., numbered_from=)``) and the explanation tables' top rows
-    (:func:`top_rows_sql`) read it instead of each numbering the rows again."""
-    plan = _Plan(tuple(metrics), float(rel_level), gain, int(judged_k))
+    (:func:`top_rows_sql`) read it instead of each numbering the rows again. ``in_order``:
+    the ranks are 1..n in each query (:func:`abrank.engines.sql.numbering.ranks_in_order`),
+    which number the rows without a window over all of them."""
+    plan = JudgedPlan(tuple(metrics), float(rel_level), gain, int(judged_k))
     stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
-    numbered = _numbered_sql(rankings, ranked_by, plan, with_stats=stats, with_doc=True)
+    numbered = numbered_sql(
+        rankings, ranked_by, plan, with_stats=stats, with_doc=True, in_order=in_order
+    )
     ctes = [
         f"judged AS ({judgments_sql(judgments)})",
         f"query_stats AS ({_query_stats_sql(plan)})",
@@ -532,7 +389,7 @@ def topics_sql(judgments: str, subtopics: str | None) -> str:
 
 
 def diversity_ctes(
-    plan: _Plan, judgments: str, subtopics: str | None, depth: int | None
+    plan: JudgedPlan, judgments: str, subtopics: str | None, depth: int | None
 ) -> list[str]:
     """The diversity metrics' relations (:mod:`abrank.engines.diversity`): ``nsub`` (S, the
     subtopics with a relevant judgment, per query) and ``div``, per query and metric n the
@@ -636,6 +493,8 @@ def score_arm_sql(
     check_options(rel_level, gain, depth)
     if ranked_by not in RANKED_BY:
         raise ValueError(f"ranked_by: expected one of {', '.join(RANKED_BY)}, got {ranked_by!r}")
+    # ranks 1..n in each query are the positions: no window over every row
+    in_order = ranked_by == "rank" and ranks_in_order(backend, rankings)
     if keep is not None:
         numbered = numbered_rows_sql(
             rankings,
@@ -645,6 +504,7 @@ def score_arm_sql(
             rel_level=float(rel_level),
             gain=gain,
             judged_k=int(judged_k),
+            in_order=in_order,
         )
         backend.materialize(keep, compile_sql(numbered, backend.dialect))
     sql = judged_sql(
@@ -658,6 +518,7 @@ def score_arm_sql(
         judged_k=int(judged_k),
         subtopics=subtopics,
         numbered_from=keep,
+        in_order=in_order,
     )
     table = backend.run(compile_sql(sql, backend.dialect))
     scores = arm_scores(table, parsed, complete)

@@ -1,0 +1,218 @@
+"""The ranked rows of an SQL engine joined to their judgments and numbered (:mod:`.judged`).
+
+Every row gets its 0-based position ``pos`` in trec_eval's order (score descending, or
+rank ascending, ties by doc id descending in byte order) and, where the aggregates read
+them, on each judged row: ``cpos``, its position among the judged rows (the condensed
+view), the running counts of average precision and bpref, ERR's chance of reaching it
+and infAP's pooled rows above it.
+
+One window over every row of a query numbers them. But a relation ranked by a ``rank``
+column whose queries each hold the ranks 1..n once (:func:`ranks_in_order`: two
+aggregates, a fraction of a window's cost) already holds the positions: ``pos`` is
+``rank - 1``, and the window runs over the judged rows only, which are often a fifth of a
+deep run or less (:func:`numbered_sql` with ``in_order``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from abrank.engines.sql import Backend, compile_sql
+from abrank.engines.sql.judged_plan import JudgedPlan, err_stop, ranking_order, sql_number
+
+__all__ = [
+    "MOST_RANK_WORDS",
+    "RANKS_PER_WORD",
+    "numbered_sql",
+    "ranks_in_order",
+    "ranks_in_order_sql",
+]
+
+#: Ranks held per 64-bit word of the check of :func:`ranks_in_order_sql` (bit 63 is the
+#: sign, bit 62 left free so that a full word is 2^62 - 1).
+RANKS_PER_WORD = 62
+
+#: Words the check takes at most: rankings deeper than 62 x 17 = 1,054 ranks are numbered
+#: by the window.
+MOST_RANK_WORDS = 17
+
+
+def numbered_sql(
+    rankings: str,
+    ranked_by: str,
+    plan: JudgedPlan,
+    with_stats: bool,
+    with_doc: bool = False,
+    in_order: bool = False,
+) -> str:
+    """Every ranked row of ``rankings`` joined to its judgment (``grade`` NULL: unjudged)
+    and numbered (module text), reading the relations ``judged`` and (``with_stats``:
+    bpref's and R-precision's R and N on each row) ``query_stats``. ``with_doc`` keeps
+    ``doc_id`` and adds ``rank_again`` (1 on a row whose rank is its predecessor's, for a
+    rank column); ``in_order``: ``rankings`` holds the ranks 1..n of each query once
+    (:func:`ranks_in_order`), whose rows then carry the running columns on judged rows
+    only (NULL on the others, which no aggregate reads)."""
+    if in_order and ranked_by == "rank":
+        return _numbered_from_ranks(rankings, plan, with_stats, with_doc)
+    return _numbered_in_one_window(rankings, ranked_by, plan, with_stats, with_doc)
+
+
+def _numbered_from_ranks(rankings: str, plan: JudgedPlan, with_stats: bool, with_doc: bool) -> str:
+    """:func:`numbered_sql` of a relation whose ranks are 1..n in each query: ``pos`` is
+    the rank less one, and one window over the judged rows numbers them among themselves."""
+    rows = (
+        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+        f"CAST(CAST(rank AS DOUBLE) AS BIGINT) - 1 AS pos FROM {rankings} AS given"
+    )
+    carried = ["r.query_id AS query_id", "r.doc_id AS doc_id", "j.grade AS grade", "r.pos AS pos"]
+    joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
+    stats = []
+    if with_stats:
+        for t in plan.running:
+            i = plan.t(t)
+            carried += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
+            stats += [f"n.big_r_{i} AS big_r_{i}", f"n.big_n_{i} AS big_n_{i}"]
+        joins += " LEFT JOIN query_stats AS s ON r.query_id = s.query_id"
+    joined = f"SELECT {', '.join(carried)} FROM ({rows}) AS r {joins}"
+    window = (
+        "OVER (PARTITION BY n.query_id ORDER BY n.pos "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    )
+    common = [
+        "n.query_id AS query_id",
+        *(["n.doc_id AS doc_id"] if plan.diversity or with_doc else []),
+        "n.grade AS grade",
+        "n.pos AS pos",
+    ]
+    # (judged rows' column, unjudged rows' column) in one order for both sides
+    running = [(f"ROW_NUMBER() {window} - 1 AS cpos", "CAST(NULL AS BIGINT) AS cpos")]
+    if with_doc:
+        running.append(("0 AS rank_again", "0 AS rank_again"))
+    if plan.err:  # log of prod (1 - stop) over the judged rows above (unjudged: stop 0)
+        above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
+        running.append(
+            (
+                f"COALESCE(SUM(LN(1 - {err_stop('n.grade')})) {above}, 0) AS err_reach",
+                "CAST(NULL AS DOUBLE) AS err_reach",
+            )
+        )
+    if plan.pooled:  # infAP: the rows above in the pool but not judged (a negative grade)
+        pooled = "CASE WHEN n.grade < 0 THEN 1 ELSE 0 END"
+        running.append((f"SUM({pooled}) {window} - ({pooled}) AS pa", "CAST(NULL AS BIGINT) AS pa"))
+    for t in plan.running:
+        i, lit = plan.t(t), sql_number(t)
+        nonrelevant = f"CASE WHEN n.grade >= 0 AND n.grade < {lit} THEN 1 ELSE 0 END"
+        running.append(
+            (
+                f"SUM(CASE WHEN n.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}",
+                f"CAST(NULL AS BIGINT) AS rc_{i}",
+            )
+        )
+        running.append(
+            (
+                f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}",
+                f"CAST(NULL AS BIGINT) AS na_{i}",
+            )
+        )
+    judged = [*common, *(on for on, _ in running), *stats]
+    unjudged = [*common, *(off for _, off in running), *stats]
+    # the join named once: DuckDB then makes it once for both sides
+    return (
+        f"SELECT * FROM (WITH ranked_joined AS ({joined}) "
+        f"SELECT {', '.join(judged)} FROM ranked_joined AS n WHERE n.grade IS NOT NULL UNION ALL "
+        f"SELECT {', '.join(unjudged)} FROM ranked_joined AS n WHERE n.grade IS NULL) AS numbered_rows"
+    )
+
+
+def ranks_in_order_sql(rankings: str, words: int) -> str:
+    """How many queries of ``rankings`` do not hold the ranks 1..n once each (n the query's
+    rows; ranks up to ``words`` x 62): each query's ranks set one bit each in ``words``
+    64-bit words, and n rows that set every bit of 1..n hold each rank once."""
+    key = "CAST(rank AS DOUBLE)"
+    bits, full = [], []
+    for w in range(words):
+        low, high = RANKS_PER_WORD * w, RANKS_PER_WORD * (w + 1)
+        bits.append(
+            f"BIT_OR(CASE WHEN {key} > {low} AND {key} <= {high} THEN CAST(1 AS BIGINT) << "
+            f"CAST({key} - {low + 1} AS INT) ELSE CAST(0 AS BIGINT) END) AS w{w}"
+        )
+        full.append(
+            f"w{w} = CASE WHEN n >= {high} THEN (CAST(1 AS BIGINT) << {RANKS_PER_WORD}) - 1 "
+            f"WHEN n > {low} THEN (CAST(1 AS BIGINT) << CAST(n - {low} AS INT)) - 1 ELSE 0 END"
+        )
+    per_query = (
+        f"SELECT query_id, COUNT(*) AS n, MAX({key}) AS top, "
+        f"SUM(CASE WHEN {key} <> FLOOR({key}) THEN 1 ELSE 0 END) AS fractional, "
+        f"{', '.join(bits)} FROM {rankings} AS given GROUP BY query_id"
+    )
+    return (
+        f"SELECT COUNT(*) AS n FROM ({per_query}) AS q "
+        f"WHERE NOT (top = n AND fractional = 0 AND {' AND '.join(full)})"
+    )
+
+
+def ranks_in_order(backend: Backend, rankings: str) -> bool:
+    """Whether every query of ``rankings`` (ranked by ``rank``) holds the ranks 1..n once
+    each (n its rows): :func:`numbered_sql`'s ``in_order``. False for rankings deeper than
+    :data:`MOST_RANK_WORDS` words of ranks, or without rows."""
+    top_sql = f"SELECT MAX(CAST(rank AS DOUBLE)) AS top FROM {rankings} AS given"
+    top = backend.run(compile_sql(top_sql, backend.dialect)).to_pylist()[0]["top"]
+    if top is None or not math.isfinite(top) or top < 1:
+        return False
+    words = math.ceil(top / RANKS_PER_WORD)
+    if words > MOST_RANK_WORDS:
+        return False
+    check = compile_sql(ranks_in_order_sql(rankings, words), backend.dialect)
+    return int(backend.run(check).to_pylist()[0]["n"]) == 0
+
+
+def _numbered_in_one_window(
+    rankings: str, ranked_by: str, plan: JudgedPlan, with_stats: bool, with_doc: bool
+) -> str:
+    """Every ranked row joined to its judgment (``grade`` NULL: unjudged), numbered in
+    trec_eval's order in one window pass: its 0-based position ``pos``, its position among
+    the judged rows ``cpos`` (the condensed view) and, per threshold of average precision
+    and bpref, the relevant rows up to it (``rc_i``) and the judged nonrelevant rows above
+    it (``na_i``). Running counts read only the rows above, so the depth cut can come
+    after, in the aggregates."""
+    value, key = ranking_order(ranked_by)
+    rows = (
+        "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
+        f"{value} FROM {rankings} AS given"
+    )
+    window = (
+        f"OVER (PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    )
+    parts = [
+        "r.query_id AS query_id",
+        *(["r.doc_id AS doc_id"] if plan.diversity or with_doc else []),
+        "j.grade AS grade",
+        f"ROW_NUMBER() {window} - 1 AS pos",
+        f"SUM(CASE WHEN j.grade IS NULL THEN 0 ELSE 1 END) {window} - 1 AS cpos",
+    ]
+    if with_doc and ranked_by == "rank":  # the row after its equal: a rank given again
+        before = window.replace(
+            "UNBOUNDED PRECEDING AND CURRENT ROW", "1 PRECEDING AND 1 PRECEDING"
+        )
+        parts.append(
+            f"CASE WHEN r.order_key = MAX(r.order_key) {before} THEN 1 ELSE 0 END AS rank_again"
+        )
+    if plan.err:  # log of prod (1 - stop) over the rows above: ERR's chance of reaching it
+        above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
+        parts.append(f"COALESCE(SUM(LN(1 - {err_stop('j.grade')})) {above}, 0) AS err_reach")
+    if plan.pooled:  # infAP: the rows above in the pool but not judged (a negative grade)
+        pooled = "CASE WHEN j.grade < 0 THEN 1 ELSE 0 END"
+        parts.append(f"SUM({pooled}) {window} - ({pooled}) AS pa")
+    for t in plan.running:
+        i, lit = plan.t(t), sql_number(t)
+        nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
+        parts.append(f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}")
+        parts.append(f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}")
+    joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
+    if with_stats:  # bpref reads R and N of the query on each row, R-precision R
+        for t in plan.running:
+            i = plan.t(t)
+            parts += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
+        joins += " LEFT JOIN query_stats AS s ON r.query_id = s.query_id"
+    return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
