@@ -334,9 +334,13 @@ def generated(
     ],
     ids=["default", "complete", "depth-7-rel-2", "exp-gain-no-depth", "judged-only"],
 )
-def test_generated_cases_score_as_on_the_memory_engine(backend, seed, ranked_by, options):
+def test_generated_cases_score_as_on_the_memory_engine(
+    backend, seed, ranked_by, options, monkeypatch
+):
     in_order = ranked_by == "rank-1..n"  # numbered from the ranks, not by a window
     ranked_by = "rank" if in_order else ranked_by
+    # the numbering from ranks on every engine (Spark numbers by its window by default)
+    monkeypatch.setattr(backend, "numbers_from_ranks", True)
     rankings, judgments = generated(seed, ranked_by=ranked_by, in_order=in_order)
     memory = score_arm(rankings, judgments, METRICS, **options)
     ranked = relation(backend, rankings)

@@ -62,6 +62,10 @@ class Backend(Protocol):
 
     #: sqlglot's name of the engine's dialect ("duckdb", "spark")
     dialect: str
+    #: whether rankings whose ranks are 1..n are numbered from their ranks, the window
+    #: running over the judged rows only (:mod:`abrank.engines.sql.numbering`); False
+    #: where a window over every row pays for itself (absent: False)
+    numbers_from_ranks: bool
 
     def register(self, name: str, source: object) -> list[tuple[str, str]]:
         """Open one log source (:class:`abrank.engines.sql.sources.LogSource`) as the

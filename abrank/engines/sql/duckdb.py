@@ -85,6 +85,8 @@ class DuckDBBackend:
     """
 
     dialect = "duckdb"
+    #: half the numbering's time at 10M rows: a window over every row sorts them all
+    numbers_from_ranks = True
 
     def __init__(self, connection: Any = None, options: Mapping[str, Any] | None = None):
         self.duckdb = _modules()

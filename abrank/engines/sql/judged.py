@@ -494,7 +494,11 @@ def score_arm_sql(
     if ranked_by not in RANKED_BY:
         raise ValueError(f"ranked_by: expected one of {', '.join(RANKED_BY)}, got {ranked_by!r}")
     # ranks 1..n in each query are the positions: no window over every row
-    in_order = ranked_by == "rank" and ranks_in_order(backend, rankings)
+    in_order = (
+        ranked_by == "rank"
+        and getattr(backend, "numbers_from_ranks", False)
+        and ranks_in_order(backend, rankings)
+    )
     if keep is not None:
         numbered = numbered_rows_sql(
             rankings,

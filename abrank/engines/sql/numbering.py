@@ -10,7 +10,10 @@ One window over every row of a query numbers them. But a relation ranked by a ``
 column whose queries each hold the ranks 1..n once (:func:`ranks_in_order`: two
 aggregates, a fraction of a window's cost) already holds the positions: ``pos`` is
 ``rank - 1``, and the window runs over the judged rows only, which are often a fifth of a
-deep run or less (:func:`numbered_sql` with ``in_order``).
+deep run or less (:func:`numbered_sql` with ``in_order``). An engine says whether it takes
+that way (``numbers_from_ranks`` of its backend): DuckDB does; on Spark the window over
+every row leaves them partitioned by query, which the statements after it read without
+another shuffle, so it keeps the window.
 """
 
 from __future__ import annotations

@@ -92,6 +92,10 @@ class SparkBackend:
     """
 
     dialect = "spark"
+    #: the window over every row leaves them partitioned by query, which the aggregates
+    #: and the top rows then read without another shuffle (numbered from the ranks, the
+    #: 100k-query replay took 162 s rather than 134 s)
+    numbers_from_ranks = False
 
     def __init__(self, session: Any = None, options: Mapping[str, Any] | None = None):
         sql = pyspark_sql()
