@@ -583,7 +583,8 @@ class SqlOffline:
         """Per metric that has one, per judged query, what its change is divided by
         (:func:`abrank.explain.contributions.normaliser`), counted in the engine."""
         from abrank.engines.sql import compile_sql
-        from abrank.engines.sql.judged import ideal_dcg_sql, sql_number
+        from abrank.engines.sql.judged import ideal_dcg_sql
+        from abrank.engines.sql.judged_plan import sql_number
         from abrank.metrics import parse_metric
 
         out = {}
