@@ -63,10 +63,13 @@ def child_env(folder: Path, code: Path) -> dict[str, str]:
     return env
 
 
-def measure(command: list[str], env: dict[str, str]) -> dict:
-    """Wall seconds, peak RSS of the process tree (MB), exit code and stderr of a child."""
+def measure(command: list[str], env: dict[str, str], cwd: Path) -> dict:
+    """Wall seconds, peak RSS of the process tree (MB), exit code and stderr of a child run
+    in ``cwd`` (the checkout it imports: ``python -m`` looks there before PYTHONPATH)."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd
+    )
     peak = [0]
     done = threading.Event()
 
@@ -140,7 +143,7 @@ def online(args: argparse.Namespace) -> bool:
         order = names if round_ % 2 else names[::-1]
         for name in order:
             command, code = cases[name]
-            result = measure(command, child_env(folder, code))
+            result = measure(command, child_env(folder, code), code)
             if result["code"] != 0:
                 return False
             if round_:
@@ -190,7 +193,7 @@ def offline(args: argparse.Namespace) -> bool:
             command = [sys.executable, "-m", "abrank", "run", str(configs["parquet"])]
             command += ["--engine", engine, "--format", "json", "--out", str(out)]
             command += ["--no-history", "--quiet", "--verbose"]
-            result = measure(command, env)
+            result = measure(command, env, ROOT)
             if result["code"] != 0:
                 return False
             walls[engine].append(result["wall"])
