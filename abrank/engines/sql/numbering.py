@@ -67,15 +67,9 @@ def _numbered_from_ranks(rankings: str, plan: JudgedPlan, with_stats: bool, with
         "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
         f"CAST(CAST(rank AS DOUBLE) AS BIGINT) - 1 AS pos FROM {rankings} AS given"
     )
+    stats, joins = _judgments_joined(plan, with_stats)
     carried = ["r.query_id AS query_id", "r.doc_id AS doc_id", "j.grade AS grade", "r.pos AS pos"]
-    joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
-    stats = []
-    if with_stats:
-        for t in plan.running:
-            i = plan.t(t)
-            carried += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
-            stats += [f"n.big_r_{i} AS big_r_{i}", f"n.big_n_{i} AS big_n_{i}"]
-        joins += " LEFT JOIN query_stats AS s ON r.query_id = s.query_id"
+    carried += [f"{sql} AS {name}" for name, sql in stats.items()]
     joined = f"SELECT {', '.join(carried)} FROM ({rows}) AS r {joins}"
     window = (
         "OVER (PARTITION BY n.query_id ORDER BY n.pos "
@@ -91,34 +85,14 @@ def _numbered_from_ranks(rankings: str, plan: JudgedPlan, with_stats: bool, with
     running = [(f"ROW_NUMBER() {window} - 1 AS cpos", "CAST(NULL AS BIGINT) AS cpos")]
     if with_doc:
         running.append(("0 AS rank_again", "0 AS rank_again"))
-    if plan.err:  # log of prod (1 - stop) over the judged rows above (unjudged: stop 0)
-        above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
-        running.append(
-            (
-                f"COALESCE(SUM(LN(1 - {err_stop('n.grade')})) {above}, 0) AS err_reach",
-                "CAST(NULL AS DOUBLE) AS err_reach",
-            )
-        )
-    if plan.pooled:  # infAP: the rows above in the pool but not judged (a negative grade)
-        pooled = "CASE WHEN n.grade < 0 THEN 1 ELSE 0 END"
-        running.append((f"SUM({pooled}) {window} - ({pooled}) AS pa", "CAST(NULL AS BIGINT) AS pa"))
-    for t in plan.running:
-        i, lit = plan.t(t), sql_number(t)
-        nonrelevant = f"CASE WHEN n.grade >= 0 AND n.grade < {lit} THEN 1 ELSE 0 END"
-        running.append(
-            (
-                f"SUM(CASE WHEN n.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}",
-                f"CAST(NULL AS BIGINT) AS rc_{i}",
-            )
-        )
-        running.append(
-            (
-                f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}",
-                f"CAST(NULL AS BIGINT) AS na_{i}",
-            )
-        )
-    judged = [*common, *(on for on, _ in running), *stats]
-    unjudged = [*common, *(off for _, off in running), *stats]
+    # over the judged rows only: an unjudged row adds nothing to any of them (ERR's stop 0)
+    running += [
+        (f"{sql} AS {name}", f"CAST(NULL AS {kind}) AS {name}")
+        for name, sql, kind in _running_columns(plan, "n.grade", window)
+    ]
+    counts = [f"n.{name} AS {name}" for name in stats]
+    judged = [*common, *(on for on, _ in running), *counts]
+    unjudged = [*common, *(off for _, off in running), *counts]
     # the join named once: DuckDB then makes it once for both sides
     return (
         f"SELECT * FROM (WITH ranked_joined AS ({joined}) "
@@ -201,21 +175,44 @@ def _numbered_in_one_window(
         parts.append(
             f"CASE WHEN r.order_key = MAX(r.order_key) {before} THEN 1 ELSE 0 END AS rank_again"
         )
+    parts += [f"{sql} AS {name}" for name, sql, _ in _running_columns(plan, "j.grade", window)]
+    stats, joins = _judgments_joined(plan, with_stats)
+    parts += [f"{sql} AS {name}" for name, sql in stats.items()]
+    return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
+
+
+def _running_columns(plan: JudgedPlan, grade: str, window: str) -> list[tuple[str, str, str]]:
+    """The running columns the aggregates read on a judged row, as (name, expression over
+    ``window``, SQL type), grades in the column ``grade``: ERR's log chance of reaching it
+    (``err_reach``), infAP's pooled-but-unjudged rows above it (``pa``) and, per threshold
+    of average precision and bpref, the relevant rows up to it (``rc_i``) and the judged
+    nonrelevant rows above it (``na_i``)."""
+    columns = []
     if plan.err:  # log of prod (1 - stop) over the rows above: ERR's chance of reaching it
         above = window.replace("AND CURRENT ROW", "AND 1 PRECEDING")
-        parts.append(f"COALESCE(SUM(LN(1 - {err_stop('j.grade')})) {above}, 0) AS err_reach")
+        reach = f"COALESCE(SUM(LN(1 - {err_stop(grade)})) {above}, 0)"
+        columns.append(("err_reach", reach, "DOUBLE"))
     if plan.pooled:  # infAP: the rows above in the pool but not judged (a negative grade)
-        pooled = "CASE WHEN j.grade < 0 THEN 1 ELSE 0 END"
-        parts.append(f"SUM({pooled}) {window} - ({pooled}) AS pa")
+        pooled = f"CASE WHEN {grade} < 0 THEN 1 ELSE 0 END"
+        columns.append(("pa", f"SUM({pooled}) {window} - ({pooled})", "BIGINT"))
     for t in plan.running:
         i, lit = plan.t(t), sql_number(t)
-        nonrelevant = f"CASE WHEN j.grade >= 0 AND j.grade < {lit} THEN 1 ELSE 0 END"
-        parts.append(f"SUM(CASE WHEN j.grade >= {lit} THEN 1 ELSE 0 END) {window} AS rc_{i}")
-        parts.append(f"SUM({nonrelevant}) {window} - ({nonrelevant}) AS na_{i}")
+        relevant = f"CASE WHEN {grade} >= {lit} THEN 1 ELSE 0 END"
+        nonrelevant = f"CASE WHEN {grade} >= 0 AND {grade} < {lit} THEN 1 ELSE 0 END"
+        columns.append((f"rc_{i}", f"SUM({relevant}) {window}", "BIGINT"))
+        columns.append((f"na_{i}", f"SUM({nonrelevant}) {window} - ({nonrelevant})", "BIGINT"))
+    return columns
+
+
+def _judgments_joined(plan: JudgedPlan, with_stats: bool) -> tuple[dict[str, str], str]:
+    """The joins of the ranked rows ``r`` to their judgment ``j`` and (``with_stats``:
+    bpref reads R and N of the query on each row, R-precision R) to their query's counts
+    ``s``, and those counts' columns (name: expression)."""
     joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
-    if with_stats:  # bpref reads R and N of the query on each row, R-precision R
+    stats = {}
+    if with_stats:
         for t in plan.running:
             i = plan.t(t)
-            parts += [f"s.nrel_{i} AS big_r_{i}", f"s.nnon_{i} AS big_n_{i}"]
+            stats[f"big_r_{i}"], stats[f"big_n_{i}"] = f"s.nrel_{i}", f"s.nnon_{i}"
         joins += " LEFT JOIN query_stats AS s ON r.query_id = s.query_id"
-    return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
+    return stats, joins
