@@ -290,10 +290,8 @@ def judged_sql(
     plan = JudgedPlan(tuple(metrics), float(rel_level), gain, int(judged_k))
     aggs, values = _aggregates(plan)
     deep = "" if depth is None else f" AND pos < {int(depth)}"
-    # bpref and R-precision read R (and N) of the query on each row
-    stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
     if numbered_from is None:
-        numbered = numbered_sql(rankings, ranked_by, plan, with_stats=stats, in_order=in_order)
+        numbered = numbered_sql(rankings, ranked_by, plan, in_order=in_order)
     else:
         numbered = f"SELECT * FROM {numbered_from}"
     ctes = [
@@ -355,10 +353,7 @@ def numbered_rows_sql(
     the ranks are 1..n in each query (:func:`abrank.engines.sql.numbering.ranks_in_order`),
     which number the rows without a window over all of them."""
     plan = JudgedPlan(tuple(metrics), float(rel_level), gain, int(judged_k))
-    stats = any(m.family in ("bpref", "rprec") for m in plan.metrics)
-    numbered = numbered_sql(
-        rankings, ranked_by, plan, with_stats=stats, with_doc=True, in_order=in_order
-    )
+    numbered = numbered_sql(rankings, ranked_by, plan, with_doc=True, in_order=in_order)
     ctes = [
         f"judged AS ({judgments_sql(judgments)})",
         f"query_stats AS ({_query_stats_sql(plan)})",

@@ -79,6 +79,12 @@ class JudgedPlan:
         )
 
     @property
+    def per_row_counts(self) -> bool:
+        """Whether a metric is bpref or R-precision (the rows then carry R, and N, of their
+        query)."""
+        return any(m.family in ("bpref", "rprec") for m in self.metrics)
+
+    @property
     def pooled(self) -> bool:
         """Whether a metric is infAP (the rows then carry the pooled-but-unjudged rows above
         them: judgments of negative grade)."""

@@ -44,30 +44,29 @@ def numbered_sql(
     rankings: str,
     ranked_by: str,
     plan: JudgedPlan,
-    with_stats: bool,
     with_doc: bool = False,
     in_order: bool = False,
 ) -> str:
     """Every ranked row of ``rankings`` joined to its judgment (``grade`` NULL: unjudged)
-    and numbered (module text), reading the relations ``judged`` and (``with_stats``:
-    bpref's and R-precision's R and N on each row) ``query_stats``. ``with_doc`` keeps
+    and numbered (module text), reading the relations ``judged`` and (for bpref's and
+    R-precision's R and N on each row: :attr:`JudgedPlan.per_row_counts`) ``query_stats``. ``with_doc`` keeps
     ``doc_id`` and adds ``rank_again`` (1 on a row whose rank is its predecessor's, for a
     rank column); ``in_order``: ``rankings`` holds the ranks 1..n of each query once
     (:func:`ranks_in_order`), whose rows then carry the running columns on judged rows
     only (NULL on the others, which no aggregate reads)."""
     if in_order and ranked_by == "rank":
-        return _numbered_from_ranks(rankings, plan, with_stats, with_doc)
-    return _numbered_in_one_window(rankings, ranked_by, plan, with_stats, with_doc)
+        return _numbered_from_ranks(rankings, plan, with_doc)
+    return _numbered_in_one_window(rankings, ranked_by, plan, with_doc)
 
 
-def _numbered_from_ranks(rankings: str, plan: JudgedPlan, with_stats: bool, with_doc: bool) -> str:
+def _numbered_from_ranks(rankings: str, plan: JudgedPlan, with_doc: bool) -> str:
     """:func:`numbered_sql` of a relation whose ranks are 1..n in each query: ``pos`` is
     the rank less one, and one window over the judged rows numbers them among themselves."""
     rows = (
         "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
         f"CAST(CAST(rank AS DOUBLE) AS BIGINT) - 1 AS pos FROM {rankings} AS given"
     )
-    stats, joins = _judgments_joined(plan, with_stats)
+    stats, joins = _judgments_joined(plan)
     carried = ["r.query_id AS query_id", "r.doc_id AS doc_id", "j.grade AS grade", "r.pos AS pos"]
     carried += [f"{sql} AS {name}" for name, sql in stats.items()]
     joined = f"SELECT {', '.join(carried)} FROM ({rows}) AS r {joins}"
@@ -143,9 +142,7 @@ def ranks_in_order(backend: Backend, rankings: str) -> bool:
     return int(backend.run(check).to_pylist()[0]["n"]) == 0
 
 
-def _numbered_in_one_window(
-    rankings: str, ranked_by: str, plan: JudgedPlan, with_stats: bool, with_doc: bool
-) -> str:
+def _numbered_in_one_window(rankings: str, ranked_by: str, plan: JudgedPlan, with_doc: bool) -> str:
     """Every ranked row joined to its judgment (``grade`` NULL: unjudged), numbered in
     trec_eval's order in one window pass: its 0-based position ``pos``, its position among
     the judged rows ``cpos`` (the condensed view) and, per threshold of average precision
@@ -176,7 +173,7 @@ def _numbered_in_one_window(
             f"CASE WHEN r.order_key = MAX(r.order_key) {before} THEN 1 ELSE 0 END AS rank_again"
         )
     parts += [f"{sql} AS {name}" for name, sql, _ in _running_columns(plan, "j.grade", window)]
-    stats, joins = _judgments_joined(plan, with_stats)
+    stats, joins = _judgments_joined(plan)
     parts += [f"{sql} AS {name}" for name, sql in stats.items()]
     return f"SELECT {', '.join(parts)} FROM ({rows}) AS r {joins}"
 
@@ -204,13 +201,13 @@ def _running_columns(plan: JudgedPlan, grade: str, window: str) -> list[tuple[st
     return columns
 
 
-def _judgments_joined(plan: JudgedPlan, with_stats: bool) -> tuple[dict[str, str], str]:
-    """The joins of the ranked rows ``r`` to their judgment ``j`` and (``with_stats``:
-    bpref reads R and N of the query on each row, R-precision R) to their query's counts
-    ``s``, and those counts' columns (name: expression)."""
+def _judgments_joined(plan: JudgedPlan) -> tuple[dict[str, str], str]:
+    """The joins of the ranked rows ``r`` to their judgment ``j`` and (where bpref reads R
+    and N of the query on each row, R-precision R) to their query's counts ``s``, and
+    those counts' columns (name: expression)."""
     joins = "LEFT JOIN judged AS j ON r.query_id = j.query_id AND r.doc_id = j.doc_id"
     stats = {}
-    if with_stats:
+    if plan.per_row_counts:
         for t in plan.running:
             i = plan.t(t)
             stats[f"big_r_{i}"], stats[f"big_n_{i}"] = f"s.nrel_{i}", f"s.nnon_{i}"
