@@ -144,7 +144,7 @@ class InputFiles:
     def entry(self, file: str, rows: int, *, fingerprint: bool = True) -> dict[str, Any]:
         """The readout's ``inputs`` entry of one file read: role, arm, the path as shown,
         sha256 (None unless ``fingerprint``: filled later, e.g. by
-        :func:`abrank.analysis.engine.fingerprints_after`) and rows."""
+        :func:`abrank.analysis.engine.fingerprints_in_background`) and rows."""
         return {
             "role": self.role,
             "arm": self.arm,
