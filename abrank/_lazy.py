@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 
@@ -49,3 +50,13 @@ def import_in_background(*names: str) -> None:
                 return
 
     threading.Thread(target=load, name="import-" + ",".join(names), daemon=True).start()
+
+
+def lazy_attribute(package: str, table: Mapping[str, str], name: str) -> Any:
+    """The attribute ``name`` of ``package`` imported on first use from the module that
+    ``table`` names for it: a package's ``__getattr__``, so that importing the package
+    does not import what a run may never use."""
+    module = table.get(name)
+    if module is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

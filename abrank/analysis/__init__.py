@@ -8,11 +8,11 @@ never leaves a half-written folder and never damages an earlier readout.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abrank._lazy import lazy_attribute
 from abrank.config import Experiment, load_experiment
 from abrank.design_registry import DESIGNS
 from abrank.errors import ConfigError
@@ -48,10 +48,7 @@ __all__ = ["display_path", "run_experiment", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'abrank.analysis' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return lazy_attribute(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:

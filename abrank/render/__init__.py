@@ -30,8 +30,9 @@ network: styles are inline and charts are embedded as base64 PNG.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from abrank._lazy import lazy_attribute
 
 #: Each public name -> the module that defines it, imported on first use: a run that writes
 #: only summary.json reads the headline lines (:mod:`.headline`) without importing the
@@ -110,10 +111,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'abrank.render' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return lazy_attribute(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:

@@ -52,9 +52,9 @@ that the CLI and the config can read the tables without importing NumPy and pand
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from abrank._lazy import lazy_attribute
 from abrank.stats.registry import CORRECTIONS, DESIGNS, TESTS, CorrectionSpec, TestSpec
 
 _LAZY = {
@@ -84,10 +84,7 @@ __all__ = ["CORRECTIONS", "DESIGNS", "TESTS", "CorrectionSpec", "TestSpec", *_LA
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'abrank.stats' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return lazy_attribute(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:
