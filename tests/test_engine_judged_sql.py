@@ -366,9 +366,7 @@ def test_ranks_1_to_n_number_the_rows_as_the_window_would(backend, options, monk
         assert_same_scores(memory, sql)
 
 
-def test_a_family_an_engine_lacks_is_refused_with_the_engine_that_computes_it(
-    backend, monkeypatch
-):
+def test_a_family_an_engine_lacks_is_refused_with_the_engine_that_computes_it(backend, monkeypatch):
     """Every family has an SQL definition now; the refusal that a family added to the
     registry before its SQL definition gets is still one clear ConfigError."""
     from abrank import engines
@@ -588,6 +586,33 @@ def test_bad_qrels_fail_with_the_readers_message(backend, tmp_path, qrels):
             backend, f"bad_{next(_names)}", TableSource((str(path),), "qrels", str(path))
         )
     assert str(found.value) == str(expected.value)
+
+
+def test_a_problem_in_the_second_of_two_files_names_that_file_and_line(backend, tmp_path):
+    """The files count in the order they are listed (as the memory engine reads them),
+    not in the order of their names: a pair in both files is repeated in the one listed
+    second, and a bad score there is named by that file and its own line."""
+    first = write(tmp_path / "z.txt", "1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
+    second = write(tmp_path / "a.txt", "2 Q0 c 1 2.0 t\n1 Q0 a 2 0.5 t\n")
+    source = TableSource((str(first), str(second)), "trec", "control")
+    with pytest.raises(DataError) as found:
+        open_rankings(backend, f"two_{next(_names)}", source)
+    assert str(found.value).startswith(
+        f"{second}: line 2: expected each document once per query, got 1 duplicate "
+        "(query, doc) pair(s): ('1', 'a') at line 2"
+    )
+    bad = write(tmp_path / "b.txt", "2 Q0 c 1 2.0 t\n2 Q0 d 2 x t\n")
+    with pytest.raises(DataError) as found:
+        open_rankings(
+            backend, f"two_{next(_names)}", TableSource((str(first), str(bad)), "trec", "c")
+        )
+    assert str(found.value) == f"{bad}: line 2: score: expected a number, got 'x'"
+    good = write(tmp_path / "c.txt", "2 Q0 c 1 2.0 t\n")
+    source = TableSource((str(first), str(good)), "trec", "control")
+    assert open_rankings(backend, f"two_{next(_names)}", source).file_rows == {
+        str(first): 2,
+        str(good): 1,
+    }
 
 
 def test_a_missing_file_is_named(backend, tmp_path):

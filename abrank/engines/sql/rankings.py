@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from abrank.engines.sql import Backend, compile_sql, quote
@@ -30,6 +29,7 @@ from abrank.engines.sql.sources import (
     MISSING,
     cell_text,
     check_text_files,
+    literal,
     number_kind,
     register_source,
     shown_cell,
@@ -91,8 +91,9 @@ class Opened:
     subtopics: str | None = None  # subtopic judgments only: the relation with them
     #: rankings opened with ``ranks_later``: the repeated-rank check left to the pass that
     #: numbers the rows (the relation of the checked rows, "line" or "row", the first
-    #: line's number), for :func:`raise_repeated_ranks`; None when it was made here
-    ranks_unchecked: tuple[str, str, int] | None = None
+    #: line's number, the files), for :func:`raise_repeated_ranks`; None when it was made
+    #: here
+    ranks_unchecked: tuple[str, str, int, tuple[str, ...]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins."""
@@ -102,7 +103,9 @@ class Opened:
             "extra": list(self.extra),
             "file_rows": dict(self.file_rows),
             "subtopics": self.subtopics,
-            "ranks_unchecked": None if self.ranks_unchecked is None else list(self.ranks_unchecked),
+            "ranks_unchecked": None
+            if self.ranks_unchecked is None
+            else [*self.ranks_unchecked[:3], list(self.ranks_unchecked[3])],
         }
 
 
@@ -143,8 +146,8 @@ def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
 
 @dataclass(frozen=True)
 class _Rows:
-    """An input's rows as a query with the checks' columns: ``abrank_file``,
-    ``abrank_row``, ``query_id``, ``doc_id``, ``value_text`` (the number cell as text),
+    """An input's rows as a query with the checks' columns: ``abrank_file`` (the file's
+    place among the input's files, :func:`_file_number`), ``abrank_row``, ``query_id``, ``doc_id``, ``value_text`` (the number cell as text),
     the number as ``score``, ``rank`` or ``relevance``, ``fields_bad`` (a TREC line of too
     few fields: 1; a table's missing query_id: 1, doc_id: 2) and ``number_bad`` (the kinds
     of :data:`abrank.engines.sql.sources.EXPECTED`). ``kind`` is the number column's kind
@@ -196,6 +199,17 @@ def _check_files(source: TableSource, kind: str) -> None:
         )
 
 
+def _file_number(files: Sequence[str]) -> str:
+    """Each row's file (the backend's ``abrank_file``: the path as given) as its place in
+    ``files``: the checked rows carry a small number where the path would fill every row
+    (a tenth of a second and hundreds of megabytes per ten million rows), and ordering on
+    it puts the files in the order they are listed, as the memory engine reads them."""
+    if len(files) == 1:
+        return "0"
+    places = " ".join(f"WHEN {literal(str(file))} THEN {place}" for place, file in enumerate(files))
+    return f"CASE abrank_file {places} END"
+
+
 def _line_word(source: TableSource) -> str:
     return "row" if source.format == "parquet" else "line"
 
@@ -241,7 +255,7 @@ def _trec_rows(
     value = f"TRY_CAST({text} AS DOUBLE)"
     fields_bad = f"n > 0 AND n < {width}" if value_name == "score" else f"n > 0 AND n <> {width}"
     parts = [
-        "abrank_file",
+        f"{_file_number(source.files)} AS abrank_file",
         "abrank_row",
         "n",
         f"CASE WHEN {enough} THEN f[{ids['query_id']}] END AS query_id",
@@ -327,7 +341,7 @@ def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: 
         for c in ("query_id", "doc_id")
     }
     parts = [
-        "abrank_file",
+        f"{_file_number(source.files)} AS abrank_file",
         "abrank_row",
         f"{ids['query_id']} AS query_id",
         f"{ids['doc_id']} AS doc_id",
@@ -415,9 +429,9 @@ def _checked(
         "SELECT abrank_file, COUNT(*) AS rows_read, SUM(CASE WHEN fields_bad > 0 THEN 1 ELSE 0 "
         "END) AS fields_bad, SUM(CASE WHEN fields_bad = 0 AND number_bad > 0 THEN 1 ELSE 0 END) "
         "AS number_bad, 0 AS pairs, 0 AS ranks FROM checked GROUP BY abrank_file",
-        f"SELECT CAST(NULL AS VARCHAR) AS abrank_file, 0, 0, 0, COUNT(*), 0 FROM ({pair_times}) AS p",
+        f"SELECT CAST(NULL AS INT) AS abrank_file, 0, 0, 0, COUNT(*), 0 FROM ({pair_times}) AS p",
     ]
-    rank_check = f"SELECT CAST(NULL AS VARCHAR), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
+    rank_check = f"SELECT CAST(NULL AS INT), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
     if ranked_by == "rank" and not later:
         checks.append(rank_check)
     with_good = (
@@ -426,8 +440,10 @@ def _checked(
     )
     counts = backend.run(compile_sql(with_good + " UNION ALL ".join(checks), backend.dialect))
     counts = counts.to_pylist()
-    read = {_file_key(r["abrank_file"]): int(r["rows_read"]) for r in counts if r["abrank_file"]}
-    per_file = {str(file): read.get(_file_key(file), 0) for file in source.files}
+    if any(r["abrank_file"] is None and r["rows_read"] for r in counts):
+        raise ValueError(f"{source.label}: the engine named a file other than {source.files}")
+    read = {int(r["abrank_file"]): int(r["rows_read"]) for r in counts if r["rows_read"]}
+    per_file = {str(file): read.get(place, 0) for place, file in enumerate(source.files)}
     totals = {
         key: sum(int(r[key] or 0) for r in counts)
         for key in ("fields_bad", "number_bad", "pairs", "ranks")
@@ -436,7 +452,7 @@ def _checked(
         if not per_file.get(str(file)):
             raise DataError(_no_rows(file, source, rows.listing))
     checked = f"({sql}) AS checked"
-    place = _Place(backend, _line_word(source), first_line)
+    place = _Place(backend, _line_word(source), first_line, source.files)
     if totals["fields_bad"]:
         kind, count, bad = place.first_of_kind(checked, "fields_bad", "fields_bad > 0")
         if trec:
@@ -500,7 +516,7 @@ def _checked(
         return Opened(f"({collapsed})", None, (), per_file, f"({given})")
     columns = ["query_id", "doc_id", value_name, *[quote(c) for c in extra]]
     selected = f"SELECT {', '.join(columns)} FROM {kept}"
-    unchecked = (kept, _line_word(source), first_line) if later else None
+    unchecked = (kept, _line_word(source), first_line, source.files) if later else None
     return Opened(f"({selected})", ranked_by, extra, per_file, ranks_unchecked=unchecked)
 
 
@@ -510,8 +526,8 @@ def raise_repeated_ranks(backend: Backend, opened: Opened) -> None:
     the second occurrence, the query, where the first one stands)."""
     if opened.ranks_unchecked is None:
         raise ValueError("ranks_unchecked: expected rankings opened with ranks_later")
-    good, word, first_line = opened.ranks_unchecked
-    _raise_repeated_rank(backend, good, _Place(backend, word, first_line))
+    good, word, first_line, files = opened.ranks_unchecked
+    _raise_repeated_rank(backend, good, _Place(backend, word, first_line, files))
 
 
 def _holds_subtopics(backend: Backend, rows: str, trec: bool) -> bool:
@@ -578,21 +594,12 @@ def _more(count: int) -> str:
     return f" ({count - 1} more such rows)" if count > 1 else ""
 
 
-def _file_key(name: str) -> str:
-    """A file as the engine names it (a path, or a ``file:`` URI) -> one spelling."""
-    text = str(name)
-    for prefix in ("file://", "file:"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-            break
-    return str(Path(text).resolve())
-
-
 class _Place:
     """Finds the first row of a query (in file and line order) and says where it is."""
 
-    def __init__(self, backend: Backend, line: str, first_line: int):
+    def __init__(self, backend: Backend, line: str, first_line: int, files: Sequence[str]):
         self.backend, self.line, self.first_line = backend, line, first_line
+        self.files = [str(file) for file in files]
 
     def first(self, sql: str, limit: int = 1) -> Any:
         ordered = f"{sql} ORDER BY abrank_file, abrank_row LIMIT {int(limit)}"
@@ -617,9 +624,13 @@ class _Place:
             return None
         return f"{self.line} {int(row['abrank_row']) + self.first_line}"
 
+    def file(self, row: Mapping[str, Any]) -> str:
+        """The file of a checked row (its ``abrank_file`` is the file's place)."""
+        return self.files[int(row["abrank_file"])]
+
     def where(self, row: Mapping[str, Any]) -> str:
         number = self.number(row)
-        return str(row["abrank_file"]) + ("" if number is None else f": {number}")
+        return self.file(row) + ("" if number is None else f": {number}")
 
 
 def _raise_repeated_pairs(
@@ -634,7 +645,7 @@ def _raise_repeated_pairs(
         what = "judgments" if judgments else "ranking"
         hint = "" if judgments else "; set `duplicates: first` to keep the first occurrence"
         raise DataError(
-            f"{first['abrank_file']}: expected each (query_id, doc_id) pair once per "
+            f"{place.file(first)}: expected each (query_id, doc_id) pair once per "
             f"{what}, got {count} duplicates: {shown}{hint}"
         )
     where = place.where(first)
