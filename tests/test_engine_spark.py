@@ -233,7 +233,9 @@ def test_the_cli_runs_on_spark_and_exits_2_on_bad_input(spark, log_folder, tmp_p
     code = main(["run", str(write_experiment(bad)), "--engine", "spark", "--out", str(bad / "o")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "log.parquet: impression '1' (row 1): rank: expected ranks 1..5, rank 2 is missing" in err
+    assert (
+        "log.parquet: impression '1' (row 1): rank: expected ranks 1..5, rank 2 is missing" in err
+    )
     assert "Traceback" not in err
     assert not (bad / "o").exists()
 
@@ -402,3 +404,47 @@ def test_a_session_already_running_is_used_from_any_thread_and_not_stopped(spark
     thread.join()
     assert found == {"own": False, "answer": 42}
     assert spark.sql("SELECT 1 AS n").collect()[0]["n"] == 1  # still running
+
+
+# --------------------------------------------------------------------------- kept relations
+
+
+def test_without_ctes_puts_each_cte_where_it_is_read():
+    """By hand: a CTE read by a later CTE and by the query (under its own name and an
+    alias), and a CTE inside a subquery; a statement without CTEs stays as it is."""
+    from abrank.engines.sql.spark import without_ctes
+
+    sql = "WITH a AS (SELECT 1 AS x), b AS (SELECT x FROM a) SELECT b.x, c.x FROM b JOIN a AS c ON c.x = b.x"
+    assert without_ctes(sql) == (
+        "SELECT b.x, c.x FROM (SELECT x FROM (SELECT 1 AS x) AS a) AS b "
+        "JOIN (SELECT 1 AS x) AS c ON c.x = b.x"
+    )
+    nested = "SELECT * FROM (WITH r AS (SELECT 2 AS y) SELECT y FROM r WHERE r.y > 1) AS t"
+    assert without_ctes(nested) == (
+        "SELECT * FROM (SELECT y FROM (SELECT 2 AS y) AS r WHERE r.y > 1) AS t"
+    )
+    assert without_ctes("SELECT with_column FROM t") == "SELECT with_column FROM t"
+
+
+def test_a_kept_relation_made_of_ctes_is_read_from_what_spark_kept(spark):
+    """A statement with CTEs of its own reads a relation kept from a statement of CTEs
+    from Spark's cache, not by computing it again: the plan reads the kept rows and its
+    values are the kept ones."""
+    from abrank.engines.sql.spark import SparkBackend
+
+    backend = SparkBackend(spark)
+    spark.range(100).createOrReplaceTempView("abrank_test_source")
+    backend.materialize(
+        "abrank_test_kept",
+        "WITH a AS (SELECT id, id % 7 AS g FROM abrank_test_source) "
+        "SELECT g, COUNT(*) AS n FROM a GROUP BY g",
+    )
+    try:
+        reader = spark.sql("WITH other AS (SELECT 1 AS one) SELECT g, n FROM abrank_test_kept")
+        plan = reader._jdf.queryExecution().executedPlan().toString()
+        above = plan.split("InMemoryRelation")[0]
+        assert "InMemoryTableScan" in above and "Range" not in above and "Aggregate" not in above
+        got = {row["g"]: row["n"] for row in reader.collect()}
+        assert got == {g: len(range(g, 100, 7)) for g in range(7)}
+    finally:
+        backend.drop("abrank_test_kept")

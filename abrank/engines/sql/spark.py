@@ -41,7 +41,7 @@ from abrank.errors import ConfigError, DataError
 from abrank.io.files import open_bytes
 from abrank.timings import record_statement
 
-__all__ = ["SparkBackend", "hive_base", "kind_of"]
+__all__ = ["SparkBackend", "hive_base", "kind_of", "without_ctes"]
 
 
 #: the characters Hadoop reads as a glob in a path
@@ -216,7 +216,7 @@ class SparkBackend:
         storage = importlib.import_module("pyspark").StorageLevel.MEMORY_AND_DISK
         started = time.perf_counter()
         with self._failures(self._label()):
-            frame = self.spark.sql(sql).persist(storage)
+            frame = self.spark.sql(without_ctes(sql)).persist(storage)
             frame.createOrReplaceTempView(name)
             # computed now, whole: a statement reading only some of its columns would
             # otherwise compute it without keeping it, and the next would compute it again
@@ -347,6 +347,39 @@ def _by_header(files: Sequence[str]) -> list[list[str]]:
             raise DataError(f"{file}: expected a readable log file, got {reason}") from None
         groups.setdefault(header, []).append(file)
     return list(groups.values())
+
+
+def without_ctes(sql: str) -> str:
+    """A Spark statement with each common table expression (``WITH name AS (...)``) put
+    in place of the names that read it, as a subquery of the same name.
+
+    Spark finds a kept relation (:meth:`SparkBackend.materialize`) in a later statement
+    only by its plan, and a plan of CTEs read from a statement with CTEs of its own does
+    not match what was kept (Spark 4 joins the two lists of CTEs): the statements that
+    read it would compute it again, the whole join and window of the numbered rows. A
+    plan of subqueries matches. A CTE read twice is then computed twice, once, while the
+    relation is kept."""
+    if not re.match(r"\s*WITH\b", sql, flags=re.IGNORECASE) and not re.search(
+        r"\(\s*WITH\b", sql, flags=re.IGNORECASE
+    ):
+        return sql
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="spark")
+    for clause in reversed(list(tree.find_all(exp.With))):  # the innermost first
+        query = clause.parent
+        ctes = list(clause.expressions)
+        clause.pop()
+        for index, cte in enumerate(ctes):
+            name = cte.alias_or_name
+            # a CTE's name reads it in the CTEs after it and in the query
+            for scope in [*(later.this for later in ctes[index + 1 :]), query]:
+                for table in list(scope.find_all(exp.Table)):
+                    if table.name == name and not table.db and not table.catalog:
+                        alias = exp.TableAlias(this=exp.to_identifier(table.alias or name))
+                        table.replace(exp.Subquery(this=cte.this.copy(), alias=alias))
+    return tree.sql(dialect="spark")
 
 
 def _given_file(functions: Any, files: Sequence[str]) -> Any:
