@@ -66,6 +66,10 @@ class Backend(Protocol):
     #: running over the judged rows only (:mod:`abrank.engines.sql.numbering`); False
     #: where a window over every row pays for itself (absent: False)
     numbers_from_ranks: bool
+    #: whether rows that come back in an order are best sorted by the engine (its ORDER
+    #: BY) rather than by Arrow once they are back: False where a sort of every row costs
+    #: the engine a job of its own (absent: True)
+    sorts_fetched_rows: bool
 
     def register(self, name: str, source: object) -> list[tuple[str, str]]:
         """Open one log source (:class:`abrank.engines.sql.sources.LogSource`) as the

@@ -361,14 +361,15 @@ def numbered_rows_sql(
     return f"WITH {', '.join(ctes)} {numbered}"
 
 
-def top_rows_sql(numbered: str, judgments: str, depth: int) -> str:
+def top_rows_sql(numbered: str, judgments: str, depth: int, *, ordered: bool = True) -> str:
     """Each judged query's top ``depth`` rows of the kept numbered rows ``numbered``
     (:func:`numbered_rows_sql`): ``query_id``, ``doc_id``, ``rank`` (1-based, trec_eval's
-    order) and ``grade`` (NULL: unjudged), each query's rows together in rank order."""
+    order) and ``grade`` (NULL: unjudged); ``ordered``: each query's rows together in
+    rank order, queries in id order (else in the engine's order)."""
     return (
         f"SELECT query_id, doc_id, pos + 1 AS rank, grade FROM {numbered} "
         f"WHERE pos < {int(depth)} AND query_id IN (SELECT CAST(query_id AS VARCHAR) "
-        f"FROM {judgments} AS given_judgments) ORDER BY query_id, rank"
+        f"FROM {judgments} AS given_judgments)" + (" ORDER BY query_id, rank" if ordered else "")
     )
 
 
