@@ -301,6 +301,18 @@ def test_a_local_session_gets_half_the_memory_unless_told():
     assert session_settings({"master": "local[3]"})["spark.sql.shuffle.partitions"] == "12"
 
 
+def test_a_local_session_hashes_a_join_side_up_to_a_sixteenth_of_its_memory():
+    """256 MiB at most; 2 GiB of driver memory gives 128 MiB; spark_conf says otherwise;
+    a cluster keeps Spark's own threshold."""
+    from abrank.engines.sql.spark_session import session_settings
+
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    assert session_settings({"memory_limit": "8GiB"})[key] == "256m"
+    assert session_settings({"memory_limit": "2GiB"})[key] == "128m"
+    assert session_settings({"memory_limit": "2GiB", "spark_conf": {key: "-1"}})[key] == "-1"
+    assert key not in session_settings({"master": "spark://host:7077", "memory_limit": "2GiB"})
+
+
 def test_spark_options_in_the_config(tmp_path):
     from abrank.engines.sql.spark_session import driver_memory, local_cores
 
