@@ -84,3 +84,14 @@ def test_openblas_is_kept_to_one_thread_unless_numpy_is_loaded(tmp_path, capsys,
     assert "numpy" in sys.modules
     main(args)
     assert "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+def test_an_offline_run_takes_the_system_allocator_in_the_commands_own_process_only(
+    tmp_path, capsys
+):
+    """An offline replay's rankings are millions of rows: its run reuses freed memory as
+    an online run does (the allocator settings come with Arrow's system pool)."""
+    config = ROOT / "experiments" / "demo-reranker.yaml"
+    args = ["run", str(config), "--out", str(tmp_path / "out"), "--format", "json", "-q"]
+    assert pool_after_own_process(args) == "system"
+    assert pool_after_call(args, capsys) != "system"

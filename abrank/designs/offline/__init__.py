@@ -17,7 +17,10 @@ class OfflineDesign:
     """Offline replays: what every A/B config that reads no impression log is."""
 
     name = "offline"
-    large_logs = False
+    #: rankings of millions of rows: the allocator keeps what it frees for the next
+    #: temporaries (100k queries x 100 per arm: the memory engine 18 s -> 14 s, DuckDB
+    #: 20 s -> 18.5 s, the same peak)
+    large_logs = True
     statistics = "paired"
     #: reads machine labels beside human ones (``judgments`` of kind machine)
     machine_labels = True
