@@ -56,6 +56,21 @@ def test_five_losses_in_66_queries_are_inconclusive_by_the_exact_test() -> None:
     assert any("exact sign-flip" in note for note in result.notes)
 
 
+def test_pairs_equal_but_for_their_last_bits_are_ties() -> None:
+    """The trust case with the treatment's tied values summed in another order (as an SQL
+    engine may sum a query's terms): they still tie, so the counts, the regime and the
+    exact p-value are those of the exact ties."""
+    control, treatment = _trust_case()
+    noisy = (treatment + 1 / 3) - 1 / 3
+    assert np.count_nonzero((noisy != treatment)[treatment == control]) > 10  # not blind
+    exact = compare(control, treatment, metric="recall@20", n_resamples=2000, seed=1)
+    result = compare(control, noisy, metric="recall@20", n_resamples=2000, seed=1)
+    assert (result.wins, result.ties, result.losses) == (0, 61, 5)
+    assert result.regime["nonzero"] == 5
+    assert result.p_value == pytest.approx(2 / 32, abs=1e-15)
+    assert result.p_values == pytest.approx(exact.p_values, abs=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_exact_signflip_p_equals_the_slow_enumeration(seed: int) -> None:
     rng = np.random.default_rng(seed)
