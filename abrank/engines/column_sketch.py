@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from abrank.engines.column_sums import ColumnRequest, impression_sql
-from abrank.engines.sql.sources import LogSource
+from abrank.engines.sql.sources import LogSource, literal
 from abrank.errors import DataError
 from abrank.stats.quantile_sketch import SketchArm, sketch_grid
 
@@ -84,10 +84,6 @@ def _expression(dialect: str, value: str, probabilities: Sequence[float]) -> str
         return f"PERCENTILE_APPROX({value}, {at}, {SPARK_ACCURACY})"
     at = listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
     return f"APPROX_QUANTILE({value}, {at})"
-
-
-def _text(value: Any) -> str:
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 def sketch_quantiles(
@@ -226,8 +222,8 @@ def _sketch(
         return {}
 
     def match(arm: str, level: str | None) -> str:
-        same = f"abrank_arm = {_text(arm)}"
-        return same if segment is None else f"{same} AND {quote(segment)} = {_text(level)}"
+        same = f"abrank_arm = {literal(arm)}"
+        return same if segment is None else f"{same} AND {quote(segment)} = {literal(level)}"
 
     counted = []
     for name in names:

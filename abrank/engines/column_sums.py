@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from abrank.engines.sql.sources import LogSource
+from abrank.engines.sql.sources import LogSource, literal
 from abrank.errors import DataError
 from abrank.evidence import ROWS, Evidence
 
@@ -122,7 +122,7 @@ def impression_sql(
             _check_cells(backend, relation, source, quote(wanted[column]), kind, value, column)
             _check_finite(backend, relation, source, value, kind, column)
             cells[column] = f"CASE WHEN {is_nan(value, kind)} THEN NULL ELSE {value} END"
-        arm = _literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
+        arm = literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
         if source.arm is None:
             _check_sql_arms(backend, relation, source, arm, request)
         listed = ", ".join(f"{sql} AS {quote(name)}" for name, sql in cells.items())
@@ -253,7 +253,7 @@ def _sql_rows(
                 cells[column] = f"CASE WHEN {is_nan(value, kind)} THEN NULL ELSE {value} END"
             for canon in _keys(source, request):
                 _check_present(backend, relation, source, cells[canon], canon)
-            arm = _literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
+            arm = literal(source.arm) if source.arm is not None else cells.pop(request.arm_column)
             if source.arm is None:
                 _check_sql_arms(backend, relation, source, arm, request)
             listed = ", ".join(f"{sql} AS {quote(name)}" for name, sql in cells.items())
@@ -346,7 +346,7 @@ def _check_sql_arms(
 ) -> None:
     from abrank.engines.sql import compile_sql
 
-    listed = ", ".join(_literal(a) for a in request.arms)
+    listed = ", ".join(literal(a) for a in request.arms)
     sql = (
         f"SELECT abrank_file, abrank_row, {arm} AS arm FROM {relation} WHERE {arm} NOT IN ({listed}) "
         "ORDER BY abrank_file, abrank_row LIMIT 1"
@@ -386,10 +386,6 @@ def _file_key(path: str) -> str:
         return str(Path(text).resolve())
     except OSError:
         return text
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 # --------------------------------------------------------------------------- shared
