@@ -147,10 +147,11 @@ def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
 @dataclass(frozen=True)
 class _Rows:
     """An input's rows as a query with the checks' columns: ``abrank_file`` (the file's
-    place among the input's files, :func:`_file_number`), ``abrank_row``, ``query_id``, ``doc_id``, ``value_text`` (the number cell as text),
-    the number as ``score``, ``rank`` or ``relevance``, ``fields_bad`` (a TREC line of too
-    few fields: 1; a table's missing query_id: 1, doc_id: 2) and ``number_bad`` (the kinds
-    of :data:`abrank.engines.sql.sources.EXPECTED`). ``kind`` is the number column's kind
+    place among the input's files, :func:`_file_number`), ``abrank_row``, ``query_id``,
+    ``doc_id``, ``value_text`` (the number cell as text), the number as ``score``,
+    ``rank`` or ``relevance``, ``fields_bad`` (a TREC line of too few fields: 1; a
+    table's missing query_id: 1, doc_id: 2) and ``number_bad`` (the kinds of
+    :data:`abrank.engines.sql.sources.EXPECTED`). ``kind`` is the number column's kind
     (``trec``: the text of a TREC field) and ``listing`` a table's columns."""
 
     sql: str

@@ -361,8 +361,8 @@ def without_ctes(sql: str) -> str:
     only by its plan, and a plan of CTEs read from a statement with CTEs of its own does
     not match what was kept (Spark 4 joins the two lists of CTEs): the statements that
     read it would compute it again, the whole join and window of the numbered rows. A
-    plan of subqueries matches. A CTE read twice is then computed twice, once, while the
-    relation is kept."""
+    plan of subqueries matches. A CTE read twice is then computed twice, but only in the
+    statement that makes the relation."""
     if not re.match(r"\s*WITH\b", sql, flags=re.IGNORECASE) and not re.search(
         r"\(\s*WITH\b", sql, flags=re.IGNORECASE
     ):
