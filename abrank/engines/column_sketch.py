@@ -223,7 +223,7 @@ def _sketch(
 
     def match(arm: str, level: str | None) -> str:
         same = f"abrank_arm = {literal(arm)}"
-        return same if segment is None else f"{same} AND {quote(segment)} = {literal(level)}"
+        return same if segment is None else f"{same} AND {quote(segment)} = {literal(str(level))}"
 
     counted = []
     for name in names:
