@@ -59,16 +59,16 @@ def reuse_freed_memory() -> None:
     """Let a short process that builds and drops large arrays reuse the memory it frees.
 
     ``abrank metrics`` and ``abrank run`` on an online log or offline rankings make
-    temporaries of hundreds of MB, one after another. By default glibc maps each one afresh, NumPy advises huge pages
-    for it, and Arrow's mimalloc commits its arenas eagerly, so that every page is faulted
-    and zeroed again and, on a busy machine, the kernel stalls compacting memory for huge
-    pages. Arrow's buffers from the system allocator, freed blocks kept in the heap for
-    reuse (M_MMAP_MAX 0, no trimming) and the page size left to the kernel save one to three
-    seconds of system time on 10 million run lines (benchmarks/bench_metrics.py), about
-    half of the data path's time on a 20-million-row click log
-    (benchmarks/bench_online_io.py), and a fifth of an offline readout's at 100k queries x
-    100 per arm (benchmarks/bench_engine_speed.py); values are unaffected. Elsewhere than glibc the
-    allocator settings do nothing.
+    temporaries of hundreds of MB, one after another. By default glibc maps each one
+    afresh, NumPy advises huge pages for it, and Arrow's mimalloc commits its arenas
+    eagerly, so that every page is faulted and zeroed again and, on a busy machine, the
+    kernel stalls compacting memory for huge pages. Arrow's buffers from the system
+    allocator, freed blocks kept in the heap for reuse (M_MMAP_MAX 0, no trimming) and the
+    page size left to the kernel save one to three seconds of system time on 10 million
+    run lines (benchmarks/bench_metrics.py), about half of the data path's time on a
+    20-million-row click log (benchmarks/bench_online_io.py), and a fifth of an offline
+    readout's at 100k queries x 100 per arm (benchmarks/bench_engine_speed.py); values
+    are unaffected. Elsewhere than glibc the allocator settings do nothing.
     """
     import ctypes
 
