@@ -94,6 +94,15 @@ def _query_stats_sql(plan: JudgedPlan) -> str:
     return f"SELECT {', '.join(parts)} FROM judged GROUP BY query_id"
 
 
+def _numbering_reads(judgments: str, plan: JudgedPlan) -> list[str]:
+    """The CTEs that :func:`abrank.engines.sql.numbering.numbered_sql` reads: ``judged``
+    (the judgments in canonical cells) and ``query_stats`` (per query counts)."""
+    return [
+        f"judged AS ({judgments_sql(judgments)})",
+        f"query_stats AS ({_query_stats_sql(plan)})",
+    ]
+
+
 def ideal_dcg_sql(kind: str, cutoffs: Sequence[int | None], prefix: str) -> str:
     """Per query of the relation ``judged``: the DCG of the ideal ordering of all its
     judgments at each cutoff (column ``<prefix><k>``, ``<prefix>all`` uncut)."""
@@ -295,8 +304,7 @@ def judged_sql(
     else:
         numbered = f"SELECT * FROM {numbered_from}"
     ctes = [
-        f"judged AS ({judgments_sql(judgments)})",
-        f"query_stats AS ({_query_stats_sql(plan)})",
+        *_numbering_reads(judgments, plan),
         f"numbered AS ({numbered})",
         # the aggregates read the judged rows only (a fifth of a deep run, often): every
         # other row adds 0 to each of them
@@ -354,11 +362,7 @@ def numbered_rows_sql(
     which number the rows without a window over all of them."""
     plan = JudgedPlan(tuple(metrics), float(rel_level), gain, int(judged_k))
     numbered = numbered_sql(rankings, ranked_by, plan, with_doc=True, in_order=in_order)
-    ctes = [
-        f"judged AS ({judgments_sql(judgments)})",
-        f"query_stats AS ({_query_stats_sql(plan)})",
-    ]
-    return f"WITH {', '.join(ctes)} {numbered}"
+    return f"WITH {', '.join(_numbering_reads(judgments, plan))} {numbered}"
 
 
 def top_rows_sql(numbered: str, judgments: str, depth: int, *, ordered: bool = True) -> str:
