@@ -168,13 +168,13 @@ def csv_control(cell: str) -> str:
     return CONTROL.replace("q2,d,2", f"q2,d,{cell}")
 
 
-def parquet_control(rank: pa.Array, rows: int = 5) -> Callable[[Path], None]:
+def parquet_control(rank: pa.Array, rows: int = 5, docs: str = "abcdf") -> Callable[[Path], None]:
     """The control as Parquet (its first ``rows`` rows; rank a float column), its row 4
-    (q2's d) ranked by ``rank[3]``; written by pyarrow, which keeps a NaN a NaN (pandas
-    writes it as null)."""
+    (q2's d, or ``docs[3]``) ranked by ``rank[3]``; written by pyarrow, which keeps a NaN a
+    NaN (pandas writes it as null)."""
 
     def write(path: Path) -> None:
-        ids = {"query_id": ["q1", "q1", "q2", "q2", "q3"], "doc_id": list("abcdf")}
+        ids = {"query_id": ["q1", "q1", "q2", "q2", "q3"], "doc_id": list(docs)}
         table = pa.table({**{k: pa.array(v[:rows], pa.string()) for k, v in ids.items()}, "rank": rank})
         pq.write_table(table, path)
 
@@ -383,6 +383,12 @@ CASES: dict[str, Case] = {
         "{path}: expected each (query_id, doc_id) pair once per ranking, got 1 duplicates: "
         f"('q2', 'c'){DUPLICATE_HINT}",
     ),
+    "duplicate-pair-parquet": control(
+        "control.parquet",
+        parquet_control(pa.array([1.0, 2.0, 1.0, 2.0, 1.0]), docs="abccf"),
+        "{path}: expected each (query_id, doc_id) pair once per ranking, got 1 duplicates: "
+        f"('q2', 'c') at line 4{DUPLICATE_HINT}",
+    ),
     "duplicate-pair-trec": control(
         "control.run",
         "q1 Q0 a 1 2 r\nq1 Q0 a 2 1 r\n",
@@ -409,6 +415,12 @@ CASES: dict[str, Case] = {
         "{path}: line 5: rank: expected each rank once per query, got rank 1 again in query "
         "'q2' (first at line 4)",
         "{path}: rank: expected each rank once per query, got rank 1 again in query 'q2'",
+    ),
+    "repeated-rank-parquet": control(
+        "control.parquet",
+        parquet_control(pa.array([1.0, 2.0, 1.0, 1.0, 1.0])),
+        "{path}: row 4: rank: expected each rank once per query, got rank 1 again in query "
+        "'q2' (first at row 3)",
     ),
     # grades
     "grade-text-qrels": judgments(
@@ -732,8 +744,10 @@ SPARK_CASES = (
     "header-only-parquet",
     "missing-column-csv",
     "duplicate-pair-trec",
+    "duplicate-pair-parquet",
     "duplicate-judgment-qrels",
     "repeated-rank-csv",
+    "repeated-rank-parquet",
     "grade-text-qrels",
     "empty-query-id-csv",
     "nul-bytes-csv",

@@ -29,7 +29,12 @@ from abrank.engines.evaluate import score_arm
 from abrank.engines.sql import compile_sql
 from abrank.engines.sql.judged import judged_sql, score_arm_sql
 from abrank.engines.sql.numbering import ranks_in_order
-from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
+from abrank.engines.sql.rankings import (
+    TableSource,
+    check_numbered,
+    open_judgments,
+    open_rankings,
+)
 from abrank.errors import ConfigError, DataError
 from abrank.io import read_judgments, read_rankings
 from abrank.io.trec import read_trec_qrels, read_trec_run
@@ -613,6 +618,45 @@ def test_a_problem_in_the_second_of_two_files_names_that_file_and_line(backend, 
         str(first): 2,
         str(good): 1,
     }
+
+
+def test_checks_left_to_the_numbering_raise_what_opening_raises(backend, tmp_path):
+    """Opened with ``later``, a ranking's repeated pair and a rank column's repeated rank
+    are not looked for on opening but in the kept numbered rows, with opening's message
+    (a pair before a rank, as opening checks them); with ``duplicates: first`` the pairs
+    are settled on opening; a clean ranking passes."""
+    qrels = write(tmp_path / "q.qrels", "1 0 a 1\n2 0 b 1\n")
+    judged = open_judgments(
+        backend, f"later_{next(_names)}", TableSource((str(qrels),), "qrels", str(qrels))
+    )
+    cases = {
+        "both": {"qid": ["1", "1", "1", "2"], "docid": list("aacb"), "rank": [1, 2, 2, 1]},
+        "rank": {"qid": ["1", "1", "2"], "docid": list("acb"), "rank": [1, 1, 1]},
+        "clean": {"qid": ["1", "1", "2"], "docid": list("acb"), "rank": [2, 1, 1]},
+    }
+    for case, columns in cases.items():
+        path = tmp_path / f"{case}.parquet"
+        pd.DataFrame(columns).to_parquet(path)
+        source = TableSource((str(path),), "parquet", str(path))
+        opened = open_rankings(backend, f"later_{next(_names)}", source, later=True)
+        assert opened.unchecked is not None
+        assert opened.unchecked.pairs and opened.unchecked.ranks
+        kept = f"later_numbered_{next(_names)}"
+        score_arm_sql(backend, opened.sql, judged.sql, ["mrr"], ranked_by="rank", keep=kept)
+        if case == "clean":
+            check_numbered(backend, opened, kept)
+            continue
+        with pytest.raises(DataError) as on_opening:
+            open_rankings(backend, f"later_{next(_names)}", source)
+        with pytest.raises(DataError) as numbered:
+            check_numbered(backend, opened, kept)
+        assert str(numbered.value) == str(on_opening.value)
+        said = "pair once per ranking" if case == "both" else "rank: expected each rank once"
+        assert said in str(numbered.value)
+    first = TableSource((str(tmp_path / "rank.parquet"),), "parquet", "r", duplicates="first")
+    opened = open_rankings(backend, f"later_{next(_names)}", first, later=True)
+    assert opened.unchecked is not None
+    assert not opened.unchecked.pairs and opened.unchecked.ranks
 
 
 def test_a_missing_file_is_named(backend, tmp_path):

@@ -460,3 +460,40 @@ def test_a_kept_relation_made_of_ctes_is_read_from_what_spark_kept(spark):
         assert got == {g: len(range(g, 100, 7)) for g in range(7)}
     finally:
         backend.drop("abrank_test_kept")
+
+
+def test_a_parquet_ranking_is_scanned_again_and_its_pairs_counted_where_numbered(spark, tmp_path):
+    """Spark keeps no copy of a Parquet ranking's parsed rows (each statement scans the
+    columns it reads) but keeps a CSV one's; and the pairs left to the numbering are
+    counted on the kept numbered rows, which sit by query already: the plan moves no row
+    between partitions (no Exchange below the per-pair aggregate)."""
+    from abrank.engines.sql.judged import score_arm_sql
+    from abrank.engines.sql.rankings import TableSource, open_judgments, open_rankings
+    from abrank.engines.sql.spark import SparkBackend
+
+    frame = pd.DataFrame({"qid": ["1", "1", "2"], "docid": ["a", "b", "a"], "rank": [1, 2, 1]})
+    frame.to_parquet(tmp_path / "run.parquet")
+    frame.to_csv(tmp_path / "run.csv", index=False)
+    (tmp_path / "q.qrels").write_text("1 0 a 1\n2 0 a 1\n")
+    backend = SparkBackend(spark)
+    try:
+        parquet = TableSource((str(tmp_path / "run.parquet"),), "parquet", "run")
+        opened = open_rankings(backend, "abrank_scan_0", parquet, later=True)
+        assert "abrank_scan_0_rows" not in backend.cached
+        csv = TableSource((str(tmp_path / "run.csv"),), "csv", "run")
+        open_rankings(backend, "abrank_scan_1", csv, later=True)
+        assert "abrank_scan_1_rows" in backend.cached
+        qrels = TableSource((str(tmp_path / "q.qrels"),), "qrels", "q")
+        judged = open_judgments(backend, "abrank_scan_q", qrels)
+        kept = "abrank_scan_numbered"
+        scores = score_arm_sql(
+            backend, opened.sql, judged.sql, ["mrr"], ranked_by="rank", keep=kept
+        )
+        assert scores.values["mrr"].to_dict() == {"1": 1.0, "2": 1.0}
+        pairs = spark.sql(
+            f"SELECT query_id, doc_id FROM {kept} GROUP BY query_id, doc_id HAVING COUNT(*) > 1"
+        )
+        plan = pairs._jdf.queryExecution().executedPlan().toString()
+        assert "Exchange" not in plan.split("InMemoryRelation")[0]
+    finally:
+        backend.close()

@@ -66,8 +66,9 @@ def offline_inputs(
     if choice.name == "memory":
         yield load_data(experiment, say, inputs=inputs), score_arms
         return
-    # the scoring numbers each arm's rows in rank order: repeated ranks are found there
-    offline = SqlOffline(experiment, choice, say, inputs=inputs, ranks_later=True)
+    # the scoring numbers each arm's rows in rank order: repeated pairs and ranks are
+    # found there
+    offline = SqlOffline(experiment, choice, say, inputs=inputs, checks_later=True)
     try:
         yield offline.load(), offline.score
     finally:
@@ -141,14 +142,15 @@ class SqlOffline:
         say: Progress,
         *,
         inputs: Inputs | None = None,
-        ranks_later: bool = False,
+        checks_later: bool = False,
     ):
-        """``ranks_later``: a rank column's repeated ranks are found by :meth:`score`'s
-        numbering of the rows (:func:`abrank.engines.sql.rankings.open_rankings`), not by a
-        pass of their own when the rankings are opened (``abrank validate``, which does not
+        """``checks_later``: a ranking's repeated pairs and a rank column's repeated ranks
+        are found in :meth:`score`'s numbered rows
+        (:func:`abrank.engines.sql.rankings.open_rankings` with ``later``), not by a pass
+        of their own when the rankings are opened (``abrank validate``, which does not
         score, finds them there)."""
         self.inputs = inputs if inputs is not None else resolve_inputs(experiment)
-        self.ranks_later = ranks_later
+        self.checks_later = checks_later
         self.experiment = experiment
         self.choice = choice
         self.say = say
@@ -211,7 +213,7 @@ class SqlOffline:
                     duplicates=arm.duplicates or experiment.duplicates,
                 )
                 opened = open_rankings(
-                    self.backend, f"abrank_rankings_{index}", source, ranks_later=self.ranks_later
+                    self.backend, f"abrank_rankings_{index}", source, later=self.checks_later
                 )
                 self.rankings[arm.name] = opened
                 files_read += [(arm_files, f, opened) for f in files]
@@ -443,6 +445,7 @@ class SqlOffline:
         label set of ``data`` (:attr:`LoadedData.labels`: human, machine-filled or machine
         judgments, each a relation in the engine)."""
         from abrank.engines.sql.judged import score_arm_sql
+        from abrank.engines.sql.rankings import check_numbered
         from abrank.metrics import parse_metric
 
         backend = self.backend
@@ -488,7 +491,7 @@ class SqlOffline:
                     # numbered once: the explanation tables' top rows are read from there
                     keep=kept,
                 )
-                self._check_ranks(opened, kept)
+                check_numbered(backend, opened, kept)
                 if explained:
                     self.numbered[arm.name] = kept
                 else:
@@ -506,19 +509,6 @@ class SqlOffline:
         return arms_scored(
             experiment, arms, present, universe, without_relevant, unjudged, int(judged_ids.size)
         )
-
-    def _check_ranks(self, opened: Any, numbered: str) -> None:
-        """The repeated-rank check left to the numbering (``ranks_later``): a row of the
-        numbered rows ``numbered`` whose rank is its predecessor's is the error the check
-        when opening would have raised."""
-        from abrank.engines.sql import compile_sql
-        from abrank.engines.sql.rankings import raise_repeated_ranks
-
-        if opened.ranks_unchecked is None:
-            return
-        sql = f"SELECT COUNT(*) AS n FROM {numbered} WHERE rank_again = 1"
-        if self.backend.run(compile_sql(sql, self.backend.dialect)).to_pylist()[0]["n"]:
-            raise_repeated_ranks(self.backend, opened)
 
     def explanation_inputs(
         self, experiment: Experiment, depth: int

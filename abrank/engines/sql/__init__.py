@@ -70,6 +70,10 @@ class Backend(Protocol):
     #: BY) rather than by Arrow once they are back: False where a sort of every row costs
     #: the engine a job of its own (absent: True)
     sorts_fetched_rows: bool
+    #: whether the statements over a ranking log in Parquet read its files again rather
+    #: than a kept copy of its parsed rows (:meth:`materialize`): True where a scan of the
+    #: columns a statement reads costs less than keeping every row (absent: False)
+    rereads_parquet: bool
 
     def register(self, name: str, source: object) -> list[tuple[str, str]]:
         """Open one log source (:class:`abrank.engines.sql.sources.LogSource`) as the

@@ -24,6 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from abrank.engines.sql import Backend, compile_sql, quote
+from abrank.engines.sql.bad_rows import (
+    Place,
+    more,
+    raise_repeated_pairs,
+    raise_repeated_rank,
+    raise_repeated_triples,
+)
 from abrank.engines.sql.sources import (
     EXPECTED,
     MISSING,
@@ -38,11 +45,17 @@ from abrank.errors import ConfigError, DataError
 from abrank.io.columns import ALIASES, alias_renames
 from abrank.io.subtopics import PLACEHOLDERS, SUBTOPIC
 
-__all__ = ["Opened", "TableSource", "open_judgments", "open_rankings", "raise_repeated_ranks"]
+__all__ = [
+    "Opened",
+    "TableSource",
+    "Unchecked",
+    "check_numbered",
+    "open_judgments",
+    "open_rankings",
+]
 
 RUN_FIELDS = ("query_id", "iter", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
-_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,38 @@ class TableSource:
 
 
 @dataclass(frozen=True)
+class Unchecked:
+    """The checks that opening left to the pass that numbers a ranking's rows
+    (:func:`open_rankings` with ``later``), where they cost no pass of their own:
+    ``pairs``, a (query, doc) pair ranked twice (the numbered rows sit together by query,
+    so counting pairs moves no row between an engine's workers); ``ranks``, a rank
+    column's rank found again (the row after its equal in rank order). Then what names a
+    bad row found there (:class:`abrank.engines.sql.bad_rows.Place`): ``rows``, the
+    relation of the checked rows; ``word``, "line" or "row"; the first line's number; the
+    files; whether they are TREC files. :func:`check_numbered` makes the checks."""
+
+    rows: str
+    word: str
+    first_line: int
+    files: tuple[str, ...]
+    trec: bool
+    pairs: bool
+    ranks: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe builtins."""
+        return {
+            "rows": self.rows,
+            "word": self.word,
+            "first_line": self.first_line,
+            "files": list(self.files),
+            "trec": self.trec,
+            "pairs": self.pairs,
+            "ranks": self.ranks,
+        }
+
+
+@dataclass(frozen=True)
 class Opened:
     """A checked input as a relation of canonical columns: ``sql`` is a parenthesised
     query (``query_id``, ``doc_id`` as text, ``score`` or ``rank`` as ``ranked_by`` says,
@@ -82,18 +127,15 @@ class Opened:
     (query, doc), the highest grade over its subtopics, as every metric but the diversity
     ones reads them; ``subtopics`` is then the relation of the judgments as given
     (``query_id``, ``doc_id``, ``relevance``, ``subtopic`` as text), unique per (query,
-    subtopic, doc)."""
+    subtopic, doc). ``unchecked``: rankings opened with ``later``, the checks left to
+    the numbering (None when every check was made here)."""
 
     sql: str
     ranked_by: str | None
     extra: tuple[str, ...]
     file_rows: dict[str, int]
     subtopics: str | None = None  # subtopic judgments only: the relation with them
-    #: rankings opened with ``ranks_later``: the repeated-rank check left to the pass that
-    #: numbers the rows (the relation of the checked rows, "line" or "row", the first
-    #: line's number, the files), for :func:`raise_repeated_ranks`; None when it was made
-    #: here
-    ranks_unchecked: tuple[str, str, int, tuple[str, ...]] | None = None
+    unchecked: Unchecked | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins."""
@@ -103,33 +145,62 @@ class Opened:
             "extra": list(self.extra),
             "file_rows": dict(self.file_rows),
             "subtopics": self.subtopics,
-            "ranks_unchecked": None
-            if self.ranks_unchecked is None
-            else [*self.ranks_unchecked[:3], list(self.ranks_unchecked[3])],
+            "unchecked": None if self.unchecked is None else self.unchecked.to_dict(),
         }
 
 
 def open_rankings(
-    backend: Backend, name: str, source: TableSource, *, ranks_later: bool = False
+    backend: Backend, name: str, source: TableSource, *, later: bool = False
 ) -> Opened:
     """Register and check one arm's rankings; the relation of its canonical rows.
 
-    ``ranks_later``: a ``rank`` column's repeated ranks are not looked for here but by the
-    caller, in the window pass that numbers the rows in rank order (where a rank again is
-    the row after its equal: no pass of its own), which then calls
-    :func:`raise_repeated_ranks` (:attr:`Opened.ranks_unchecked` says so). Either way the
-    ranks checked are those of the rows kept: with ``duplicates: first``, a repeated
-    pair's later rows do not count, as by the memory engine."""
+    ``later``: the checks that the caller's window pass over the rows in rank order can
+    make at no cost of their own (:class:`Unchecked`: repeated pairs, unless
+    ``duplicates: first`` keeps each pair's first row; a ``rank`` column's repeated ranks)
+    are not made here; the caller keeps the numbered rows and calls
+    :func:`check_numbered`. Either way the ranks checked are those of the rows kept: with
+    ``duplicates: first``, a repeated pair's later rows do not count, as by the memory
+    engine."""
     if source.duplicates not in ("error", "first"):
         raise ConfigError(f"duplicates: expected 'error' or 'first', got {source.duplicates!r}")
     _check_files(source, "rankings")
     if source.format == "trec":
         rows = _trec_rows(backend, name, source, RUN_FIELDS, {"query_id": 0, "doc_id": 2})
-        return _checked(backend, name, source, rows)
+        return _checked(backend, name, source, rows, later=later)
     if source.format == "qrels":
         raise DataError(f"{source.label}: expected a ranking log, got a qrels file (format qrels)")
     rows = _table_rows(backend, name, source, judgments=False)
-    return _checked(backend, name, source, rows, ranks_later=ranks_later)
+    return _checked(backend, name, source, rows, later=later)
+
+
+def check_numbered(backend: Backend, opened: Opened, numbered: str) -> None:
+    """The checks that rankings opened with ``later`` left to the numbering, made on the
+    numbered rows ``numbered`` (:func:`abrank.engines.sql.judged.numbered_rows_sql`: every
+    ranked row, with ``doc_id`` and ``rank_again``) in one statement: a DataError, as
+    opening would have raised it, for a pair found twice, else for a rank found again."""
+    unchecked = opened.unchecked
+    if unchecked is None:
+        return
+    counts = []
+    if unchecked.pairs:
+        counts.append(
+            "SELECT 1 AS kind, COUNT(*) AS n FROM (SELECT query_id, doc_id FROM "
+            f"{numbered} GROUP BY query_id, doc_id HAVING COUNT(*) > 1) AS pairs"
+        )
+    if unchecked.ranks:
+        counts.append(f"SELECT 2 AS kind, COUNT(*) AS n FROM {numbered} WHERE rank_again = 1")
+    if not counts:
+        return
+    sql = " UNION ALL ".join(counts)
+    found = {
+        int(row["kind"]): int(row["n"] or 0)
+        for row in backend.run(compile_sql(sql, backend.dialect)).to_pylist()
+    }
+    place = Place(backend, unchecked.word, unchecked.first_line, unchecked.files)
+    if found.get(1):
+        raise_repeated_pairs(backend, unchecked.rows, place, trec=unchecked.trec, judgments=False)
+    if found.get(2):
+        raise_repeated_rank(backend, unchecked.rows, place)
 
 
 def open_judgments(backend: Backend, name: str, source: TableSource) -> Opened:
@@ -404,19 +475,23 @@ def _id_text(source: TableSource, canon: str, user: str, kind: str) -> str:
 
 
 def _checked(
-    backend: Backend, name: str, source: TableSource, rows: _Rows, *, ranks_later: bool = False
+    backend: Backend, name: str, source: TableSource, rows: _Rows, *, later: bool = False
 ) -> Opened:
     """Count the problems of ``rows`` in one statement; raise on the first one found (the
-    repeated ranks left to the caller with ``ranks_later``: :func:`open_rankings`)."""
+    checks the numbering can make left to it with ``later``: :func:`open_rankings`)."""
     ranked_by, extra = rows.ranked_by, rows.extra
-    later = ranks_later and ranked_by == "rank"
+    ranks_later = later and ranked_by == "rank"
+    pairs_later = later and ranked_by is not None and source.duplicates == "error"
     value_name = ranked_by or "relevance"
     trec = source.format in ("trec", "qrels")
     first_line = 2 if source.format in ("csv", "tsv") else 1
-    # parsed and typed once: the checks and every later statement read the copy
-    backend.materialize(f"{name}_rows", compile_sql(rows.sql, backend.dialect))
-    backend.drop(name)  # the lines or the file's own columns: read once, into the copy
-    sql = f"SELECT * FROM {name}_rows"
+    if _read_again(backend, source, ranked_by):
+        sql = rows.sql  # each statement reads the columns it needs from the files
+    else:
+        # parsed and typed once: the checks and every later statement read the copy
+        backend.materialize(f"{name}_rows", compile_sql(rows.sql, backend.dialect))
+        backend.drop(name)  # the lines or the file's own columns: read once, into the copy
+        sql = f"SELECT * FROM {name}_rows"
     subtopics = ranked_by is None and SUBTOPIC in extra and _holds_subtopics(backend, sql, trec)
     if ranked_by is None and SUBTOPIC in extra and trec and not subtopics:
         extra = tuple(c for c in extra if c != SUBTOPIC)  # ordinary qrels: 0 or Q0 throughout
@@ -430,10 +505,14 @@ def _checked(
         "SELECT abrank_file, COUNT(*) AS rows_read, SUM(CASE WHEN fields_bad > 0 THEN 1 ELSE 0 "
         "END) AS fields_bad, SUM(CASE WHEN fields_bad = 0 AND number_bad > 0 THEN 1 ELSE 0 END) "
         "AS number_bad, 0 AS pairs, 0 AS ranks FROM checked GROUP BY abrank_file",
-        f"SELECT CAST(NULL AS INT) AS abrank_file, 0, 0, 0, COUNT(*), 0 FROM ({pair_times}) AS p",
     ]
+    if not pairs_later:
+        checks.append(
+            f"SELECT CAST(NULL AS INT) AS abrank_file, 0, 0, 0, COUNT(*), 0 FROM ({pair_times}) "
+            "AS p"
+        )
     rank_check = f"SELECT CAST(NULL AS INT), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
-    if ranked_by == "rank" and not later:
+    if ranked_by == "rank" and not ranks_later:
         checks.append(rank_check)
     with_good = (
         f"WITH checked AS ({sql}), good AS (SELECT * FROM checked WHERE fields_bad = 0 AND "
@@ -453,7 +532,7 @@ def _checked(
         if not per_file.get(str(file)):
             raise DataError(_no_rows(file, source, rows.listing))
     checked = f"({sql}) AS checked"
-    place = _Place(backend, _line_word(source), first_line, source.files)
+    place = Place(backend, _line_word(source), first_line, source.files)
     if totals["fields_bad"]:
         kind, count, bad = place.first_of_kind(checked, "fields_bad", "fields_bad > 0")
         if trec:
@@ -466,7 +545,7 @@ def _checked(
         column = "query_id" if kind == 1 else "doc_id"
         raise DataError(
             f"{place.where(bad)}: {column}: expected a non-empty id, got an empty value"
-            f"{_more(count)}"
+            f"{more(count)}"
         )
     if totals["number_bad"]:
         kind, count, bad = place.first_of_kind(
@@ -480,13 +559,13 @@ def _checked(
         else:
             got = shown_cell(text, rows.kind)
         raise DataError(
-            f"{place.where(bad)}: {value_name}: expected {EXPECTED[kind]}, got {got}{_more(count)}"
+            f"{place.where(bad)}: {value_name}: expected {EXPECTED[kind]}, got {got}{more(count)}"
         )
     good = f"(SELECT * FROM ({sql}) AS checked WHERE fields_bad = 0 AND number_bad = 0) AS good"
     if totals["pairs"] and subtopics:
-        _raise_repeated_triples(backend, source, good, place)
+        raise_repeated_triples(backend, good, place, trec=trec)
     if totals["pairs"] and not (ranked_by is not None and source.duplicates == "first"):
-        _raise_repeated_pairs(backend, source, good, place, judgments=ranked_by is None)
+        raise_repeated_pairs(backend, good, place, trec=trec, judgments=ranked_by is None)
     kept = good  # the rows that stay, whose ranks count
     if totals["pairs"] and ranked_by is not None:  # duplicates: first keeps each pair's first
         if place.first(f"SELECT * FROM {good}")["abrank_row"] is None:
@@ -499,12 +578,14 @@ def _checked(
             f"abrank_file, abrank_row) AS pair_occurrence FROM {good}"
         )
         kept = f"(SELECT * FROM ({numbered}) AS numbered WHERE pair_occurrence = 1) AS good"
-        if ranked_by == "rank" and not later:  # a pair's later rows do not count, as in memory
+        if (
+            ranked_by == "rank" and not ranks_later
+        ):  # a pair's later rows do not count, as in memory
             again = f"SELECT query_id, rank FROM {kept} GROUP BY query_id, rank HAVING COUNT(*) > 1"
             found = f"SELECT COUNT(*) AS n FROM ({again}) AS r"
             totals["ranks"] = int(backend.run(compile_sql(found, backend.dialect))["n"][0].as_py())
     if totals["ranks"]:
-        _raise_repeated_rank(backend, kept, place)
+        raise_repeated_rank(backend, kept, place)
     if subtopics:  # labels as text, whatever the table's column type; one grade a pair
         given = (
             f"SELECT query_id, doc_id, relevance, CAST({quote(SUBTOPIC)} AS VARCHAR) AS "
@@ -517,18 +598,23 @@ def _checked(
         return Opened(f"({collapsed})", None, (), per_file, f"({given})")
     columns = ["query_id", "doc_id", value_name, *[quote(c) for c in extra]]
     selected = f"SELECT {', '.join(columns)} FROM {kept}"
-    unchecked = (kept, _line_word(source), first_line, source.files) if later else None
-    return Opened(f"({selected})", ranked_by, extra, per_file, ranks_unchecked=unchecked)
+    unchecked = None
+    if ranks_later or pairs_later:
+        word = _line_word(source)
+        unchecked = Unchecked(kept, word, first_line, source.files, trec, pairs_later, ranks_later)
+    return Opened(f"({selected})", ranked_by, extra, per_file, unchecked=unchecked)
 
 
-def raise_repeated_ranks(backend: Backend, opened: Opened) -> None:
-    """The repeated-rank check that rankings opened with ``ranks_later`` left to the caller,
-    once that found a rank again: the error the check would have raised there (the row of
-    the second occurrence, the query, where the first one stands)."""
-    if opened.ranks_unchecked is None:
-        raise ValueError("ranks_unchecked: expected rankings opened with ranks_later")
-    good, word, first_line, files = opened.ranks_unchecked
-    _raise_repeated_rank(backend, good, _Place(backend, word, first_line, files))
+def _read_again(backend: Backend, source: TableSource, ranked_by: str | None) -> bool:
+    """Whether a ranking log's statements read its files again rather than a kept copy of
+    its parsed rows: a Parquet log on an engine that says so
+    (:attr:`abrank.engines.sql.Backend.rereads_parquet`). Judgments, read by many more
+    statements, are always kept."""
+    return (
+        ranked_by is not None
+        and source.format == "parquet"
+        and getattr(backend, "rereads_parquet", False)
+    )
 
 
 def _holds_subtopics(backend: Backend, rows: str, trec: bool) -> bool:
@@ -544,141 +630,3 @@ def _holds_subtopics(backend: Backend, rows: str, trec: bool) -> bool:
     )
     found = backend.run(compile_sql(sql, backend.dialect)).to_pylist()[0]
     return int(found["n"] or 0) > 1 and int(found["other"] or 0) > 0
-
-
-def _raise_repeated_triples(
-    backend: Backend, source: TableSource, good: str, place: _Place
-) -> None:
-    """The memory engine's message for a (query, subtopic, doc) triple judged again."""
-    count, first, shown = _repeated(backend, good, place, ("query_id", SUBTOPIC, "doc_id"))
-    trec = source.format in ("trec", "qrels")
-    what = "(query, subtopic, doc)" if trec else "(query_id, subtopic, doc_id)"
-    raise DataError(
-        f"{place.where(first)}: expected one judgment per {what} triple, got {count} "
-        f"repeated: {shown}"
-    )
-
-
-def _repeated(
-    backend: Backend, good: str, place: _Place, keys: tuple[str, ...]
-) -> tuple[int, Mapping[str, Any], str]:
-    """The rows of ``good`` whose ``keys`` stand at an earlier row (in file and line
-    order): how many, the first of them, and the first few shown as the memory engine
-    shows them (``('q1', 'd1') at line 4, ... and 2 more``)."""
-    partition = ", ".join(keys)
-    numbered = (
-        f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {partition} ORDER BY abrank_file, "
-        "abrank_row) AS occurrence FROM " + good
-    )
-    later = f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1"
-    count = backend.run(
-        compile_sql(f"SELECT COUNT(*) AS n FROM ({later}) AS l", backend.dialect)
-    ).to_pylist()[0]["n"]
-    shown_rows = place.first(later, limit=_SHOWN)
-
-    def at(row: Mapping[str, Any]) -> str:
-        if row.get("abrank_row") is None:
-            return ""
-        # the memory engine's readers say "line" whatever the format
-        return f" at line {int(row['abrank_row']) + place.first_line}"
-
-    def pair(row: Mapping[str, Any]) -> str:
-        return "(" + ", ".join(repr(str(row[k]) if k == SUBTOPIC else row[k]) for k in keys) + ")"
-
-    shown = ", ".join(f"{pair(r)}{at(r)}" for r in shown_rows)
-    shown += f" and {count - _SHOWN} more" if count > _SHOWN else ""
-    return int(count), shown_rows[0], shown
-
-
-def _more(count: int) -> str:
-    """How many more rows have the problem named, as the memory engine's messages say it."""
-    return f" ({count - 1} more such rows)" if count > 1 else ""
-
-
-class _Place:
-    """Finds the first row of a query (in file and line order) and says where it is."""
-
-    def __init__(self, backend: Backend, line: str, first_line: int, files: Sequence[str]):
-        self.backend, self.line, self.first_line = backend, line, first_line
-        self.files = [str(file) for file in files]
-
-    def first(self, sql: str, limit: int = 1) -> Any:
-        ordered = f"{sql} ORDER BY abrank_file, abrank_row LIMIT {int(limit)}"
-        rows = self.backend.run(compile_sql(ordered, self.backend.dialect)).to_pylist()
-        return rows if limit > 1 else rows[0]
-
-    def first_of_kind(self, checked: str, column: str, condition: str) -> tuple[int, int, Any]:
-        """The smallest kind of problem in ``column`` among the rows where ``condition``
-        holds (the memory engine checks a column's problems in that order), how many rows
-        have it, and the first of them."""
-        sql = (
-            f"SELECT {column} AS kind, COUNT(*) AS n FROM {checked} WHERE {condition} "
-            f"GROUP BY {column} ORDER BY {column} LIMIT 1"
-        )
-        found = self.backend.run(compile_sql(sql, self.backend.dialect)).to_pylist()[0]
-        kind = int(found["kind"])
-        row = self.first(f"SELECT * FROM {checked} WHERE {condition} AND {column} = {kind}")
-        return kind, int(found["n"]), row
-
-    def number(self, row: Mapping[str, Any]) -> str | None:
-        if row.get("abrank_row") is None:
-            return None
-        return f"{self.line} {int(row['abrank_row']) + self.first_line}"
-
-    def file(self, row: Mapping[str, Any]) -> str:
-        """The file of a checked row (its ``abrank_file`` is the file's place)."""
-        return self.files[int(row["abrank_file"])]
-
-    def where(self, row: Mapping[str, Any]) -> str:
-        number = self.number(row)
-        return self.file(row) + ("" if number is None else f": {number}")
-
-
-def _raise_repeated_pairs(
-    backend: Backend, source: TableSource, good: str, place: _Place, *, judgments: bool
-) -> None:
-    """The memory engine's message for (query, doc) pairs found again: a TREC file's
-    names the line of the first one found again; a table's names the file, with the
-    line of each pair shown."""
-    count, first, shown = _repeated(backend, good, place, ("query_id", "doc_id"))
-    trec = source.format in ("trec", "qrels")
-    if not trec:
-        what = "judgments" if judgments else "ranking"
-        hint = "" if judgments else "; set `duplicates: first` to keep the first occurrence"
-        raise DataError(
-            f"{place.file(first)}: expected each (query_id, doc_id) pair once per "
-            f"{what}, got {count} duplicates: {shown}{hint}"
-        )
-    where = place.where(first)
-    if judgments:
-        raise DataError(
-            f"{where}: expected one judgment per (query, doc) pair, got {count} repeated: {shown}"
-        )
-    raise DataError(
-        f"{where}: expected each document once per query, got {count} duplicate (query, doc) "
-        f"pair(s): {shown} (use duplicates: first to keep the first occurrence)"
-    )
-
-
-def _raise_repeated_rank(backend: Backend, good: str, place: _Place) -> None:
-    """A rank found twice in a query, named as the memory engine names it: the row of its
-    second occurrence, the query, and where the first one stands."""
-    numbered = (
-        "SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id, rank ORDER BY abrank_file, "
-        f"abrank_row) AS occurrence FROM {good}"
-    )
-    again_rows = f"SELECT * FROM ({numbered}) AS numbered WHERE occurrence > 1"
-    count = backend.run(
-        compile_sql(f"SELECT COUNT(*) AS n FROM ({again_rows}) AS a", backend.dialect)
-    ).to_pylist()[0]["n"]
-    again = place.first(again_rows)
-    query = str(again["query_id"]).replace("'", "''")
-    first = place.first(
-        f"SELECT * FROM {good} WHERE query_id = '{query}' AND rank = {float(again['rank'])!r}"
-    )
-    before = place.number(first)
-    first_at = "" if before is None else f" (first at {before})"
-    raise DataError(
-        f"{place.where(again)}: rank: expected each rank once per query, got rank "
-        f"{int(again['rank'])} again in query {again['query_id']!r}{first_at}{_more(int(count))}"
-    )
