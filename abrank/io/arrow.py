@@ -154,6 +154,32 @@ def take_rows(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     return taken.take(pa.array(inverse))
 
 
+def sorted_by_query(table: pa.Table, rank: str = "rank") -> pa.Table:
+    """``table`` sorted by ``query_id`` (byte order), then by ``rank``.
+
+    Where each query's rows already come together in rank order (an engine that sends
+    back its rows partition by partition, each in the order of its window over the
+    query), only the queries are put in order, and the rows follow in one take: a sort of
+    the queries rather than of every row (a tenth of the rows per query to compare, no
+    string comparison within a query). Else every row is sorted.
+    """
+    n = table.num_rows
+    if n < 2:
+        return table
+    ids = table["query_id"]
+    heads = _run_starts(ids)
+    head_ids = take_rows(ids, heads)
+    steps = np.diff(table[rank].to_numpy())
+    steps[heads[1:] - 1] = 1  # from one query's last row to the next query's first
+    if pc.count_distinct(head_ids).as_py() != heads.size or not bool(np.all(steps > 0)):
+        return table.sort_by([("query_id", "ascending"), (rank, "ascending")])
+    order = pc.sort_indices(head_ids).to_numpy()
+    lengths = np.diff(np.append(heads, n))[order]
+    # row p of the query that comes j-th stands at heads[order[j]] + (p - its new start)
+    shift = heads[order] - (np.cumsum(lengths) - lengths)
+    return table.take(pa.array(np.repeat(shift, lengths) + np.arange(n)))
+
+
 def positions(codes: np.ndarray) -> np.ndarray:
     """0-based position of each row within its run of equal consecutive codes (int32 when
     that fits, to save memory on large rankings)."""

@@ -526,6 +526,7 @@ class SqlOffline:
         from abrank.engines.sql import compile_sql
         from abrank.engines.sql.judged import top_rows_sql
         from abrank.engines.sql.judged_plan import judgments_sql, ranking_order
+        from abrank.io.arrow import sorted_by_query
 
         judgments = self._explained()
         judged = judgments_sql(f"{judgments} AS given_judgments")
@@ -558,7 +559,7 @@ class SqlOffline:
                 sql = top_rows_sql(kept, judgments, depth, ordered=ordered)
             table = self.backend.run(compile_sql(sql, self.backend.dialect))
             if not ordered:  # ids in byte order, as the engines order text
-                table = table.sort_by([("query_id", "ascending"), ("rank", "ascending")])
+                table = sorted_by_query(table)
             if kept is not None:  # read for the last time: its memory goes back to the engine
                 self.backend.drop(kept)
                 del self.numbered[arm.name]
