@@ -37,7 +37,7 @@ from abrank.analysis.score import (
 )
 from abrank.analysis.unjudged import judged_only_names
 from abrank.config import Experiment
-from abrank.engines.sql import open_backend
+from abrank.engines.sql import compile_sql, open_backend
 from abrank.errors import ConfigError, DataError
 from abrank.inputs import Inputs, arm_key, display_path, resolve_inputs
 
@@ -166,6 +166,7 @@ class SqlOffline:
         self.cache: dict[tuple, Any] = {}
         self.numbered: dict[str, str] = {}  # arm -> relation of its numbered rows, kept
         self.results: dict[str, Any] = {}  # counting statement -> its result
+        self.unjudged: dict[tuple[str, str], int] = {}  # (arm, judgments) -> unjudged queries
 
     def close(self) -> None:
         """Close the engine's connection (or drop what was registered on the caller's)."""
@@ -242,7 +243,6 @@ class SqlOffline:
         """Open the machine labels as the human ones are opened, and keep the
         machine-filled judgments (every human judgment, and the machine's of the (query,
         document) pairs no human judged) in the engine; (input, file, opened)."""
-        from abrank.engines.sql import compile_sql
         from abrank.engines.sql.rankings import open_judgments
 
         given = self.inputs[key]
@@ -269,8 +269,6 @@ class SqlOffline:
     def _judgment_frame(self, relation: str) -> pd.DataFrame:
         """A judgments relation's rows as the memory engine reads them: ``query_id``,
         ``doc_id`` (text) and ``relevance`` (float)."""
-        from abrank.engines.sql import compile_sql
-
         sql = (
             "SELECT CAST(query_id AS VARCHAR) AS query_id, CAST(doc_id AS VARCHAR) AS doc_id, "
             f"CAST(relevance AS DOUBLE) AS relevance FROM {relation} AS j"
@@ -288,7 +286,6 @@ class SqlOffline:
         """An arm's rows of rank at most ``k`` (``query_id``, ``doc_id``, ``rank``), ranked
         as the memory engine ranks them: a rank column as given, scores in trec_eval's
         order (score descending, then doc id descending)."""
-        from abrank.engines.sql import compile_sql
         from abrank.engines.sql.judged_plan import ranking_order
 
         opened = self.rankings[arm]
@@ -408,16 +405,23 @@ class SqlOffline:
         )
         return self._run_once(sql).to_pandas()
 
-    def _unjudged_queries(self, arm: str, judgments: str | None = None) -> int:
+    def _unjudged_queries(
+        self, arm: str, judgments: str | None = None, numbered: str | None = None
+    ) -> int:
         """How many distinct queries of an arm's log have no judgment in ``judgments``
-        (the human ones by default)."""
+        (the human ones by default), counted once per arm and judgments: on the arm's
+        numbered rows ``numbered`` where given (every ranked row, which Spark holds by
+        query already: no row moves), else on the log."""
         judgments = self.judgments.sql if judgments is None else judgments
-        sql = (
-            f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM "
-            f"{self.rankings[arm].sql} AS r) AS q WHERE query_id NOT IN "
-            f"(SELECT query_id FROM {judgments} AS j)"
-        )
-        return int(self._run_once(sql)["n"][0].as_py())
+        if (arm, judgments) not in self.unjudged:
+            rows = numbered if numbered is not None else self.rankings[arm].sql
+            sql = (
+                f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM {rows} AS r) AS q "
+                f"WHERE query_id NOT IN (SELECT query_id FROM {judgments} AS j)"
+            )
+            found = self.backend.run(compile_sql(sql, self.backend.dialect))
+            self.unjudged[arm, judgments] = int(found["n"][0].as_py())
+        return self.unjudged[arm, judgments]
 
     def _none_in_common(self, judged_ids: pd.Index) -> DataError:
         """The error of rankings that share no query with the judgments, with an example
@@ -433,8 +437,6 @@ class SqlOffline:
     def _run_once(self, sql: str) -> Any:
         """The result of a counting statement, run once per text (the inputs do not change
         while they are open)."""
-        from abrank.engines.sql import compile_sql
-
         if sql not in self.results:
             self.results[sql] = self.backend.run(compile_sql(sql, self.backend.dialect))
         return self.results[sql]
@@ -492,6 +494,7 @@ class SqlOffline:
                     keep=kept,
                 )
                 check_numbered(backend, opened, kept)
+                self._unjudged_queries(arm.name, judgments, kept)
                 if explained:
                     self.numbered[arm.name] = kept
                 else:
@@ -523,7 +526,6 @@ class SqlOffline:
         judgments), counted over every judgment in the engine."""
         import pyarrow as pa
 
-        from abrank.engines.sql import compile_sql
         from abrank.engines.sql.judged import top_rows_sql
         from abrank.engines.sql.judged_plan import judgments_sql, ranking_order
         from abrank.io.arrow import sorted_by_query
@@ -577,7 +579,6 @@ class SqlOffline:
     def _normalisers(self, experiment: Experiment, judged: str) -> dict[str, pd.Series]:
         """Per metric that has one, per judged query, what its change is divided by
         (:func:`abrank.explain.contributions.normaliser`), counted in the engine."""
-        from abrank.engines.sql import compile_sql
         from abrank.engines.sql.judged import ideal_dcg_sql
         from abrank.engines.sql.judged_plan import sql_number
         from abrank.metrics import parse_metric
