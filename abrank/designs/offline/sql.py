@@ -417,7 +417,7 @@ class SqlOffline:
             rows = numbered if numbered is not None else self.rankings[arm].sql
             sql = (
                 f"SELECT COUNT(*) AS n FROM (SELECT DISTINCT query_id FROM {rows} AS r) AS q "
-                f"WHERE query_id NOT IN (SELECT query_id FROM {judgments} AS j)"
+                f"WHERE query_id NOT IN (SELECT DISTINCT query_id FROM {judgments} AS j)"
             )
             found = self.backend.run(compile_sql(sql, self.backend.dialect))
             self.unjudged[arm, judgments] = int(found["n"][0].as_py())
@@ -548,7 +548,7 @@ class SqlOffline:
             numbered = (
                 "SELECT r.query_id AS query_id, r.doc_id AS doc_id, ROW_NUMBER() OVER "
                 f"(PARTITION BY r.query_id ORDER BY {key}, r.doc_id DESC) AS rank "
-                f"FROM ({rows}) AS r WHERE r.query_id IN (SELECT query_id FROM judged)"
+                f"FROM ({rows}) AS r WHERE r.query_id IN (SELECT DISTINCT query_id FROM judged)"
             )
             sql = (
                 f"WITH judged AS ({judged}) SELECT t.query_id AS query_id, t.doc_id AS doc_id, "

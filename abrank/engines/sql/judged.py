@@ -372,7 +372,7 @@ def top_rows_sql(numbered: str, judgments: str, depth: int, *, ordered: bool = T
     rank order, queries in id order (else in the engine's order)."""
     return (
         f"SELECT query_id, doc_id, pos + 1 AS rank, grade FROM {numbered} "
-        f"WHERE pos < {int(depth)} AND query_id IN (SELECT CAST(query_id AS VARCHAR) "
+        f"WHERE pos < {int(depth)} AND query_id IN (SELECT DISTINCT CAST(query_id AS VARCHAR) "
         f"FROM {judgments} AS given_judgments)" + (" ORDER BY query_id, rank" if ordered else "")
     )
 
