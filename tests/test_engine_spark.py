@@ -497,3 +497,35 @@ def test_a_parquet_ranking_is_scanned_again_and_its_pairs_counted_where_numbered
         assert "Exchange" not in plan.split("InMemoryRelation")[0]
     finally:
         backend.close()
+
+
+def test_kept_judgments_are_spread_by_query_so_grouping_them_moves_no_row(spark, tmp_path):
+    """The judgments' parsed rows are kept hash-partitioned on query_id: their checks,
+    the per-query counts and the ideal orderings group or number by query and read them
+    without an Exchange (a shuffle of every judgment) above the kept rows."""
+    from abrank.engines.sql.rankings import TableSource, open_judgments
+    from abrank.engines.sql.spark import SparkBackend
+
+    (tmp_path / "q.qrels").write_text("1 0 a 1\n1 0 b 0\n2 0 a 2\n3 0 c 1\n")
+    backend = SparkBackend(spark)
+    try:
+        judged = open_judgments(
+            backend, "abrank_spread_q", TableSource((str(tmp_path / "q.qrels"),), "qrels", "q")
+        )
+        assert "abrank_spread_q_rows" in backend.cached
+        for sql in (
+            f"SELECT query_id, doc_id, COUNT(*) AS n FROM {judged.sql} AS j "
+            "GROUP BY query_id, doc_id",
+            f"SELECT query_id, MAX(relevance) AS top FROM {judged.sql} AS j GROUP BY query_id",
+            "SELECT query_id, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY relevance DESC) "
+            f"AS pos FROM {judged.sql} AS j",
+        ):
+            frame = spark.sql(sql)
+            plan = frame._jdf.queryExecution().executedPlan().toString()
+            assert "Exchange" not in plan.split("InMemoryRelation")[0], sql
+        got = spark.sql(
+            f"SELECT query_id, MAX(relevance) AS top FROM {judged.sql} AS j GROUP BY query_id"
+        )
+        assert {r["query_id"]: r["top"] for r in got.collect()} == {"1": 1.0, "2": 2.0, "3": 1.0}
+    finally:
+        backend.close()

@@ -263,7 +263,7 @@ class SqlOffline:
             "WHERE seen.query_id IS NULL"
         )
         self.filled = "abrank_filled_judgments"
-        self.backend.materialize(self.filled, compile_sql(sql, self.backend.dialect))
+        self.backend.materialize(self.filled, compile_sql(sql, self.backend.dialect), by="query_id")
         return given, path, self.machine
 
     def _judgment_frame(self, relation: str) -> pd.DataFrame:

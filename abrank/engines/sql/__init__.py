@@ -91,10 +91,13 @@ class Backend(Protocol):
         definitions (:mod:`abrank.engines.sql.rankings`)."""
         ...
 
-    def materialize(self, name: str, sql: str) -> None:
+    def materialize(self, name: str, sql: str, *, by: str | None = None) -> None:
         """Make the result of one compiled statement the relation ``name``, computed once
         (parsed and typed input rows that several statements read; the engine may spill
-        it to disk). DuckDB: a temporary table; Spark: a cached temporary view."""
+        it to disk). DuckDB: a temporary table; Spark: a cached temporary view. ``by``: a
+        column that the statements reading it group, join or number by (``query_id``);
+        an engine that spreads rows over workers keeps them spread by it, so that those
+        statements move no row (Spark); others may ignore it."""
         ...
 
     def drop(self, name: str) -> None:

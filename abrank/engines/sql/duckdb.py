@@ -181,8 +181,9 @@ class DuckDBBackend:
         )
         self._numbered(name, f"SELECT abrank_file, line FROM {read}", label)
 
-    def materialize(self, name: str, sql: str) -> None:
-        """The result of ``sql`` as the temporary table ``name``."""
+    def materialize(self, name: str, sql: str, *, by: str | None = None) -> None:
+        """The result of ``sql`` as the temporary table ``name`` (``by`` is not needed:
+        DuckDB's aggregates and windows hash or sort the rows they read in parallel)."""
         started = time.perf_counter()
         self._execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", self._label())
         record_statement(f"kept {name}", time.perf_counter() - started)

@@ -489,7 +489,8 @@ def _checked(
         sql = rows.sql  # each statement reads the columns it needs from the files
     else:
         # parsed and typed once: the checks and every later statement read the copy
-        backend.materialize(f"{name}_rows", compile_sql(rows.sql, backend.dialect))
+        rows_sql = compile_sql(rows.sql, backend.dialect)
+        backend.materialize(f"{name}_rows", rows_sql, by="query_id")
         backend.drop(name)  # the lines or the file's own columns: read once, into the copy
         sql = f"SELECT * FROM {name}_rows"
     subtopics = ranked_by is None and SUBTOPIC in extra and _holds_subtopics(backend, sql, trec)
