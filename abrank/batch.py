@@ -128,6 +128,10 @@ def verdict_counts(summary: dict[str, Any]) -> str:
     return f"{', '.join(parts) or 'no verdict'} of {total} comparison{'s' * (total != 1)}"
 
 
+#: the outputs made of a readout's explanation tables; a run writing none of them skips them
+EXPLAINED_FORMATS = frozenset({"csv", "html", "md"})
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """The options of ``abrank run`` that every run of a batch shares."""
@@ -143,6 +147,12 @@ class RunOptions:
     engine: str | None = None  # overrides the configs' engine
     verbose: bool = False  # say where each run's time goes (abrank.timings)
     started: float | None = None  # when the process started (perf_counter), for verbose
+
+    @property
+    def explains(self) -> bool:
+        """Whether an output of :attr:`formats` holds the explanation tables: csv writes
+        them (queries.parquet, rankings.parquet), html and md report what moved from them."""
+        return bool(EXPLAINED_FORMATS & set(self.formats))
 
     def to_dict(self) -> dict[str, Any]:
         """The options as JSON-safe builtins."""
@@ -306,7 +316,12 @@ def _analyse(
             progress, timing = clock.progress, statements_timed(clock.statement)
         with timing:
             readout = run_experiment(
-                run, seed=options.seed, progress=progress, engine=options.engine, inputs=inputs
+                run,
+                seed=options.seed,
+                progress=progress,
+                engine=options.engine,
+                inputs=inputs,
+                explain=options.explains,
             )
     except Exception as exc:
         if options.debug or not batch:

@@ -77,10 +77,13 @@ class Design(Protocol):
         """A ConfigError unless engine ``engine`` runs ``experiment``."""
         ...
 
-    def run(self, experiment: Any, inputs: Any, say: Any, engine: Any) -> Any:
+    def run(
+        self, experiment: Any, inputs: Any, say: Any, engine: Any, *, explain: bool = True
+    ) -> Any:
         """The experiment's :class:`~abrank.readout.Readout`, from its resolved ``inputs``
         on ``engine`` (an :class:`~abrank.analysis.engine.EngineChoice`); ``say`` reports
-        progress."""
+        progress. ``explain=False``: without the explanation tables (``queries``,
+        ``rankings``), which no output then reads (the summary is the same)."""
         ...
 
     def validate(self, experiment: Any, inputs: Any, engine: Any) -> dict[str, Any]:

@@ -242,6 +242,32 @@ def test_format_option_limits_the_outputs(experiment, tmp_path, capsys):
     ]
 
 
+@pytest.mark.parametrize(
+    ("formats", "explained"), [("json", False), ("json,csv", True), ("md", True), ("html", True)]
+)
+def test_the_explanation_tables_are_made_only_for_outputs_that_hold_them(
+    experiment, tmp_path, capsys, monkeypatch, formats, explained
+):
+    from abrank.batch import RunOptions
+    from abrank.designs.offline import explain
+
+    made = []
+    original = explain.with_explanation
+    monkeypatch.setattr(
+        explain, "with_explanation", lambda *a, **k: made.append(1) or original(*a, **k)
+    )
+    assert RunOptions(formats=tuple(formats.split(","))).explains is explained
+    code, _, err = run_cli(capsys, "run", experiment, "--out", tmp_path / "x", "--format", formats)
+    assert code == 0, err
+    assert bool(made) is explained
+    json_only = tmp_path / "json-only"
+    if formats == "json":  # the summary is the same as with the tables
+        run_cli(capsys, "run", experiment, "--out", json_only, "--format", "json,csv")
+        assert (tmp_path / "x" / "summary.json").read_text() == (
+            json_only / "summary.json"
+        ).read_text()
+
+
 def test_metrics_verb_prints_trec_eval_rows(tmp_path, capsys):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 a 1\nq2 0 e 1\nq3 0 g 1\n")

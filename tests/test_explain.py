@@ -489,6 +489,23 @@ def test_duckdb_readouts_have_the_memory_engines_tables(demo_readout, trec_reado
     assert trec.queries["normaliser:ndcg@10"].notna().sum() == 43
 
 
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_a_run_without_explanation_has_no_tables_and_the_same_summary(trec_readouts, engine):
+    import abrank
+    from abrank.errors import ConfigError
+
+    config, memory = trec_readouts
+    said = []
+    readout = abrank.run_experiment(config, engine=engine, explain=False, progress=said.append)
+    assert readout.queries is None and readout.rankings is None
+    assert not any("per query on" in line for line in said)  # no ranking rows fetched
+    explained = memory if engine == "memory" else abrank.run_experiment(config, engine=engine)
+    assert explained.queries is not None
+    assert readout.summary == explained.summary
+    with pytest.raises(ConfigError, match="expected its explanation tables"):
+        readout.query("1037798")
+
+
 def test_an_sql_readout_above_the_row_limit_goes_without_the_tables(trec_readouts, monkeypatch):
     import abrank
     from abrank.designs.offline import explain

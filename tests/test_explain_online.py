@@ -459,6 +459,26 @@ def test_an_sql_engine_above_the_limit_goes_without_the_tables(tmp_path, monkeyp
         readout.query("cats")
 
 
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("design", ["online", "interleaved"])
+def test_a_run_without_explanation_has_no_tables_and_the_same_summary(
+    tmp_path, online, interleaved, design, engine
+):
+    pytest.importorskip("duckdb")
+    log, config, explained = {
+        "online": (_online_log(), ONLINE_CONFIG, online[0]),
+        "interleaved": (_interleaved_log(), INTERLEAVED_CONFIG, interleaved[0]),
+    }[design]
+    said: list[str] = []
+    readout = _run(tmp_path, log, config, engine=engine, explain=False, progress=said.append)
+    assert readout.queries is None and readout.rankings is None
+    assert not any("explanation tables" in line for line in said)  # the log not read again
+    where = {"inputs", "config_path", "engine"}  # the folder and the engine that ran it
+    assert {k: v for k, v in readout.summary.items() if k not in where} == {
+        k: v for k, v in explained.summary.items() if k not in where
+    }
+
+
 def test_the_interleaving_demo_on_duckdb_has_the_memory_engines_tables():
     pytest.importorskip("duckdb")
     config = ROOT / "experiments" / "demo-interleaving.yaml"

@@ -63,6 +63,7 @@ def run_experiment(
     progress: Progress | None = None,
     engine: Any = None,
     inputs: Inputs | None = None,
+    explain: bool = True,
 ) -> Readout:
     """Load, score and compare the arms of one experiment; return its readout (nothing written).
 
@@ -80,6 +81,12 @@ def run_experiment(
     The files are resolved once (:func:`abrank.inputs.resolve_inputs`) and every loader
     reads them from there; ``inputs`` passes them in when the caller has resolved them
     already (for the experiment as dated here), e.g. to check that they exist.
+
+    ``explain=False`` leaves out the explanation tables (``readout.queries`` and
+    ``readout.rankings``, and so ``readout.query`` and ``readout.explain``), for a caller
+    that reads only the summary: ``abrank run --format json`` makes none, as no output it
+    writes holds them (about a third of the run at 100,000 queries x 100 results, and on
+    an SQL engine no ranking rows fetched). The summary is the same either way.
     """
     experiment = config if isinstance(config, Experiment) else load_experiment(config)
     if date is not None:
@@ -101,7 +108,7 @@ def run_experiment(
             f"{inputs.date}"
         )
     say = _timed(progress)
-    readout = DESIGNS.of(experiment).run(experiment, inputs, say, choice)
+    readout = DESIGNS.of(experiment).run(experiment, inputs, say, choice, explain=explain)
     return _completed(readout, choice.name, experiment)
 
 

@@ -92,7 +92,7 @@ def handle(args: argparse.Namespace) -> int:
         },
     }
     experiment = build_experiment(config, source="abrank compare")
-    readout = run_experiment(experiment, engine=args.engine)
+    readout = run_experiment(experiment, engine=args.engine, explain=False)  # headlines only
     if args.json:
         json.dump(readout.summary["comparisons"], sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")

@@ -109,7 +109,7 @@ def plan_for_rule(config: str | Path | Experiment, *, seed: int | None = None) -
     quick = experiment.model_copy(
         update={"analysis": experiment.analysis.model_copy(update={"tests": [primary]})}
     )
-    readout = abrank.run_experiment(quick, seed=seed)
+    readout = abrank.run_experiment(quick, seed=seed, explain=False)  # the summary only
     summary = readout.model
     settings = RuleSettings.of(experiment)
     treatment = experiment.treatments[0].name

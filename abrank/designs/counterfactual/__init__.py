@@ -95,9 +95,12 @@ class CounterfactualDesign(DesignBase):
     def arm_holds(self, experiment: Any) -> tuple[str, bool]:
         return "impressions", True
 
-    def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
+    def run(
+        self, experiment: Experiment, inputs: Any, say: Any, engine: Any, *, explain: bool = True
+    ) -> Any:
         """Logs -> propensities -> per-unit sums of every candidate and the logging arm ->
-        paired comparisons -> the readout with the design's diagnostics."""
+        paired comparisons -> the readout with the design's diagnostics (it has no
+        explanation tables, so ``explain`` changes nothing)."""
         from abrank.analysis.comparisons import compare_all
         from abrank.designs.counterfactual.pipeline import counterfactual_inputs, diagnostics_of
         from abrank.designs.counterfactual.readout import build_counterfactual_readout

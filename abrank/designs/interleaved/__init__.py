@@ -62,9 +62,11 @@ class InterleavedDesign:
 
         check_supported(engine, "interleaved")
 
-    def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
+    def run(
+        self, experiment: Experiment, inputs: Any, say: Any, engine: Any, *, explain: bool = True
+    ) -> Any:
         """The interleaved log, per-unit credits (from the chosen engine), the preference
-        test, the readout with its explanation tables
+        test, the readout with its explanation tables when ``explain``
         (:mod:`abrank.designs.interleaved.explain`)."""
         from abrank.designs.interleaved.explain import with_explanation
         from abrank.designs.interleaved.outcomes import (
@@ -86,6 +88,8 @@ class InterleavedDesign:
         comparisons, too_small = compare_interleaved_arms(experiment, scores)
         say("summarising")
         readout = build_interleaved_readout(experiment, data, scores, comparisons, too_small)
+        if not explain:
+            return readout
         if engine.name != "memory":
 
             def build() -> Any:

@@ -76,8 +76,12 @@ class OfflineDesign:
         check_supported(engine, "offline")
         check_metrics(engine, experiment.metrics)
 
-    def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
-        """Rankings and judgments, per-query metrics, paired comparisons, the readout.
+    def run(
+        self, experiment: Experiment, inputs: Any, say: Any, engine: Any, *, explain: bool = True
+    ) -> Any:
+        """Rankings and judgments, per-query metrics, paired comparisons, the readout (with
+        its explanation tables when ``explain``: on an SQL engine, each arm's top rows come
+        back from the engine for them).
 
         The judged-only repetition is scored and started while the comparisons run, so
         that the comparison threads never wait for it (its numbers are the same whenever
@@ -121,11 +125,13 @@ class OfflineDesign:
                     machine = machine_label_summary(experiment, labels, comparisons)
                 condensed = judged_only_result(judged_only) if repeated else None
             # an SQL engine selects the lists of the explanation tables while it is open
-            tables = sql_explanation_inputs(experiment, score, scored, say)
+            tables = sql_explanation_inputs(experiment, score, scored, say) if explain else None
         say("summarising")
         readout = build_readout(
             experiment, data, scored, comparisons, too_small, condensed, machine_labels=machine
         )
+        if not explain:
+            return readout
         return with_explanation(readout, experiment, data, scored, say, tables)
 
     def validate(self, experiment: Experiment, inputs: Any, engine: Any) -> dict[str, Any]:

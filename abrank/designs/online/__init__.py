@@ -87,9 +87,11 @@ class OnlineDesign:
         judged = any(not parse_metric(m).is_click for m in experiment.ranking_metrics)
         check_supported(engine, "online-judged" if engine != "memory" and judged else "online")
 
-    def run(self, experiment: Experiment, inputs: Any, say: Any, engine: Any) -> Any:
+    def run(
+        self, experiment: Experiment, inputs: Any, say: Any, engine: Any, *, explain: bool = True
+    ) -> Any:
         """Impression logs, per-unit sums (from the chosen engine), clustered comparisons,
-        the sample-ratio check, the readout with its explanation tables
+        the sample-ratio check, the readout with its explanation tables when ``explain``
         (:mod:`abrank.designs.online.explain`)."""
         from abrank.designs.online.logs import load_online, online_evidence, score_online
 
@@ -125,6 +127,8 @@ class OnlineDesign:
         srm = sample_ratio(experiment, evidence)
         data.fingerprinted()  # the inputs' sha256, filled in place
         readout = build_unit_readout(experiment, evidence, comparisons, too_small, srm)
+        if not explain:
+            return readout
         if engine.name != "memory":
 
             def build() -> Any:
