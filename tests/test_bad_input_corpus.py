@@ -804,6 +804,31 @@ def test_refused_alike_on_every_engine(
     assert snapshot(tmp_path) == before  # nothing written; the earlier readout as it was
 
 
+NUMBERED_CASES = (
+    "duplicate-pair-csv",
+    "duplicate-pair-parquet",
+    "duplicate-pair-trec",
+    "repeated-rank-csv",
+    "repeated-rank-parquet",
+)
+"""Cases whose bad rows an SQL engine finds where it numbers the rankings; a run that makes
+no explanation table (``--format json``) keeps only the judged numbered rows on DuckDB and
+counts the pairs on the opened rows."""
+
+
+@pytest.mark.parametrize("case", NUMBERED_CASES)
+def test_refused_alike_without_the_explanation_tables(case, request, tmp_path, capsys):
+    uses_engine(request, "duckdb")
+    bad = CASES[case]
+    folder = tmp_path / "experiment"
+    folder.mkdir()
+    config, path = write_case(folder, bad, "duckdb")
+    args = ["run", config, "--out", folder / "out", "--quiet", "--format", "json"]
+    code, out, err = run_cli(capsys, *args)
+    assert (code, err, out) == (2, f"abrank: error: {expected(bad, 'duckdb', path)}\n", "")
+    assert not (folder / "out").exists()
+
+
 def test_every_case_is_one_bad_file_of_a_good_experiment(tmp_path, capsys):
     """The experiments the cases break pass validation as they are (memory engine): each
     message is about the bad file alone."""

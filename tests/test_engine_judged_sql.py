@@ -371,6 +371,34 @@ def test_ranks_1_to_n_number_the_rows_as_the_window_would(backend, options, monk
         assert_same_scores(memory, sql)
 
 
+@pytest.mark.parametrize("ranked_by", ["score", "rank", "rank-in-order"])
+@_OPTIONS
+def test_kept_judged_rows_alone_score_as_on_the_memory_engine(duck, ranked_by, options):
+    """The numbered rows kept without the unjudged ones (``every_row=False``, what DuckDB
+    keeps for a readout without explanation tables): the same values, and only judged
+    rows kept (with a rank column numbered by the window, a rank found again too)."""
+    in_order = ranked_by == "rank-in-order"
+    by = "score" if ranked_by == "score" else "rank"
+    for seed in (0, 1):
+        rankings, judgments = generated(seed, ranked_by=by, in_order=in_order)
+        memory = score_arm(rankings, judgments, METRICS, **options)
+        ranked, judged = relation(duck, rankings), relation(duck, judgments)
+        assert by == "score" or ranks_in_order(duck, ranked) is in_order
+        sql = score_arm_sql(
+            duck, ranked, judged, METRICS, ranked_by=by, keep="lean", every_row=False, **options
+        )
+        assert_same_scores(memory, sql)
+        again = "rank_again = 1" if by == "rank" else "FALSE"
+        counts = (
+            "SELECT COUNT(grade) AS judged, "
+            f"SUM(CASE WHEN grade IS NULL AND NOT {again} THEN 1 ELSE 0 END) AS unjudged "
+            "FROM lean"
+        )
+        kept = duck.run(counts).to_pylist()[0]
+        assert kept["judged"] > 0 and kept["unjudged"] == 0
+        duck.drop("lean")
+
+
 def test_a_family_an_engine_lacks_is_refused_with_the_engine_that_computes_it(backend, monkeypatch):
     """Every family has an SQL definition now; the refusal that a family added to the
     registry before its SQL definition gets is still one clear ConfigError."""

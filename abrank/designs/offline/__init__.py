@@ -95,7 +95,8 @@ class OfflineDesign:
         from abrank.designs.offline.explain import sql_explanation_inputs, with_explanation
         from abrank.designs.offline.sql import offline_inputs
 
-        with offline_inputs(experiment, engine, say, inputs=inputs) as (data, score):
+        opened = offline_inputs(experiment, engine, say, inputs=inputs, explain=explain)
+        with opened as (data, score):
             say("scoring queries")
             scored = score(experiment, data)
             say("comparing arms")

@@ -57,18 +57,23 @@ Scorer = Callable[[Experiment, LoadedData], ScoredArms]
 
 @contextlib.contextmanager
 def offline_inputs(
-    experiment: Experiment, choice: EngineChoice, say: Progress, *, inputs: Inputs | None = None
+    experiment: Experiment,
+    choice: EngineChoice,
+    say: Progress,
+    *,
+    inputs: Inputs | None = None,
+    explain: bool = True,
 ) -> Iterator[tuple[LoadedData, Scorer]]:
     """The loaded inputs (the run's ``inputs``, resolved from ``experiment`` when not
     given) and their scorer on the chosen engine; an SQL engine's connection stays open
     while the caller scores (and repeats the scoring on judged documents only), and is
-    closed after."""
+    closed after. ``explain``: the explanation tables will read the numbered rows."""
     if choice.name == "memory":
         yield load_data(experiment, say, inputs=inputs), score_arms
         return
     # the scoring numbers each arm's rows in rank order: repeated pairs and ranks are
     # found there
-    offline = SqlOffline(experiment, choice, say, inputs=inputs, checks_later=True)
+    offline = SqlOffline(experiment, choice, say, inputs=inputs, checks_later=True, explain=explain)
     try:
         yield offline.load(), offline.score
     finally:
@@ -143,14 +148,18 @@ class SqlOffline:
         *,
         inputs: Inputs | None = None,
         checks_later: bool = False,
+        explain: bool = True,
     ):
         """``checks_later``: a ranking's repeated pairs and a rank column's repeated ranks
         are found in :meth:`score`'s numbered rows
         (:func:`abrank.engines.sql.rankings.open_rankings` with ``later``), not by a pass
         of their own when the rankings are opened (``abrank validate``, which does not
-        score, finds them there)."""
+        score, finds them there). ``explain``: the explanation tables will read the
+        numbered rows (:meth:`explanation_inputs`); without them an engine that can
+        keeps the judged rows only (``keeps_every_numbered_row``)."""
         self.inputs = inputs if inputs is not None else resolve_inputs(experiment)
         self.checks_later = checks_later
+        self.explain = explain
         self.experiment = experiment
         self.choice = choice
         self.say = say
@@ -463,8 +472,10 @@ class SqlOffline:
         labels = data.labels
         judgments, subtopics = self.relation(labels)
         # the explanation tables read the numbered rows of the readout's labels; the
-        # others' are dropped once checked
-        explained = judgments == self._explained()
+        # others' are dropped once checked, and need only the judged rows where the
+        # engine counts the rest as cheaply on the opened rows
+        explained = self.explain and judgments == self._explained()
+        every_row = explained or getattr(backend, "keeps_every_numbered_row", True)
         judged_table = self._judged_table(experiment.relevance_threshold, judgments)
         judged_ids = pd.Index(judged_table["query_id"].astype(str))
         arms: dict[str, Any] = {}
@@ -492,9 +503,10 @@ class SqlOffline:
                     subtopics=subtopics,
                     # numbered once: the explanation tables' top rows are read from there
                     keep=kept,
+                    every_row=every_row,
                 )
-                check_numbered(backend, opened, kept)
-                self._unjudged_queries(arm.name, judgments, kept)
+                check_numbered(backend, opened, kept, every_row=every_row)
+                self._unjudged_queries(arm.name, judgments, kept if every_row else None)
                 if explained:
                     self.numbered[arm.name] = kept
                 else:

@@ -74,6 +74,12 @@ class Backend(Protocol):
     #: than a kept copy of its parsed rows (:meth:`materialize`): True where a scan of the
     #: columns a statement reads costs less than keeping every row (absent: False)
     rereads_parquet: bool
+    #: whether an offline arm's kept numbered rows hold every ranked row even when no
+    #: explanation table reads them: True where they are partitioned by query, so that
+    #: the repeated-pair count and the per-query counts read them without moving a row;
+    #: False where those cost the same on the parsed rows, and only the judged rows are
+    #: kept (absent: True)
+    keeps_every_numbered_row: bool
 
     def register(self, name: str, source: object) -> list[tuple[str, str]]:
         """Open one log source (:class:`abrank.engines.sql.sources.LogSource`) as the

@@ -89,6 +89,9 @@ class DuckDBBackend:
     numbers_from_ranks = True
     sorts_fetched_rows = True  # its parallel sort beats Arrow's, back in Python
     rereads_parquet = False  # its temporary table of the parsed rows reads faster
+    #: without the explanation tables, the numbered rows kept are the judged ones (a fifth
+    #: of a deep run): at 100k queries x 100, 0.4-0.5 s less per arm
+    keeps_every_numbered_row = False
 
     def __init__(self, connection: Any = None, options: Mapping[str, Any] | None = None):
         self.duckdb = _modules()

@@ -279,6 +279,7 @@ def judged_sql(
     subtopics: str | None = None,
     numbered_from: str | None = None,
     in_order: bool = False,
+    every_row: bool = True,
 ) -> str:
     """The one statement (neutral dialect) of every metric's value per query.
 
@@ -292,7 +293,9 @@ def judged_sql(
     query; alpha_ndcg's column is its α-DCG, which :func:`score_arm_sql` divides by the
     ideal. ``numbered_from``: a relation of the numbered rows kept by
     :func:`numbered_rows_sql` (for the same rankings, judgments and metrics), read in
-    place of numbering them again. ``in_order``: the ranks are 1..n in each query
+    place of numbering them again; ``every_row=False``: that relation holds the judged
+    rows only (:func:`numbered_rows_sql`), and each query's ranked rows are counted on
+    ``rankings``. ``in_order``: the ranks are 1..n in each query
     (:func:`abrank.engines.sql.numbering.ranks_in_order`), which number the rows without
     a window over all of them.
     """
@@ -311,9 +314,7 @@ def judged_sql(
         "judged_rows AS (SELECT *, LOG(2, pos + 2) AS log_pos, LOG(2, cpos + 2) AS log_cpos "
         f"FROM numbered WHERE grade IS NOT NULL{deep})",
         f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM judged_rows GROUP BY query_id)",
-        "run_rows AS (SELECT query_id, SUM(CASE WHEN "
-        f"{'TRUE' if depth is None else f'pos < {int(depth)}'} THEN 1 ELSE 0 END) AS retrieved "
-        "FROM numbered GROUP BY query_id)",
+        _run_rows(rankings, depth, numbered_from is None or every_row),
     ]
     joins = [
         "FROM query_stats AS s",
@@ -341,6 +342,23 @@ def judged_sql(
     return f"WITH {', '.join(ctes)} SELECT {', '.join(columns)} {' '.join(joins)}"
 
 
+def _run_rows(rankings: str, depth: int | None, numbered: bool) -> str:
+    """``run_rows``: each ranked query's rows down to ``depth`` (``retrieved``), counted on
+    the numbered rows, or (``numbered=False``) on ``rankings``, whose n rows of a query
+    the numbering puts at positions 0..n-1."""
+    if numbered:
+        kept = "TRUE" if depth is None else f"pos < {int(depth)}"
+        return (
+            f"run_rows AS (SELECT query_id, SUM(CASE WHEN {kept} THEN 1 ELSE 0 END) AS "
+            "retrieved FROM numbered GROUP BY query_id)"
+        )
+    rows = "COUNT(*)" if depth is None else f"LEAST(COUNT(*), {int(depth)})"
+    return (
+        "run_rows AS (SELECT query_id, retrieved FROM (SELECT CAST(query_id AS VARCHAR) AS "
+        f"query_id, {rows} AS retrieved FROM {rankings} AS given GROUP BY query_id) AS counted)"
+    )
+
+
 def numbered_rows_sql(
     rankings: str,
     judgments: str,
@@ -351,6 +369,7 @@ def numbered_rows_sql(
     gain: str = "linear",
     judged_k: int = 10,
     in_order: bool = False,
+    every_row: bool = True,
 ) -> str:
     """The ranked rows of ``rankings`` joined to their judgments and numbered in trec_eval's
     order, as :func:`judged_sql` numbers them for ``metrics`` (with ``doc_id``, and
@@ -359,9 +378,14 @@ def numbered_rows_sql(
     (``judged_sql(..., numbered_from=)``) and the explanation tables' top rows
     (:func:`top_rows_sql`) read it instead of each numbering the rows again. ``in_order``:
     the ranks are 1..n in each query (:func:`abrank.engines.sql.numbering.ranks_in_order`),
-    which number the rows without a window over all of them."""
+    which number the rows without a window over all of them. ``every_row=False`` keeps
+    the judged rows only (and a rank found again), which is all the scoring reads of them
+    (``judged_sql(..., every_row=False)`` counts each query's rows on ``rankings``)."""
     plan = JudgedPlan(tuple(metrics), float(rel_level), gain, int(judged_k))
     numbered = numbered_sql(rankings, ranked_by, plan, with_doc=True, in_order=in_order)
+    if not every_row:  # a rank column's rows carry rank_again (numbered_sql's with_doc)
+        again = " OR rank_again = 1" if ranked_by == "rank" else ""
+        numbered = f"SELECT * FROM ({numbered}) AS every_row WHERE grade IS NOT NULL{again}"
     return f"WITH {', '.join(_numbering_reads(judgments, plan))} {numbered}"
 
 
@@ -469,6 +493,7 @@ def score_arm_sql(
     judged_only: bool = False,
     subtopics: str | None = None,
     keep: str | None = None,
+    every_row: bool = True,
 ) -> ArmScores:
     """The memory engine's ``score_arm`` on relations of an SQL engine.
 
@@ -482,7 +507,8 @@ def score_arm_sql(
     (:attr:`abrank.engines.sql.rankings.Opened.subtopics`), which the diversity metrics read.
     ``keep``: a relation name; the numbered rows are then kept there
     (:func:`numbered_rows_sql`) for later statements (:func:`top_rows_sql`), and the
-    scoring reads them from it.
+    scoring reads them from it; ``every_row=False`` keeps the judged rows only, where
+    nothing later reads the others.
     """
     from abrank.engines import check_metrics
 
@@ -509,6 +535,7 @@ def score_arm_sql(
             gain=gain,
             judged_k=int(judged_k),
             in_order=in_order,
+            every_row=every_row,
         )
         backend.materialize(keep, compile_sql(numbered, backend.dialect))
     sql = judged_sql(
@@ -523,6 +550,7 @@ def score_arm_sql(
         subtopics=subtopics,
         numbered_from=keep,
         in_order=in_order,
+        every_row=every_row,
     )
     table = backend.run(compile_sql(sql, backend.dialect))
     scores = arm_scores(table, parsed, complete)

@@ -173,19 +173,24 @@ def open_rankings(
     return _checked(backend, name, source, rows, later=later)
 
 
-def check_numbered(backend: Backend, opened: Opened, numbered: str) -> None:
+def check_numbered(
+    backend: Backend, opened: Opened, numbered: str, *, every_row: bool = True
+) -> None:
     """The checks that rankings opened with ``later`` left to the numbering, made on the
     numbered rows ``numbered`` (:func:`abrank.engines.sql.judged.numbered_rows_sql`: every
     ranked row, with ``doc_id`` and ``rank_again``) in one statement: a DataError, as
-    opening would have raised it, for a pair found twice, else for a rank found again."""
+    opening would have raised it, for a pair found twice, else for a rank found again.
+    ``every_row=False``: ``numbered`` holds the judged rows only, and pairs are counted on
+    the opened rows."""
     unchecked = opened.unchecked
     if unchecked is None:
         return
     counts = []
     if unchecked.pairs:
+        rows = numbered if every_row else f"{opened.sql} AS given"
         counts.append(
             "SELECT 1 AS kind, COUNT(*) AS n FROM (SELECT query_id, doc_id FROM "
-            f"{numbered} GROUP BY query_id, doc_id HAVING COUNT(*) > 1) AS pairs"
+            f"{rows} GROUP BY query_id, doc_id HAVING COUNT(*) > 1) AS pairs"
         )
     if unchecked.ranks:
         counts.append(f"SELECT 2 AS kind, COUNT(*) AS n FROM {numbered} WHERE rank_again = 1")
