@@ -180,7 +180,8 @@ def offline(args: argparse.Namespace) -> bool:
     print(
         f"\noffline: {args.queries:,} queries x {args.docs} documents, 2 arms "
         f"({sizes['rows']['control']:,} + {sizes['rows']['treatment']:,} ranking rows, "
-        f"{sizes['rows']['judgments']:,} judgments), Parquet; 3 metrics, 10,000 resamples"
+        f"{sizes['rows']['judgments']:,} judgments), Parquet; 3 metrics, 10,000 resamples; "
+        f"--format {args.format}"
     )
     env = child_env(workdir, ROOT)
     walls: dict[str, list[float]] = {e: [] for e in engines}
@@ -191,7 +192,7 @@ def offline(args: argparse.Namespace) -> bool:
         for engine in engines if round_ % 2 == 0 else engines[::-1]:
             out = workdir / "out" / f"speed-{engine}"
             command = [sys.executable, "-m", "abrank", "run", str(configs["parquet"])]
-            command += ["--engine", engine, "--format", "json", "--out", str(out)]
+            command += ["--engine", engine, "--format", args.format, "--out", str(out)]
             command += ["--no-history", "--quiet", "--verbose"]
             result = measure(command, env, ROOT)
             if result["code"] != 0:
@@ -241,6 +242,11 @@ def main() -> int:
     parser.add_argument("--engines", default="memory,duckdb,spark", help="offline engines")
     parser.add_argument("--no-spark", action="store_true", help="offline: leave out Spark")
     parser.add_argument("--offline-repeat", type=int, default=1, help="offline: rounds")
+    parser.add_argument(
+        "--format",
+        default="json",
+        help="offline: the readout's outputs (json: no explanation tables; json,csv: with them)",
+    )
     parser.add_argument(
         "--workdir",
         default=str(ROOT / "benchmarks" / "scratch" / "run"),
