@@ -715,6 +715,32 @@ def test_keeping_the_first_of_repeated_pairs_needs_row_numbers(backend, tmp_path
     assert sql.values.loc["1", "mrr"] == pytest.approx(1 / 2)  # a at rank 3 (line 2), b first
 
 
+def test_only_the_columns_a_run_reads_are_kept_beside_the_canonical_ones(duck, tmp_path):
+    """A ranking log's other columns: the engine's copy of its parsed rows keeps those the
+    source names (the segment columns), while ``extra`` still lists every one."""
+    path = tmp_path / "run.parquet"
+    pd.DataFrame(
+        {
+            "qid": ["1", "1"],
+            "docid": ["a", "b"],
+            "rank": [1, 2],
+            "locale": ["en", "en"],
+            "device": ["mobile", "web"],
+            "features": ["x", "y"],
+        }
+    ).to_parquet(path)
+    for kept, carried in [(("locale",), ["locale"]), (None, ["locale", "device", "features"])]:
+        name = f"kept_{len(carried)}"
+        source = TableSource((str(path),), "parquet", str(path), kept=kept)
+        opened = open_rankings(duck, name, source)
+        assert opened.extra == ("locale", "device", "features")
+        columns = duck.run(f"SELECT * FROM {name}_rows LIMIT 0").column_names
+        assert [c for c in columns if c in opened.extra] == carried
+        rows = duck.run(f"SELECT * FROM {opened.sql} AS r ORDER BY doc_id").to_pylist()
+        assert [r["locale"] for r in rows] == ["en", "en"]
+        assert list(rows[0]) == ["query_id", "doc_id", "rank", *carried]
+
+
 def test_a_parquet_table_names_the_row(backend, tmp_path):
     path = tmp_path / "run.parquet"
     pd.DataFrame({"qid": ["1", "1"], "docid": ["a", "b"], "rank": [1.0, 2.5]}).to_parquet(path)

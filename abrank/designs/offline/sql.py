@@ -221,6 +221,7 @@ class SqlOffline:
                     sep=arm.sep,
                     decimal=arm.decimal,
                     duplicates=arm.duplicates or experiment.duplicates,
+                    kept=tuple(experiment.segments.columns),  # what _segments reads
                 )
                 opened = open_rankings(
                     self.backend, f"abrank_rankings_{index}", source, later=self.checks_later

@@ -62,7 +62,10 @@ QRELS_FIELDS = ("query_id", "iter", "doc_id", "relevance")
 class TableSource:
     """One rankings or judgments input: its files (one format: ``trec``, ``qrels``,
     ``csv``, ``tsv``, ``parquet``, ``jsonl``), how messages name it, the config's column
-    mapping (canonical -> the file's name), CSV options and the duplicates policy."""
+    mapping (canonical -> the file's name), CSV options and the duplicates policy.
+    ``kept``: of a table's other columns, those that later statements read (a ranking
+    log's segment columns); the engine's copy of the parsed rows holds only these (a log
+    often carries many more), every one when None."""
 
     files: tuple[str, ...]
     format: str
@@ -71,6 +74,7 @@ class TableSource:
     sep: str | None = None
     decimal: str | None = None
     duplicates: str = "error"
+    kept: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe builtins."""
@@ -82,6 +86,7 @@ class TableSource:
             "sep": self.sep,
             "decimal": self.decimal,
             "duplicates": self.duplicates,
+            "kept": None if self.kept is None else list(self.kept),
         }
 
 
@@ -121,8 +126,8 @@ class Unchecked:
 class Opened:
     """A checked input as a relation of canonical columns: ``sql`` is a parenthesised
     query (``query_id``, ``doc_id`` as text, ``score`` or ``rank`` as ``ranked_by`` says,
-    or ``relevance``; then the file's other columns as ``extra``), and the rows of each
-    file read. Subtopic judgments (:mod:`abrank.io.subtopics`: a qrels file's second column
+    or ``relevance``; then those of the file's other columns ``extra`` that its source
+    keeps, :attr:`TableSource.kept`), and the rows of each file read. Subtopic judgments (:mod:`abrank.io.subtopics`: a qrels file's second column
     of several values, or a table's ``subtopic`` column) are ``sql`` with one judgment per
     (query, doc), the highest grade over its subtopics, as every metric but the diversity
     ones reads them; ``subtopics`` is then the relation of the judgments as given
@@ -431,11 +436,18 @@ def _table_rows(backend: Backend, name: str, source: TableSource, *, judgments: 
             quote(c)
             if c != SUBTOPIC or SUBTOPIC not in column
             else f"{quote(column[SUBTOPIC])} AS {SUBTOPIC}"
-            for c in extra
+            for c in _kept(extra, source)
         ],
     ]
     sql = f"SELECT {', '.join(parts)} FROM {name}"
     return _Rows(sql, ranked_by, extra, value_kind, listing)
+
+
+def _kept(extra: tuple[str, ...], source: TableSource) -> tuple[str, ...]:
+    """The other columns of a table that its parsed rows carry (:attr:`TableSource.kept`)."""
+    if source.kept is None:
+        return extra
+    return tuple(c for c in extra if c in source.kept or c == SUBTOPIC)
 
 
 def _refuse_empty(backend: Backend, name: str, source: TableSource, listing: str) -> None:
@@ -602,7 +614,7 @@ def _checked(
             "GROUP BY query_id, doc_id"
         )
         return Opened(f"({collapsed})", None, (), per_file, f"({given})")
-    columns = ["query_id", "doc_id", value_name, *[quote(c) for c in extra]]
+    columns = ["query_id", "doc_id", value_name, *[quote(c) for c in _kept(extra, source)]]
     selected = f"SELECT {', '.join(columns)} FROM {kept}"
     unchecked = None
     if ranks_later or pairs_later:
