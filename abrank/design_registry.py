@@ -16,11 +16,12 @@ sections. The built-in designs are imported by name the first time the table is 
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["DESIGNS", "Design", "DesignTable", "register"]
+__all__ = ["DESIGNS", "Design", "DesignTable", "register", "run_design"]
 
 #: The modules of the built-in designs, each defining ``DESIGN``; the last one claims
 #: what no other does.
@@ -77,13 +78,10 @@ class Design(Protocol):
         """A ConfigError unless engine ``engine`` runs ``experiment``."""
         ...
 
-    def run(
-        self, experiment: Any, inputs: Any, say: Any, engine: Any, *, explain: bool = True
-    ) -> Any:
+    def run(self, experiment: Any, inputs: Any, say: Any, engine: Any) -> Any:
         """The experiment's :class:`~abrank.readout.Readout`, from its resolved ``inputs``
         on ``engine`` (an :class:`~abrank.analysis.engine.EngineChoice`); ``say`` reports
-        progress. ``explain=False``: without the explanation tables (``queries``,
-        ``rankings``), which no output then reads (the summary is the same)."""
+        progress. A design may also take the keyword ``explain`` (:func:`run_design`)."""
         ...
 
     def validate(self, experiment: Any, inputs: Any, engine: Any) -> dict[str, Any]:
@@ -208,6 +206,19 @@ _HOOKS = (
 
 #: Every design abrank knows: the built-in ones and those added with :func:`register`.
 DESIGNS = DesignTable()
+
+
+def run_design(
+    design: Design, experiment: Any, inputs: Any, say: Any, engine: Any, *, explain: bool = True
+) -> Any:
+    """``design.run(...)``; ``explain=False`` asks for the readout without its explanation
+    tables (``queries``, ``rankings``), which no output then reads (the summary is the
+    same), of a design whose ``run`` takes the keyword ``explain``. Any other design (one
+    written to the four-argument ``run``) makes its readout as it always does."""
+    run: Any = design.run  # the keyword is not part of the protocol
+    if not explain and "explain" in inspect.signature(run).parameters:
+        return run(experiment, inputs, say, engine, explain=False)
+    return run(experiment, inputs, say, engine)
 
 
 def register(design: Design) -> Design:

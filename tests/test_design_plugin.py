@@ -171,6 +171,21 @@ def test_the_command_line_writes_the_readout(design, tmp_path, capsys):
     assert (folder / "report.html").exists()
 
 
+def test_a_design_written_to_the_four_argument_run_runs_without_explanation(
+    design, tmp_path, capsys
+):
+    """``explain=False`` (``abrank run --format json``) reaches only the designs whose run
+    takes it; this one's run is called as it was written."""
+    from abrank.cli import main
+
+    config = _config(tmp_path)
+    explained = abrank.run_experiment(config)
+    assert abrank.run_experiment(config, explain=False).summary == explained.summary
+    out = tmp_path / "json-only"
+    assert main(["run", str(config), "--out", str(out), "--quiet", "--format", "json"]) == 0
+    assert json.loads((out / "summary.json").read_text())["design"] == "unit-mean"
+
+
 @pytest.mark.parametrize("engine", ["memory", "duckdb"])
 def test_a_cell_that_is_not_a_number_names_its_line(design, tmp_path, engine):
     config = _config(tmp_path, LOG.replace("u6,B,US,120", "u6,B,US,fast"))

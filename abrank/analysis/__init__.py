@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from abrank._lazy import lazy_attribute
 from abrank.config import Experiment, load_experiment
-from abrank.design_registry import DESIGNS
+from abrank.design_registry import DESIGNS, run_design
 from abrank.errors import ConfigError
 from abrank.inputs import Inputs, display_path, resolve_inputs
 
@@ -108,7 +108,7 @@ def run_experiment(
             f"{inputs.date}"
         )
     say = _timed(progress)
-    readout = DESIGNS.of(experiment).run(experiment, inputs, say, choice, explain=explain)
+    readout = run_design(DESIGNS.of(experiment), experiment, inputs, say, choice, explain=explain)
     return _completed(readout, choice.name, experiment)
 
 

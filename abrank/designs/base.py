@@ -62,9 +62,7 @@ class DesignBase:
                 f"design ({', '.join(self.engines)}), got {engine}"
             )
 
-    def run(
-        self, experiment: Any, inputs: Any, say: Any, engine: Any, *, explain: bool = True
-    ) -> Any:
+    def run(self, experiment: Any, inputs: Any, say: Any, engine: Any) -> Any:
         """The experiment's readout; every design defines its own."""
         raise NotImplementedError(f"the {self.name} design does not define run()")
 
