@@ -127,13 +127,14 @@ class Opened:
     """A checked input as a relation of canonical columns: ``sql`` is a parenthesised
     query (``query_id``, ``doc_id`` as text, ``score`` or ``rank`` as ``ranked_by`` says,
     or ``relevance``; then those of the file's other columns ``extra`` that its source
-    keeps, :attr:`TableSource.kept`), and the rows of each file read. Subtopic judgments (:mod:`abrank.io.subtopics`: a qrels file's second column
-    of several values, or a table's ``subtopic`` column) are ``sql`` with one judgment per
-    (query, doc), the highest grade over its subtopics, as every metric but the diversity
-    ones reads them; ``subtopics`` is then the relation of the judgments as given
-    (``query_id``, ``doc_id``, ``relevance``, ``subtopic`` as text), unique per (query,
-    subtopic, doc). ``unchecked``: rankings opened with ``later``, the checks left to
-    the numbering (None when every check was made here)."""
+    keeps, :attr:`TableSource.kept`), and the rows of each file read. Subtopic judgments
+    (:mod:`abrank.io.subtopics`: a qrels file's second column of several values, or a
+    table's ``subtopic`` column) are ``sql`` with one judgment per (query, doc), the
+    highest grade over its subtopics, as every metric but the diversity ones reads them;
+    ``subtopics`` is then the relation of the judgments as given (``query_id``,
+    ``doc_id``, ``relevance``, ``subtopic`` as text), unique per (query, subtopic, doc).
+    ``unchecked``: rankings opened with ``later``, the checks left to the numbering (None
+    when every check was made here)."""
 
     sql: str
     ranked_by: str | None
