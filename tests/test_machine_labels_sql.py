@@ -97,6 +97,25 @@ def test_a_fixture_ranked_by_tied_scores_gives_the_memory_engines_numbers_on_duc
     assert_same_machine_label_numbers(memory, sql)
 
 
+def test_each_arms_rankings_are_checked_once_whatever_the_label_sets(folder, monkeypatch):
+    """Human, machine-filled and machine labels number each arm's rows three times; the
+    checks left to the numbering (repeated pairs, a rank found again) read the rankings
+    alone, so they run once an arm."""
+    from abrank.engines.sql import rankings
+
+    checked = []
+    original = rankings.check_numbered
+    monkeypatch.setattr(
+        rankings,
+        "check_numbered",
+        lambda backend, opened, *a, **k: (
+            checked.append(opened.sql) or original(backend, opened, *a, **k)
+        ),
+    )
+    run_experiment(folder / "ml.yaml", engine="duckdb")
+    assert len(checked) == len(set(checked)) == 2  # control and treatment
+
+
 def test_a_fixture_ranked_by_tied_scores_gives_the_memory_engines_numbers_on_spark(spark, folder):
     memory = run_experiment(folder / "ml.yaml").summary
     sql = run_experiment(folder / "ml.yaml", engine="spark").summary

@@ -176,6 +176,8 @@ class SqlOffline:
         self.numbered: dict[str, str] = {}  # arm -> relation of its numbered rows, kept
         self.results: dict[str, Any] = {}  # counting statement -> its result
         self.unjudged: dict[tuple[str, str], int] = {}  # (arm, judgments) -> unjudged queries
+        #: arms whose checks left to the numbering were made (by the first label set's)
+        self.checked: set[str] = set()
 
     def close(self) -> None:
         """Close the engine's connection (or drop what was registered on the caller's)."""
@@ -506,7 +508,9 @@ class SqlOffline:
                     keep=kept,
                     every_row=every_row,
                 )
-                check_numbered(backend, opened, kept, every_row=every_row)
+                if arm.name not in self.checked:  # the rankings are the same under any labels
+                    check_numbered(backend, opened, kept, every_row=every_row)
+                    self.checked.add(arm.name)
                 self._unjudged_queries(arm.name, judgments, kept if every_row else None)
                 if explained:
                     self.numbered[arm.name] = kept
