@@ -314,7 +314,9 @@ def judged_sql(
         "judged_rows AS (SELECT *, LOG(2, pos + 2) AS log_pos, LOG(2, cpos + 2) AS log_cpos "
         f"FROM numbered WHERE grade IS NOT NULL{deep})",
         f"per_run AS (SELECT {', '.join(['query_id', *aggs])} FROM judged_rows GROUP BY query_id)",
-        _run_rows(rankings, depth, numbered_from is None or every_row),
+        _run_rows(
+            "numbered" if numbered_from is None or every_row else f"{rankings} AS given", depth
+        ),
     ]
     joins = [
         "FROM query_stats AS s",
@@ -342,20 +344,15 @@ def judged_sql(
     return f"WITH {', '.join(ctes)} SELECT {', '.join(columns)} {' '.join(joins)}"
 
 
-def _run_rows(rankings: str, depth: int | None, numbered: bool) -> str:
+def _run_rows(rows: str, depth: int | None) -> str:
     """``run_rows``: each ranked query's rows down to ``depth`` (``retrieved``), counted on
-    the numbered rows, or (``numbered=False``) on ``rankings``, whose n rows of a query
-    the numbering puts at positions 0..n-1."""
-    if numbered:
-        kept = "TRUE" if depth is None else f"pos < {int(depth)}"
-        return (
-            f"run_rows AS (SELECT query_id, SUM(CASE WHEN {kept} THEN 1 ELSE 0 END) AS "
-            "retrieved FROM numbered GROUP BY query_id)"
-        )
-    rows = "COUNT(*)" if depth is None else f"LEAST(COUNT(*), {int(depth)})"
+    ``rows`` (the numbered rows, or the rankings where those hold the judged rows only):
+    the numbering puts a query's n rows at positions 0..n-1, so the count is n, at most
+    ``depth``."""
+    counted = "COUNT(*)" if depth is None else f"LEAST(COUNT(*), {int(depth)})"
     return (
         "run_rows AS (SELECT query_id, retrieved FROM (SELECT CAST(query_id AS VARCHAR) AS "
-        f"query_id, {rows} AS retrieved FROM {rankings} AS given GROUP BY query_id) AS counted)"
+        f"query_id, {counted} AS retrieved FROM {rows} GROUP BY query_id) AS counted)"
     )
 
 
