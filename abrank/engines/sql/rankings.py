@@ -499,6 +499,7 @@ def _checked(
     checks the numbering can make left to it with ``later``: :func:`open_rankings`)."""
     ranked_by, extra = rows.ranked_by, rows.extra
     ranks_later = later and ranked_by == "rank"
+    ranks_here = ranked_by == "rank" and not ranks_later  # a rank column checked on opening
     pairs_later = later and ranked_by is not None and source.duplicates == "error"
     value_name = ranked_by or "relevance"
     trec = source.format in ("trec", "qrels")
@@ -531,7 +532,7 @@ def _checked(
             "AS p"
         )
     rank_check = f"SELECT CAST(NULL AS INT), 0, 0, 0, 0, COUNT(*) FROM ({rank_times}) AS r"
-    if ranked_by == "rank" and not ranks_later:
+    if ranks_here:
         checks.append(rank_check)
     with_good = (
         f"WITH checked AS ({sql}), good AS (SELECT * FROM checked WHERE fields_bad = 0 AND "
@@ -597,9 +598,7 @@ def _checked(
             f"abrank_file, abrank_row) AS pair_occurrence FROM {good}"
         )
         kept = f"(SELECT * FROM ({numbered}) AS numbered WHERE pair_occurrence = 1) AS good"
-        if (
-            ranked_by == "rank" and not ranks_later
-        ):  # a pair's later rows do not count, as in memory
+        if ranks_here:  # a pair's later rows do not count, as in memory
             again = f"SELECT query_id, rank FROM {kept} GROUP BY query_id, rank HAVING COUNT(*) > 1"
             found = f"SELECT COUNT(*) AS n FROM ({again}) AS r"
             totals["ranks"] = int(backend.run(compile_sql(found, backend.dialect))["n"][0].as_py())
