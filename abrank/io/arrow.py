@@ -201,15 +201,44 @@ def positions(codes: np.ndarray) -> np.ndarray:
 def sum_above(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per row, the sum of ``values`` over the rows above it within its run of equal
     consecutive codes (0 on a run's first row), in ``values``' dtype: counts of flagged
-    rows above (bpref, infAP), a log-probability of reaching a row (ERR)."""
+    rows above (bpref, infAP), a log-probability of reaching a row (ERR).
+
+    Each run's float sums are its own, added up from its first row (:func:`_float_sums_above`):
+    a running sum over the whole column less its value at the run's start would carry the
+    rounding of every row before the run, so that a query's values would depend on the
+    queries before it (and lose digits as that sum grows)."""
     if codes.size == 0:
         return np.zeros(0, dtype=values.dtype)
-    total = np.cumsum(values) - values
     start = np.empty(codes.size, dtype=bool)
     start[0] = True
     np.not_equal(codes[1:], codes[:-1], out=start[1:])
     first = np.flatnonzero(start)
-    return total - np.repeat(total[first], np.diff(np.append(first, codes.size)))
+    lengths = np.diff(np.append(first, codes.size))
+    if values.dtype.kind == "f":
+        return _float_sums_above(values, first, lengths)
+    total = np.cumsum(values) - values  # whole numbers: exact
+    return total - np.repeat(total[first], lengths)
+
+
+def _float_sums_above(values: np.ndarray, first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`sum_above` of float ``values`` whose runs start at the rows ``first``: the
+    runs of each power-of-two class of length as the rows of a zero-padded matrix, each
+    summed along its row from the first value on."""
+    out = np.empty_like(values)
+    width_class = np.zeros(lengths.size, dtype=np.int64)
+    long = lengths > 1
+    width_class[long] = np.ceil(np.log2(lengths[long])).astype(np.int64)
+    for power in np.unique(width_class):
+        runs = np.flatnonzero(width_class == power)
+        width = 1 << int(power)
+        columns = np.arange(width)
+        inside = columns[None, :] < lengths[runs, None]
+        rows = (first[runs, None] + columns[None, :])[inside]
+        shifted = np.zeros((runs.size, width + 1), dtype=values.dtype)
+        shifted[:, 1:][inside] = values[rows]  # a run's values, one place to the right
+        np.cumsum(shifted, axis=1, out=shifted)
+        out[rows] = shifted[:, :-1][inside]
+    return out
 
 
 # --------------------------------------------------------------------------- arrow helpers
