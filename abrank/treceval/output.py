@@ -25,6 +25,7 @@ from abrank.treceval.lines import arrow_ids, fixed_texts, join_lines, repr_texts
 if TYPE_CHECKING:
     import pandas as pd
 
+    from abrank.engines.halves import RunPiece
     from abrank.treceval import TrecMeasures
 
 
@@ -53,6 +54,7 @@ def trec_eval_text(
     runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
     ``judged_only`` makes every metric but judged@k judged-only (``ndcg@10(judged)``).
     """
+    from abrank.engines.halves import in_halves, merged_by_query, scored_pieces
     from abrank.engines.memory import check_options, compute, scored_queries
     from abrank.metrics import as_judged_only, parse_metrics
 
@@ -64,32 +66,66 @@ def trec_eval_text(
     if judged_only:
         parsed = as_judged_only(parsed)
     check_options(rel_level, "linear", depth)
-    prep = _prepare_files(qrels_path, run_path, depth)
-    scored = scored_queries(prep, complete)
-    if not scored.any():
+    piece, subtopics = _file_columns(qrels_path, run_path)
+    # a large run's two halves of queries are joined and scored on two cores at once
+    pieces = [piece] if subtopics is not None else in_halves(piece)
+
+    def scored_values(part: RunPiece) -> tuple[pa.Array, dict[str, np.ndarray]]:
+        prep = _joined(qrels_path, run_path, part, subtopics, depth)
+        scored = scored_queries(prep, complete)
+        if not scored.any():
+            return prep.ids.slice(0, 0), {m.name: np.zeros(0) for m in parsed}
+        results = compute(prep, parsed, float(rel_level), "linear")
+        # trec_eval scores an undefined value (no relevant judgment) as 0
+        columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
+        return prep.ids.filter(pa.array(scored)), columns
+
+    qids, columns = merged_by_query(scored_pieces(pieces, scored_values))
+    if not len(qids):
         raise DataError(
             f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
         )
-    results = compute(prep, parsed, float(rel_level), "linear")
-    # trec_eval scores an undefined value (no relevant judgment) as 0
-    columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
-    qids = prep.ids.filter(pa.array(scored))
     return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
 
 
 def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | None) -> Prepared:
     """A TREC run joined to its qrels (the metrics engine's arrays), straight from the files."""
-    from abrank.engines.memory import prepare_arrays, prepare_subtopics
+    piece, subtopics = _file_columns(qrels_path, run_path)
+    return _joined(qrels_path, run_path, piece, subtopics, depth)
+
+
+def _file_columns(
+    qrels_path: str | Path, run_path: str | Path
+) -> tuple[RunPiece, pa.ChunkedArray | None]:
+    """The columns the join reads, from the files: the run's query and doc ids and its
+    scores negated (ascending is better), the qrels' query and doc ids and grades; and
+    their subtopics (None unless the qrels judge subtopics)."""
+    from abrank.engines.halves import RunPiece
 
     jq, jd, grade, subtopics = qrels_columns(qrels_path, check=False)
     if subtopics is not None:  # checked (a repeated triple would count twice), then joined
         jq, jd, grade, subtopics = qrels_columns(qrels_path)
     rq, rd, score, _ = run_arrays(run_path)
     pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
-    # Like trec_eval, refuse a run with a document twice among a query's first `depth`
-    # rows, and qrels that judge a pair twice. The join finds such pairs anyway; the
-    # readers' own searches, which name the lines, run only when there is one to report.
     key = np.negative(score, out=score) if score.flags.writeable else -score  # best first
+    return RunPiece(rq, rd, key, jq, jd, grade), subtopics
+
+
+def _joined(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    piece: RunPiece,
+    subtopics: pa.ChunkedArray | None,
+    depth: int | None,
+) -> Prepared:
+    """The run's rows of ``piece`` joined to its judgments, refused as trec_eval refuses
+    them: a document twice among a query's first ``depth`` rows, or a pair judged twice.
+    The join finds such pairs anyway; the readers' own searches, which name the lines in
+    the files, run only when there is one to report."""
+    from abrank.engines.memory import prepare_arrays, prepare_subtopics
+
+    rq, rd, key = piece.query_ids, piece.doc_ids, piece.key
+    jq, jd, grade = piece.judged_queries, piece.judged_docs, piece.grades
     try:
         if subtopics is not None:
             return prepare_subtopics(rq, rd, key, jq, jd, grade, subtopics, depth, None)

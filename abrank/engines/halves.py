@@ -1,0 +1,140 @@
+"""A large TREC run scored in two halves of its queries, one per core.
+
+The memory engine's join (:func:`abrank.engines.memory.prepare_arrays`) and its metric
+kernels read each query's own rows and judgments only, and NumPy and Arrow do their work
+on whole columns without holding the GIL. A run whose rows come grouped by query (as
+runs are written) is therefore, cut at a query boundary near its middle, two independent
+pieces that two threads join and score at once: ``abrank metrics`` on 100k queries x 100
+documents spends most of its single-core time there (benchmarks/bench_metrics.py). Each
+query's values are computed from the same rows in the same order either way, so the
+halves' values, put back in query-id order, are the whole run's to the last bit.
+
+A run below :data:`HALVES_FROM` rows, a machine of one core, or a run whose two halves
+share a query (its rows not grouped by query) is scored whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from abrank.cores import usable_cores
+
+__all__ = ["HALVES_FROM", "RunPiece", "in_halves", "merged_by_query", "scored_pieces"]
+
+#: Run rows from which a run is scored in halves: below, starting the threads and cutting
+#: the judgments cost more than the second core saves.
+HALVES_FROM = 1_000_000
+
+#: Rows after the middle searched for the start of the next query.
+_BOUNDARY_WINDOW = 1 << 16
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunPiece:
+    """Some queries' rows of a run (``query_ids``, ``doc_ids``, ``key``: ascending is
+    better) in file order, and every judgment of those queries (``judged_queries``,
+    ``judged_docs``, ``grades``). The last piece also holds the judgments of queries the
+    run does not have, which ``-c`` scores."""
+
+    query_ids: pa.ChunkedArray
+    doc_ids: pa.ChunkedArray
+    key: np.ndarray
+    judged_queries: pa.ChunkedArray
+    judged_docs: pa.ChunkedArray
+    grades: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        """How many rows and judgments the piece holds, as JSON-safe builtins."""
+        return {"rows": len(self.query_ids), "judgments": len(self.judged_queries)}
+
+
+def in_halves(piece: RunPiece, *, smallest: int | None = None) -> list[RunPiece]:
+    """``piece`` cut into two pieces of disjoint queries at a query boundary near the
+    middle of its rows, or ``[piece]`` when it is not worth cutting (fewer rows than
+    ``smallest``, by default :data:`HALVES_FROM`; one core) or cannot be cut (see the
+    module text)."""
+    rows = len(piece.query_ids)
+    smallest = HALVES_FROM if smallest is None else smallest
+    if rows < max(smallest, 2) or usable_cores() < 2:
+        return [piece]
+    cut = _next_query_start(piece.query_ids, rows // 2)
+    if cut is None:
+        return [piece]
+    first, second = piece.query_ids.slice(0, cut), piece.query_ids.slice(cut)
+    with ThreadPoolExecutor(2, thread_name_prefix="abrank-halves") as pool:
+        ids_first, ids_second = pool.map(pc.unique, (first, second))
+    if pc.any(pc.is_in(ids_second, value_set=ids_first)).as_py():
+        return [piece]  # a query on both sides of the cut: the rows are not grouped
+    judged = piece.judged_queries
+    in_first = pc.is_in(judged, value_set=ids_first.cast(judged.type))
+    in_second = pc.invert(in_first)
+    mask = _as_numpy(in_first)
+    return [
+        RunPiece(
+            first,
+            piece.doc_ids.slice(0, cut),
+            piece.key[:cut],
+            judged.filter(in_first),
+            piece.judged_docs.filter(in_first),
+            piece.grades[mask],
+        ),
+        RunPiece(
+            second,
+            piece.doc_ids.slice(cut),
+            piece.key[cut:],
+            judged.filter(in_second),
+            piece.judged_docs.filter(in_second),
+            piece.grades[~mask],
+        ),
+    ]
+
+
+def scored_pieces(pieces: Sequence[RunPiece], score: Callable[[RunPiece], T]) -> list[T]:
+    """``score(piece)`` of every piece, one thread each when there are several, in the
+    pieces' order; the first piece's error is raised first (both have finished then)."""
+    if len(pieces) == 1:
+        return [score(pieces[0])]
+    with ThreadPoolExecutor(len(pieces), thread_name_prefix="abrank-halves") as pool:
+        futures = [pool.submit(score, piece) for piece in pieces]
+    return [future.result() for future in futures]
+
+
+def merged_by_query(
+    parts: Sequence[tuple[pa.Array, dict[str, np.ndarray]]],
+) -> tuple[pa.Array, dict[str, np.ndarray]]:
+    """The pieces' (query ids, values by metric) as one, in query-id byte order (the order
+    of each piece's ids, and trec_eval's)."""
+    if len(parts) == 1:
+        return parts[0]
+    ids = pa.concat_arrays([part[0].cast(pa.large_string()) for part in parts])
+    order = pc.sort_indices(ids).to_numpy()
+    values = {
+        name: np.concatenate([part[1][name] for part in parts])[order] for name in parts[0][1]
+    }
+    return ids.take(pa.array(order)), values
+
+
+def _next_query_start(ids: pa.ChunkedArray, near: int) -> int | None:
+    """The first row at or after ``near`` whose query id differs from the row before
+    it, searched within :data:`_BOUNDARY_WINDOW` rows (None: none there)."""
+    stop = min(len(ids), near + _BOUNDARY_WINDOW)
+    part = ids.slice(near - 1, stop - near + 1).combine_chunks()
+    change = _as_numpy(pc.not_equal(part[1:], part[:-1]))
+    found = np.flatnonzero(change)
+    return near + int(found[0]) if found.size else None
+
+
+def _as_numpy(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A boolean Arrow column without nulls as a NumPy array."""
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return mask.to_numpy(zero_copy_only=False)

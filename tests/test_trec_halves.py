@@ -1,0 +1,239 @@
+"""``abrank metrics`` on a run scored in two halves of its queries (abrank.engines.halves).
+
+The halves are forced on small runs here (a run of two rows or more, two cores): the
+values must be trec_eval's, and the whole run's to the last digit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from abrank.engines import halves
+from abrank.errors import DataError
+from abrank.treceval.output import trec_eval_text
+
+
+@pytest.fixture
+def halved(monkeypatch) -> list[int]:
+    """Every run of two rows or more is cut, as a large one on two cores; the list
+    records how many pieces each call of ``in_halves`` gave."""
+    monkeypatch.setattr(halves, "HALVES_FROM", 2)
+    monkeypatch.setattr(halves, "usable_cores", lambda: 2)
+    pieces: list[int] = []
+    cut = halves.in_halves
+
+    def counted(piece, **options):
+        made = cut(piece, **options)
+        pieces.append(len(made))
+        return made
+
+    monkeypatch.setattr(halves, "in_halves", counted)
+    return pieces
+
+
+def whole(monkeypatch, *args, **options) -> str:
+    """trec_eval_text on the run scored whole."""
+    with monkeypatch.context() as m:
+        m.setattr(halves, "HALVES_FROM", 10**12)
+        return trec_eval_text(*args, **options)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+# four queries of two rows; the middle row starts q3: halves {q1, q2} and {q3, q4}
+RUN = """\
+q1 Q0 a 1 3 s
+q1 Q0 b 2 2 s
+q2 Q0 c 1 3 s
+q2 Q0 d 2 2 s
+q3 Q0 e 1 3 s
+q3 Q0 f 2 2 s
+q4 Q0 g 1 3 s
+q4 Q0 h 2 2 s
+"""
+QRELS = "q1 0 b 1\nq2 0 c 1\nq3 0 f 0\nq4 0 x 1\nq5 0 y 1\n"
+
+
+def test_halves_of_disjoint_queries_score_as_worked_out_by_hand(tmp_path, halved):
+    run, qrels = write(tmp_path / "run.txt", RUN), write(tmp_path / "qrels.txt", QRELS)
+    text = trec_eval_text(qrels, run, ["mrr"], per_query=True, digits=4)
+    # q1: first relevant at 2; q2: at 1; q3: judged, nothing relevant; q4: its relevant
+    # document not retrieved; q5 is not in the run (left out without -c)
+    assert text == (
+        "mrr\tq1\t0.5000\nmrr\tq2\t1.0000\nmrr\tq3\t0.0000\nmrr\tq4\t0.0000\nmrr\tall\t0.3750\n"
+    )
+    assert halved == [2]
+    # -c: q5, judged but not in the run, is scored 0 from the second half's judgments
+    text = trec_eval_text(qrels, run, ["mrr"], per_query=True, complete=True, digits=4)
+    assert text.splitlines()[-2:] == ["mrr\tq5\t0.0000", "mrr\tall\t0.3000"]
+
+
+def test_the_cut_falls_at_the_next_query_and_splits_the_judgments_by_query(monkeypatch):
+    import numpy as np
+    import pyarrow as pa
+
+    monkeypatch.setattr(halves, "usable_cores", lambda: 2)
+    ids = pa.chunked_array([["q1", "q1", "q1"], ["q2", "q2", "q3"]])
+    docs = pa.chunked_array([["a", "b", "c"], ["d", "e", "f"]])
+    judged = pa.chunked_array([["q3", "q1", "q9", "q2"]])
+    piece = halves.RunPiece(
+        ids,
+        docs,
+        np.arange(6.0),
+        judged,
+        pa.chunked_array([["f", "a", "z", "d"]]),
+        np.array([1.0, 2.0, 3.0, 4.0]),
+    )
+    first, second = halves.in_halves(piece, smallest=2)
+    # row 3 (the middle) is q2's first: q1 | q2, q3; unknown q9 goes with the last piece
+    assert first.query_ids.to_pylist() == ["q1"] * 3
+    assert second.query_ids.to_pylist() == ["q2", "q2", "q3"]
+    assert second.doc_ids.to_pylist() == ["d", "e", "f"]
+    assert second.key.tolist() == [3.0, 4.0, 5.0]
+    assert (first.to_dict(), second.to_dict()) == (
+        {"rows": 3, "judgments": 1},
+        {"rows": 3, "judgments": 3},
+    )
+    assert first.grades.tolist() == [2.0]
+    assert second.judged_queries.to_pylist() == ["q3", "q9", "q2"]
+    assert second.grades.tolist() == [1.0, 3.0, 4.0]
+    # too few rows, or one core: whole
+    assert halves.in_halves(piece, smallest=7) == [piece]
+    monkeypatch.setattr(halves, "usable_cores", lambda: 1)
+    assert halves.in_halves(piece, smallest=2) == [piece]
+
+
+def test_a_run_not_grouped_by_query_is_scored_whole(tmp_path, monkeypatch, halved):
+    # q1's rows on both sides of the middle: no cut keeps its rows together
+    run = write(
+        tmp_path / "run.txt", "q1 Q0 a 1 3 s\nq2 Q0 c 1 3 s\nq1 Q0 b 2 2 s\nq2 Q0 d 2 2 s\n"
+    )
+    qrels = write(tmp_path / "qrels.txt", "q1 0 b 1\nq2 0 c 1\n")
+    text = trec_eval_text(qrels, run, ["mrr"], per_query=True, digits=4)
+    assert text == "mrr\tq1\t0.5000\nmrr\tq2\t1.0000\nmrr\tall\t0.7500\n"
+    assert halved == [1]
+
+
+@pytest.mark.parametrize("run_name", ["bm25-flat", "splade-pp-ed"])
+def test_halves_give_trec_eval_values_on_covid(shared_data, halved, run_name):
+    covid = shared_data / "beir-trec-covid"
+    qrels = covid / "qrels.beir-v1.0.0-trec-covid.test.txt"
+    run = covid / "runs" / f"trec-covid.{run_name}.top100.txt"
+    expected_file = covid / "expected" / f"trec-covid.{run_name}.top100.l1.trec_eval.txt"
+    rows = [line.split() for line in expected_file.read_text().splitlines()]
+    names = {
+        "ndcg@10": "ndcg_cut_10",
+        "recall@100": "recall_100",
+        "precision@10": "P_10",
+        "mrr": "recip_rank",
+    }
+    text = trec_eval_text(qrels, run, list(names), per_query=True, complete=True, digits=4)
+    assert halved == [2]
+    got = [line.split("\t") for line in text.splitlines()]
+    for ours, theirs in names.items():
+        expected = {q: v for m, q, v in rows if m == theirs}
+        assert {q: v for m, q, v in got if m == ours} == expected, ours
+
+
+@pytest.mark.parametrize("complete", [False, True])
+def test_halves_print_what_the_whole_run_prints(shared_data, monkeypatch, halved, complete):
+    metrics = [
+        "mrr@10",
+        "ndcg@10",
+        "map",
+        "recall@100",
+        "p@10",
+        "err@10",
+        "rbp(p=0.8)",
+        "rbp_residual(p=0.8)",
+        "infap",
+        "rprec",
+        "bpref",
+        "judged@10",
+        "ndcg@10(judged)",
+        "gm_map",
+        "success@5",
+    ]
+    dl = shared_data / "trec-dl-passage"
+    cases = [
+        (dl / "qrels.dl19-passage.txt", dl / "runs/dl19.bm25-flat.top100.txt", 2),
+        (dl / "qrels.dl20-passage.txt", dl / "runs/dl20.bm25-flat.top100.txt", 1),
+    ]
+    for qrels, run, level in cases:
+        options = dict(per_query=True, complete=complete, rel_level=level)
+        assert trec_eval_text(qrels, run, metrics, **options) == whole(
+            monkeypatch, qrels, run, metrics, **options
+        )
+    assert halved == [2, 1, 2, 1]  # halves, then whole
+
+
+def test_a_pair_twice_in_the_second_half_names_its_line(tmp_path, monkeypatch, halved):
+    run = write(tmp_path / "run.txt", RUN + "q4 Q0 g 3 1 s\n")
+    qrels = write(tmp_path / "qrels.txt", QRELS)
+    with pytest.raises(DataError) as info:
+        trec_eval_text(qrels, run, ["mrr"])
+    message = str(info.value)
+    assert message.startswith(f"{run}: line 9: expected each document once per query")
+    assert "('q4', 'g') at line 9" in message
+    assert halved == [2]
+    with pytest.raises(DataError) as alone:
+        whole(monkeypatch, qrels, run, ["mrr"])
+    assert str(alone.value) == message
+
+
+def test_a_pair_judged_twice_in_the_first_half_names_its_line(tmp_path, monkeypatch, halved):
+    run = write(tmp_path / "run.txt", RUN)
+    qrels = write(tmp_path / "qrels.txt", QRELS + "q1 0 b 0\n")
+    with pytest.raises(DataError) as info:
+        trec_eval_text(qrels, run, ["mrr"])
+    message = str(info.value)
+    assert message.startswith(f"{qrels}: line 6: expected one judgment per (query, doc) pair")
+    assert halved == [2]
+    with pytest.raises(DataError) as alone:
+        whole(monkeypatch, qrels, run, ["mrr"])
+    assert str(alone.value) == message
+
+
+def test_no_query_in_common_is_refused_after_the_halves(tmp_path, halved):
+    run = write(tmp_path / "run.txt", RUN)
+    qrels = write(tmp_path / "qrels.txt", "q7 0 a 1\n")
+    with pytest.raises(DataError) as info:
+        trec_eval_text(qrels, run, ["mrr"])
+    assert str(info.value) == (
+        f"{run}: query ids: expected queries that are also in {qrels}, got none"
+    )
+    assert halved == [2]
+
+
+def test_float_sums_above_are_each_runs_own():
+    """ERR's log-chance of reaching a row: each query's running sum from its first row, as
+    a query alone would have it, whatever the queries before it (a sum over the column
+    less its value at the query's start would not be)."""
+    import numpy as np
+
+    from abrank.io.arrow import sum_above
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 70, 300)
+    codes = np.repeat(np.arange(lengths.size), lengths)
+    values = np.log1p(-rng.random(codes.size) * 0.9)
+    got = sum_above(codes, values)
+    start = 0
+    for length in lengths:  # the slow obvious way, one query at a time
+        acc = 0.0
+        for row in range(start, start + length):
+            assert got[row] == acc
+            acc += values[row]
+        start += length
+    # a first query of large sums leaves the next one's sums as they are alone
+    big = np.concatenate([np.full(50, -1e6), values[:10]])
+    alone = sum_above(np.zeros(10, dtype=int), values[:10])
+    assert np.array_equal(sum_above(np.repeat([0, 1], [50, 10]), big)[50:], alone)
+    # whole numbers stay whole: counts of flagged rows above
+    counted = sum_above(np.array([3, 3, 3, 7, 7]), np.array([1, 0, 1, 1, 1]))
+    assert counted.tolist() == [0, 1, 1, 0, 1] and counted.dtype.kind == "i"
