@@ -36,6 +36,7 @@ HALVES_FROM = 1_000_000
 _BOUNDARY_WINDOW = 1 << 16
 
 T = TypeVar("T")
+J = TypeVar("J")
 
 
 @dataclass(frozen=True)
@@ -76,35 +77,50 @@ def in_halves(piece: RunPiece, *, smallest: int | None = None) -> list[RunPiece]
         return [piece]  # a query on both sides of the cut: the rows are not grouped
     judged = piece.judged_queries
     in_first = pc.is_in(judged, value_set=ids_first.cast(judged.type))
-    in_second = pc.invert(in_first)
     mask = _as_numpy(in_first)
+    ahead = int(np.count_nonzero(mask))
+    if mask[:ahead].all():  # the judgments in the run's order of queries: no copy
+        judgments = [
+            (judged.slice(0, ahead), piece.judged_docs.slice(0, ahead), piece.grades[:ahead]),
+            (judged.slice(ahead), piece.judged_docs.slice(ahead), piece.grades[ahead:]),
+        ]
+    else:
+        in_second = pc.invert(in_first)
+        judgments = [
+            (judged.filter(in_first), piece.judged_docs.filter(in_first), piece.grades[mask]),
+            (judged.filter(in_second), piece.judged_docs.filter(in_second), piece.grades[~mask]),
+        ]
     return [
-        RunPiece(
-            first,
-            piece.doc_ids.slice(0, cut),
-            piece.key[:cut],
-            judged.filter(in_first),
-            piece.judged_docs.filter(in_first),
-            piece.grades[mask],
-        ),
-        RunPiece(
-            second,
-            piece.doc_ids.slice(cut),
-            piece.key[cut:],
-            judged.filter(in_second),
-            piece.judged_docs.filter(in_second),
-            piece.grades[~mask],
-        ),
+        RunPiece(first, piece.doc_ids.slice(0, cut), piece.key[:cut], *judgments[0]),
+        RunPiece(second, piece.doc_ids.slice(cut), piece.key[cut:], *judgments[1]),
     ]
 
 
-def scored_pieces(pieces: Sequence[RunPiece], score: Callable[[RunPiece], T]) -> list[T]:
-    """``score(piece)`` of every piece, one thread each when there are several, in the
-    pieces' order; the first piece's error is raised first (both have finished then)."""
+def scored_pieces(
+    pieces: list[RunPiece | None],
+    join: Callable[[RunPiece], J],
+    score: Callable[[J], T],
+) -> list[T]:
+    """``score(join(piece))`` of every piece, one thread each when there are several, in
+    the pieces' order; the first piece's error is raised first (both have finished then).
+
+    Each piece leaves ``pieces`` as its join starts, and its columns (the run's ids, the
+    largest arrays) are let go once joined, so that the scoring reuses their memory: the
+    caller keeps no other reference to them."""
+
+    def joined_and_scored(index: int) -> T:
+        piece = pieces[index]
+        pieces[index] = None
+        if piece is None:
+            raise ValueError(f"scored_pieces: piece {index} was already taken")
+        joined = join(piece)
+        del piece
+        return score(joined)
+
     if len(pieces) == 1:
-        return [score(pieces[0])]
+        return [joined_and_scored(0)]
     with ThreadPoolExecutor(len(pieces), thread_name_prefix="abrank-halves") as pool:
-        futures = [pool.submit(score, piece) for piece in pieces]
+        futures = [pool.submit(joined_and_scored, index) for index in range(len(pieces))]
     return [future.result() for future in futures]
 
 

@@ -68,10 +68,13 @@ def trec_eval_text(
     check_options(rel_level, "linear", depth)
     piece, subtopics = _file_columns(qrels_path, run_path)
     # a large run's two halves of queries are joined and scored on two cores at once
-    pieces = [piece] if subtopics is not None else in_halves(piece)
+    pieces: list[RunPiece | None] = [piece] if subtopics is not None else [*in_halves(piece)]
+    del piece  # each piece's columns go once it is joined (scored_pieces)
 
-    def scored_values(part: RunPiece) -> tuple[pa.Array, dict[str, np.ndarray]]:
-        prep = _joined(qrels_path, run_path, part, subtopics, depth)
+    def joined(part: RunPiece) -> Prepared:
+        return _joined(qrels_path, run_path, part, subtopics, depth)
+
+    def scored_values(prep: Prepared) -> tuple[pa.Array, dict[str, np.ndarray]]:
         scored = scored_queries(prep, complete)
         if not scored.any():
             return prep.ids.slice(0, 0), {m.name: np.zeros(0) for m in parsed}
@@ -80,7 +83,7 @@ def trec_eval_text(
         columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
         return prep.ids.filter(pa.array(scored)), columns
 
-    qids, columns = merged_by_query(scored_pieces(pieces, scored_values))
+    qids, columns = merged_by_query(scored_pieces(pieces, joined, scored_values))
     if not len(qids):
         raise DataError(
             f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
