@@ -102,6 +102,19 @@ def test_the_cut_falls_at_the_next_query_and_splits_the_judgments_by_query(monke
     assert first.grades.tolist() == [2.0]
     assert second.judged_queries.to_pylist() == ["q3", "q9", "q2"]
     assert second.grades.tolist() == [1.0, 3.0, 4.0]
+    # judgments in the run's order of queries are cut where the second half's start
+    in_order = halves.RunPiece(
+        ids,
+        docs,
+        np.arange(6.0),
+        pa.chunked_array([["q1", "q1", "q2", "q3", "q9"]]),
+        pa.chunked_array([["a", "b", "d", "f", "z"]]),
+        np.arange(5.0),
+    )
+    first, second = halves.in_halves(in_order, smallest=2)
+    assert first.judged_docs.to_pylist() == ["a", "b"] and first.grades.tolist() == [0.0, 1.0]
+    assert second.judged_queries.to_pylist() == ["q2", "q3", "q9"]
+    assert np.shares_memory(second.grades, in_order.grades)  # a slice, not a copy
     # too few rows, or one core: whole
     assert halves.in_halves(piece, smallest=7) == [piece]
     monkeypatch.setattr(halves, "usable_cores", lambda: 1)

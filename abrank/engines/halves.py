@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from abrank.cores import usable_cores
+from abrank.io.arrow import run_heads
 
 __all__ = ["HALVES_FROM", "RunPiece", "in_halves", "merged_by_query", "scored_pieces"]
 
@@ -72,27 +73,37 @@ def in_halves(piece: RunPiece, *, smallest: int | None = None) -> list[RunPiece]
         return [piece]
     first, second = piece.query_ids.slice(0, cut), piece.query_ids.slice(cut)
     with ThreadPoolExecutor(2, thread_name_prefix="abrank-halves") as pool:
-        ids_first, ids_second = pool.map(pc.unique, (first, second))
+        (_, ids_first), (_, ids_second) = pool.map(run_heads, (first, second))
     if pc.any(pc.is_in(ids_second, value_set=ids_first)).as_py():
         return [piece]  # a query on both sides of the cut: the rows are not grouped
-    judged = piece.judged_queries
-    in_first = pc.is_in(judged, value_set=ids_first.cast(judged.type))
-    mask = _as_numpy(in_first)
-    ahead = int(np.count_nonzero(mask))
-    if mask[:ahead].all():  # the judgments in the run's order of queries: no copy
-        judgments = [
-            (judged.slice(0, ahead), piece.judged_docs.slice(0, ahead), piece.grades[:ahead]),
-            (judged.slice(ahead), piece.judged_docs.slice(ahead), piece.grades[ahead:]),
-        ]
-    else:
-        in_second = pc.invert(in_first)
-        judgments = [
-            (judged.filter(in_first), piece.judged_docs.filter(in_first), piece.grades[mask]),
-            (judged.filter(in_second), piece.judged_docs.filter(in_second), piece.grades[~mask]),
-        ]
+    judgments = _judgments_by_half(piece, ids_first)
     return [
         RunPiece(first, piece.doc_ids.slice(0, cut), piece.key[:cut], *judgments[0]),
         RunPiece(second, piece.doc_ids.slice(cut), piece.key[cut:], *judgments[1]),
+    ]
+
+
+def _judgments_by_half(
+    piece: RunPiece, ids_first: pa.Array
+) -> list[tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]]:
+    """The judgments of the first half's queries (``ids_first``) and the others: slices
+    when the judgments come in the run's order of queries (as they are mostly written),
+    else copies."""
+    judged = piece.judged_queries
+    starts, heads = run_heads(judged)
+    first = _as_numpy(pc.is_in(heads, value_set=ids_first.cast(heads.type)))
+    leading = first.size if first.all() else int(np.argmin(first))
+    if not first[leading:].any():
+        ahead = int(starts[leading]) if leading < starts.size else len(judged)
+        return [
+            (judged.slice(0, ahead), piece.judged_docs.slice(0, ahead), piece.grades[:ahead]),
+            (judged.slice(ahead), piece.judged_docs.slice(ahead), piece.grades[ahead:]),
+        ]
+    mask = np.repeat(first, np.diff(np.append(starts, len(judged))))
+    in_first, in_second = pa.array(mask), pa.array(~mask)
+    return [
+        (judged.filter(in_first), piece.judged_docs.filter(in_first), piece.grades[mask]),
+        (judged.filter(in_second), piece.judged_docs.filter(in_second), piece.grades[~mask]),
     ]
 
 

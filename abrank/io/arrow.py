@@ -342,6 +342,14 @@ class _Encoded:
         self.lengths = lengths
 
 
+def run_heads(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """The rows where a run of equal neighbouring ids starts, and their ids. Every
+    distinct id of the column is among them (repeated when its rows are not together):
+    found with one comparison of neighbours rather than a hash of every row."""
+    starts = _run_starts(values)
+    return starts, take_rows(values, starts)
+
+
 def _run_starts(values: pa.ChunkedArray) -> np.ndarray:
     """Row indices where a new run of equal neighbouring ids starts (row 0 included).
 
