@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
+from abrank.io.buffers import numbers_of
 
 __all__ = [
     "ALIASES",
@@ -217,7 +218,10 @@ def parse_numbers(
 def _arrow_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """Float64 values of an Arrow column of numbers or text; None when a cell is no number."""
     if pa.types.is_floating(values.type) or pa.types.is_integer(values.type):
-        return values.to_numpy().astype(np.float64, copy=False)
+        numbers = numbers_of(values)
+        if numbers is None:
+            numbers = values.to_numpy()
+        return numbers.astype(np.float64, copy=False)
     import pyarrow.compute as pc
 
     try:
