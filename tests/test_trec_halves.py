@@ -250,3 +250,84 @@ def test_float_sums_above_are_each_runs_own():
     # whole numbers stay whole: counts of flagged rows above
     counted = sum_above(np.array([3, 3, 3, 7, 7]), np.array([1, 0, 1, 1, 1]))
     assert counted.tolist() == [0, 1, 1, 0, 1] and counted.dtype.kind == "i"
+
+
+# trec_eval 10's own test outputs (its Makefile's commands), printed from halves of topics;
+# results.trunc interleaves its topics' rows, so it is measured whole
+TREC_EVAL_FILES = [
+    ("out.test.aq", ["-m", "all_trec", "-q"], "qrels.test", "results.test", 2),
+    ("out.test.aqc", ["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc", 1),
+    ("out.test.aqcM", ["-m", "all_trec", "-q", "-c", "-M100"], "qrels.test", "results.trunc", 1),
+    (
+        "out.test.aql",
+        ["-m", "all_trec", "-mrelstring.20", "-q", "-l2"],
+        "qrels.rel_level",
+        "results.test",
+        2,
+    ),
+    ("out.test", [], "qrels.test", "results.test", 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("expected", "options", "qrels", "run", "pieces"),
+    TREC_EVAL_FILES,
+    ids=[c[0] for c in TREC_EVAL_FILES],
+)
+def test_trec_eval_measures_from_halves_equal_trec_eval(
+    shared_data, capsys, halved, expected, options, qrels, run, pieces
+):
+    from abrank.cli import main
+
+    folder = shared_data / "trec_eval-tests" / "test"
+    code = main(["metrics", *options, str(folder / qrels), str(folder / run)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert halved == [pieces]
+    assert out == (folder / expected).read_text()
+
+
+def test_trec_eval_measures_from_halves_print_what_the_whole_run_prints(
+    shared_data, monkeypatch, halved
+):
+    from abrank.treceval import parse_trec_measures
+    from abrank.treceval.output import trec_eval_report
+
+    dl = shared_data / "trec-dl-passage"
+    qrels, run = dl / "qrels.dl19-passage.txt", dl / "runs/dl19.bm25-flat.top100.txt"
+    measures = parse_trec_measures(["all_trec"])
+    for options in (
+        dict(per_query=True),
+        dict(per_query=True, complete=True, rel_level=2),
+        dict(judged_only=True, depth=50),
+    ):
+        halves_text = trec_eval_report(qrels, run, measures, **options)
+        with monkeypatch.context() as m:
+            m.setattr(halves, "HALVES_FROM", 10**12)
+            assert halves_text == trec_eval_report(qrels, run, measures, **options)
+    assert halved == [2, 1, 2, 1, 2, 1]
+
+
+def test_a_half_without_judged_queries_is_measured_with_the_other(tmp_path, halved):
+    from abrank.treceval import parse_trec_measures
+    from abrank.treceval.output import trec_eval_report
+
+    run, qrels = write(tmp_path / "run.txt", RUN), write(tmp_path / "qrels.txt", "q3 0 e 1\n")
+    measures = parse_trec_measures(["recip_rank", "num_q", "num_rel"])
+    # q1, q2 (the first half) have no judgments; q3's relevant document is at rank 1
+    text = trec_eval_report(qrels, run, measures, per_query=True)
+    assert text.splitlines() == [
+        "num_rel               \tq3\t1",
+        "recip_rank            \tq3\t1.0000",
+        "num_q                 \tall\t1",
+        "num_rel               \tall\t1",
+        "recip_rank            \tall\t1.0000",
+    ]
+    assert halved == [2]
+    # no judged query anywhere: refused after both halves
+    none = write(tmp_path / "none.txt", "q7 0 a 1\n")
+    with pytest.raises(DataError) as info:
+        trec_eval_report(none, run, measures)
+    assert (
+        str(info.value) == f"{run}: query ids: expected queries that are also in {none}, got none"
+    )

@@ -42,12 +42,9 @@ The measures without an abrank metric family of their own are computed in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-import numpy as np
-import pyarrow as pa
 
 from abrank.errors import ConfigError
 
@@ -202,6 +199,12 @@ class TrecMeasures:
             else:
                 out += [(f"{name}_{k}", Metric(family, k)) for k in cutoffs]
         return out
+
+    def family(self, name: str) -> str | None:
+        """The abrank metric family that computes measure ``name`` as trec_eval does; None
+        when trec_eval's own computation is needed (no such family, or parameters given)."""
+        family = _MEASURES[name]
+        return None if family is None or name in self.params else family
 
     def printed(self, name: str) -> str:
         """The name trec_eval prints for a one-value measure: with its parameters as given
@@ -418,156 +421,10 @@ def format_report(
     """trec_eval's output for joined rankings and judgments (see the module docstring).
 
     ``prep`` comes from the metrics engine's join; ``runid`` is printed for the ``runid``
-    measure (the run file's last tag).
+    measure (the run file's last tag). A run joined in pieces prints the same through
+    :mod:`abrank.treceval.report`.
     """
-    from abrank.engines.memory import compute, scored_queries
-    from abrank.metrics import Metric
-    from abrank.treceval.all_trec import relstrings
-    from abrank.treceval.default_set import geometric_mean
-    from abrank.treceval.lines import join_lines
+    from abrank.treceval.report import report_columns, report_text
 
-    nq = len(prep.ids)
-    scored = scored_queries(prep, complete)
-    threshold = float(rel_level)
-    named = measures.metrics()
-    values = compute(prep, [m for _, m in named], threshold, "linear") if named else {}
-    # the counts, each computed only when asked for (each is a pass over the judgments)
-    counts: dict[str, Callable[[], np.ndarray]] = {
-        "num_ret": lambda: prep.retrieved.astype(np.int64),
-        "num_rel": lambda: np.bincount(
-            prep.judged_code[prep.judged_grade >= threshold], minlength=nq
-        ),
-        "num_rel_ret": lambda: np.bincount(
-            prep.row_code[prep.row_grade >= threshold], minlength=nq
-        ),
-        "num_nonrel_judged_ret": lambda: np.bincount(
-            prep.row_code[(prep.row_grade >= 0) & (prep.row_grade < threshold)], minlength=nq
-        ),
-    }
-
-    number = f"{{:6.{digits}f}}"
-    value_of = {printed: values[metric.name] for printed, metric in named}
-    # (name, per-query values or None, how a value prints, the all row's text or None)
-    columns: list[tuple[str, np.ndarray | list[str] | None, str, str | None]] = []
-    for name, cutoffs in measures.cutoffs.items():
-        if name == "runid":
-            columns.append(("runid", None, "", "" if runid is None else runid))
-        elif name == "num_q":
-            columns.append(("num_q", None, "", str(int(scored.sum()))))
-        elif name in ("gm_map", "gm_bpref"):  # trec_eval prints them for all only
-            family = {"gm_map": "map", "gm_bpref": "bpref"}[name]
-            per = compute(prep, [Metric(family, None)], threshold, "linear")[family]
-            total = number.format(geometric_mean(np.nan_to_num(per)[scored]))
-            columns.append((name, None, "", total))
-        elif name == "relstring":  # per query only, quoted (m_relstring.c)
-            length = int(measures.numbers(name)[0])  # C's (long) cast of the parameter
-            strings = relstrings(prep, length)
-            per = [strings[i] if prep.in_run[i] else "" for i in np.flatnonzero(scored)]
-            columns.append((measures.printed(name), per if per_query else None, "'{}'", None))
-        elif name not in counts and (_MEASURES[name] is None or name in measures.params):
-            for printed, column in _derived(prep, measures, name, threshold).items():
-                column = np.where(prep.in_run, column, 0.0)  # trec_eval -c: missing score 0
-                shown = column[scored]
-                mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
-                columns.append((printed, shown if per_query else None, number, number.format(mean)))
-        elif name in counts:
-            per = counts[name]()[scored]
-            count = int(per.sum())
-            if name == "num_rel" and complete:
-                count = int(np.count_nonzero(prep.judged_grade > 0))
-            columns.append((name, per if per_query else None, "{}", str(count)))
-        else:
-            for printed in [name] if cutoffs is None else [f"{name}_{k}" for k in cutoffs]:
-                column = np.nan_to_num(value_of[printed], nan=0.0)
-                # trec_eval adds the queries' values one by one in query order, then divides
-                shown = column[scored]
-                mean = float(np.cumsum(shown)[-1]) / shown.size if shown.size else 0.0
-                columns.append((printed, shown if per_query else None, number, number.format(mean)))
-    text = ""
-    if per_query:
-        shown = [(name, per, style) for name, per, style, _ in columns if per is not None]
-        if shown:
-            text = join_lines(
-                prep.ids.filter(pa.array(scored)),
-                [f"{name:<22}" for name, _, _ in shown],
-                [_texts(per, style, digits) for _, per, style in shown],
-            )
-    # relstring has per-query rows only (no "all" text)
-    return text + "".join(
-        f"{name:<22}\tall\t{total}\n" for name, _, _, total in columns if total is not None
-    )
-
-
-def _texts(values: np.ndarray | list[str], style: str, digits: int) -> pa.Array:
-    """One column of per-query rows as text: a measure's values (``%6.4f``), counts, or
-    relstrings (quoted)."""
-    from abrank.treceval.lines import fixed_texts
-
-    if style == "{}":
-        return pa.array(np.asarray(values, dtype=np.int64)).cast(pa.string())
-    if style == "'{}'":
-        return pa.array([f"'{text}'" for text in values], type=pa.string())
-    return fixed_texts(np.asarray(values, dtype=np.float64), digits, 6)
-
-
-def _derived(
-    prep: Prepared, measures: TrecMeasures, name: str, threshold: float
-) -> dict[str, np.ndarray]:
-    """The per-query columns (by query code) of a measure that no abrank metric family
-    computes as trec_eval does, keyed by the names trec_eval prints."""
-    from abrank.treceval import all_trec
-    from abrank.treceval.default_set import interpolated_precision, r_precision
-
-    nq = len(prep.ids)
-    cutoffs = measures.cutoffs.get(name) or ()
-    printed = measures.printed(name)
-    if name == "iprec_at_recall":
-        at = interpolated_precision(prep, threshold, measures.fractions(name))
-        return {f"{name}_{level:3.2f}": v for level, v in at.items()}
-    if name == "11pt_avg":
-        given = measures.numbers(name)
-        at = interpolated_precision(prep, threshold, tuple(dict.fromkeys(given)))
-        return {printed: all_trec.eleven_point_average_at(at, given)}
-    if name == "Rprec":
-        return {name: r_precision(prep, threshold)}
-    if name == "Rprec_mult":
-        fractions = all_trec.rprec_mult(prep, threshold, measures.fractions(name))
-        return {f"{name}_{f:3.2f}": v for f, v in fractions.items()}
-    if name == "relative_P":
-        found = all_trec.relative_precision(prep, threshold, cutoffs)
-        return {f"{name}_{k}": v for k, v in found.items()}
-    if name == "unj":
-        return {f"{name}_{k}": v for k, v in all_trec.unjudged_at(prep, cutoffs).items()}
-    if name == "infAP":
-        return {name: all_trec.inferred_ap(prep, threshold)}
-    if name == "utility":
-        return {printed: all_trec.utility(prep, threshold, measures.numbers(name))}
-    if name == "binG":
-        return {name: all_trec.binary_gain(prep, threshold)}
-    if name in ("set_P", "set_recall"):
-        hits = np.bincount(prep.row_code[prep.row_grade >= threshold], minlength=nq)
-        if name == "set_P":
-            base = prep.retrieved.astype(np.float64)
-        else:
-            relevant = prep.judged_code[prep.judged_grade >= threshold]
-            base = np.bincount(relevant, minlength=nq).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return {name: np.where(base > 0, hits / base, 0.0)}
-    if name in ("set_relative_P", "set_map", "set_F"):
-        beta = measures.numbers("set_F")[0] if name == "set_F" else 1.0
-        return {printed: all_trec.set_measures(prep, threshold, beta)[name]}
-    levels, others = measures.pairs(name)
-    if name == "ndcg":
-        return {printed: all_trec.ndcg_gains(prep, levels)}
-    if name == "G":
-        return {printed: all_trec.gain_ratio(prep, levels)}
-    if name == "ndcg_rel":
-        return {printed: all_trec.ndcg_rel(prep, levels)}
-    if name == "Rndcg":
-        return {printed: all_trec.rndcg(prep, threshold, levels)}
-    p = others.get("p", all_trec.RBP_PERSISTENCE)
-    if name == "rbp":
-        return {printed: all_trec.rbp(prep, levels, p)}
-    if name == "rbp_resid":
-        return {printed: all_trec.rbp_residual(prep, p)}
-    raise NotImplementedError(f"trec_eval measure {name!r} has no computation here")
+    part = report_columns(prep, measures, rel_level=rel_level, complete=complete, runid=runid)
+    return report_text([part], per_query=per_query, complete=complete, digits=digits)

@@ -85,16 +85,8 @@ def trec_eval_text(
 
     qids, columns = merged_by_query(scored_pieces(pieces, joined, scored_values))
     if not len(qids):
-        raise DataError(
-            f"{run_path}: query ids: expected queries that are also in {qrels_path}, got none"
-        )
+        raise _none_in_common(run_path, qrels_path)
     return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
-
-
-def _prepare_files(qrels_path: str | Path, run_path: str | Path, depth: int | None) -> Prepared:
-    """A TREC run joined to its qrels (the metrics engine's arrays), straight from the files."""
-    piece, subtopics = _file_columns(qrels_path, run_path)
-    return _joined(qrels_path, run_path, piece, subtopics, depth)
 
 
 def _file_columns(
@@ -161,20 +153,35 @@ def trec_eval_report(
     and as in trec_eval those judged with a negative grade, leave each ranking before any
     measure reads it). See :mod:`abrank.treceval` for the layout.
     """
+    from abrank.engines.condensed import condense
+    from abrank.engines.halves import in_halves, scored_pieces
     from abrank.engines.memory import check_options
-    from abrank.treceval import format_report
+    from abrank.treceval.report import ReportColumns, report_columns, report_text
 
     check_options(rel_level, "linear", depth)
-    prep = _scorable(_prepare_files(qrels_path, run_path, depth), judged_only, run_path, qrels_path)
+    piece, subtopics = _file_columns(qrels_path, run_path)
     runid = run_tag(run_path) if "runid" in measures.cutoffs else None
-    return format_report(
-        prep,
-        measures,
-        rel_level=rel_level,
-        complete=complete,
-        per_query=per_query,
-        runid=runid,
-        digits=digits,
+    # a large run's two halves of queries are joined and measured on two cores at once
+    pieces: list[RunPiece | None] = [piece] if subtopics is not None else [*in_halves(piece)]
+    del piece  # each piece's columns go once it is joined (scored_pieces)
+
+    def joined(part: RunPiece) -> Prepared:
+        return _joined(qrels_path, run_path, part, subtopics, depth)
+
+    def measured(prep: Prepared) -> tuple[bool, ReportColumns]:
+        if judged_only:  # -J: as in trec_eval, negative grades leave with the unjudged
+            prep = condense(prep, keep_negative=False)
+        common = bool((prep.in_run & prep.in_judgments).any())
+        columns = report_columns(
+            prep, measures, rel_level=rel_level, complete=complete, runid=runid
+        )
+        return common, columns
+
+    parts = scored_pieces(pieces, joined, measured)
+    if not any(common for common, _ in parts):
+        raise _none_in_common(run_path, qrels_path)
+    return report_text(
+        [columns for _, columns in parts], per_query=per_query, complete=complete, digits=digits
     )
 
 
@@ -187,8 +194,13 @@ def _scorable(prep: Prepared, judged_only: bool, run: str | Path, qrels: str | P
     if judged_only:
         prep = condense(prep, keep_negative=False)
     if not (prep.in_run & prep.in_judgments).any():
-        raise DataError(f"{run}: query ids: expected queries that are also in {qrels}, got none")
+        raise _none_in_common(run, qrels)
     return prep
+
+
+def _none_in_common(run: str | Path, qrels: str | Path) -> DataError:
+    """The error of a run none of whose queries is judged."""
+    return DataError(f"{run}: query ids: expected queries that are also in {qrels}, got none")
 
 
 def trec_eval_report_of_tables(
