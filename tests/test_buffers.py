@@ -45,3 +45,53 @@ def test_trec_files_parse_without_importing_pandas(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[1.0, 3.0] [2.5, 1.5, 9.0] False"
+
+
+def test_bools_and_arrays_round_trip_through_buffers():
+    from abrank.io.buffers import arrow_of, bools_of, numpy_of, text_scalar, texts_of
+
+    mask = np.array([True, False, True, True, False, False, True, False, True, True])
+    assert arrow_of(mask).to_pylist() == mask.tolist()
+    # sliced and chunked bit-packed columns: offsets inside a byte
+    chunked = pa.chunked_array([pa.array(mask.tolist()).slice(3), pa.array([False, True])])
+    assert bools_of(chunked).tolist() == [*mask[3:].tolist(), False, True]
+    assert numpy_of(chunked).tolist() == bools_of(chunked).tolist()
+    assert arrow_of(np.arange(4, dtype=np.int64)[::2]).to_pylist() == [0, 2]  # not contiguous
+    assert numpy_of(pa.array(["a", None])).tolist() == ["a", None]  # pyarrow's own, as before
+    assert texts_of(["a", "héllo", ""]).to_pylist() == ["a", "héllo", ""]
+    assert text_scalar("\t", large=True).as_py() == "\t"
+    assert text_scalar("x").type == pa.string()
+
+
+def run_metrics_and_list_pandas(*args: str) -> str:
+    """``abrank metrics ARGS`` in a fresh interpreter; its output, then whether pandas
+    was loaded."""
+    code = (
+        "import io, sys, contextlib\n"
+        "from abrank.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    main(['metrics', *{list(args)!r}])\n"
+        "sys.stdout.write(out.getvalue() + str('pandas' in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
+
+
+def test_metrics_on_trec_files_with_plain_measures_load_no_pandas(tmp_path):
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    # a tie (q1's d2, d3: doc ids order them) and a tab-separated qrels (the splitting path)
+    run.write_text("q1 Q0 d1 1 3 s\nq1 Q0 d2 2 2 s\nq1 Q0 d3 3 2 s\nq2 Q0 d1 1 9 s\n")
+    qrels.write_text("q1\t0\td3\t1\nq2\t0\td1\t0\nq2\t0\td7\t1\n")
+    out = run_metrics_and_list_pandas("-m", "mrr", "--per-query", str(qrels), str(run))
+    # q1: d3 outranks d2 on the tie (doc id descending): reciprocal rank 1/2; q2: 0
+    assert out == "mrr\tq1\t0.5\nmrr\tq2\t0.0\nmrr\tall\t0.25\nFalse"
+    out = run_metrics_and_list_pandas("-q", "-m", "recip_rank", "-m", "num_q", str(qrels), str(run))
+    assert out.splitlines()[-1] == "False"
+    assert "recip_rank            \tall\t0.2500" in out
+    # trec_eval's default set groups rows with pandas: it is loaded then
+    out = run_metrics_and_list_pandas(str(qrels), str(run))
+    assert out.endswith("True") and "map                   \tall\t" in out

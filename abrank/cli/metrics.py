@@ -84,10 +84,6 @@ def handle(args: argparse.Namespace) -> int:
     from abrank.treceval import expand_cutoff_lists, parse_trec_measures, split_metric_lists
     from abrank.treceval.output import trec_eval_report, trec_eval_text
 
-    # every module this needs is loaded; pandas (which pyarrow wants for its first NumPy
-    # conversion) loads on the other core while the first file parses
-    import_pandas_in_background()
-
     _check_options(args)
     if runtime.owns_process():
         runtime.reuse_freed_memory()
@@ -102,10 +98,16 @@ def handle(args: argparse.Namespace) -> int:
         names = expand_cutoff_lists(names)
     digits = args.digits if args.digits is not None or measures is None else 4
     if args.engine not in (None, "memory"):
+        import_pandas_in_background()
         return _on_engine(args, names, measures, digits)
     trec_files = (
         detect_format(args.qrels, judgments=True) == "qrels" and detect_format(args.run) == "trec"
     )
+    # TREC files scored by abrank's metric families and counts load no pandas (their
+    # conversions go through abrank.io.buffers); the rest loads it on the other core while
+    # the first file parses
+    if not trec_files or (measures is not None and not measures.computed_without_pandas()):
+        import_pandas_in_background()
     options = dict(rel_level=args.rel_level, depth=args.depth, judged_only=args.judged_only)
     if trec_files and measures is not None:
         text = trec_eval_report(

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from abrank.cores import usable_cores
 from abrank.io.arrow import run_heads
+from abrank.io.buffers import arrow_of, bools_of, numpy_of
 
 __all__ = ["HALVES_FROM", "RunPiece", "in_halves", "merged_by_query", "scored_pieces"]
 
@@ -100,7 +101,7 @@ def _judgments_by_half(
             (judged.slice(ahead), piece.judged_docs.slice(ahead), piece.grades[ahead:]),
         ]
     mask = np.repeat(first, np.diff(np.append(starts, len(judged))))
-    in_first, in_second = pa.array(mask), pa.array(~mask)
+    in_first, in_second = arrow_of(mask), arrow_of(~mask)
     return [
         (judged.filter(in_first), piece.judged_docs.filter(in_first), piece.grades[mask]),
         (judged.filter(in_second), piece.judged_docs.filter(in_second), piece.grades[~mask]),
@@ -143,11 +144,11 @@ def merged_by_query(
     if len(parts) == 1:
         return parts[0]
     ids = pa.concat_arrays([part[0].cast(pa.large_string()) for part in parts])
-    order = pc.sort_indices(ids).to_numpy()
+    order = numpy_of(pc.sort_indices(ids))
     values = {
         name: np.concatenate([part[1][name] for part in parts])[order] for name in parts[0][1]
     }
-    return ids.take(pa.array(order)), values
+    return ids.take(arrow_of(order)), values
 
 
 def _next_query_start(ids: pa.ChunkedArray, near: int) -> int | None:
@@ -162,6 +163,4 @@ def _next_query_start(ids: pa.ChunkedArray, near: int) -> int | None:
 
 def _as_numpy(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A boolean Arrow column without nulls as a NumPy array."""
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks()
-    return mask.to_numpy(zero_copy_only=False)
+    return bools_of(mask)

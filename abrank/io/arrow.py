@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from abrank._lazy import pandas as pd
 from abrank.errors import DataError
+from abrank.io.buffers import arrow_of, numpy_of
 from abrank.io.columns import parse_numbers
 from abrank.io.doc_keys import BLOCK as _BLOCK
 from abrank.io.doc_keys import DocKeys
@@ -123,9 +124,9 @@ def _break_ties(order: np.ndarray, ties: np.ndarray, doc_ids: pa.ChunkedArray) -
     block = np.cumsum(opens)
     rows = order[where]
     docs = take_rows(doc_ids, rows)
-    table = pa.table({"block": block, "doc": docs})
+    table = pa.table({"block": arrow_of(block), "doc": docs})
     perm = pc.sort_indices(table, sort_keys=[("block", "ascending"), ("doc", "descending")])
-    order[where] = rows[perm.to_numpy()]
+    order[where] = rows[numpy_of(perm)]
 
 
 def take_rows(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
@@ -136,13 +137,13 @@ def take_rows(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """
     rows = np.asarray(rows, dtype=np.int64)
     if values.num_chunks == 1:
-        return values.chunk(0).take(pa.array(rows))
+        return values.chunk(0).take(arrow_of(rows))
     bounds = np.cumsum([0, *(len(c) for c in values.chunks)])
     order = np.argsort(rows, kind="stable")
     ordered = rows[order]
     cuts = np.searchsorted(ordered, bounds)
     pieces = [
-        chunk.take(pa.array(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
+        chunk.take(arrow_of(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
         for i, chunk in enumerate(values.chunks)
         if cuts[i + 1] > cuts[i]
     ]
@@ -151,7 +152,7 @@ def take_rows(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     taken = pa.concat_arrays(pieces)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)
-    return taken.take(pa.array(inverse))
+    return taken.take(arrow_of(inverse))
 
 
 def sorted_by_query(table: pa.Table, rank: str = "rank") -> pa.Table:
@@ -169,15 +170,15 @@ def sorted_by_query(table: pa.Table, rank: str = "rank") -> pa.Table:
     ids = table["query_id"]
     heads = _run_starts(ids)
     head_ids = take_rows(ids, heads)
-    steps = np.diff(table[rank].to_numpy())
+    steps = np.diff(numpy_of(table[rank]))
     steps[heads[1:] - 1] = 1  # from one query's last row to the next query's first
     if pc.count_distinct(head_ids).as_py() != heads.size or not bool(np.all(steps > 0)):
         return table.sort_by([("query_id", "ascending"), (rank, "ascending")])
-    order = pc.sort_indices(head_ids).to_numpy()
+    order = numpy_of(pc.sort_indices(head_ids))
     lengths = np.diff(np.append(heads, n))[order]
     # row p of the query that comes j-th stands at heads[order[j]] + (p - its new start)
     shift = heads[order] - (np.cumsum(lengths) - lengths)
-    return table.take(pa.array(np.repeat(shift, lengths) + np.arange(n)))
+    return table.take(arrow_of(np.repeat(shift, lengths) + np.arange(n)))
 
 
 def positions(codes: np.ndarray) -> np.ndarray:
@@ -292,7 +293,7 @@ def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray] | np.ndarra
     codes = []
     start = 0
     for e, size in zip(encoded, sizes, strict=True):
-        remap = pc.index_in(e.dictionary, value_set=ids).to_numpy(zero_copy_only=False)
+        remap = numpy_of(pc.index_in(e.dictionary, value_set=ids))
         remap = remap.astype(np.int32)
         out = joint[start : start + size]
         start += size
@@ -367,7 +368,7 @@ def _run_starts(values: pa.ChunkedArray) -> np.ndarray:
         if previous is None or first != previous:
             starts.append(np.array([base]))
         if size > 1:
-            change = pc.not_equal(chunk[1:], chunk[:-1]).to_numpy(zero_copy_only=False)
+            change = numpy_of(pc.not_equal(chunk[1:], chunk[:-1]))
             starts.append(np.flatnonzero(change) + (base + 1))
         previous = chunk[size - 1].as_py()
         base += size
@@ -394,9 +395,9 @@ def _encode_grouped(values: pa.ChunkedArray) -> _Encoded:
         encoded = encoded.unify_dictionaries()
         if encoded.num_chunks == 0:
             return _Encoded(pa.array([], type=values.type), np.zeros(0, dtype=np.int32), None)
-        indices = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+        indices = [numpy_of(c.indices) for c in encoded.chunks]
         return _Encoded(encoded.chunk(0).dictionary, np.concatenate(indices), None)
-    return _Encoded(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), None)
+    return _Encoded(encoded.dictionary, numpy_of(encoded.indices), None)
 
 
 def equal_pairs(
@@ -474,7 +475,7 @@ def equal_pairs(
     first, later = first[same], later[same]
     if not keys.exact and first.size:
         equal = pc.equal(_take(docs, first), _take(docs, later))
-        keep = equal.to_numpy(zero_copy_only=False)
+        keep = numpy_of(equal)
         first, later = first[keep], later[keep]
     if members.size:
         members = members.astype(index)

@@ -225,9 +225,11 @@ def _arrow_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     import pyarrow.compute as pc
 
     try:
-        return pc.cast(values, pa.float64()).to_numpy()
+        cast = pc.cast(values, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    numbers = numbers_of(cast)
+    return cast.to_numpy() if numbers is None else numbers
 
 
 def _fail(

@@ -26,6 +26,7 @@ from abrank.io.arrow import (
     positions,
     query_codes,
 )
+from abrank.io.buffers import arrow_of, numpy_of
 from abrank.io.columns import parse_numbers
 from abrank.io.doc_keys import doc_keys
 from abrank.io.files import SNIFF_BYTES, arrow_input, check_file, open_bytes
@@ -387,12 +388,12 @@ def _read_fields_split(
             f"{path}: line {row + 1}: expected UTF-8 text, got bytes that are not UTF-8"
         ) from None
     trimmed = pc.utf8_trim_whitespace(text)
-    blank = pc.equal(pc.binary_length(trimmed), 0).to_numpy(zero_copy_only=False)
+    blank = numpy_of(pc.binary_length(trimmed)) == 0
     parts = pc.utf8_split_whitespace(trimmed)
-    counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False).copy()
+    counts = numpy_of(pc.list_value_length(parts)).copy()
     counts[blank] = 0
     # trec_eval 10 skips comment lines: '#' as the line's first character
-    counts[pc.starts_with(text, pattern="#").to_numpy(zero_copy_only=False)] = 0
+    counts[numpy_of(pc.starts_with(text, pattern="#"))] = 0
     numbers = np.flatnonzero(counts > 0) + 1
     if numbers.size == 0:
         raise DataError(f"{path}: expected TREC lines, got an empty file")
@@ -409,9 +410,9 @@ def _read_fields_split(
             f"({expected}), got {int(counts[row])}"
         )
     parts = parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
-    starts = parts.offsets.to_numpy()[:-1][counts > 0]
+    starts = numpy_of(parts.offsets)[:-1][counts > 0]
     values = parts.values
-    columns = {name: values.take(pa.array(starts + index)) for name, index in wanted.items()}
+    columns = {name: values.take(arrow_of(starts + index)) for name, index in wanted.items()}
     return pa.table(columns), _Lines(numbers)
 
 

@@ -165,6 +165,20 @@ SETS: dict[str, tuple[str, ...]] = {
     "official": OFFICIAL,
     "all_trec": tuple(_ALL_TREC_NAMES.split()),
 }
+#: the measures computed without an abrank metric family or pandas: counts, runid, and
+#: the geometric means of map and bpref
+_PLAIN = frozenset(
+    [
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "num_nonrel_judged_ret",
+        "gm_map",
+        "gm_bpref",
+    ]
+)
 _CUTOFF = re.compile(r"^[0-9]+(\.[0-9]*)?$")
 _NUMBER = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
 _LEVEL = re.compile(r"^[+-]?[0-9]+$")
@@ -205,6 +219,11 @@ class TrecMeasures:
         when trec_eval's own computation is needed (no such family, or parameters given)."""
         family = _MEASURES[name]
         return None if family is None or name in self.params else family
+
+    def computed_without_pandas(self) -> bool:
+        """Whether every measure is an abrank metric family's, a count, runid or a
+        geometric mean of one (the other measures' computations group rows with pandas)."""
+        return all(name in _PLAIN or self.family(name) is not None for name in self.cutoffs)
 
     def printed(self, name: str) -> str:
         """The name trec_eval prints for a one-value measure: with its parameters as given

@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from abrank.io.buffers import arrow_of, text_scalar, texts_of
+
 __all__ = ["arrow_ids", "fixed_texts", "join_lines", "repr_texts"]
 
 # Arrow spells a double in positional notation with Python's shortest round-trip digits in
@@ -31,7 +33,7 @@ _EXACT = 2.0**52
 def repr_texts(values: np.ndarray) -> pa.Array:
     """``repr(v)`` of every value (Python's shortest round-trip text), as Arrow strings."""
     values = np.asarray(values, dtype=np.float64)
-    text = pc.cast(pa.array(values), pa.string())
+    text = pc.cast(arrow_of(values), pa.string())
     with np.errstate(invalid="ignore"):
         size = np.abs(values)
         whole = values == np.floor(values)  # False for NaN and infinities
@@ -40,8 +42,8 @@ def repr_texts(values: np.ndarray) -> pa.Array:
     zero = values == 0.0  # 0.0 and -0.0: Arrow writes "0" and "-0"
     suffix = (whole & plain) | zero
     if suffix.any():
-        dotted = pc.binary_join_element_wise(text, ".0", "")
-        text = pc.if_else(pa.array(suffix), dotted, text)
+        dotted = pc.binary_join_element_wise(text, text_scalar(".0"), text_scalar(""))
+        text = pc.if_else(arrow_of(suffix), dotted, text)
     return _python_where(text, values, ~(plain | zero), repr)
 
 
@@ -63,10 +65,10 @@ def fixed_texts(values: np.ndarray, digits: int, width: int = 0) -> pa.Array:
         odd = ~(values >= 0) | np.signbit(values) | ~(scaled < _EXACT) | tie
     whole = np.where(odd, 0.0, nearest).astype(np.int64)
     power = 10**digits
-    integer = pc.cast(pa.array(whole // power), pa.string())
+    integer = pc.cast(arrow_of(whole // power), pa.string())
     if digits:
-        fraction = pc.utf8_lpad(pc.cast(pa.array(whole % power), pa.string()), digits, "0")
-        text = pc.binary_join_element_wise(integer, fraction, ".")
+        fraction = pc.utf8_lpad(pc.cast(arrow_of(whole % power), pa.string()), digits, "0")
+        text = pc.binary_join_element_wise(integer, fraction, text_scalar("."))
     else:
         text = integer
     if width:
@@ -82,8 +84,8 @@ def _python_where(
     rows = np.flatnonzero(where)
     if not rows.size:
         return text
-    spelled = pa.array([spell(v) for v in values[rows].tolist()], type=pa.string())
-    return pc.replace_with_mask(text, pa.array(where), spelled)
+    spelled = texts_of([spell(v) for v in values[rows].tolist()])
+    return pc.replace_with_mask(text, arrow_of(where), spelled)
 
 
 def arrow_ids(qids: Sequence[object] | pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -109,15 +111,16 @@ def join_lines(qids: pa.Array, names: Sequence[str], columns: Sequence[pa.Array]
     if not count or not size:
         return ""
     qids = qids.cast(pa.large_string())
-    tab = pa.scalar("\t", pa.large_string())
+    tab = text_scalar("\t", large=True)
     blocks = [
         pc.binary_join_element_wise(
-            pa.scalar(name, pa.large_string()), qids, column.cast(pa.large_string()), tab
+            text_scalar(name, large=True), qids, column.cast(pa.large_string()), tab
         )
         for name, column in zip(names, columns, strict=True)
     ]
     # block j holds measure j of every query: read query by query
     order = np.arange(count * size).reshape(count, size).T.ravel()
-    lines = pa.concat_arrays(blocks).take(pa.array(order))
-    whole = pa.LargeListArray.from_arrays(pa.array([0, len(lines)], pa.int64()), lines)
-    return pc.binary_join(whole, pa.scalar("\n", pa.large_string()))[0].as_py() + "\n"
+    lines = pa.concat_arrays(blocks).take(arrow_of(order))
+    bounds = arrow_of(np.array([0, len(lines)], dtype=np.int64))
+    whole = pa.LargeListArray.from_arrays(bounds, lines)
+    return pc.binary_join(whole, text_scalar("\n", large=True))[0].as_py() + "\n"

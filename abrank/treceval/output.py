@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from abrank._lazy import import_pandas_in_background
 from abrank.engines.prepared import Prepared
 from abrank.errors import ConfigError, DataError
+from abrank.io.buffers import arrow_of
 from abrank.io.files import is_gzip, open_bytes
 from abrank.io.trec import (
     RUN_FIELDS,
@@ -81,7 +83,7 @@ def trec_eval_text(
         results = compute(prep, parsed, float(rel_level), "linear")
         # trec_eval scores an undefined value (no relevant judgment) as 0
         columns = {m.name: np.nan_to_num(results[m.name][scored], nan=0.0) for m in parsed}
-        return prep.ids.filter(pa.array(scored)), columns
+        return prep.ids.filter(arrow_of(scored)), columns
 
     qids, columns = merged_by_query(scored_pieces(pieces, joined, scored_values))
     if not len(qids):
@@ -99,6 +101,7 @@ def _file_columns(
 
     jq, jd, grade, subtopics = qrels_columns(qrels_path, check=False)
     if subtopics is not None:  # checked (a repeated triple would count twice), then joined
+        import_pandas_in_background()  # the subtopics' grouping reads them with pandas
         jq, jd, grade, subtopics = qrels_columns(qrels_path)
     rq, rd, score, _ = run_arrays(run_path)
     pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory

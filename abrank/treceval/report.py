@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from abrank.io.buffers import arrow_of, numpy_of, texts_of
+
 if TYPE_CHECKING:
     from abrank.engines.prepared import Prepared
     from abrank.treceval import TrecMeasures
@@ -136,7 +138,7 @@ def report_columns(
                 column = np.nan_to_num(value_of[printed], nan=0.0)
                 columns.append(ReportColumn(printed, column[scored], "number", "mean"))
     return ReportColumns(
-        prep.ids.filter(pa.array(scored)),
+        prep.ids.filter(arrow_of(scored)),
         tuple(columns),
         int(np.count_nonzero(prep.judged_grade > 0)),
     )
@@ -196,7 +198,7 @@ def _merged(parts: Sequence[ReportColumns]) -> tuple[pa.Array, list[ReportColumn
     if len(parts) == 1:
         return parts[0].ids, list(parts[0].columns)
     ids = pa.concat_arrays([part.ids.cast(pa.large_string()) for part in parts])
-    order = pc.sort_indices(ids).to_numpy()
+    order = numpy_of(pc.sort_indices(ids))
     merged = []
     for index, first in enumerate(parts[0].columns):
         pieces = [part.columns[index].values for part in parts]
@@ -210,7 +212,7 @@ def _merged(parts: Sequence[ReportColumns]) -> tuple[pa.Array, list[ReportColumn
         merged.append(
             ReportColumn(first.name, values, first.style, first.total, first.shown, first.text)
         )
-    return ids.take(pa.array(order)), merged
+    return ids.take(arrow_of(order)), merged
 
 
 def _texts(values: np.ndarray | list[str], style: str, digits: int) -> pa.Array:
@@ -219,9 +221,9 @@ def _texts(values: np.ndarray | list[str], style: str, digits: int) -> pa.Array:
     from abrank.treceval.lines import fixed_texts
 
     if style == "count":
-        return pa.array(np.asarray(values, dtype=np.int64)).cast(pa.string())
+        return arrow_of(np.asarray(values, dtype=np.int64)).cast(pa.string())
     if style == "quoted":
-        return pa.array([f"'{text}'" for text in values], type=pa.string())
+        return texts_of([f"'{text}'" for text in values])
     return fixed_texts(np.asarray(values, dtype=np.float64), digits, 6)
 
 
