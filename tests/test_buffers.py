@@ -92,6 +92,9 @@ def test_metrics_on_trec_files_with_plain_measures_load_no_pandas(tmp_path):
     out = run_metrics_and_list_pandas("-q", "-m", "recip_rank", "-m", "num_q", str(qrels), str(run))
     assert out.splitlines()[-1] == "False"
     assert "recip_rank            \tall\t0.2500" in out
-    # trec_eval's default set groups rows with pandas: it is loaded then
+    # trec_eval's default set (iprec_at_recall's suffix maxima per query included) too
     out = run_metrics_and_list_pandas(str(qrels), str(run))
-    assert out.endswith("True") and "map                   \tall\t" in out
+    assert out.endswith("False") and f"{'iprec_at_recall_1.00':<22}\tall\t0.2500" in out
+    # G's running gains are grouped with pandas: it is loaded then
+    out = run_metrics_and_list_pandas("-m", "G", str(qrels), str(run))
+    assert out.endswith("True") and out.startswith(f"{'G':<22}\tall\t")

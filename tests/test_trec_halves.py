@@ -331,3 +331,23 @@ def test_a_half_without_judged_queries_is_measured_with_the_other(tmp_path, halv
     assert (
         str(info.value) == f"{run}: query ids: expected queries that are also in {none}, got none"
     )
+
+
+def test_max_at_or_below_is_each_runs_suffix_maximum():
+    """iprec_at_recall's best precision at or below a rank: per query, the largest value
+    from a row to the query's last row, against the slow obvious way."""
+    import numpy as np
+
+    from abrank.io.arrow import max_at_or_below
+
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 90, 250)
+    codes = np.repeat(rng.permutation(lengths.size), lengths)  # queries in no set order
+    values = rng.random(codes.size)
+    got = max_at_or_below(codes, values)
+    start = 0
+    for length in lengths:
+        for row in range(start, start + length):
+            assert got[row] == values[row : start + length].max()
+        start += length
+    assert max_at_or_below(np.zeros(0, dtype=int), np.zeros(0)).size == 0

@@ -10,7 +10,7 @@ the join of a ranking with its judgments). No Python code runs per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import overload
 
 import numpy as np
@@ -221,21 +221,49 @@ def sum_above(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
     return total - np.repeat(total[first], lengths)
 
 
-def _float_sums_above(values: np.ndarray, first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """:func:`sum_above` of float ``values`` whose runs start at the rows ``first``: the
-    runs of each power-of-two class of length as the rows of a zero-padded matrix, each
-    summed along its row from the first value on."""
+def max_at_or_below(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row, the largest of ``values`` at that row and the rows after it within its run
+    of equal consecutive codes: a suffix maximum per query (iprec_at_recall's best
+    precision at or below a rank). Each run's maximum is its own, in rows of a padded
+    matrix as :func:`_float_sums_above` makes them, read from the run's last row back."""
     out = np.empty_like(values)
+    if codes.size == 0:
+        return out
+    start = np.empty(codes.size, dtype=bool)
+    start[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=start[1:])
+    first = np.flatnonzero(start)
+    lengths = np.diff(np.append(first, codes.size))
+    for runs, columns, inside in _length_classes(lengths):
+        last = first[runs] + lengths[runs] - 1
+        rows = (last[:, None] - columns[None, :])[inside]  # each run from its last row back
+        padded = np.full((runs.size, columns.size), -np.inf, dtype=values.dtype)
+        padded[inside] = values[rows]
+        np.maximum.accumulate(padded, axis=1, out=padded)
+        out[rows] = padded[inside]
+    return out
+
+
+def _length_classes(lengths: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The runs of each power-of-two class of length (their indices), the class's columns
+    0..width-1, and which places of each run's row of that width it fills."""
     width_class = np.zeros(lengths.size, dtype=np.int64)
     long = lengths > 1
     width_class[long] = np.ceil(np.log2(lengths[long])).astype(np.int64)
     for power in np.unique(width_class):
         runs = np.flatnonzero(width_class == power)
-        width = 1 << int(power)
-        columns = np.arange(width)
-        inside = columns[None, :] < lengths[runs, None]
+        columns = np.arange(1 << int(power))
+        yield runs, columns, columns[None, :] < lengths[runs, None]
+
+
+def _float_sums_above(values: np.ndarray, first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`sum_above` of float ``values`` whose runs start at the rows ``first``: the
+    runs of each power-of-two class of length as the rows of a zero-padded matrix, each
+    summed along its row from the first value on."""
+    out = np.empty_like(values)
+    for runs, columns, inside in _length_classes(lengths):
         rows = (first[runs, None] + columns[None, :])[inside]
-        shifted = np.zeros((runs.size, width + 1), dtype=values.dtype)
+        shifted = np.zeros((runs.size, columns.size + 1), dtype=values.dtype)
         shifted[:, 1:][inside] = values[rows]  # a run's values, one place to the right
         np.cumsum(shifted, axis=1, out=shifted)
         out[rows] = shifted[:, :-1][inside]

@@ -165,8 +165,8 @@ SETS: dict[str, tuple[str, ...]] = {
     "official": OFFICIAL,
     "all_trec": tuple(_ALL_TREC_NAMES.split()),
 }
-#: the measures computed without an abrank metric family or pandas: counts, runid, and
-#: the geometric means of map and bpref
+#: the measures computed without an abrank metric family or pandas: counts, runid, the
+#: geometric means of map and bpref, and the rest of trec_eval's default set
 _PLAIN = frozenset(
     [
         "runid",
@@ -177,6 +177,9 @@ _PLAIN = frozenset(
         "num_nonrel_judged_ret",
         "gm_map",
         "gm_bpref",
+        "Rprec",
+        "iprec_at_recall",
+        "11pt_avg",
     ]
 )
 _CUTOFF = re.compile(r"^[0-9]+(\.[0-9]*)?$")
@@ -221,8 +224,8 @@ class TrecMeasures:
         return None if family is None or name in self.params else family
 
     def computed_without_pandas(self) -> bool:
-        """Whether every measure is an abrank metric family's, a count, runid or a
-        geometric mean of one (the other measures' computations group rows with pandas)."""
+        """Whether every measure is an abrank metric family's or one of :data:`_PLAIN`
+        (the others' computations group rows with pandas, or are not checked for it)."""
         return all(name in _PLAIN or self.family(name) is not None for name in self.cutoffs)
 
     def printed(self, name: str) -> str:

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from abrank._lazy import pandas as pd
-from abrank.io.arrow import positions
+from abrank.io.arrow import max_at_or_below, positions
 
 if TYPE_CHECKING:
     from abrank.engines.prepared import Prepared
@@ -86,8 +85,7 @@ def interpolated_precision(
     nth = positions(rq) + 1.0
     precision = nth / (rp + 1.0)
     # the best precision at or below each relevant row of its query: a suffix maximum
-    backwards = pd.Series(precision[::-1]).groupby(rq[::-1], sort=False).cummax()
-    best_below = backwards.to_numpy()[::-1]
+    best_below = max_at_or_below(rq, precision)
     out = {}
     for level in levels:
         needed = _lround(level * big_r.astype(np.float64))
