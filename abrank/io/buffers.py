@@ -1,9 +1,10 @@
-"""NumPy arrays of Arrow columns read straight from their buffers.
+"""NumPy arrays of Arrow columns and Arrow arrays of NumPy ones, made from their buffers.
 
-pyarrow's own conversions (``to_numpy``, ``pa.array``) consult its pandas shim, which
-imports pandas on first use: a third of a second that ``abrank metrics`` on TREC files
-would otherwise wait for before parsing its first file. The readers' hot conversions go
-through here instead, and pandas loads on another core meanwhile (:mod:`abrank._lazy`).
+pyarrow's own conversions (``to_numpy``, ``pa.array``, ``pa.scalar``) consult its pandas
+shim, which imports pandas on first use: a fifth of a second of CPU that ``abrank
+metrics`` on a large TREC run would spend, or wait for, beside its parse. Every
+conversion of that command's path goes through here, so that it loads no pandas at all
+(:mod:`abrank.cli.metrics` starts pandas in the background only where a measure needs it).
 """
 
 from __future__ import annotations
