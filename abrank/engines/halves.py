@@ -28,7 +28,14 @@ from abrank.cores import usable_cores
 from abrank.io.arrow import run_heads
 from abrank.io.buffers import arrow_of, bools_of, numpy_of
 
-__all__ = ["HALVES_FROM", "RunPiece", "in_halves", "merged_by_query", "scored_pieces"]
+__all__ = [
+    "HALVES_FROM",
+    "RunPiece",
+    "in_halves",
+    "merged_by_query",
+    "query_order",
+    "scored_pieces",
+]
 
 #: Run rows from which a run is scored in halves: below, starting the threads and cutting
 #: the judgments cost more than the second core saves.
@@ -92,7 +99,7 @@ def _judgments_by_half(
     else copies."""
     judged = piece.judged_queries
     starts, heads = run_heads(judged)
-    first = _as_numpy(pc.is_in(heads, value_set=ids_first.cast(heads.type)))
+    first = bools_of(pc.is_in(heads, value_set=ids_first.cast(heads.type)))
     leading = first.size if first.all() else int(np.argmin(first))
     if not first[leading:].any():
         ahead = int(starts[leading]) if leading < starts.size else len(judged)
@@ -143,12 +150,19 @@ def merged_by_query(
     of each piece's ids, and trec_eval's)."""
     if len(parts) == 1:
         return parts[0]
-    ids = pa.concat_arrays([part[0].cast(pa.large_string()) for part in parts])
-    order = numpy_of(pc.sort_indices(ids))
+    ids, order = query_order([part[0] for part in parts])
     values = {
         name: np.concatenate([part[1][name] for part in parts])[order] for name in parts[0][1]
     }
-    return ids.take(arrow_of(order)), values
+    return ids, values
+
+
+def query_order(ids: Sequence[pa.Array]) -> tuple[pa.Array, np.ndarray]:
+    """The pieces' query ids as one array in byte order, and the order that puts values
+    laid out piece after piece in that order."""
+    joined = pa.concat_arrays([part.cast(pa.large_string()) for part in ids])
+    order = numpy_of(pc.sort_indices(joined))
+    return joined.take(arrow_of(order)), order
 
 
 def _next_query_start(ids: pa.ChunkedArray, near: int) -> int | None:
@@ -156,11 +170,6 @@ def _next_query_start(ids: pa.ChunkedArray, near: int) -> int | None:
     it, searched within :data:`_BOUNDARY_WINDOW` rows (None: none there)."""
     stop = min(len(ids), near + _BOUNDARY_WINDOW)
     part = ids.slice(near - 1, stop - near + 1).combine_chunks()
-    change = _as_numpy(pc.not_equal(part[1:], part[:-1]))
+    change = bools_of(pc.not_equal(part[1:], part[:-1]))
     found = np.flatnonzero(change)
     return near + int(found[0]) if found.size else None
-
-
-def _as_numpy(mask: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A boolean Arrow column without nulls as a NumPy array."""
-    return bools_of(mask)

@@ -188,10 +188,7 @@ def positions(codes: np.ndarray) -> np.ndarray:
     dtype = np.int32 if n < 2**31 else np.int64
     if n == 0:
         return np.zeros(0, dtype=dtype)
-    start = np.empty(n, dtype=bool)
-    start[0] = True
-    np.not_equal(codes[1:], codes[:-1], out=start[1:])
-    first = np.flatnonzero(start)
+    first, _ = _code_runs(codes)
     pos = np.ones(n, dtype=dtype)
     pos[first[1:]] = first[:-1] - first[1:] + 1
     pos[0] = 0
@@ -210,11 +207,7 @@ def sum_above(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
     queries before it (and lose digits as that sum grows)."""
     if codes.size == 0:
         return np.zeros(0, dtype=values.dtype)
-    start = np.empty(codes.size, dtype=bool)
-    start[0] = True
-    np.not_equal(codes[1:], codes[:-1], out=start[1:])
-    first = np.flatnonzero(start)
-    lengths = np.diff(np.append(first, codes.size))
+    first, lengths = _code_runs(codes)
     if values.dtype.kind == "f":
         return _float_sums_above(values, first, lengths)
     total = np.cumsum(values) - values  # whole numbers: exact
@@ -229,11 +222,7 @@ def max_at_or_below(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
     out = np.empty_like(values)
     if codes.size == 0:
         return out
-    start = np.empty(codes.size, dtype=bool)
-    start[0] = True
-    np.not_equal(codes[1:], codes[:-1], out=start[1:])
-    first = np.flatnonzero(start)
-    lengths = np.diff(np.append(first, codes.size))
+    first, lengths = _code_runs(codes)
     for runs, columns, inside in _length_classes(lengths):
         last = first[runs] + lengths[runs] - 1
         rows = (last[:, None] - columns[None, :])[inside]  # each run from its last row back
@@ -242,6 +231,16 @@ def max_at_or_below(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
         np.maximum.accumulate(padded, axis=1, out=padded)
         out[rows] = padded[inside]
     return out
+
+
+def _code_runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each run of equal consecutive ``codes`` (at least one row) and
+    the run's length."""
+    start = np.empty(codes.size, dtype=bool)
+    start[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=start[1:])
+    first = np.flatnonzero(start)
+    return first, np.diff(np.append(first, codes.size))
 
 
 def _length_classes(lengths: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:

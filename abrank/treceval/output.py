@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,7 @@ def trec_eval_text(
     runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
     ``judged_only`` makes every metric but judged@k judged-only (``ndcg@10(judged)``).
     """
-    from abrank.engines.halves import in_halves, merged_by_query, scored_pieces
+    from abrank.engines.halves import merged_by_query, scored_pieces
     from abrank.engines.memory import check_options, compute, scored_queries
     from abrank.metrics import as_judged_only, parse_metrics
 
@@ -68,13 +68,7 @@ def trec_eval_text(
     if judged_only:
         parsed = as_judged_only(parsed)
     check_options(rel_level, "linear", depth)
-    piece, subtopics = _file_columns(qrels_path, run_path)
-    # a large run's two halves of queries are joined and scored on two cores at once
-    pieces: list[RunPiece | None] = [piece] if subtopics is not None else [*in_halves(piece)]
-    del piece  # each piece's columns go once it is joined (scored_pieces)
-
-    def joined(part: RunPiece) -> Prepared:
-        return _joined(qrels_path, run_path, part, subtopics, depth)
+    pieces, joined = _file_pieces(qrels_path, run_path, depth)
 
     def scored_values(prep: Prepared) -> tuple[pa.Array, dict[str, np.ndarray]]:
         scored = scored_queries(prep, complete)
@@ -89,6 +83,24 @@ def trec_eval_text(
     if not len(qids):
         raise _none_in_common(run_path, qrels_path)
     return format_trec_eval(qids, columns, per_query=per_query, digits=digits)
+
+
+def _file_pieces(
+    qrels_path: str | Path, run_path: str | Path, depth: int | None
+) -> tuple[list[RunPiece | None], Callable[[RunPiece], Prepared]]:
+    """The files' columns as the pieces :func:`abrank.engines.halves.scored_pieces` joins
+    and scores (a large run's two halves of queries, on two cores at once; subtopic
+    judgments whole), and the join of a piece. The list holds the only reference to
+    the pieces, so that each piece's columns go once it is joined."""
+    from abrank.engines.halves import in_halves
+
+    piece, subtopics = _file_columns(qrels_path, run_path)
+    pieces: list[RunPiece | None] = [piece] if subtopics is not None else [*in_halves(piece)]
+
+    def joined(part: RunPiece) -> Prepared:
+        return _joined(qrels_path, run_path, part, subtopics, depth)
+
+    return pieces, joined
 
 
 def _file_columns(
@@ -157,19 +169,13 @@ def trec_eval_report(
     measure reads it). See :mod:`abrank.treceval` for the layout.
     """
     from abrank.engines.condensed import condense
-    from abrank.engines.halves import in_halves, scored_pieces
+    from abrank.engines.halves import scored_pieces
     from abrank.engines.memory import check_options
     from abrank.treceval.report import ReportColumns, report_columns, report_text
 
     check_options(rel_level, "linear", depth)
-    piece, subtopics = _file_columns(qrels_path, run_path)
+    pieces, joined = _file_pieces(qrels_path, run_path, depth)
     runid = run_tag(run_path) if "runid" in measures.cutoffs else None
-    # a large run's two halves of queries are joined and measured on two cores at once
-    pieces: list[RunPiece | None] = [piece] if subtopics is not None else [*in_halves(piece)]
-    del piece  # each piece's columns go once it is joined (scored_pieces)
-
-    def joined(part: RunPiece) -> Prepared:
-        return _joined(qrels_path, run_path, part, subtopics, depth)
 
     def measured(prep: Prepared) -> tuple[bool, ReportColumns]:
         if judged_only:  # -J: as in trec_eval, negative grades leave with the unjudged

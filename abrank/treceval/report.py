@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from abrank.io.buffers import arrow_of, numpy_of, texts_of
+from abrank.io.buffers import arrow_of, texts_of
 
 if TYPE_CHECKING:
     from abrank.engines.prepared import Prepared
@@ -195,10 +194,11 @@ def report_text(
 
 def _merged(parts: Sequence[ReportColumns]) -> tuple[pa.Array, list[ReportColumn]]:
     """The pieces' query ids in byte order and their columns' values in that order."""
+    from abrank.engines.halves import query_order
+
     if len(parts) == 1:
         return parts[0].ids, list(parts[0].columns)
-    ids = pa.concat_arrays([part.ids.cast(pa.large_string()) for part in parts])
-    order = numpy_of(pc.sort_indices(ids))
+    ids, order = query_order([part.ids for part in parts])
     merged = []
     for index, first in enumerate(parts[0].columns):
         pieces = [part.columns[index].values for part in parts]
@@ -212,7 +212,7 @@ def _merged(parts: Sequence[ReportColumns]) -> tuple[pa.Array, list[ReportColumn
         merged.append(
             ReportColumn(first.name, values, first.style, first.total, first.shown, first.text)
         )
-    return ids.take(arrow_of(order)), merged
+    return ids, merged
 
 
 def _texts(values: np.ndarray | list[str], style: str, digits: int) -> pa.Array:
