@@ -116,7 +116,6 @@ def _file_columns(
         import_pandas_in_background()  # the subtopics' grouping reads them with pandas
         jq, jd, grade, subtopics = qrels_columns(qrels_path)
     rq, rd, score, _ = run_arrays(run_path)
-    pa.default_memory_pool().release_unused()  # the CSV reader's buffers: lower peak memory
     key = np.negative(score, out=score) if score.flags.writeable else -score  # best first
     return RunPiece(rq, rd, key, jq, jd, grade), subtopics
 
