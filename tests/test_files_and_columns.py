@@ -108,6 +108,34 @@ def test_numbers_missing_infinite_and_booleans():
     assert str(info.value) == "f.csv: line 3: score: expected a number, got 'nan'"
 
 
+@pytest.mark.parametrize("where_bad", [0, 1, 2])
+def test_a_bad_float_anywhere_in_an_arrow_column_is_found(where_bad):
+    """Floats the CSV reader parsed (NaN, inf, beyond 2^53) are refused wherever they
+    sit, and the bound itself is a valid grade."""
+    for bad, expected in [
+        (np.nan, "a number, got 'nan'"),
+        (np.inf, "a finite number, got 'inf'"),
+        (-np.inf, "a finite number, got '-inf'"),
+    ]:
+        values = [3.0, 1.0, 2.0]
+        values[where_bad] = bad
+        with pytest.raises(DataError) as info:
+            parse_numbers(pa.chunked_array([values[:2], values[2:]]), where, bounded=True)
+        message = f"f.csv: line {where_bad + 2}: score: expected {expected}"
+        assert str(info.value) == message
+    edge = [2.0**53, -(2.0**53), 0.5]
+    assert parse_numbers(pa.chunked_array([edge]), where, bounded=True).tolist() == edge
+    for beyond in (2.0**53 + 2, -(2.0**53) - 2):
+        values = [1.0, 1.0, 1.0]
+        values[where_bad] = beyond
+        with pytest.raises(DataError) as info:
+            parse_numbers(pa.chunked_array([values]), where, bounded=True)
+        assert f"line {where_bad + 2}: score: expected a number between -2^53 and 2^53" in str(
+            info.value
+        )
+        assert parse_numbers(pa.chunked_array([values]), where)[where_bad] == beyond
+
+
 def test_every_table_format_has_a_reader_and_every_extension_one_format() -> None:
     from abrank.io import formats, tables
 
