@@ -42,18 +42,9 @@ PLACEHOLDERS = frozenset({"0", "Q0"})
 def is_subtopic_column(column: pa.ChunkedArray | pa.Array) -> bool:
     """Whether a qrels file's second column holds subtopics: more than one distinct value,
     ``0`` and ``Q0`` counting as one (the usual placeholders)."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    if all(pa.types.is_dictionary(chunk.type) for chunk in chunks):
-        # the values the rows use: a chunk's few distinct codes, not a string per row
-        distinct = {
-            value
-            for chunk in chunks
-            for value in chunk.dictionary.take(pc.unique(chunk.indices))
-            .cast(pa.string())
-            .to_pylist()
-        }
-    else:
-        distinct = set(pc.unique(column.cast(pa.string())).to_pylist())
+    if not len(column) or pc.all(pc.equal(column, column[0])).as_py():
+        return False  # one value throughout (the usual 0): a comparison, not a hash per row
+    distinct = set(pc.unique(column.cast(pa.string())).to_pylist())
     if distinct <= PLACEHOLDERS:
         return False
     return len(distinct) > 1
