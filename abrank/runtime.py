@@ -76,15 +76,17 @@ def reuse_freed_memory() -> None:
     """
     import ctypes
 
+    # first, before pyarrow is loaded: its allocator starts a thread as it loads, whose
+    # first malloc would make a second heap that later threads are then handed in turn
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL("libc.so.6")
+            libc.mallopt(-8, 1)  # M_ARENA_MAX: every thread allocates from the one heap
+            libc.mallopt(-4, 0)  # M_MMAP_MAX: large blocks come from the heap, and return to it
+            libc.mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: keep freed heap memory
     import numpy as np
     import pyarrow as pa
 
     pa.set_memory_pool(pa.system_memory_pool())
     with contextlib.suppress(AttributeError):
         np._core.multiarray._set_madvise_hugepage(False)  # type: ignore[attr-defined]  # noqa: SLF001
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL("libc.so.6")
-            libc.mallopt(-4, 0)  # M_MMAP_MAX: large blocks come from the heap, and return to it
-            libc.mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: keep freed heap memory
-            libc.mallopt(-8, 1)  # M_ARENA_MAX: threads allocate from that same heap

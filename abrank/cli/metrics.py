@@ -79,14 +79,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Score the run and print the values (options checked before any file is read)."""
     from abrank import runtime
+
+    _check_options(args)
+    if runtime.owns_process():  # before the imports below load pyarrow
+        runtime.reuse_freed_memory()
     from abrank._lazy import import_pandas_in_background
     from abrank.io import detect_format
     from abrank.treceval import expand_cutoff_lists, parse_trec_measures, split_metric_lists
     from abrank.treceval.output import trec_eval_report, trec_eval_text
-
-    _check_options(args)
-    if runtime.owns_process():
-        runtime.reuse_freed_memory()
     # no -m: trec_eval's default measures, as trec_eval prints them
     names = split_metric_lists(args.metrics or ["official"])
     measures = parse_trec_measures(names)  # None: abrank's own names

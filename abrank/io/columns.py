@@ -226,7 +226,7 @@ def _plainly_valid(numbers: np.ndarray, bounded: bool) -> bool:
         return True
     low, high = numbers.min(), numbers.max()
     if bounded:
-        return bool(-LARGEST_WHOLE <= low and high <= LARGEST_WHOLE)
+        return bool(low >= -LARGEST_WHOLE and high <= LARGEST_WHOLE)
     return bool(np.isfinite(low) and np.isfinite(high))
 
 
