@@ -63,16 +63,16 @@ def test_bools_and_arrays_round_trip_through_buffers():
     assert text_scalar("x").type == pa.string()
 
 
-def run_metrics_and_list_pandas(*args: str) -> str:
+def run_metrics_and_list_pandas(*args: str, module: str = "pandas") -> str:
     """``abrank metrics ARGS`` in a fresh interpreter; its output, then whether pandas
-    was loaded."""
+    (or ``module``) was loaded."""
     code = (
         "import io, sys, contextlib\n"
         "from abrank.cli import main\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         f"    main(['metrics', *{list(args)!r}])\n"
-        "sys.stdout.write(out.getvalue() + str('pandas' in sys.modules))\n"
+        f"sys.stdout.write(out.getvalue() + str({module!r} in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
@@ -98,3 +98,21 @@ def test_metrics_on_trec_files_with_plain_measures_load_no_pandas(tmp_path):
     # G's running gains are grouped with pandas: it is loaded then
     out = run_metrics_and_list_pandas("-m", "G", str(qrels), str(run))
     assert out.endswith("True") and out.startswith(f"{'G':<22}\tall\t")
+
+
+def test_metrics_load_neither_the_statistics_nor_numpy_masked_arrays(tmp_path):
+    """``abrank metrics`` builds only its own options (``compare``'s come from the
+    statistics registry), and its sorts of distinct values are not ``np.unique``, whose
+    first call imports ``numpy.ma``; a tie (q1) and a query's rows apart (q2) included."""
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    run.write_text(
+        "q2 Q0 d1 1 9 s\nq1 Q0 d1 1 3 s\nq1 Q0 d2 2 2 s\nq1 Q0 d3 3 2 s\nq2 Q0 d2 2 1 s\n"
+    )
+    qrels.write_text("q1 0 d3 1\nq2 0 d2 1\n")
+    for module in ("abrank.stats", "numpy.ma"):
+        out = run_metrics_and_list_pandas(
+            "-m", "mrr", "--per-query", str(qrels), str(run), module=module
+        )
+        # q1: d3 outranks d2 on the tie (doc id descending): 1/2; q2: d2 second: 1/2
+        assert out == "mrr\tq1\t0.5\nmrr\tq2\t0.5\nmrr\tall\t0.5\nFalse"

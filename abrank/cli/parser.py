@@ -45,8 +45,13 @@ def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every verb (also used to check that each verb has help)."""
+def build_parser(verb_named: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser for every verb (also used to check that each verb has help).
+
+    With ``verb_named``, only that verb's own options are added (every verb is still
+    listed): a command line parses without importing what the other verbs' options need,
+    such as the statistics registry that ``compare`` offers its tests from.
+    """
     from abrank import __version__
 
     parser = argparse.ArgumentParser(
@@ -72,15 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=f"Example:\n  {verb.EXAMPLE}",
         )
         sub.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-        verb.add_arguments(sub)
+        if verb_named in (None, verb.NAME):
+            verb.add_arguments(sub)
     return parser
 
 
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     """The command's arguments read (a usage error exits 2, as argparse does); the metric
     verbs' -m values regrouped first."""
-    parser = build_parser()
     argv = list(argv)
+    named = argv[0] if argv and argv[0] in {verb.NAME for verb in VERBS} else None
+    parser = build_parser(named)
     if argv and argv[0] in METRIC_VERBS:
         sub = parser._subparsers._group_actions[0].choices[argv[0]]  # type: ignore[union-attr,index]  # noqa: SLF001
         argv = [argv[0], *regroup_metric_values(argv[1:], sub, METRIC_VERBS[argv[0]])]
