@@ -69,9 +69,9 @@ def reuse_freed_memory() -> None:
     20-million-row click log (benchmarks/bench_online_io.py), and a fifth of an offline
     readout's at 100k queries x 100 per arm (benchmarks/bench_engine_speed.py). One heap
     for every thread (M_ARENA_MAX 1) completes it: glibc otherwise gives each thread that
-    allocates (Arrow's readers, the halves of a large run, the per-core workers) a heap of
+    allocates (Arrow's readers, the pieces of a large run, the per-core workers) a heap of
     its own, whose pages are fresh and never those the main heap freed; ``abrank metrics``
-    on 10 million run lines then took 90,000 fewer page faults. Values are unaffected.
+    on 10 million run lines then took about 100,000 fewer page faults. Values are unaffected.
     Elsewhere than glibc the allocator settings do nothing.
     """
     import ctypes

@@ -116,3 +116,33 @@ def test_metrics_load_neither_the_statistics_nor_numpy_masked_arrays(tmp_path):
         )
         # q1: d3 outranks d2 on the tie (doc id descending): 1/2; q2: d2 second: 1/2
         assert out == "mrr\tq1\t0.5\nmrr\tq2\t0.5\nmrr\tall\t0.5\nFalse"
+
+
+def test_a_large_run_is_cut_into_pieces_without_pandas(tmp_path):
+    """The cut (forced here on a small run) and its judgments of queries the run lacks
+    (an Arrow null for each) load no pandas either."""
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    run.write_text("".join(f"q{q} Q0 d{d} {d} {9 - d} s\n" for q in range(4) for d in range(3)))
+    qrels.write_text("q0 0 d2 1\nq9 0 d1 1\nq3 0 d0 1\n")
+    code = (
+        "import io, sys, contextlib\n"
+        "from abrank.cli import main\n"
+        "from abrank.engines import pieces\n"
+        "pieces.PIECES_FROM = 2\n"
+        "pieces.usable_cores = lambda: 2\n"
+        "cut = pieces.in_pieces\n"
+        "pieces.in_pieces = lambda piece: print(len(cut(piece)), end=' ') or cut(piece)\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    main(['metrics', '-c', '-m', 'mrr', '--per-query', {str(qrels)!r}, {str(run)!r}])\n"
+        "sys.stdout.write(out.getvalue() + str('pandas' in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    # four pieces of a query each; q0's relevant document third (1/3), q3's first, q9 absent
+    assert done.stdout == (
+        "4 mrr\tq0\t0.3333333333333333\nmrr\tq3\t1.0\nmrr\tq9\t0.0\n"
+        "mrr\tall\t0.4444444444444444\nFalse"
+    )

@@ -27,7 +27,7 @@ from abrank.treceval.lines import arrow_ids, fixed_texts, join_lines, repr_texts
 if TYPE_CHECKING:
     import pandas as pd
 
-    from abrank.engines.halves import RunPiece
+    from abrank.engines.pieces import RunPiece
     from abrank.treceval import TrecMeasures
 
 
@@ -56,8 +56,8 @@ def trec_eval_text(
     runs deeper than 1,000 documents per query pass ``depth=None`` to match it.
     ``judged_only`` makes every metric but judged@k judged-only (``ndcg@10(judged)``).
     """
-    from abrank.engines.halves import merged_by_query, scored_pieces
     from abrank.engines.memory import check_options, compute, scored_queries
+    from abrank.engines.pieces import merged_by_query, scored_pieces
     from abrank.metrics import as_judged_only, parse_metrics
 
     if digits is not None and (
@@ -88,14 +88,14 @@ def trec_eval_text(
 def _file_pieces(
     qrels_path: str | Path, run_path: str | Path, depth: int | None
 ) -> tuple[list[RunPiece | None], Callable[[RunPiece], Prepared]]:
-    """The files' columns as the pieces :func:`abrank.engines.halves.scored_pieces` joins
-    and scores (a large run's two halves of queries, on two cores at once; subtopic
+    """The files' columns as the pieces :func:`abrank.engines.pieces.scored_pieces` joins
+    and scores (a large run's pieces of queries, on every core at once; subtopic
     judgments whole), and the join of a piece. The list holds the only reference to
     the pieces, so that each piece's columns go once it is joined."""
-    from abrank.engines.halves import in_halves
+    from abrank.engines.pieces import in_pieces
 
     piece, subtopics = _file_columns(qrels_path, run_path)
-    pieces: list[RunPiece | None] = [piece] if subtopics is not None else [*in_halves(piece)]
+    pieces: list[RunPiece | None] = [piece] if subtopics is not None else [*in_pieces(piece)]
 
     def joined(part: RunPiece) -> Prepared:
         return _joined(qrels_path, run_path, part, subtopics, depth)
@@ -109,7 +109,7 @@ def _file_columns(
     """The columns the join reads, from the files: the run's query and doc ids and its
     scores negated (ascending is better), the qrels' query and doc ids and grades; and
     their subtopics (None unless the qrels judge subtopics)."""
-    from abrank.engines.halves import RunPiece
+    from abrank.engines.pieces import RunPiece
 
     jq, jd, grade, subtopics = qrels_columns(qrels_path, check=False)
     if subtopics is not None:  # checked (a repeated triple would count twice), then joined
@@ -168,8 +168,8 @@ def trec_eval_report(
     measure reads it). See :mod:`abrank.treceval` for the layout.
     """
     from abrank.engines.condensed import condense
-    from abrank.engines.halves import scored_pieces
     from abrank.engines.memory import check_options
+    from abrank.engines.pieces import scored_pieces
     from abrank.treceval.report import ReportColumns, report_columns, report_text
 
     check_options(rel_level, "linear", depth)

@@ -4,8 +4,8 @@
 piece's scored queries, and how its ``all`` row is made (a mean, a sum, a geometric mean,
 the number of queries, a text). :func:`report_text` puts the pieces' queries back in
 trec_eval's order (byte order of the ids) and prints the per-query rows and the ``all``
-rows from the whole columns, so that a run scored in halves of its queries
-(:mod:`abrank.engines.halves`) prints what it prints whole, byte for byte: the means add
+rows from the whole columns, so that a run scored in pieces of its queries
+(:mod:`abrank.engines.pieces`) prints what it prints whole, byte for byte: the means add
 the same values in the same order. The layout is trec_eval's (:mod:`abrank.treceval`).
 """
 
@@ -194,7 +194,7 @@ def report_text(
 
 def _merged(parts: Sequence[ReportColumns]) -> tuple[pa.Array, list[ReportColumn]]:
     """The pieces' query ids in byte order and their columns' values in that order."""
-    from abrank.engines.halves import query_order
+    from abrank.engines.pieces import query_order
 
     if len(parts) == 1:
         return parts[0].ids, list(parts[0].columns)
