@@ -45,8 +45,8 @@ __all__ = [
 #: the judgments cost more than the other cores save.
 PIECES_FROM = 1_000_000
 
-#: Pieces per core (measured on 10M run lines, two cores: two pieces per core 0.05 s
-#: quicker than one, with 190 MB less peak memory; four, slower again).
+#: Pieces per core (measured on 10M run lines, two cores: two pieces per core 0.1 s
+#: quicker than one, with 200 MB less peak memory; three or four, no quicker).
 PIECES_PER_CORE = 2
 
 #: Rows after a cut's place searched for the start of the next query.
