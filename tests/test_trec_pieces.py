@@ -126,6 +126,8 @@ def test_a_run_is_cut_into_as_many_pieces_as_its_query_boundaries_allow(monkeypa
     import numpy as np
     import pyarrow as pa
 
+    from abrank.io.arrow import run_heads
+
     monkeypatch.setattr(cutting, "usable_cores", lambda: 2)
     # five queries of 3, 1, 4, 2 and 2 rows (12): shares of 12 / 4 = 3 rows
     ids = pa.chunked_array([["a"] * 3 + ["b"], ["c"] * 4 + ["d", "d"], ["e", "e"]])
@@ -163,21 +165,29 @@ def test_a_run_is_cut_into_as_many_pieces_as_its_query_boundaries_allow(monkeypa
         ["e", "y"],
     ]
     assert [p.grades.tolist() for p in made] == [[0.0], [1.0, 2.0, 3.0], [4.0], [5.0, 6.0]]
+    # where each piece's queries start, as the join would find them in the piece itself
+    for p in made:
+        assert p.query_starts.tolist() == run_heads(p.query_ids)[0].tolist()
+        assert p.judged_starts.tolist() == run_heads(p.judged_queries)[0].tolist()
     # a query the run lacks before any other: the first piece's
     assert cut(["z", "a", "c"])[0].judged_queries.to_pylist() == ["z", "a"]
     # judgments out of the run's order: copies; those the run lacks go with the last piece
     made = cut(["e", "z", "a", "c", "a", "d"])
     assert [p.judged_queries.to_pylist() for p in made] == [["a", "a"], ["c"], ["d"], ["e", "z"]]
     assert [p.grades.tolist() for p in made] == [[2.0, 4.0], [3.0], [5.0], [0.0, 1.0]]
+    assert [p.judged_starts for p in made] == [None] * 4  # copies: left to the join
     # more pieces asked than the run has query boundaries: a piece per query
     made = cut(["a"], count=12)
     assert [p.query_ids.to_pylist()[0] for p in made] == ["a", "b", "c", "d", "e"]
     assert [len(p.judged_queries) for p in made] == [1, 0, 0, 0, 0]
     # every piece's rows and judgments, together, are the run's and the judgments'
     for count in range(2, 13):
-        made = cut(["e", "b", "y", "a"], count=count)
+        made = cut(["b", "b", "y", "e", "y", "e"], count=count)  # e's judgments apart
         assert sum((p.query_ids.to_pylist() for p in made), []) == ids.to_pylist()
-        assert sorted(sum((p.judged_queries.to_pylist() for p in made), [])) == ["a", "b", "e", "y"]
+        judged = ["b", "b", "y", "e", "y", "e"]  # in the run's order: sliced, in order
+        assert sum((p.judged_queries.to_pylist() for p in made), []) == judged
+        for p in made:
+            assert p.judged_starts.tolist() == run_heads(p.judged_queries)[0].tolist()
 
 
 def test_a_run_not_grouped_by_query_is_scored_whole(tmp_path, monkeypatch, pieces_made):

@@ -167,15 +167,18 @@ def prepare_arrays(
     depth: int | None,
     reach: int | None,
     keep_judgment: bool = False,
+    *,
+    query_starts: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
 ) -> Prepared:
     """prepare on arrays: ids as Arrow strings, ``key`` ascending = better rank, labels
     either inline (per ranking row, NaN = unjudged) or as judgments (jq, jd, jgrade).
     ``keep_judgment`` keeps each judged row's judgment index (:attr:`Prepared.row_judgment`,
-    which the diversity metrics read)."""
+    which the diversity metrics read). ``query_starts``: where each run of equal query ids
+    starts in ``rq`` and in ``jq``, when a caller found them already (None: not found)."""
     if inline is not None:
-        codes, ids = query_codes(rq)
+        codes, ids = query_codes(rq, starts=query_starts[:1])
     else:
-        (codes, jcodes), ids = query_codes(rq, jq)
+        (codes, jcodes), ids = query_codes(rq, jq, starts=query_starts)
     nq = len(ids)
 
     order, within_ties = order_rows(codes, key, rd)

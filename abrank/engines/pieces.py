@@ -61,7 +61,9 @@ class RunPiece:
     """Some queries' rows of a run (``query_ids``, ``doc_ids``, ``key``: ascending is
     better) in file order, and every judgment of those queries (``judged_queries``,
     ``judged_docs``, ``grades``). Judgments of queries the run does not have, which
-    ``-c`` scores, are each in some one piece."""
+    ``-c`` scores, are each in some one piece. ``query_starts`` and ``judged_starts``,
+    when the cut found them: the rows where each run of equal query ids starts in
+    ``query_ids`` and in ``judged_queries``, which the join would otherwise look for."""
 
     query_ids: pa.ChunkedArray
     doc_ids: pa.ChunkedArray
@@ -69,6 +71,8 @@ class RunPiece:
     judged_queries: pa.ChunkedArray
     judged_docs: pa.ChunkedArray
     grades: np.ndarray
+    query_starts: np.ndarray | None = None
+    judged_starts: np.ndarray | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """How many rows and judgments the piece holds, as JSON-safe builtins."""
@@ -100,24 +104,32 @@ def in_pieces(
     bounds = list(pairwise([0, *cuts, rows]))
     parts = [piece.query_ids.slice(start, stop - start) for start, stop in bounds]
     with ThreadPoolExecutor(min(cores, len(parts)), thread_name_prefix="abrank-cut") as pool:
-        ids = [pc.unique(heads) for _, heads in pool.map(run_heads, parts)]
+        heads = list(pool.map(run_heads, parts))
+    ids = [pc.unique(part_heads) for _, part_heads in heads]
     every = pa.concat_arrays(ids)
     if pc.count_distinct(every).as_py() != len(every):
         return [piece]  # a query in two pieces: the rows are not grouped by query
     judgments = _judgments_by_piece(piece, ids)
     return [
-        RunPiece(part, piece.doc_ids.slice(start, stop - start), piece.key[start:stop], *judged)
-        for part, (start, stop), judged in zip(parts, bounds, judgments, strict=True)
+        RunPiece(
+            part,
+            piece.doc_ids.slice(start, stop - start),
+            piece.key[start:stop],
+            query_starts=part_starts,
+            **judged,
+        )
+        for part, (start, stop), (part_starts, _), judged in zip(
+            parts, bounds, heads, judgments, strict=True
+        )
     ]
 
 
-def _judgments_by_piece(
-    piece: RunPiece, ids: list[pa.Array]
-) -> list[tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]]:
-    """The judgments of each piece's queries (``ids[k]``: piece k's distinct query ids):
-    slices when the judgments come in the run's order of queries (as they are mostly
-    written; a query the run lacks goes with the queries before it), else copies (those
-    the run lacks go with the last piece)."""
+def _judgments_by_piece(piece: RunPiece, ids: list[pa.Array]) -> list[dict[str, Any]]:
+    """The judgments of each piece's queries (``ids[k]``: piece k's distinct query ids),
+    as :class:`RunPiece`'s fields: slices when the judgments come in the run's order of
+    queries (as they are mostly written; a query the run lacks goes with the queries
+    before it), with the rows where their queries' runs start; else copies (those the run
+    lacks go with the last piece)."""
     judged = piece.judged_queries
     starts, heads = run_heads(judged)
     known = pa.concat_arrays([part.cast(heads.type) for part in ids])
@@ -136,13 +148,19 @@ def _judgments_by_piece(
         cut = np.searchsorted(owner, np.arange(1, len(ids)), side="left")
         edges = [0, *(int(starts[c]) if c < starts.size else len(judged) for c in cut)]
         edges.append(len(judged))
+        # each edge is a run's first row (or the end): a slice's runs start where the
+        # whole column's do
+        first = np.searchsorted(starts, edges)
         return [
-            (
-                judged.slice(start, stop - start),
-                piece.judged_docs.slice(start, stop - start),
-                piece.grades[start:stop],
+            dict(
+                judged_queries=judged.slice(start, stop - start),
+                judged_docs=piece.judged_docs.slice(start, stop - start),
+                grades=piece.grades[start:stop],
+                judged_starts=starts[low:high] - start,
             )
-            for start, stop in pairwise(edges)
+            for (start, stop), (low, high) in zip(
+                pairwise(edges), pairwise(first.tolist()), strict=True
+            )
         ]
     owner[owner < 0] = len(ids) - 1
     row_owner = np.repeat(owner, stops - starts)
@@ -150,7 +168,13 @@ def _judgments_by_piece(
     for index in range(len(ids)):
         mask = row_owner == index
         keep = arrow_of(mask)
-        out.append((judged.filter(keep), piece.judged_docs.filter(keep), piece.grades[mask]))
+        out.append(
+            dict(
+                judged_queries=judged.filter(keep),
+                judged_docs=piece.judged_docs.filter(keep),
+                grades=piece.grades[mask],
+            )
+        )
     return out
 
 

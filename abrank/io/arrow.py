@@ -10,7 +10,7 @@ the join of a ranking with its judgments). No Python code runs per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import overload
 
 import numpy as np
@@ -309,19 +309,29 @@ def as_arrow(values: pd.Series | pa.Array | pa.ChunkedArray, what: str = "ids") 
 
 
 @overload
-def query_codes(column: pa.ChunkedArray, /) -> tuple[np.ndarray, pa.Array]: ...
+def query_codes(
+    column: pa.ChunkedArray, /, *, starts: Sequence[np.ndarray | None] | None = None
+) -> tuple[np.ndarray, pa.Array]: ...
 @overload
 def query_codes(
-    first: pa.ChunkedArray, second: pa.ChunkedArray, /, *more: pa.ChunkedArray
+    first: pa.ChunkedArray,
+    second: pa.ChunkedArray,
+    /,
+    *more: pa.ChunkedArray,
+    starts: Sequence[np.ndarray | None] | None = None,
 ) -> tuple[list[np.ndarray], pa.Array]: ...
-def query_codes(*columns: pa.ChunkedArray) -> tuple[list[np.ndarray] | np.ndarray, pa.Array]:
+def query_codes(
+    *columns: pa.ChunkedArray, starts: Sequence[np.ndarray | None] | None = None
+) -> tuple[list[np.ndarray] | np.ndarray, pa.Array]:
     """Dense int32 codes for query ids, shared by all columns, ordered by query id.
 
     Returns the sorted distinct ids (code i is ``ids[i]``; sorting is byte order, the
     order trec_eval prints queries in) beside the codes: one array for one column, a list
-    of one array per column for several.
+    of one array per column for several. ``starts[k]``, when given, are the rows where a
+    run of equal ids starts in column k (:func:`run_heads`' first array), found already.
     """
-    encoded = [_encode_grouped(column) for column in columns]
+    known = list(starts) if starts is not None else [None] * len(columns)
+    encoded = [_encode_grouped(column, at) for column, at in zip(columns, known, strict=True)]
     # string or large_string columns alike: only the (small) dictionaries are cast
     dictionaries = [e.dictionary.cast(pa.large_string()) for e in encoded]
     union = pc.unique(pa.concat_arrays(dictionaries)) if len(dictionaries) > 1 else dictionaries[0]
@@ -415,15 +425,16 @@ def _run_starts(values: pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
 
 
-def _encode_grouped(values: pa.ChunkedArray) -> _Encoded:
+def _encode_grouped(values: pa.ChunkedArray, starts: np.ndarray | None = None) -> _Encoded:
     """Dictionary-encode ids; fast when equal ids sit together (a ranking's queries do).
 
     Only the first id of each run of equal neighbours is hashed; if those heads are all
-    distinct the ids are grouped and each row takes its run's code.
+    distinct the ids are grouped and each row takes its run's code. ``starts``: the rows
+    where those runs start, when a caller found them already.
     """
     n = len(values)
     if n > 1:
-        heads = _run_starts(values)
+        heads = _run_starts(values) if starts is None else starts
         if heads.size < n // 4:
             head_ids = take_rows(values, heads)  # one id per query: small
             encoded = pc.dictionary_encode(head_ids)

@@ -138,7 +138,18 @@ def _joined(
     try:
         if subtopics is not None:
             return prepare_subtopics(rq, rd, key, jq, jd, grade, subtopics, depth, None)
-        return prepare_arrays(rq, rd, key, None, jq, jd, grade, depth, None)
+        return prepare_arrays(
+            rq,
+            rd,
+            key,
+            None,
+            jq,
+            jd,
+            grade,
+            depth,
+            None,
+            query_starts=(piece.query_starts, piece.judged_starts),
+        )
     except DataError as exc:
         if str(exc).startswith("rankings: (query_id, doc_id)"):
             read_trec_run(run_path)
