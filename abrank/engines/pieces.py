@@ -104,12 +104,13 @@ def in_pieces(
     bounds = list(pairwise([0, *cuts, rows]))
     parts = [piece.query_ids.slice(start, stop - start) for start, stop in bounds]
     with ThreadPoolExecutor(min(cores, len(parts)), thread_name_prefix="abrank-cut") as pool:
+        judged_heads = pool.submit(run_heads, piece.judged_queries)  # beside the run's
         heads = list(pool.map(run_heads, parts))
-    ids = [pc.unique(part_heads) for _, part_heads in heads]
-    every = pa.concat_arrays(ids)
-    if pc.count_distinct(every).as_py() != len(every):
-        return [piece]  # a query in two pieces: the rows are not grouped by query
-    judgments = _judgments_by_piece(piece, ids)
+        ids = [pc.unique(part_heads) for _, part_heads in heads]
+        every = pa.concat_arrays(ids)
+        if pc.count_distinct(every).as_py() != len(every):
+            return [piece]  # a query in two pieces: the rows are not grouped by query
+        judgments = _judgments_by_piece(piece, ids, *judged_heads.result())
     return [
         RunPiece(
             part,
@@ -124,14 +125,16 @@ def in_pieces(
     ]
 
 
-def _judgments_by_piece(piece: RunPiece, ids: list[pa.Array]) -> list[dict[str, Any]]:
-    """The judgments of each piece's queries (``ids[k]``: piece k's distinct query ids),
-    as :class:`RunPiece`'s fields: slices when the judgments come in the run's order of
-    queries (as they are mostly written; a query the run lacks goes with the queries
-    before it), with the rows where their queries' runs start; else copies (those the run
-    lacks go with the last piece)."""
+def _judgments_by_piece(
+    piece: RunPiece, ids: list[pa.Array], starts: np.ndarray, heads: pa.Array
+) -> list[dict[str, Any]]:
+    """The judgments of each piece's queries (``ids[k]``: piece k's distinct query ids;
+    ``starts`` and ``heads``: :func:`run_heads` of the judgments), as :class:`RunPiece`'s
+    fields: slices when the judgments come in the run's order of queries (as they are
+    mostly written; a query the run lacks goes with the queries before it), with the rows
+    where their queries' runs start; else copies (those the run lacks go with the last
+    piece)."""
     judged = piece.judged_queries
-    starts, heads = run_heads(judged)
     known = pa.concat_arrays([part.cast(heads.type) for part in ids])
     found = pc.index_in(heads, value_set=known)  # null: a query the run lacks
     at = np.full(len(heads), -1, dtype=np.int64)
