@@ -87,6 +87,7 @@ def handle(args: argparse.Namespace) -> int:
     from abrank.io import detect_format
     from abrank.treceval import expand_cutoff_lists, parse_trec_measures, split_metric_lists
     from abrank.treceval.output import trec_eval_report, trec_eval_text
+
     # no -m: trec_eval's default measures, as trec_eval prints them
     names = split_metric_lists(args.metrics or ["official"])
     measures = parse_trec_measures(names)  # None: abrank's own names
