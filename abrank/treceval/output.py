@@ -178,7 +178,6 @@ def trec_eval_report(
     and as in trec_eval those judged with a negative grade, leave each ranking before any
     measure reads it). See :mod:`abrank.treceval` for the layout.
     """
-    from abrank.engines.condensed import condense
     from abrank.engines.memory import check_options
     from abrank.engines.pieces import scored_pieces
     from abrank.treceval.report import ReportColumns, report_columns, report_text
@@ -187,10 +186,8 @@ def trec_eval_report(
     pieces, joined = _file_pieces(qrels_path, run_path, depth)
     runid = run_tag(run_path) if "runid" in measures.cutoffs else None
 
-    def measured(prep: Prepared) -> tuple[bool, ReportColumns]:
-        if judged_only:  # -J: as in trec_eval, negative grades leave with the unjudged
-            prep = condense(prep, keep_negative=False)
-        common = bool((prep.in_run & prep.in_judgments).any())
+    def measured(part: Prepared) -> tuple[bool, ReportColumns]:
+        prep, common = _as_measured(part, judged_only)  # a piece may have none in common
         columns = report_columns(
             prep, measures, rel_level=rel_level, complete=complete, runid=runid
         )
@@ -205,16 +202,23 @@ def trec_eval_report(
 
 
 def _scorable(prep: Prepared, judged_only: bool, run: str | Path, qrels: str | Path) -> Prepared:
+    """:func:`_as_measured`'s joined run and judgments, refused when no query of the run
+    is judged."""
+    prep, common = _as_measured(prep, judged_only)
+    if not common:
+        raise _none_in_common(run, qrels)
+    return prep
+
+
+def _as_measured(prep: Prepared, judged_only: bool) -> tuple[Prepared, bool]:
     """The joined run and judgments as the measures read them: without unjudged documents
-    under ``-J`` (and, as in trec_eval, those judged with a negative grade), and refused
-    when no query of the run is judged."""
+    under ``-J`` (and, as in trec_eval, those judged with a negative grade); and whether
+    any query is both in the run and judged."""
     from abrank.engines.condensed import condense
 
     if judged_only:
         prep = condense(prep, keep_negative=False)
-    if not (prep.in_run & prep.in_judgments).any():
-        raise _none_in_common(run, qrels)
-    return prep
+    return prep, bool((prep.in_run & prep.in_judgments).any())
 
 
 def _none_in_common(run: str | Path, qrels: str | Path) -> DataError:
