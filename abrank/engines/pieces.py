@@ -143,7 +143,6 @@ def _judgments_by_piece(
     ends = np.cumsum([len(part) for part in ids])
     owner = np.searchsorted(ends, at, side="right")
     owner[at < 0] = -1
-    stops = np.append(starts[1:], len(judged))
     placed = owner[owner >= 0]
     if np.all(placed[1:] >= placed[:-1]):
         owner = np.maximum.accumulate(np.maximum(owner, 0))  # the run's order of queries
@@ -166,7 +165,7 @@ def _judgments_by_piece(
             )
         ]
     owner[owner < 0] = len(ids) - 1
-    row_owner = np.repeat(owner, stops - starts)
+    row_owner = np.repeat(owner, np.diff(np.append(starts, len(judged))))
     out = []
     for index in range(len(ids)):
         mask = row_owner == index
